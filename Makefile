@@ -1,0 +1,23 @@
+# The two set-up commands: `make demo` and `make test`. Both install what they
+# need on a Debian/Ubuntu machine (as root) before doing anything else.
+
+CARGO ?= cargo
+PG_BINDIR := $(shell ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+
+.PHONY: demo test deps build check
+
+deps:
+	@bash scripts/install-deps.sh
+
+build: deps
+	$(CARGO) build --release
+
+demo: build
+	@bash scripts/demo.sh
+
+check:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+test: deps check
+	$(CARGO) test --workspace

@@ -1,0 +1,12 @@
+//! pgbolt: a PostgreSQL benchmark client compatible with pgbench.
+//!
+//! Data flow: argv -> [`cli`] (no side effects) -> a validated configuration
+//! (scripts parsed, files read, connection options resolved) -> the engine
+//! (worker threads, each owning its clients, random states and statistics)
+//! -> merged statistics -> the report model -> renderers -> exit code.
+
+pub mod cli;
+pub mod expr;
+pub mod random;
+pub mod script;
+pub mod tempdb;

@@ -1,0 +1,1 @@
+//! pgbench-compatible random numbers.

@@ -1,0 +1,3 @@
+//! Transaction scripts: files and builtins, parsed into commands.
+
+pub mod vars;

@@ -1,0 +1,1 @@
+//! Throwaway PostgreSQL instances.
