@@ -1,6 +1,128 @@
-//! The command line.
+//! The command line: pgbench 18's options, parsed and checked the way
+//! pgbench parses and checks them, into a typed [`Config`].
+//!
+//! Parsing has two steps and no side effects. First every option is read
+//! in command-line order ([`getopt`] emulates glibc's `getopt_long` over
+//! `lexopt`) and checks its own value the moment it is met, as pgbench
+//! does, so that the first bad option is the one reported. Then
+//! [`validate`] applies the checks that involve several options, in
+//! pgbench's order, and builds the [`Config`]. Errors carry pgbench's
+//! wording (with pgbolt's name) and exit status 1.
+//!
+//! Each option is defined once, in [`options::OPTIONS`]: names, value,
+//! mode, help lines and the function that records it. Help output is
+//! generated from that table.
+//!
+//! `-?`/`--help` and `-V`/`--version` are recognised only as the first
+//! argument, like in pgbench.
+
+pub mod config;
+mod dispatch;
+pub mod error;
+mod gather;
+mod getopt;
+pub mod help;
+pub mod options;
+mod validate;
+mod values;
+
+use std::ffi::OsString;
+
+pub use config::*;
+pub use dispatch::{run, RunError};
+pub use error::{CliError, Level};
+
+/// The name pgbolt gives itself in messages.
+pub const PROGRAM: &str = "pgbolt";
+
+/// Parses a command line (without the program name) into a configuration.
+pub fn parse<I>(args: I, env: &Environment) -> Result<Config, CliError>
+where
+    I: IntoIterator,
+    I::Item: Into<OsString>,
+{
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    if let Some(first) = args.first() {
+        if first == "--help" || first == "-?" {
+            return Ok(Config::for_mode(Mode::Help));
+        }
+        if first == "--version" || first == "-V" {
+            return Ok(Config::for_mode(Mode::Version));
+        }
+    }
+    let mut gathered = gather::Gathered::new(env)?;
+    let mut getopt = getopt::Getopt::new(args);
+    while let Some(event) = getopt.next_event()? {
+        let def = match event {
+            getopt::Event::Positional(value) => {
+                gathered
+                    .positionals
+                    .push(value.to_string_lossy().into_owned());
+                continue;
+            }
+            getopt::Event::Flag(def) => {
+                if let options::Action::Flag(record) = def.action {
+                    record(&mut gathered);
+                }
+                def
+            }
+            getopt::Event::Value(def, value) => {
+                if let options::Action::Value(record) = def.action {
+                    record(&mut gathered, &value)?;
+                }
+                def
+            }
+        };
+        if let Some(mode) = gathered.early_exit.take() {
+            return Ok(Config::for_mode(mode));
+        }
+        match def.class {
+            options::Class::Benchmark => gathered.benchmarking_option = true,
+            options::Class::Init => gathered.initialization_option = true,
+            options::Class::Common => {}
+        }
+    }
+    validate::finish(gathered)
+}
+
+impl Config {
+    /// A configuration for a mode that needs no settings (help, version,
+    /// listing or showing builtin scripts).
+    pub fn for_mode(mode: Mode) -> Config {
+        Config {
+            mode,
+            connection: Connection::default(),
+            debug: false,
+            temp_instance: None,
+            io: IoMethod::Auto,
+            preflight: true,
+        }
+    }
+}
+
+/// Prints the lines of an error to standard error, each after the program
+/// name.
+pub fn print_error(err: &CliError) {
+    for (level, text) in err.lines(PROGRAM) {
+        eprintln!("{PROGRAM}: {}{text}", level.label());
+    }
+}
 
 /// Runs pgbolt with the process arguments and returns the exit code.
 pub fn main() -> i32 {
-    0
+    let env = Environment::from_process();
+    let config = match parse(std::env::args_os().skip(1), &env) {
+        Ok(config) => config,
+        Err(err) => {
+            print_error(&err);
+            return 1;
+        }
+    };
+    match run(config) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("{PROGRAM}: error: {err}");
+            err.exit_code()
+        }
+    }
 }

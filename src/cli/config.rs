@@ -1,0 +1,333 @@
+//! The validated configuration: what the user asked for, in the words of the
+//! pgbench documentation, with every value already range-checked.
+//!
+//! Connection options stay raw strings: they are resolved later, together
+//! with the `PG*` environment, service files and `.pgpass`, by
+//! `pgwire::conninfo`. Scripts stay specifications (name or path plus
+//! weight): reading and parsing them is the job of [`crate::script`].
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Everything pgbolt was asked to do.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// What to do.
+    pub mode: Mode,
+    /// Where to connect; unset fields fall back to libpq's rules.
+    pub connection: Connection,
+    /// `--debug`: print debugging output.
+    pub debug: bool,
+    /// `--temp-instance`: run against a throwaway PostgreSQL instance.
+    pub temp_instance: Option<TempInstance>,
+    /// `--io`: the I/O driver of the worker threads.
+    pub io: IoMethod,
+    /// `false` under `--no-preflight`: skip the checks made before a run.
+    pub preflight: bool,
+}
+
+/// The mode pgbolt runs in.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mode {
+    /// Run a benchmark (the default).
+    Run(Benchmark),
+    /// `-i`: create and fill the pgbench tables.
+    Init(Init),
+    /// `-?` / `--help` as the first argument.
+    Help,
+    /// `-V` / `--version` as the first argument.
+    Version,
+    /// `--show-script=NAME`: print a builtin script and exit. The name is not
+    /// resolved yet (builtin names may be abbreviated).
+    ShowScript(String),
+    /// `-b list`: list the builtin scripts and exit.
+    ListBuiltins,
+}
+
+/// Connection options as given (`-h`, `-p`, `-U`, `-d` or the positional
+/// DBNAME), unresolved.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Connection {
+    pub host: Option<String>,
+    pub port: Option<String>,
+    pub user: Option<String>,
+    pub dbname: Option<String>,
+}
+
+/// Settings of a benchmark run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Benchmark {
+    /// Scripts to choose from, in command-line order, never empty: without
+    /// `-b`, `-f`, `-N` or `-S` it holds the builtin `tpcb-like`.
+    pub scripts: Vec<ScriptSpec>,
+    /// `-D NAME=VALUE`, in order of first definition; a later `-D` of the
+    /// same name replaced the value.
+    pub variables: Vec<VariableDefinition>,
+    /// `-c`: number of concurrent clients.
+    pub clients: u32,
+    /// `-j`: number of worker threads, already reduced to `clients` when
+    /// larger (as pgbench does).
+    pub threads: u32,
+    /// `-t` or `-T`; `-t 10` when neither was given.
+    pub length: RunLength,
+    /// `-C`: open a new connection for each transaction.
+    pub connect_per_transaction: bool,
+    /// `-R`: target rate in transactions per second.
+    pub rate: Option<f64>,
+    /// `-L`: transactions slower than this count as late (and are skipped
+    /// under `-R` when already that late).
+    pub latency_limit: Option<Duration>,
+    /// `-M`: protocol used to submit queries.
+    pub query_mode: QueryMode,
+    /// `-n` / `-v`: what to vacuum before the run.
+    pub vacuum: VacuumBeforeRun,
+    /// `-P`: report progress every this many seconds.
+    pub progress: Option<u32>,
+    /// `--progress-timestamp`: progress lines carry Unix timestamps.
+    pub progress_timestamp: bool,
+    /// `-r`: report per-command latencies, failures and retries.
+    pub report_per_command: bool,
+    /// `-s`: the scale factor to report (pgbench otherwise reads it from
+    /// `pgbench_branches`).
+    pub scale: Option<u32>,
+    /// `-l` and the options that shape the transaction log.
+    pub log: Option<TransactionLog>,
+    /// `--max-tries`: `None` means unlimited (`--max-tries=0`).
+    pub max_tries: Option<u32>,
+    /// `--failures-detailed`.
+    pub failures_detailed: bool,
+    /// `--verbose-errors`.
+    pub verbose_errors: bool,
+    /// `--exit-on-abort`.
+    pub exit_on_abort: bool,
+    /// `--continue-on-error` (PostgreSQL 19).
+    pub continue_on_error: bool,
+    /// `--random-seed`, else `PGBENCH_RANDOM_SEED`, else the time.
+    pub random_seed: RandomSeed,
+    /// `--json=FILE`: also write the results as JSON.
+    pub json: Option<PathBuf>,
+    /// `--pgbench-output`: print exactly what pgbench prints, nothing more.
+    pub pgbench_output: bool,
+}
+
+/// Settings of `-i`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Init {
+    /// The steps to run, in order, after `-I`, `-n` and `--foreign-keys`.
+    pub steps: Vec<InitStep>,
+    /// `-s`: scale factor (default 1).
+    pub scale: u32,
+    /// `-F`: fill factor of the tables (default 100).
+    pub fillfactor: u32,
+    /// `-q`: log progress once every 5 seconds only.
+    pub quiet: bool,
+    /// `--unlogged-tables`.
+    pub unlogged_tables: bool,
+    /// `--tablespace`.
+    pub tablespace: Option<String>,
+    /// `--index-tablespace`.
+    pub index_tablespace: Option<String>,
+    /// `--partitions` (0: not partitioned).
+    pub partitions: u32,
+    /// `--partition-method`; `Range` by default when partitioned.
+    pub partition_method: PartitionMethod,
+}
+
+/// One `-I` step letter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InitStep {
+    /// `d`: drop existing pgbench tables.
+    DropTables,
+    /// `t`: create the tables.
+    CreateTables,
+    /// `g`: generate data in the client (COPY).
+    GenerateClientSide,
+    /// `G`: generate data in the server (INSERT ... SELECT).
+    GenerateServerSide,
+    /// `v`: vacuum the tables.
+    Vacuum,
+    /// `p`: create primary keys.
+    PrimaryKeys,
+    /// `f`: create foreign keys.
+    ForeignKeys,
+}
+
+impl InitStep {
+    /// Every step, in the order of pgbench's list of step letters.
+    pub const ALL: [InitStep; 7] = [
+        InitStep::DropTables,
+        InitStep::CreateTables,
+        InitStep::GenerateClientSide,
+        InitStep::GenerateServerSide,
+        InitStep::Vacuum,
+        InitStep::PrimaryKeys,
+        InitStep::ForeignKeys,
+    ];
+
+    /// The letter that selects this step in `-I`.
+    pub fn letter(self) -> char {
+        match self {
+            InitStep::DropTables => 'd',
+            InitStep::CreateTables => 't',
+            InitStep::GenerateClientSide => 'g',
+            InitStep::GenerateServerSide => 'G',
+            InitStep::Vacuum => 'v',
+            InitStep::PrimaryKeys => 'p',
+            InitStep::ForeignKeys => 'f',
+        }
+    }
+
+    /// The step a letter selects.
+    pub fn from_letter(letter: char) -> Option<InitStep> {
+        InitStep::ALL.into_iter().find(|s| s.letter() == letter)
+    }
+}
+
+/// How `pgbench_accounts` is partitioned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PartitionMethod {
+    None,
+    Range,
+    Hash,
+}
+
+/// How long a run lasts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunLength {
+    /// `-t`: transactions per client.
+    Transactions(u32),
+    /// `-T`: seconds.
+    Duration(u32),
+}
+
+/// `-M`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueryMode {
+    Simple,
+    Extended,
+    Prepared,
+}
+
+impl QueryMode {
+    /// The name used by `-M`.
+    pub fn name(self) -> &'static str {
+        match self {
+            QueryMode::Simple => "simple",
+            QueryMode::Extended => "extended",
+            QueryMode::Prepared => "prepared",
+        }
+    }
+}
+
+/// What is vacuumed before a benchmark run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VacuumBeforeRun {
+    /// `-n`: nothing (this wins over `-v`).
+    Skip,
+    /// Default: `pgbench_branches` and `pgbench_tellers` (and truncate
+    /// `pgbench_history`).
+    Standard,
+    /// `-v`: the standard tables and `pgbench_accounts`.
+    IncludingAccounts,
+}
+
+/// A script to run, as given on the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScriptSpec {
+    /// `-b NAME[@W]`, `-S` (`select-only`), `-N` (`simple-update`) or the
+    /// default `tpcb-like`. The name may be an unambiguous prefix.
+    Builtin { name: String, weight: u32 },
+    /// `-f FILENAME[@W]`; `-` is standard input.
+    File { path: PathBuf, weight: u32 },
+}
+
+impl ScriptSpec {
+    /// The relative weight of the script (0 ..= 2147483647).
+    pub fn weight(&self) -> u32 {
+        match self {
+            ScriptSpec::Builtin { weight, .. } | ScriptSpec::File { weight, .. } => *weight,
+        }
+    }
+}
+
+/// One `-D NAME=VALUE`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VariableDefinition {
+    pub name: String,
+    pub value: String,
+}
+
+/// `-l` with its companions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TransactionLog {
+    /// `--log-prefix` (default `pgbench_log`).
+    pub prefix: String,
+    /// `--sampling-rate`: fraction of transactions logged.
+    pub sampling_rate: Option<f64>,
+    /// `--aggregate-interval`: seconds per aggregated line.
+    pub aggregate_interval: Option<u32>,
+}
+
+/// Where the base random seed comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RandomSeed {
+    /// `time` (the default): the current time.
+    Time,
+    /// `rand`: a strong random source.
+    Rand,
+    /// An explicit unsigned integer.
+    Value(u64),
+}
+
+/// `--io`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IoMethod {
+    /// io_uring where the kernel allows it, else epoll.
+    Auto,
+    Epoll,
+    Uring,
+}
+
+/// `--temp-instance` and its companions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TempInstance {
+    /// `--temp-instance-setting=NAME=VALUE`, in order.
+    pub settings: Vec<(String, String)>,
+    /// `--temp-instance-keep`: leave the instance's directory behind.
+    pub keep: bool,
+}
+
+/// What validation may consult besides the arguments; captured once so that
+/// parsing stays free of side effects and testable.
+#[derive(Debug, Clone, Default)]
+pub struct Environment {
+    /// `PGBENCH_RANDOM_SEED`.
+    pub random_seed: Option<OsString>,
+    /// The hard limit on open files (`RLIMIT_NOFILE`), if known.
+    pub open_files_limit: Option<u64>,
+}
+
+impl Environment {
+    /// Reads the environment of this process.
+    pub fn from_process() -> Environment {
+        Environment {
+            random_seed: std::env::var_os("PGBENCH_RANDOM_SEED"),
+            open_files_limit: open_files_hard_limit(),
+        }
+    }
+}
+
+fn open_files_hard_limit() -> Option<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit only writes into the struct we pass.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    if rc == 0 && limit.rlim_max != libc::RLIM_INFINITY {
+        Some(limit.rlim_max)
+    } else {
+        None
+    }
+}

@@ -1,0 +1,316 @@
+//! Errors of the command line, worded as pgbench words them.
+//!
+//! pgbench prints three kinds of lines: getopt's own complaints (no level,
+//! always followed by a hint), `error:` lines, and `detail:` / `hint:` lines
+//! that complete some errors. [`CliError::lines`] gives the lines of an
+//! error in that form so that `main` only adds the program name.
+
+use std::fmt;
+
+/// The level of one printed line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// A complaint of the option parser itself (`pgbolt: invalid option -- 'x'`).
+    Plain,
+    Error,
+    Detail,
+    Hint,
+}
+
+impl Level {
+    /// The text printed between the program name and the message.
+    pub fn label(self) -> &'static str {
+        match self {
+            Level::Plain => "",
+            Level::Error => "error: ",
+            Level::Detail => "detail: ",
+            Level::Hint => "hint: ",
+        }
+    }
+}
+
+/// Everything that can be wrong with a command line.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CliError {
+    // Option syntax (getopt_long's complaints).
+    UnrecognizedOption(String),
+    InvalidShortOption(char),
+    MissingShortValue(char),
+    MissingLongValue(&'static str),
+    LongTakesNoValue(&'static str),
+    AmbiguousOption {
+        given: String,
+        candidates: Vec<&'static str>,
+    },
+    TooManyArguments(String),
+
+    // Values of single options.
+    InvalidValue {
+        option: &'static str,
+        value: String,
+    },
+    OutOfRange {
+        option: &'static str,
+        min: i32,
+        max: i32,
+    },
+    TooManyOpenFiles {
+        needed: u64,
+        limit: u64,
+    },
+    InvalidRate(String),
+    InvalidLatencyLimit(String),
+    InvalidSamplingRate(String),
+    InvalidMaxTries(String),
+    InvalidQueryMode(String),
+    InvalidPartitionMethod(String),
+    InvalidVariableDefinition(String),
+    InvalidVariableName(String),
+    NoInitSteps,
+    UnrecognizedInitStep(char),
+    InvalidWeight(String),
+    WeightOutOfRange(i64),
+    TooManyScripts,
+    InvalidRandomSeed {
+        value: String,
+        from_environment: bool,
+    },
+
+    // Combinations.
+    TotalWeightZero,
+    BenchmarkOptionInInitMode,
+    InitOptionInBenchmarkMode,
+    PartitionMethodWithoutPartitions,
+    TransactionsAndDuration,
+    SamplingWithoutLog,
+    SamplingWithAggregation,
+    AggregationWithoutLog,
+    LogPrefixWithoutLog,
+    AggregationLongerThanDuration {
+        interval: u32,
+        duration: u32,
+    },
+    DurationNotMultipleOfAggregation {
+        duration: u32,
+        interval: u32,
+    },
+    ProgressTimestampWithoutProgress,
+    UnlimitedTriesWithoutBound,
+
+    // pgbolt extensions.
+    InvalidIoMethod(String),
+    InvalidTempInstanceSetting(String),
+    RequiresTempInstance(&'static str),
+    TempInstanceWithServer(&'static str),
+}
+
+impl CliError {
+    /// Whether pgbench follows this error with `Try "... --help"`.
+    fn wants_hint(&self) -> bool {
+        matches!(
+            self,
+            CliError::UnrecognizedOption(_)
+                | CliError::InvalidShortOption(_)
+                | CliError::MissingShortValue(_)
+                | CliError::MissingLongValue(_)
+                | CliError::LongTakesNoValue(_)
+                | CliError::AmbiguousOption { .. }
+                | CliError::TooManyArguments(_)
+                | CliError::InvalidIoMethod(_)
+                | CliError::InvalidTempInstanceSetting(_)
+                | CliError::RequiresTempInstance(_)
+                | CliError::TempInstanceWithServer(_)
+        )
+    }
+
+    fn is_getopt_complaint(&self) -> bool {
+        matches!(
+            self,
+            CliError::UnrecognizedOption(_)
+                | CliError::InvalidShortOption(_)
+                | CliError::MissingShortValue(_)
+                | CliError::MissingLongValue(_)
+                | CliError::LongTakesNoValue(_)
+                | CliError::AmbiguousOption { .. }
+        )
+    }
+
+    /// The lines to print for this error, without the program name.
+    /// `program` is used inside the hint.
+    pub fn lines(&self, program: &str) -> Vec<(Level, String)> {
+        let first = if self.is_getopt_complaint() {
+            Level::Plain
+        } else {
+            Level::Error
+        };
+        let mut lines = vec![(first, self.to_string())];
+        match self {
+            CliError::UnrecognizedInitStep(_) => lines.push((
+                Level::Detail,
+                "Allowed step characters are: \"dtgGvpf\".".to_string(),
+            )),
+            CliError::InvalidRandomSeed {
+                from_environment, ..
+            } => {
+                lines.push((
+                    Level::Detail,
+                    "Expecting an unsigned integer, \"time\" or \"rand\".".to_string(),
+                ));
+                let source = if *from_environment {
+                    "PGBENCH_RANDOM_SEED environment variable"
+                } else {
+                    "--random-seed option"
+                };
+                lines.push((
+                    Level::Error,
+                    format!("error while setting random seed from {source}"),
+                ));
+            }
+            CliError::TooManyOpenFiles { .. } => lines.push((
+                Level::Hint,
+                "Reduce number of clients, or use limit/ulimit to increase the system limit."
+                    .to_string(),
+            )),
+            _ => {}
+        }
+        if self.wants_hint() {
+            lines.push((
+                Level::Hint,
+                format!("Try \"{program} --help\" for more information."),
+            ));
+        }
+        lines
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::UnrecognizedOption(given) => write!(f, "unrecognized option '{given}'"),
+            CliError::InvalidShortOption(c) => write!(f, "invalid option -- '{c}'"),
+            CliError::MissingShortValue(c) => write!(f, "option requires an argument -- '{c}'"),
+            CliError::MissingLongValue(long) => {
+                write!(f, "option '--{long}' requires an argument")
+            }
+            CliError::LongTakesNoValue(long) => {
+                write!(f, "option '--{long}' doesn't allow an argument")
+            }
+            CliError::AmbiguousOption { given, candidates } => {
+                write!(f, "option '{given}' is ambiguous; possibilities:")?;
+                for c in candidates {
+                    write!(f, " '--{c}'")?;
+                }
+                Ok(())
+            }
+            CliError::TooManyArguments(first) => {
+                write!(f, "too many command-line arguments (first is \"{first}\")")
+            }
+            CliError::InvalidValue { option, value } => {
+                write!(f, "invalid value \"{value}\" for option {option}")
+            }
+            CliError::OutOfRange { option, min, max } => {
+                write!(f, "{option} must be in range {min}..{max}")
+            }
+            CliError::TooManyOpenFiles { needed, limit } => write!(
+                f,
+                "need at least {needed} open files, but system limit is {limit}"
+            ),
+            CliError::InvalidRate(v) => write!(f, "invalid rate limit: \"{v}\""),
+            CliError::InvalidLatencyLimit(v) => write!(f, "invalid latency limit: \"{v}\""),
+            CliError::InvalidSamplingRate(v) => write!(f, "invalid sampling rate: \"{v}\""),
+            CliError::InvalidMaxTries(v) => {
+                write!(f, "invalid number of maximum tries: \"{v}\"")
+            }
+            CliError::InvalidQueryMode(v) => write!(f, "invalid query mode (-M): \"{v}\""),
+            CliError::InvalidPartitionMethod(v) => write!(
+                f,
+                "invalid partition method, expecting \"range\" or \"hash\", got: \"{v}\""
+            ),
+            CliError::InvalidVariableDefinition(v) => {
+                write!(f, "invalid variable definition: \"{v}\"")
+            }
+            CliError::InvalidVariableName(v) => {
+                write!(f, "option: invalid variable name: \"{v}\"")
+            }
+            CliError::NoInitSteps => write!(f, "no initialization steps specified"),
+            CliError::UnrecognizedInitStep(c) => {
+                write!(f, "unrecognized initialization step \"{c}\"")
+            }
+            CliError::InvalidWeight(spec) => write!(f, "invalid weight specification: {spec}"),
+            CliError::WeightOutOfRange(w) => write!(
+                f,
+                "weight specification out of range (0 .. {}): {w}",
+                i32::MAX
+            ),
+            CliError::TooManyScripts => write!(f, "at most 128 SQL scripts are allowed"),
+            CliError::InvalidRandomSeed { value, .. } => {
+                write!(f, "unrecognized random seed option \"{value}\"")
+            }
+            CliError::TotalWeightZero => write!(f, "total script weight must not be zero"),
+            CliError::BenchmarkOptionInInitMode => write!(
+                f,
+                "some of the specified options cannot be used in initialization (-i) mode"
+            ),
+            CliError::InitOptionInBenchmarkMode => write!(
+                f,
+                "some of the specified options cannot be used in benchmarking mode"
+            ),
+            CliError::PartitionMethodWithoutPartitions => write!(
+                f,
+                "--partition-method requires greater than zero --partitions"
+            ),
+            CliError::TransactionsAndDuration => write!(
+                f,
+                "specify either a number of transactions (-t) or a duration (-T), not both"
+            ),
+            CliError::SamplingWithoutLog => write!(
+                f,
+                "log sampling (--sampling-rate) is allowed only when logging transactions (-l)"
+            ),
+            CliError::SamplingWithAggregation => write!(
+                f,
+                "log sampling (--sampling-rate) and aggregation (--aggregate-interval) cannot be used at the same time"
+            ),
+            CliError::AggregationWithoutLog => write!(
+                f,
+                "log aggregation is allowed only when actually logging transactions"
+            ),
+            CliError::LogPrefixWithoutLog => write!(
+                f,
+                "log file prefix (--log-prefix) is allowed only when logging transactions (-l)"
+            ),
+            CliError::AggregationLongerThanDuration { interval, duration } => write!(
+                f,
+                "number of seconds for aggregation ({interval}) must not be higher than test duration ({duration})"
+            ),
+            CliError::DurationNotMultipleOfAggregation { duration, interval } => write!(
+                f,
+                "duration ({duration}) must be a multiple of aggregation interval ({interval})"
+            ),
+            CliError::ProgressTimestampWithoutProgress => {
+                write!(f, "--progress-timestamp is allowed only under --progress")
+            }
+            CliError::UnlimitedTriesWithoutBound => write!(
+                f,
+                "an unlimited number of transaction tries can only be used with --latency-limit or a duration (-T)"
+            ),
+            CliError::InvalidIoMethod(v) => write!(
+                f,
+                "invalid I/O method (--io): \"{v}\", expecting \"auto\", \"epoll\" or \"uring\""
+            ),
+            CliError::InvalidTempInstanceSetting(v) => write!(
+                f,
+                "invalid setting (--temp-instance-setting): \"{v}\", expecting NAME=VALUE"
+            ),
+            CliError::RequiresTempInstance(option) => {
+                write!(f, "{option} can only be used with --temp-instance")
+            }
+            CliError::TempInstanceWithServer(option) => write!(
+                f,
+                "--temp-instance cannot be used with {option}: the throwaway instance decides where to connect"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CliError {}

@@ -1,0 +1,479 @@
+//! First step of parsing: each option, as it is met, checks its own value
+//! and records it, exactly when pgbench would (so that of two bad options
+//! the first one is reported). Checks that involve several options wait
+//! for [`super::validate`].
+
+use std::ffi::{OsStr, OsString};
+use std::path::PathBuf;
+
+use super::config::{
+    Connection, Environment, InitStep, IoMethod, Mode, PartitionMethod, QueryMode, RandomSeed,
+    ScriptSpec, VariableDefinition,
+};
+use super::error::CliError;
+use super::values;
+
+/// Options as met so far, before cross-checks; mirrors pgbench's globals.
+#[derive(Debug, Default)]
+pub struct Gathered {
+    /// Set by `-b list` and `--show-script`, which end parsing at once.
+    pub early_exit: Option<Mode>,
+    pub benchmarking_option: bool,
+    pub initialization_option: bool,
+    pub open_files_limit: Option<u64>,
+
+    pub connection: Connection,
+    pub positionals: Vec<String>,
+    pub debug: bool,
+
+    pub init_mode: bool,
+    pub init_steps: Option<String>,
+    pub fillfactor: Option<u32>,
+    pub no_vacuum: bool,
+    pub quiet: bool,
+    pub scale: Option<u32>,
+    pub foreign_keys: bool,
+    pub unlogged_tables: bool,
+    pub tablespace: Option<String>,
+    pub index_tablespace: Option<String>,
+    pub partitions: Option<u32>,
+    pub partition_method: Option<PartitionMethod>,
+
+    pub scripts: Vec<ScriptSpec>,
+    pub variables: Vec<VariableDefinition>,
+    pub clients: Option<u32>,
+    pub threads: Option<u32>,
+    pub transactions: Option<u32>,
+    pub duration: Option<u32>,
+    pub connect: bool,
+    pub log: bool,
+    /// Microseconds, computed as pgbench does (0: no limit).
+    pub latency_limit_us: i64,
+    pub query_mode: Option<QueryMode>,
+    pub vacuum_all: bool,
+    pub progress: Option<u32>,
+    pub progress_timestamp: bool,
+    pub report_per_command: bool,
+    pub rate: Option<f64>,
+    pub sampling_rate: Option<f64>,
+    pub aggregate_interval: Option<u32>,
+    pub log_prefix: Option<String>,
+    pub random_seed: Option<RandomSeed>,
+    /// Raw `--max-tries` (0: unlimited); pgbench's default is 1.
+    pub max_tries: Option<u32>,
+    pub failures_detailed: bool,
+    pub verbose_errors: bool,
+    pub exit_on_abort: bool,
+    pub continue_on_error: bool,
+
+    pub json: Option<PathBuf>,
+    pub pgbench_output: bool,
+    pub no_preflight: bool,
+    pub temp_instance: bool,
+    pub temp_instance_settings: Vec<(String, String)>,
+    pub temp_instance_keep: bool,
+    pub io: Option<IoMethod>,
+}
+
+impl Gathered {
+    /// Starts from the environment; `PGBENCH_RANDOM_SEED` is checked first,
+    /// before any option, as pgbench does.
+    pub fn new(env: &Environment) -> Result<Gathered, CliError> {
+        let random_seed = match &env.random_seed {
+            Some(seed) => Some(parse_seed(&text(seed), true)?),
+            None => None,
+        };
+        Ok(Gathered {
+            open_files_limit: env.open_files_limit,
+            random_seed,
+            ..Gathered::default()
+        })
+    }
+}
+
+fn text(value: &OsStr) -> String {
+    value.to_string_lossy().into_owned()
+}
+
+fn positive(value: &OsStr, option: &'static str) -> Result<u32, CliError> {
+    values::option_int(&text(value), option, 1, i32::MAX).map(|v| v as u32)
+}
+
+fn parse_seed(value: &str, from_environment: bool) -> Result<RandomSeed, CliError> {
+    match value {
+        "time" => Ok(RandomSeed::Time),
+        "rand" => Ok(RandomSeed::Rand),
+        _ => values::unsigned_seed(value)
+            .map(RandomSeed::Value)
+            .ok_or_else(|| CliError::InvalidRandomSeed {
+                value: value.to_string(),
+                from_environment,
+            }),
+    }
+}
+
+/// Splits `NAME[@W]` at its last `@`, as pgbench does.
+fn weighted(value: &OsStr) -> Result<(OsString, u32), CliError> {
+    let bytes = value.as_encoded_bytes();
+    match bytes.iter().rposition(|b| *b == b'@') {
+        Some(at) => {
+            let spec = String::from_utf8_lossy(&bytes[at..]).into_owned();
+            let weight = values::weight(&spec[1..], &spec)?;
+            // SAFETY: splitting right before an ASCII '@' keeps both halves
+            // valid encoded OS strings.
+            let name = unsafe { OsStr::from_encoded_bytes_unchecked(&bytes[..at]) };
+            Ok((name.to_os_string(), weight))
+        }
+        None => Ok((value.to_os_string(), 1)),
+    }
+}
+
+fn builtin_spec(name: &str) -> ScriptSpec {
+    ScriptSpec::Builtin {
+        name: name.to_string(),
+        weight: 1,
+    }
+}
+
+pub fn builtin(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    if value == "list" {
+        g.early_exit = Some(Mode::ListBuiltins);
+        return Ok(());
+    }
+    let (name, weight) = weighted(value)?;
+    g.scripts.push(ScriptSpec::Builtin {
+        name: text(&name),
+        weight,
+    });
+    Ok(())
+}
+
+pub fn file(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let (path, weight) = weighted(value)?;
+    g.scripts.push(ScriptSpec::File {
+        path: PathBuf::from(path),
+        weight,
+    });
+    Ok(())
+}
+
+pub fn select_only(g: &mut Gathered) {
+    g.scripts.push(builtin_spec("select-only"));
+}
+
+pub fn skip_some_updates(g: &mut Gathered) {
+    g.scripts.push(builtin_spec("simple-update"));
+}
+
+pub fn clients(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let clients = positive(value, "-c/--clients")?;
+    let needed = u64::from(clients) + 3;
+    if let Some(limit) = g.open_files_limit.filter(|limit| *limit < needed) {
+        return Err(CliError::TooManyOpenFiles { needed, limit });
+    }
+    g.clients = Some(clients);
+    Ok(())
+}
+
+pub fn connect(g: &mut Gathered) {
+    g.connect = true;
+}
+
+pub fn dbname(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    g.connection.dbname = Some(text(value));
+    Ok(())
+}
+
+/// pgbench's rule for variable names: a letter, `_` or non-ASCII byte, then
+/// also digits.
+fn valid_variable_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    let first_ok = |b: u8| b.is_ascii_alphabetic() || b == b'_' || b >= 0x80;
+    match bytes.next() {
+        Some(b) if first_ok(b) => bytes.all(|b| first_ok(b) || b.is_ascii_digit()),
+        _ => false,
+    }
+}
+
+pub fn define(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let definition = text(value);
+    let (name, value) = match definition.split_once('=') {
+        Some((name, value)) if !name.is_empty() && !value.is_empty() => (name, value),
+        _ => return Err(CliError::InvalidVariableDefinition(definition)),
+    };
+    if !valid_variable_name(name) {
+        return Err(CliError::InvalidVariableName(name.to_string()));
+    }
+    match g.variables.iter_mut().find(|v| v.name == name) {
+        Some(existing) => existing.value = value.to_string(),
+        None => g.variables.push(VariableDefinition {
+            name: name.to_string(),
+            value: value.to_string(),
+        }),
+    }
+    Ok(())
+}
+
+pub fn fillfactor(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    g.fillfactor = Some(values::option_int(&text(value), "-F/--fillfactor", 10, 100)? as u32);
+    Ok(())
+}
+
+pub fn host(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    g.connection.host = Some(text(value));
+    Ok(())
+}
+
+pub fn initialize(g: &mut Gathered) {
+    g.init_mode = true;
+}
+
+pub fn init_steps(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let steps = text(value);
+    if steps.is_empty() {
+        return Err(CliError::NoInitSteps);
+    }
+    if let Some(bad) = steps
+        .chars()
+        .find(|c| *c != ' ' && InitStep::from_letter(*c).is_none())
+    {
+        return Err(CliError::UnrecognizedInitStep(bad));
+    }
+    g.init_steps = Some(steps);
+    Ok(())
+}
+
+pub fn jobs(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    g.threads = Some(positive(value, "-j/--jobs")?);
+    Ok(())
+}
+
+pub fn log(g: &mut Gathered) {
+    g.log = true;
+}
+
+pub fn latency_limit(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let value = text(value);
+    let limit_ms = values::atof(&value);
+    if limit_ms.is_nan() || limit_ms <= 0.0 {
+        return Err(CliError::InvalidLatencyLimit(value));
+    }
+    // As in pgbench, a limit under a microsecond becomes 0: no limit.
+    g.latency_limit_us = (limit_ms * 1000.0) as i64;
+    Ok(())
+}
+
+pub fn no_vacuum(g: &mut Gathered) {
+    g.no_vacuum = true;
+}
+
+pub fn port(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    g.connection.port = Some(text(value));
+    Ok(())
+}
+
+pub fn progress(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    g.progress = Some(positive(value, "-P/--progress")?);
+    Ok(())
+}
+
+pub fn protocol(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let mode = [QueryMode::Simple, QueryMode::Extended, QueryMode::Prepared]
+        .into_iter()
+        .find(|m| value == m.name())
+        .ok_or_else(|| CliError::InvalidQueryMode(text(value)))?;
+    g.query_mode = Some(mode);
+    Ok(())
+}
+
+pub fn quiet(g: &mut Gathered) {
+    g.quiet = true;
+}
+
+pub fn report_per_command(g: &mut Gathered) {
+    g.report_per_command = true;
+}
+
+pub fn rate(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let value = text(value);
+    let rate = values::atof(&value);
+    if rate.is_nan() || rate <= 0.0 {
+        return Err(CliError::InvalidRate(value));
+    }
+    g.rate = Some(rate);
+    Ok(())
+}
+
+pub fn scale(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    g.scale = Some(positive(value, "-s/--scale")?);
+    Ok(())
+}
+
+pub fn time(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    g.duration = Some(positive(value, "-T/--time")?);
+    Ok(())
+}
+
+pub fn transactions(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    g.transactions = Some(positive(value, "-t/--transactions")?);
+    Ok(())
+}
+
+pub fn username(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    g.connection.user = Some(text(value));
+    Ok(())
+}
+
+pub fn vacuum_all(g: &mut Gathered) {
+    g.vacuum_all = true;
+}
+
+pub fn unlogged_tables(g: &mut Gathered) {
+    g.unlogged_tables = true;
+}
+
+pub fn tablespace(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    g.tablespace = Some(text(value));
+    Ok(())
+}
+
+pub fn index_tablespace(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    g.index_tablespace = Some(text(value));
+    Ok(())
+}
+
+pub fn sampling_rate(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let value = text(value);
+    let rate = values::atof(&value);
+    if rate.is_nan() || rate <= 0.0 || rate > 1.0 {
+        return Err(CliError::InvalidSamplingRate(value));
+    }
+    g.sampling_rate = Some(rate);
+    Ok(())
+}
+
+pub fn aggregate_interval(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    g.aggregate_interval = Some(positive(value, "--aggregate-interval")?);
+    Ok(())
+}
+
+pub fn progress_timestamp(g: &mut Gathered) {
+    g.progress_timestamp = true;
+}
+
+pub fn log_prefix(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    g.log_prefix = Some(text(value));
+    Ok(())
+}
+
+pub fn foreign_keys(g: &mut Gathered) {
+    g.foreign_keys = true;
+}
+
+pub fn random_seed(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    g.random_seed = Some(parse_seed(&text(value), false)?);
+    Ok(())
+}
+
+pub fn show_script(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    g.early_exit = Some(Mode::ShowScript(text(value)));
+    Ok(())
+}
+
+pub fn partitions(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    g.partitions = Some(values::option_int(&text(value), "--partitions", 0, i32::MAX)? as u32);
+    Ok(())
+}
+
+pub fn partition_method(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let value = text(value);
+    let method = if value.eq_ignore_ascii_case("range") {
+        PartitionMethod::Range
+    } else if value.eq_ignore_ascii_case("hash") {
+        PartitionMethod::Hash
+    } else {
+        return Err(CliError::InvalidPartitionMethod(value));
+    };
+    g.partition_method = Some(method);
+    Ok(())
+}
+
+pub fn failures_detailed(g: &mut Gathered) {
+    g.failures_detailed = true;
+}
+
+pub fn max_tries(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let value = text(value);
+    let tries = values::atoi(&value);
+    if tries < 0 {
+        return Err(CliError::InvalidMaxTries(value));
+    }
+    g.max_tries = Some(tries as u32);
+    Ok(())
+}
+
+pub fn verbose_errors(g: &mut Gathered) {
+    g.verbose_errors = true;
+}
+
+pub fn exit_on_abort(g: &mut Gathered) {
+    g.exit_on_abort = true;
+}
+
+pub fn debug(g: &mut Gathered) {
+    g.debug = true;
+}
+
+pub fn continue_on_error(g: &mut Gathered) {
+    g.continue_on_error = true;
+}
+
+pub fn json(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    if value.is_empty() {
+        return Err(CliError::InvalidValue {
+            option: "--json",
+            value: String::new(),
+        });
+    }
+    g.json = Some(PathBuf::from(value));
+    Ok(())
+}
+
+pub fn pgbench_output(g: &mut Gathered) {
+    g.pgbench_output = true;
+}
+
+pub fn no_preflight(g: &mut Gathered) {
+    g.no_preflight = true;
+}
+
+pub fn temp_instance(g: &mut Gathered) {
+    g.temp_instance = true;
+}
+
+pub fn temp_instance_setting(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let setting = text(value);
+    match setting.split_once('=') {
+        Some((name, value)) if !name.trim().is_empty() => {
+            g.temp_instance_settings
+                .push((name.trim().to_string(), value.to_string()));
+            Ok(())
+        }
+        _ => Err(CliError::InvalidTempInstanceSetting(setting)),
+    }
+}
+
+pub fn temp_instance_keep(g: &mut Gathered) {
+    g.temp_instance_keep = true;
+}
+
+pub fn io(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let method = match value.to_str() {
+        Some("auto") => IoMethod::Auto,
+        Some("epoll") => IoMethod::Epoll,
+        Some("uring") => IoMethod::Uring,
+        _ => return Err(CliError::InvalidIoMethod(text(value))),
+    };
+    g.io = Some(method);
+    Ok(())
+}

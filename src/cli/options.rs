@@ -1,0 +1,261 @@
+//! The option table: one definition per option, with its names, whether it
+//! takes a value, which mode it belongs to, its help lines and the function
+//! that records it.
+//!
+//! The table is in the order of pgbench 18's `long_options` array (then
+//! `--continue-on-error` from PostgreSQL 19, then pgbolt's extensions),
+//! because getopt lists the candidates of an ambiguous abbreviation in
+//! that order. Help output has its own order, given by each help line's
+//! section and rank.
+//!
+//! pgbolt's extensions are long options only, and they never change the
+//! meaning of a pgbench command line: an abbreviation that names exactly
+//! one pgbench option keeps naming it even when it is also a prefix of an
+//! extension (`--no-` is still `--no-vacuum`, not ambiguous with
+//! `--no-preflight`). See [`super::getopt`].
+
+use std::ffi::OsStr;
+
+use super::error::CliError;
+use super::gather::{self as g, Gathered};
+
+/// Which mode an option belongs to; pgbench refuses benchmarking options
+/// with `-i` and initialization options without it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    Common,
+    Init,
+    Benchmark,
+}
+
+/// Where an option comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    Pgbench,
+    Pgbolt,
+}
+
+/// A section of the help output, in output order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Section {
+    Init,
+    Select,
+    Benchmarking,
+    Common,
+    Extensions,
+}
+
+impl Section {
+    pub const ALL: [Section; 5] = [
+        Section::Init,
+        Section::Select,
+        Section::Benchmarking,
+        Section::Common,
+        Section::Extensions,
+    ];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Section::Init => "Initialization options:",
+            Section::Select => "Options to select what to run:",
+            Section::Benchmarking => "Benchmarking options:",
+            Section::Common => "Common options:",
+            Section::Extensions => "pgbolt options (not in pgbench):",
+        }
+    }
+}
+
+/// One line (or a few, separated by `\n`) of help for an option.
+#[derive(Debug, Clone, Copy)]
+pub struct HelpLine {
+    pub section: Section,
+    /// Position within the section.
+    pub rank: u8,
+    pub text: &'static str,
+}
+
+/// What an option does when it is seen.
+#[derive(Clone, Copy)]
+pub enum Action {
+    /// An option without a value.
+    Flag(fn(&mut Gathered)),
+    /// An option with a required value.
+    Value(fn(&mut Gathered, &OsStr) -> Result<(), CliError>),
+    /// `-?`/`--help` and `-V`/`--version`: recognised only as the very first
+    /// argument, as pgbench does; elsewhere they are unknown options.
+    FirstArgument,
+}
+
+/// The definition of one command-line option.
+#[derive(Clone, Copy)]
+pub struct OptionDef {
+    pub short: Option<char>,
+    pub long: &'static str,
+    /// Name of the value in help (`NUM`); empty for flags.
+    pub value_name: &'static str,
+    pub class: Class,
+    pub origin: Origin,
+    pub action: Action,
+    pub help: &'static [HelpLine],
+}
+
+impl OptionDef {
+    pub fn takes_value(&self) -> bool {
+        matches!(self.action, Action::Value(_))
+    }
+
+    /// Whether getopt matches this option (everything but help/version).
+    pub fn is_getopt(&self) -> bool {
+        !matches!(self.action, Action::FirstArgument)
+    }
+}
+
+const fn line(section: Section, rank: u8, text: &'static str) -> HelpLine {
+    HelpLine {
+        section,
+        rank,
+        text,
+    }
+}
+
+macro_rules! opt {
+    ($short:expr, $long:expr, $value:expr, $class:ident, $origin:ident, $action:expr, [$($help:expr),+ $(,)?]) => {
+        OptionDef {
+            short: $short,
+            long: $long,
+            value_name: $value,
+            class: Class::$class,
+            origin: Origin::$origin,
+            action: $action,
+            help: &[$($help),+],
+        }
+    };
+}
+
+use Action::{FirstArgument, Flag, Value};
+use Section::{Benchmarking as B, Common as C, Extensions as X, Init as I, Select as S};
+
+/// Every option pgbolt knows.
+pub static OPTIONS: &[OptionDef] = &[
+    opt!(Some('b'), "builtin", "NAME[@W]", Benchmark, Pgbench, Value(g::builtin),
+        [line(S, 1, "run builtin script NAME with weight W (default: 1)\n(\"-b list\" lists the builtin scripts)")]),
+    opt!(Some('c'), "client", "NUM", Benchmark, Pgbench, Value(g::clients),
+        [line(B, 1, "number of concurrent clients (default: 1)")]),
+    opt!(Some('C'), "connect", "", Benchmark, Pgbench, Flag(g::connect),
+        [line(B, 2, "open a new connection for every transaction")]),
+    opt!(Some('d'), "dbname", "DBNAME", Common, Pgbench, Value(g::dbname),
+        [line(C, 2, "database to connect to")]),
+    opt!(Some('D'), "define", "VARNAME=VALUE", Benchmark, Pgbench, Value(g::define),
+        [line(B, 3, "set a variable for the scripts")]),
+    opt!(Some('f'), "file", "FILENAME[@W]", Benchmark, Pgbench, Value(g::file),
+        [line(S, 2, "run the script in FILENAME with weight W (default: 1)")]),
+    opt!(Some('F'), "fillfactor", "NUM", Init, Pgbench, Value(g::fillfactor),
+        [line(I, 3, "fill factor of the tables, 10 to 100")]),
+    opt!(Some('h'), "host", "HOSTNAME", Common, Pgbench, Value(g::host),
+        [line(C, 3, "server host name or socket directory")]),
+    opt!(Some('i'), "initialize", "", Common, Pgbench, Flag(g::initialize),
+        [line(I, 1, "initialization mode: create and fill the tables")]),
+    opt!(Some('I'), "init-steps", "[dtgGvpf]+ (default \"dtgvp\")", Init, Pgbench, Value(g::init_steps),
+        [line(I, 2, "initialization steps to run, in this order:\n\
+                     d: drop existing pgbench tables\n\
+                     t: create the tables of the standard scenario\n\
+                     g: generate data in the client\n\
+                     G: generate data in the server\n\
+                     v: vacuum the standard tables\n\
+                     p: create primary keys\n\
+                     f: create foreign keys")]),
+    opt!(Some('j'), "jobs", "NUM", Benchmark, Pgbench, Value(g::jobs),
+        [line(B, 4, "number of worker threads (default: 1)")]),
+    opt!(Some('l'), "log", "", Benchmark, Pgbench, Flag(g::log),
+        [line(B, 5, "log every transaction to a file")]),
+    opt!(Some('L'), "latency-limit", "NUM", Benchmark, Pgbench, Value(g::latency_limit),
+        [line(B, 6, "transactions slower than NUM ms count as late")]),
+    opt!(Some('n'), "no-vacuum", "", Common, Pgbench, Flag(g::no_vacuum),
+        [line(I, 4, "skip the vacuum step"), line(B, 8, "do not vacuum before the run")]),
+    opt!(Some('p'), "port", "PORT", Common, Pgbench, Value(g::port),
+        [line(C, 4, "server port")]),
+    opt!(Some('P'), "progress", "NUM", Benchmark, Pgbench, Value(g::progress),
+        [line(B, 9, "print a progress report every NUM seconds")]),
+    opt!(Some('M'), "protocol", "simple|extended|prepared", Benchmark, Pgbench, Value(g::protocol),
+        [line(B, 7, "how queries are sent to the server (default: simple)")]),
+    opt!(Some('q'), "quiet", "", Init, Pgbench, Flag(g::quiet),
+        [line(I, 5, "report progress every 5 seconds only")]),
+    opt!(Some('r'), "report-per-command", "", Benchmark, Pgbench, Flag(g::report_per_command),
+        [line(B, 10, "report latency, failures and retries of each command")]),
+    opt!(Some('R'), "rate", "NUM", Benchmark, Pgbench, Value(g::rate),
+        [line(B, 11, "target rate in transactions per second")]),
+    opt!(Some('s'), "scale", "NUM", Common, Pgbench, Value(g::scale),
+        [line(I, 6, "scale factor: number of branches to create"),
+         line(B, 12, "scale factor to print in the report")]),
+    opt!(Some('S'), "select-only", "", Benchmark, Pgbench, Flag(g::select_only),
+        [line(S, 4, "read-only transactions (builtin \"select-only\")")]),
+    opt!(Some('N'), "skip-some-updates", "", Benchmark, Pgbench, Flag(g::skip_some_updates),
+        [line(S, 3, "leave tellers and branches alone (builtin \"simple-update\")")]),
+    opt!(Some('T'), "time", "NUM", Benchmark, Pgbench, Value(g::time),
+        [line(B, 14, "run for NUM seconds")]),
+    opt!(Some('t'), "transactions", "NUM", Benchmark, Pgbench, Value(g::transactions),
+        [line(B, 13, "transactions run by each client (default: 10)")]),
+    opt!(Some('U'), "username", "USERNAME", Common, Pgbench, Value(g::username),
+        [line(C, 5, "user name to connect as")]),
+    opt!(Some('v'), "vacuum-all", "", Benchmark, Pgbench, Flag(g::vacuum_all),
+        [line(B, 15, "also vacuum pgbench_accounts before the run")]),
+    opt!(None, "unlogged-tables", "", Init, Pgbench, Flag(g::unlogged_tables),
+        [line(I, 12, "create the tables as unlogged")]),
+    opt!(None, "tablespace", "TABLESPACE", Init, Pgbench, Value(g::tablespace),
+        [line(I, 11, "put the tables in this tablespace")]),
+    opt!(None, "index-tablespace", "TABLESPACE", Init, Pgbench, Value(g::index_tablespace),
+        [line(I, 8, "put the indexes in this tablespace")]),
+    opt!(None, "sampling-rate", "NUM", Benchmark, Pgbench, Value(g::sampling_rate),
+        [line(B, 24, "fraction of transactions to log (0.01 logs 1%)")]),
+    opt!(None, "aggregate-interval", "NUM", Benchmark, Pgbench, Value(g::aggregate_interval),
+        [line(B, 16, "log one aggregated line every NUM seconds")]),
+    opt!(None, "progress-timestamp", "", Benchmark, Pgbench, Flag(g::progress_timestamp),
+        [line(B, 22, "progress reports show Unix timestamps")]),
+    opt!(None, "log-prefix", "PREFIX", Benchmark, Pgbench, Value(g::log_prefix),
+        [line(B, 20, "name prefix of the log files (default: \"pgbench_log\")")]),
+    opt!(None, "foreign-keys", "", Init, Pgbench, Flag(g::foreign_keys),
+        [line(I, 7, "add foreign keys between the tables")]),
+    opt!(None, "random-seed", "SEED", Benchmark, Pgbench, Value(g::random_seed),
+        [line(B, 23, "seed of the random generators: \"time\", \"rand\" or an integer")]),
+    opt!(None, "show-script", "NAME", Common, Pgbench, Value(g::show_script),
+        [line(B, 25, "print the builtin script NAME and exit")]),
+    opt!(None, "partitions", "NUM", Init, Pgbench, Value(g::partitions),
+        [line(I, 10, "split pgbench_accounts into NUM partitions (default: 0)")]),
+    opt!(None, "partition-method", "(range|hash)", Init, Pgbench, Value(g::partition_method),
+        [line(I, 9, "how to partition pgbench_accounts (default: range)")]),
+    opt!(None, "failures-detailed", "", Benchmark, Pgbench, Flag(g::failures_detailed),
+        [line(B, 19, "break failures down by kind")]),
+    opt!(None, "max-tries", "NUM", Benchmark, Pgbench, Value(g::max_tries),
+        [line(B, 21, "try each transaction at most NUM times, 0 for no limit (default: 1)")]),
+    opt!(None, "verbose-errors", "", Benchmark, Pgbench, Flag(g::verbose_errors),
+        [line(B, 26, "print the message of every error")]),
+    opt!(None, "exit-on-abort", "", Benchmark, Pgbench, Flag(g::exit_on_abort),
+        [line(B, 18, "stop the whole run as soon as one client aborts")]),
+    opt!(None, "debug", "", Common, Pgbench, Flag(g::debug),
+        [line(C, 1, "print debugging output")]),
+    opt!(None, "continue-on-error", "", Benchmark, Pgbench, Flag(g::continue_on_error),
+        [line(B, 17, "keep a client running after an SQL error")]),
+    opt!(Some('V'), "version", "", Common, Pgbench, FirstArgument,
+        [line(C, 6, "print the version and exit")]),
+    opt!(Some('?'), "help", "", Common, Pgbench, FirstArgument,
+        [line(C, 7, "print this help and exit")]),
+    opt!(None, "json", "FILE", Benchmark, Pgbolt, Value(g::json),
+        [line(X, 2, "also write the results to FILE as JSON")]),
+    opt!(None, "pgbench-output", "", Benchmark, Pgbolt, Flag(g::pgbench_output),
+        [line(X, 4, "print exactly what pgbench prints, nothing more")]),
+    opt!(None, "no-preflight", "", Common, Pgbolt, Flag(g::no_preflight),
+        [line(X, 3, "skip the checks made before connecting")]),
+    opt!(None, "temp-instance", "", Common, Pgbolt, Flag(g::temp_instance),
+        [line(X, 5, "run against a throwaway PostgreSQL instance")]),
+    opt!(None, "temp-instance-setting", "NAME=VALUE", Common, Pgbolt, Value(g::temp_instance_setting),
+        [line(X, 7, "server setting of the throwaway instance (repeatable)")]),
+    opt!(None, "temp-instance-keep", "", Common, Pgbolt, Flag(g::temp_instance_keep),
+        [line(X, 6, "keep the throwaway instance's directory afterwards")]),
+    opt!(None, "io", "auto|epoll|uring", Common, Pgbolt, Value(g::io),
+        [line(X, 1, "I/O driver of the worker threads (default: auto)")]),
+];
+
+/// The option with this short name, if getopt knows it.
+pub fn by_short(c: char) -> Option<&'static OptionDef> {
+    OPTIONS.iter().find(|o| o.short == Some(c) && o.is_getopt())
+}

@@ -1,0 +1,199 @@
+//! Second step of parsing: checks across options, in pgbench's order, and
+//! the typed [`Config`].
+
+use std::time::Duration;
+
+use super::config::{
+    Benchmark, Config, Init, InitStep, IoMethod, Mode, PartitionMethod, QueryMode, RandomSeed,
+    RunLength, ScriptSpec, TempInstance, TransactionLog, VacuumBeforeRun,
+};
+use super::error::CliError;
+use super::gather::Gathered;
+
+/// pgbench accepts at most this many scripts.
+const MAX_SCRIPTS: usize = 128;
+const DEFAULT_INIT_STEPS: &str = "dtgvp";
+const DEFAULT_TRANSACTIONS: u32 = 10;
+
+/// Turns gathered options into a configuration, or the first error pgbench
+/// would report.
+pub fn finish(mut g: Gathered) -> Result<Config, CliError> {
+    if g.scripts.len() > MAX_SCRIPTS {
+        return Err(CliError::TooManyScripts);
+    }
+    if g.scripts.is_empty() && !g.init_mode {
+        g.scripts.push(ScriptSpec::Builtin {
+            name: "tpcb-like".to_string(),
+            weight: 1,
+        });
+    }
+    let total_weight: u64 = g.scripts.iter().map(|s| u64::from(s.weight())).sum();
+    if total_weight == 0 && !g.init_mode {
+        return Err(CliError::TotalWeightZero);
+    }
+
+    let mut positionals = std::mem::take(&mut g.positionals).into_iter();
+    if g.connection.dbname.is_none() {
+        g.connection.dbname = positionals.next();
+    }
+    if let Some(extra) = positionals.next() {
+        return Err(CliError::TooManyArguments(extra));
+    }
+
+    let mode = if g.init_mode {
+        Mode::Init(init(&g)?)
+    } else {
+        if g.initialization_option {
+            return Err(CliError::InitOptionInBenchmarkMode);
+        }
+        Mode::Run(benchmark(&mut g)?)
+    };
+    let temp_instance = temp_instance(&mut g)?;
+    Ok(Config {
+        mode,
+        connection: g.connection,
+        debug: g.debug,
+        temp_instance,
+        io: g.io.unwrap_or(IoMethod::Auto),
+        preflight: !g.no_preflight,
+    })
+}
+
+fn init(g: &Gathered) -> Result<Init, CliError> {
+    if g.benchmarking_option {
+        return Err(CliError::BenchmarkOptionInInitMode);
+    }
+    let partitions = g.partitions.unwrap_or(0);
+    let partition_method = match (partitions, g.partition_method) {
+        (0, Some(_)) => return Err(CliError::PartitionMethodWithoutPartitions),
+        (0, None) => PartitionMethod::None,
+        (_, method) => method.unwrap_or(PartitionMethod::Range),
+    };
+    let letters = g.init_steps.as_deref().unwrap_or(DEFAULT_INIT_STEPS);
+    let mut steps: Vec<InitStep> = letters
+        .chars()
+        .filter_map(InitStep::from_letter)
+        .filter(|step| !(g.no_vacuum && *step == InitStep::Vacuum))
+        .collect();
+    if g.foreign_keys && !steps.contains(&InitStep::ForeignKeys) {
+        steps.push(InitStep::ForeignKeys);
+    }
+    Ok(Init {
+        steps,
+        scale: g.scale.unwrap_or(1),
+        fillfactor: g.fillfactor.unwrap_or(100),
+        quiet: g.quiet,
+        unlogged_tables: g.unlogged_tables,
+        tablespace: g.tablespace.clone(),
+        index_tablespace: g.index_tablespace.clone(),
+        partitions,
+        partition_method,
+    })
+}
+
+fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
+    let length = match (g.transactions, g.duration) {
+        (Some(_), Some(_)) => return Err(CliError::TransactionsAndDuration),
+        (Some(n), None) => RunLength::Transactions(n),
+        (None, Some(seconds)) => RunLength::Duration(seconds),
+        (None, None) => RunLength::Transactions(DEFAULT_TRANSACTIONS),
+    };
+    let log = transaction_log(g)?;
+    if let (Some(interval), RunLength::Duration(duration)) = (g.aggregate_interval, length) {
+        if interval > duration {
+            return Err(CliError::AggregationLongerThanDuration { interval, duration });
+        }
+        if duration % interval != 0 {
+            return Err(CliError::DurationNotMultipleOfAggregation { duration, interval });
+        }
+    }
+    if g.progress_timestamp && g.progress.is_none() {
+        return Err(CliError::ProgressTimestampWithoutProgress);
+    }
+    let max_tries = g.max_tries.unwrap_or(1);
+    if max_tries == 0 && g.latency_limit_us == 0 && g.duration.is_none() {
+        return Err(CliError::UnlimitedTriesWithoutBound);
+    }
+
+    let clients = g.clients.unwrap_or(1);
+    let vacuum = if g.no_vacuum {
+        VacuumBeforeRun::Skip
+    } else if g.vacuum_all {
+        VacuumBeforeRun::IncludingAccounts
+    } else {
+        VacuumBeforeRun::Standard
+    };
+    Ok(Benchmark {
+        scripts: std::mem::take(&mut g.scripts),
+        variables: std::mem::take(&mut g.variables),
+        clients,
+        threads: g.threads.unwrap_or(1).min(clients),
+        length,
+        connect_per_transaction: g.connect,
+        rate: g.rate,
+        latency_limit: u64::try_from(g.latency_limit_us)
+            .ok()
+            .filter(|us| *us > 0)
+            .map(Duration::from_micros),
+        query_mode: g.query_mode.unwrap_or(QueryMode::Simple),
+        vacuum,
+        progress: g.progress,
+        progress_timestamp: g.progress_timestamp,
+        report_per_command: g.report_per_command,
+        scale: g.scale,
+        log,
+        max_tries: (max_tries > 0).then_some(max_tries),
+        failures_detailed: g.failures_detailed,
+        verbose_errors: g.verbose_errors,
+        exit_on_abort: g.exit_on_abort,
+        continue_on_error: g.continue_on_error,
+        random_seed: g.random_seed.unwrap_or(RandomSeed::Time),
+        json: g.json.take(),
+        pgbench_output: g.pgbench_output,
+    })
+}
+
+fn transaction_log(g: &mut Gathered) -> Result<Option<TransactionLog>, CliError> {
+    if g.sampling_rate.is_some() && !g.log {
+        return Err(CliError::SamplingWithoutLog);
+    }
+    if g.sampling_rate.is_some() && g.aggregate_interval.is_some() {
+        return Err(CliError::SamplingWithAggregation);
+    }
+    if g.aggregate_interval.is_some() && !g.log {
+        return Err(CliError::AggregationWithoutLog);
+    }
+    if g.log_prefix.is_some() && !g.log {
+        return Err(CliError::LogPrefixWithoutLog);
+    }
+    Ok(g.log.then(|| TransactionLog {
+        prefix: g
+            .log_prefix
+            .take()
+            .unwrap_or_else(|| "pgbench_log".to_string()),
+        sampling_rate: g.sampling_rate,
+        aggregate_interval: g.aggregate_interval,
+    }))
+}
+
+fn temp_instance(g: &mut Gathered) -> Result<Option<TempInstance>, CliError> {
+    if !g.temp_instance {
+        if !g.temp_instance_settings.is_empty() {
+            return Err(CliError::RequiresTempInstance("--temp-instance-setting"));
+        }
+        if g.temp_instance_keep {
+            return Err(CliError::RequiresTempInstance("--temp-instance-keep"));
+        }
+        return Ok(None);
+    }
+    if g.connection.host.is_some() {
+        return Err(CliError::TempInstanceWithServer("-h/--host"));
+    }
+    if g.connection.port.is_some() {
+        return Err(CliError::TempInstanceWithServer("-p/--port"));
+    }
+    Ok(Some(TempInstance {
+        settings: std::mem::take(&mut g.temp_instance_settings),
+        keep: g.temp_instance_keep,
+    }))
+}
