@@ -26,6 +26,9 @@ pub mod options;
 mod validate;
 mod values;
 
+#[cfg(test)]
+mod tests;
+
 use std::ffi::OsString;
 
 pub use config::*;

@@ -1,0 +1,582 @@
+//! Parsing tests at the library level: every option in every spelling,
+//! asserting on the resulting [`Config`].
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::options::{Origin, OPTIONS};
+use super::*;
+
+fn parse_ok(args: &[&str]) -> Config {
+    match parse(args.iter().copied(), &Environment::default()) {
+        Ok(config) => config,
+        Err(err) => panic!("{args:?} was refused: {err}"),
+    }
+}
+
+fn parse_err(args: &[&str]) -> CliError {
+    match parse(args.iter().copied(), &Environment::default()) {
+        Ok(config) => panic!("{args:?} was accepted: {config:?}"),
+        Err(err) => err,
+    }
+}
+
+fn bench(config: &Config) -> &Benchmark {
+    match &config.mode {
+        Mode::Run(benchmark) => benchmark,
+        other => panic!("expected a benchmark run, got {other:?}"),
+    }
+}
+
+fn init(config: &Config) -> &Init {
+    match &config.mode {
+        Mode::Init(init) => init,
+        other => panic!("expected initialization, got {other:?}"),
+    }
+}
+
+fn builtin(name: &str, weight: u32) -> ScriptSpec {
+    ScriptSpec::Builtin {
+        name: name.to_string(),
+        weight,
+    }
+}
+
+/// One option: a valid value (None for flags), the other options it needs,
+/// and what it must change in the configuration.
+struct Case {
+    long: &'static str,
+    value: Option<&'static str>,
+    context: &'static [&'static str],
+    effect: fn(&Config) -> bool,
+}
+
+const fn case(
+    long: &'static str,
+    value: Option<&'static str>,
+    context: &'static [&'static str],
+    effect: fn(&Config) -> bool,
+) -> Case {
+    Case {
+        long,
+        value,
+        context,
+        effect,
+    }
+}
+
+static CASES: &[Case] = &[
+    case("builtin", Some("select-only@3"), &[], |c| {
+        bench(c).scripts == [builtin("select-only", 3)]
+    }),
+    case("client", Some("7"), &[], |c| bench(c).clients == 7),
+    case("connect", None, &[], |c| bench(c).connect_per_transaction),
+    case("dbname", Some("bench"), &[], |c| {
+        c.connection.dbname.as_deref() == Some("bench")
+    }),
+    case("define", Some("x=5"), &[], |c| {
+        bench(c).variables
+            == [VariableDefinition {
+                name: "x".into(),
+                value: "5".into(),
+            }]
+    }),
+    case("file", Some("my.sql@2"), &[], |c| {
+        bench(c).scripts
+            == [ScriptSpec::File {
+                path: PathBuf::from("my.sql"),
+                weight: 2,
+            }]
+    }),
+    case("fillfactor", Some("50"), &["-i"], |c| {
+        init(c).fillfactor == 50
+    }),
+    case("host", Some("/tmp/sock"), &[], |c| {
+        c.connection.host.as_deref() == Some("/tmp/sock")
+    }),
+    case("initialize", None, &[], |c| matches!(c.mode, Mode::Init(_))),
+    case("init-steps", Some("dtg"), &["-i"], |c| {
+        init(c).steps
+            == [
+                InitStep::DropTables,
+                InitStep::CreateTables,
+                InitStep::GenerateClientSide,
+            ]
+    }),
+    case("jobs", Some("2"), &["-c", "4"], |c| bench(c).threads == 2),
+    case("log", None, &[], |c| bench(c).log.is_some()),
+    case("latency-limit", Some("2.5"), &[], |c| {
+        bench(c).latency_limit == Some(Duration::from_micros(2500))
+    }),
+    case("no-vacuum", None, &[], |c| {
+        bench(c).vacuum == VacuumBeforeRun::Skip
+    }),
+    case("port", Some("5433"), &[], |c| {
+        c.connection.port.as_deref() == Some("5433")
+    }),
+    case("progress", Some("5"), &[], |c| bench(c).progress == Some(5)),
+    case("protocol", Some("prepared"), &[], |c| {
+        bench(c).query_mode == QueryMode::Prepared
+    }),
+    case("quiet", None, &["-i"], |c| init(c).quiet),
+    case("report-per-command", None, &[], |c| {
+        bench(c).report_per_command
+    }),
+    case("rate", Some("100.5"), &[], |c| bench(c).rate == Some(100.5)),
+    case("scale", Some("3"), &[], |c| bench(c).scale == Some(3)),
+    case("select-only", None, &[], |c| {
+        bench(c).scripts == [builtin("select-only", 1)]
+    }),
+    case("skip-some-updates", None, &[], |c| {
+        bench(c).scripts == [builtin("simple-update", 1)]
+    }),
+    case("time", Some("60"), &[], |c| {
+        bench(c).length == RunLength::Duration(60)
+    }),
+    case("transactions", Some("20"), &[], |c| {
+        bench(c).length == RunLength::Transactions(20)
+    }),
+    case("username", Some("bob"), &[], |c| {
+        c.connection.user.as_deref() == Some("bob")
+    }),
+    case("vacuum-all", None, &[], |c| {
+        bench(c).vacuum == VacuumBeforeRun::IncludingAccounts
+    }),
+    case("unlogged-tables", None, &["-i"], |c| {
+        init(c).unlogged_tables
+    }),
+    case("tablespace", Some("ts"), &["-i"], |c| {
+        init(c).tablespace.as_deref() == Some("ts")
+    }),
+    case("index-tablespace", Some("its"), &["-i"], |c| {
+        init(c).index_tablespace.as_deref() == Some("its")
+    }),
+    case("sampling-rate", Some("0.5"), &["-l"], |c| {
+        bench(c).log.as_ref().and_then(|l| l.sampling_rate) == Some(0.5)
+    }),
+    case("aggregate-interval", Some("5"), &["-l"], |c| {
+        bench(c).log.as_ref().and_then(|l| l.aggregate_interval) == Some(5)
+    }),
+    case("progress-timestamp", None, &["-P", "1"], |c| {
+        bench(c).progress_timestamp
+    }),
+    case("log-prefix", Some("pfx"), &["-l"], |c| {
+        bench(c).log.as_ref().map(|l| l.prefix.as_str()) == Some("pfx")
+    }),
+    case("foreign-keys", None, &["-i"], |c| {
+        init(c).steps.last() == Some(&InitStep::ForeignKeys)
+    }),
+    case("random-seed", Some("42"), &[], |c| {
+        bench(c).random_seed == RandomSeed::Value(42)
+    }),
+    case("show-script", Some("tpcb"), &[], |c| {
+        c.mode == Mode::ShowScript("tpcb".into())
+    }),
+    case("partitions", Some("4"), &["-i"], |c| {
+        init(c).partitions == 4 && init(c).partition_method == PartitionMethod::Range
+    }),
+    case(
+        "partition-method",
+        Some("hash"),
+        &["-i", "--partitions=2"],
+        |c| init(c).partition_method == PartitionMethod::Hash,
+    ),
+    case("failures-detailed", None, &[], |c| {
+        bench(c).failures_detailed
+    }),
+    case("max-tries", Some("3"), &[], |c| {
+        bench(c).max_tries == Some(3)
+    }),
+    case("verbose-errors", None, &[], |c| bench(c).verbose_errors),
+    case("exit-on-abort", None, &[], |c| bench(c).exit_on_abort),
+    case("debug", None, &[], |c| c.debug),
+    case("continue-on-error", None, &[], |c| {
+        bench(c).continue_on_error
+    }),
+    case("json", Some("out.json"), &[], |c| {
+        bench(c).json == Some(PathBuf::from("out.json"))
+    }),
+    case("pgbench-output", None, &[], |c| bench(c).pgbench_output),
+    case("no-preflight", None, &[], |c| !c.preflight),
+    case("temp-instance", None, &[], |c| c.temp_instance.is_some()),
+    case(
+        "temp-instance-setting",
+        Some("fsync=off"),
+        &["--temp-instance"],
+        |c| {
+            c.temp_instance.as_ref().map(|t| t.settings.clone())
+                == Some(vec![("fsync".to_string(), "off".to_string())])
+        },
+    ),
+    case("temp-instance-keep", None, &["--temp-instance"], |c| {
+        c.temp_instance.as_ref().is_some_and(|t| t.keep)
+    }),
+    case("io", Some("epoll"), &[], |c| c.io == IoMethod::Epoll),
+];
+
+/// The shortest abbreviation of `long` that names it alone, if shorter.
+fn shortest_abbreviation(long: &str, origin: Origin) -> Option<String> {
+    (1..long.len()).map(|n| &long[..n]).find_map(|prefix| {
+        let clashes = OPTIONS.iter().filter(|o| o.is_getopt()).any(|o| {
+            o.long != long
+                && o.long.starts_with(prefix)
+                && (o.origin == origin || o.origin == Origin::Pgbench)
+        });
+        (!clashes).then(|| prefix.to_string())
+    })
+}
+
+/// Every way of writing the option with its value.
+fn spellings(case: &Case) -> Vec<Vec<String>> {
+    let def = OPTIONS
+        .iter()
+        .find(|o| o.long == case.long)
+        .unwrap_or_else(|| panic!("no option --{}", case.long));
+    let mut long_names = vec![case.long.to_string()];
+    long_names.extend(shortest_abbreviation(case.long, def.origin));
+    let mut forms: Vec<Vec<String>> = Vec::new();
+    match case.value {
+        Some(value) => {
+            if let Some(short) = def.short {
+                forms.push(vec![format!("-{short}{value}")]);
+                forms.push(vec![format!("-{short}"), value.to_string()]);
+            }
+            for name in &long_names {
+                forms.push(vec![format!("--{name}={value}")]);
+                forms.push(vec![format!("--{name}"), value.to_string()]);
+            }
+        }
+        None => {
+            if let Some(short) = def.short {
+                forms.push(vec![format!("-{short}")]);
+            }
+            for name in &long_names {
+                forms.push(vec![format!("--{name}")]);
+            }
+        }
+    }
+    forms
+}
+
+#[test]
+fn every_option_has_a_parsing_case() {
+    for def in OPTIONS.iter().filter(|o| o.is_getopt()) {
+        assert!(
+            CASES.iter().any(|c| c.long == def.long),
+            "--{} has no case",
+            def.long
+        );
+    }
+}
+
+#[test]
+fn every_spelling_of_every_option_has_the_same_effect() {
+    for case in CASES {
+        for form in spellings(case) {
+            let mut args: Vec<String> = case.context.iter().map(|s| s.to_string()).collect();
+            args.extend(form.iter().cloned());
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let config = parse_ok(&args);
+            assert!((case.effect)(&config), "{args:?} gave {config:?}");
+        }
+    }
+}
+
+#[test]
+fn options_may_follow_the_database_name() {
+    for case in CASES
+        .iter()
+        .filter(|c| c.long != "dbname" && c.long != "show-script")
+    {
+        let mut args: Vec<String> = vec!["mydb".to_string()];
+        args.extend(case.context.iter().map(|s| s.to_string()));
+        args.push(format!("--{}", case.long));
+        args.extend(case.value.map(str::to_string));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let config = parse_ok(&args);
+        assert!((case.effect)(&config), "{args:?} gave {config:?}");
+        assert_eq!(
+            config.connection.dbname.as_deref(),
+            Some("mydb"),
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
+fn defaults_are_pgbench_defaults() {
+    let config = parse_ok(&[]);
+    let b = bench(&config);
+    assert_eq!(b.scripts, [builtin("tpcb-like", 1)]);
+    assert_eq!((b.clients, b.threads), (1, 1));
+    assert_eq!(b.length, RunLength::Transactions(10));
+    assert_eq!(b.query_mode, QueryMode::Simple);
+    assert_eq!(b.vacuum, VacuumBeforeRun::Standard);
+    assert_eq!(b.max_tries, Some(1));
+    assert_eq!(b.random_seed, RandomSeed::Time);
+    assert_eq!((b.rate, b.latency_limit, b.progress), (None, None, None));
+    assert_eq!(b.log, None);
+    assert_eq!(config.connection, Connection::default());
+    assert_eq!(config.io, IoMethod::Auto);
+    assert!(config.preflight && config.temp_instance.is_none());
+
+    let config = parse_ok(&["-i"]);
+    let i = init(&config);
+    let letters: String = i.steps.iter().map(|s| s.letter()).collect();
+    assert_eq!(letters, "dtgvp");
+    assert_eq!((i.scale, i.fillfactor, i.partitions), (1, 100, 0));
+    assert_eq!(i.partition_method, PartitionMethod::None);
+}
+
+#[test]
+fn grouped_flags() {
+    let config = parse_ok(&["-nS"]);
+    assert_eq!(bench(&config).vacuum, VacuumBeforeRun::Skip);
+    assert_eq!(bench(&config).scripts, [builtin("select-only", 1)]);
+
+    let config = parse_ok(&["-Cnc5", "-rlj2"]);
+    let b = bench(&config);
+    assert!(b.connect_per_transaction && b.report_per_command && b.log.is_some());
+    assert_eq!((b.clients, b.threads), (5, 2));
+
+    let config = parse_ok(&["-inqs", "3"]);
+    let i = init(&config);
+    assert!(i.quiet && !i.steps.contains(&InitStep::Vacuum));
+    assert_eq!(i.scale, 3);
+}
+
+#[test]
+fn getopt_details() {
+    // An attached '=' belongs to a short option's value, as in getopt.
+    assert!(matches!(
+        parse_err(&["-c=10"]),
+        CliError::InvalidValue { value, .. } if value == "=10"
+    ));
+    // A value may look like an option.
+    assert_eq!(
+        parse_ok(&["-d", "-x"]).connection.dbname.as_deref(),
+        Some("-x")
+    );
+    // "--" ends the options; "-" alone is an argument.
+    assert_eq!(
+        parse_ok(&["--", "-c"]).connection.dbname.as_deref(),
+        Some("-c")
+    );
+    assert_eq!(parse_ok(&["-"]).connection.dbname.as_deref(), Some("-"));
+    // An empty value is still a value.
+    assert_eq!(parse_ok(&["-U", ""]).connection.user.as_deref(), Some(""));
+}
+
+#[test]
+fn abbreviations() {
+    assert_eq!(bench(&parse_ok(&["--cli=4"])).clients, 4);
+    // Extensions never make a pgbench abbreviation ambiguous.
+    assert_eq!(bench(&parse_ok(&["--no-"])).vacuum, VacuumBeforeRun::Skip);
+    assert_eq!(bench(&parse_ok(&["--j", "2", "-c2"])).threads, 2);
+    // But they have abbreviations of their own.
+    assert!(bench(&parse_ok(&["--js=out.json"])).json.is_some());
+    assert!(!parse_ok(&["--no-p"]).preflight);
+    assert_eq!(
+        parse_err(&["--temp"]),
+        CliError::AmbiguousOption {
+            given: "--temp".into(),
+            candidates: vec![
+                "temp-instance",
+                "temp-instance-setting",
+                "temp-instance-keep"
+            ],
+        }
+    );
+    // An exact name wins over longer names it is a prefix of.
+    assert!(bench(&parse_ok(&["--log"])).log.is_some());
+    assert!(matches!(
+        parse_ok(&["--temp-instance"]).temp_instance,
+        Some(_)
+    ));
+}
+
+#[test]
+fn the_last_value_wins() {
+    assert_eq!(bench(&parse_ok(&["-c", "2", "--client=5"])).clients, 5);
+    assert_eq!(
+        bench(&parse_ok(&["-M", "simple", "-Mprepared"])).query_mode,
+        QueryMode::Prepared
+    );
+    let config = parse_ok(&["-i", "-I", "dt", "-I", "g"]);
+    assert_eq!(init(&config).steps, [InitStep::GenerateClientSide]);
+    let config = parse_ok(&["-D", "a=1", "-D", "b=2", "-D", "a=3"]);
+    let vars: Vec<(&str, &str)> = bench(&config)
+        .variables
+        .iter()
+        .map(|v| (v.name.as_str(), v.value.as_str()))
+        .collect();
+    assert_eq!(vars, [("a", "3"), ("b", "2")]);
+}
+
+#[test]
+fn scripts_accumulate_in_order() {
+    let config = parse_ok(&["-S", "-b", "tpcb@0", "-f", "a@b.sql@7", "-N"]);
+    assert_eq!(
+        bench(&config).scripts,
+        [
+            builtin("select-only", 1),
+            builtin("tpcb", 0),
+            ScriptSpec::File {
+                path: PathBuf::from("a@b.sql"),
+                weight: 7
+            },
+            builtin("simple-update", 1),
+        ]
+    );
+}
+
+#[test]
+fn values_pgbench_derives() {
+    // More threads than clients: reduced, not refused.
+    assert_eq!(bench(&parse_ok(&["-c", "2", "-j", "8"])).threads, 2);
+    // -n wins over -v.
+    assert_eq!(
+        bench(&parse_ok(&["-v", "-n"])).vacuum,
+        VacuumBeforeRun::Skip
+    );
+    // --max-tries=0 is unlimited; atoi reads "x" as 0.
+    assert_eq!(
+        bench(&parse_ok(&["--max-tries=0", "-T", "5"])).max_tries,
+        None
+    );
+    assert_eq!(
+        bench(&parse_ok(&["--max-tries=x", "-L", "5"])).max_tries,
+        None
+    );
+    // atof reads the leading number.
+    assert_eq!(bench(&parse_ok(&["-R", "5x"])).rate, Some(5.0));
+    // A latency limit under a microsecond is no limit.
+    assert_eq!(bench(&parse_ok(&["-L", "0.0001"])).latency_limit, None);
+    // -n drops vacuum steps, --foreign-keys adds its step once.
+    let config = parse_ok(&["-i", "-n", "-I", "dvtv", "--foreign-keys"]);
+    let letters: String = init(&config).steps.iter().map(|s| s.letter()).collect();
+    assert_eq!(letters, "dtf");
+    let config = parse_ok(&["-i", "-I", "f d", "--foreign-keys"]);
+    let letters: String = init(&config).steps.iter().map(|s| s.letter()).collect();
+    assert_eq!(letters, "fd");
+    // Partition methods are case-insensitive.
+    let config = parse_ok(&["-i", "--partitions=3", "--partition-method=RANGE"]);
+    assert_eq!(init(&config).partition_method, PartitionMethod::Range);
+    // -d takes the place of the positional database name.
+    assert!(matches!(
+        parse_err(&["-d", "a", "b"]),
+        CliError::TooManyArguments(first) if first == "b"
+    ));
+}
+
+#[test]
+fn help_and_version_only_as_first_argument() {
+    assert_eq!(parse_ok(&["--help", "-c", "x"]).mode, Mode::Help);
+    assert_eq!(parse_ok(&["-?"]).mode, Mode::Help);
+    assert_eq!(parse_ok(&["-V"]).mode, Mode::Version);
+    assert_eq!(parse_ok(&["--version", "junk"]).mode, Mode::Version);
+    assert_eq!(
+        parse_err(&["-c1", "--help"]),
+        CliError::UnrecognizedOption("--help".into())
+    );
+    assert_eq!(parse_err(&["-n", "-V"]), CliError::InvalidShortOption('V'));
+}
+
+#[test]
+fn early_exits_stop_parsing() {
+    assert_eq!(
+        parse_ok(&["-b", "list", "-c", "x"]).mode,
+        Mode::ListBuiltins
+    );
+    assert_eq!(
+        parse_ok(&["--show-script", "select", "--bogus"]).mode,
+        Mode::ShowScript("select".into())
+    );
+    assert!(matches!(
+        parse_err(&["-c", "x", "-b", "list"]),
+        CliError::InvalidValue { .. }
+    ));
+}
+
+#[test]
+fn environment() {
+    let env = Environment {
+        random_seed: Some("7".into()),
+        open_files_limit: Some(10),
+    };
+    let config = parse(["-c", "7"], &env).expect("valid");
+    assert_eq!(bench(&config).random_seed, RandomSeed::Value(7));
+    let config = parse(["--random-seed=rand"], &env).expect("valid");
+    assert_eq!(bench(&config).random_seed, RandomSeed::Rand);
+    assert_eq!(
+        parse(["-c", "8"], &env),
+        Err(CliError::TooManyOpenFiles {
+            needed: 11,
+            limit: 10
+        })
+    );
+    let env = Environment {
+        random_seed: Some("x".into()),
+        open_files_limit: None,
+    };
+    assert_eq!(
+        parse(["--random-seed=1"], &env),
+        Err(CliError::InvalidRandomSeed {
+            value: "x".into(),
+            from_environment: true
+        })
+    );
+}
+
+#[test]
+fn extension_errors() {
+    let cases: &[(&[&str], CliError)] = &[
+        (&["--io=poll"], CliError::InvalidIoMethod("poll".into())),
+        (
+            &["--temp-instance", "--temp-instance-setting=fsync"],
+            CliError::InvalidTempInstanceSetting("fsync".into()),
+        ),
+        (
+            &["--temp-instance-setting=fsync=off"],
+            CliError::RequiresTempInstance("--temp-instance-setting"),
+        ),
+        (
+            &["--temp-instance-keep"],
+            CliError::RequiresTempInstance("--temp-instance-keep"),
+        ),
+        (
+            &["--temp-instance", "-h", "/tmp"],
+            CliError::TempInstanceWithServer("-h/--host"),
+        ),
+        (
+            &["--temp-instance", "-p", "5432"],
+            CliError::TempInstanceWithServer("-p/--port"),
+        ),
+        (&["-i", "--json=x"], CliError::BenchmarkOptionInInitMode),
+        (
+            &["--json="],
+            CliError::InvalidValue {
+                option: "--json",
+                value: String::new(),
+            },
+        ),
+    ];
+    for (args, want) in cases {
+        assert_eq!(&parse_err(args), want, "{args:?}");
+    }
+}
+
+#[test]
+fn help_lists_every_option() {
+    let text = help::usage();
+    for def in OPTIONS {
+        let mut names = format!("--{}", def.long);
+        if let Some(short) = def.short {
+            names = format!("-{short}, {names}");
+        }
+        assert!(
+            text.contains(&format!("  {names}")),
+            "{names} missing from help"
+        );
+    }
+}
