@@ -101,16 +101,16 @@ impl Getopt {
 /// The option a long name or abbreviation stands for, or the candidates
 /// (none: unknown; several: ambiguous).
 ///
-/// An exact name always wins. Abbreviations are matched against pgbench's
-/// options first and against pgbolt's extensions only when no pgbench
-/// option matches, so that extensions never make a valid pgbench
-/// abbreviation ambiguous.
+/// An exact name always wins. Abbreviations are matched against pgbench
+/// 18's options first, then against newer pgbench options, then against
+/// pgbolt's extensions, each tier only when no earlier one matched, so
+/// that a valid pgbench 18 abbreviation keeps its meaning.
 fn resolve_long(name: &str) -> Result<&'static OptionDef, Vec<&'static str>> {
     let known = || OPTIONS.iter().filter(|o| o.is_getopt());
     if let Some(def) = known().find(|o| o.long == name) {
         return Ok(def);
     }
-    for origin in [Origin::Pgbench, Origin::Pgbolt] {
+    for origin in [Origin::Pgbench, Origin::PgbenchNext, Origin::Pgbolt] {
         let matches: Vec<&'static OptionDef> = known()
             .filter(|o| o.origin == origin && o.long.starts_with(name))
             .collect();

@@ -9,10 +9,12 @@
 //! section and rank.
 //!
 //! pgbolt's extensions are long options only, and they never change the
-//! meaning of a pgbench command line: an abbreviation that names exactly
-//! one pgbench option keeps naming it even when it is also a prefix of an
-//! extension (`--no-` is still `--no-vacuum`, not ambiguous with
-//! `--no-preflight`). See [`super::getopt`].
+//! meaning of a pgbench 18 command line: an abbreviation that names exactly
+//! one pgbench 18 option keeps naming it even when it is also a prefix of
+//! a newer option or an extension (`--no-` is still `--no-vacuum`, not
+//! ambiguous with `--no-preflight`; `--con` is still `--connect`, as in
+//! pgbench 18, although pgbench 19's `--continue-on-error` makes it
+//! ambiguous there). See [`super::getopt`].
 
 use std::ffi::OsStr;
 
@@ -28,10 +30,17 @@ pub enum Class {
     Benchmark,
 }
 
-/// Where an option comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where an option comes from. Abbreviations are resolved tier by tier in
+/// this order, so an option of a later tier never makes an abbreviation of
+/// an earlier one ambiguous.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Origin {
+    /// pgbench 18.
     Pgbench,
+    /// Added to pgbench after 18 (`--continue-on-error`, PostgreSQL 19):
+    /// `--con` keeps meaning `--connect`, as in pgbench 18.
+    PgbenchNext,
+    /// pgbolt's extensions.
     Pgbolt,
 }
 
@@ -233,7 +242,7 @@ pub static OPTIONS: &[OptionDef] = &[
         [line(B, 18, "stop the whole run as soon as one client aborts")]),
     opt!(None, "debug", "", Common, Pgbench, Flag(g::debug),
         [line(C, 1, "print debugging output")]),
-    opt!(None, "continue-on-error", "", Benchmark, Pgbench, Flag(g::continue_on_error),
+    opt!(None, "continue-on-error", "", Benchmark, PgbenchNext, Flag(g::continue_on_error),
         [line(B, 17, "keep a client running after an SQL error")]),
     opt!(Some('V'), "version", "", Common, Pgbench, FirstArgument,
         [line(C, 6, "print the version and exit")]),

@@ -217,11 +217,10 @@ static CASES: &[Case] = &[
 /// The shortest abbreviation of `long` that names it alone, if shorter.
 fn shortest_abbreviation(long: &str, origin: Origin) -> Option<String> {
     (1..long.len()).map(|n| &long[..n]).find_map(|prefix| {
-        let clashes = OPTIONS.iter().filter(|o| o.is_getopt()).any(|o| {
-            o.long != long
-                && o.long.starts_with(prefix)
-                && (o.origin == origin || o.origin == Origin::Pgbench)
-        });
+        let clashes = OPTIONS
+            .iter()
+            .filter(|o| o.is_getopt())
+            .any(|o| o.long != long && o.long.starts_with(prefix) && o.origin <= origin);
         (!clashes).then(|| prefix.to_string())
     })
 }
@@ -373,6 +372,8 @@ fn abbreviations() {
     // Extensions never make a pgbench abbreviation ambiguous.
     assert_eq!(bench(&parse_ok(&["--no-"])).vacuum, VacuumBeforeRun::Skip);
     assert_eq!(bench(&parse_ok(&["--j", "2", "-c2"])).threads, 2);
+    assert!(bench(&parse_ok(&["--con"])).connect_per_transaction);
+    assert!(bench(&parse_ok(&["--cont"])).continue_on_error);
     // But they have abbreviations of their own.
     assert!(bench(&parse_ok(&["--js=out.json"])).json.is_some());
     assert!(!parse_ok(&["--no-p"]).preflight);

@@ -1,0 +1,276 @@
+//! The command line against the real pgbench: invalid options and
+//! combinations must fail in both with exit status 1 and the same message
+//! (pgbench's name replaced by pgbolt's).
+//!
+//! pgbench checks options before it connects; `PGHOST` points to a
+//! directory that does not exist so that it could never reach a server.
+//! The oracle is pgbench 15; where pgbench 18 differs, pgbolt follows 18
+//! and those cases are checked against pgbolt alone.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const PGBENCH: &str = "/usr/lib/postgresql/15/bin/pgbench";
+
+fn run(program: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .env_clear()
+        .env("PGHOST", "/nonexistent/pgbolt-cli-test")
+        .env("LC_ALL", "C");
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    command
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {program}: {e}"))
+}
+
+fn pgbolt(args: &[&str]) -> Output {
+    run(env!("CARGO_BIN_EXE_pgbolt"), args, &[])
+}
+
+/// pgbench's stderr with its program name replaced by pgbolt's.
+fn as_pgbolt(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    text.lines()
+        .map(|line| {
+            let rest = line
+                .strip_prefix(&format!("{PGBENCH}: "))
+                .or_else(|| line.strip_prefix("pgbench: "));
+            let line = match rest {
+                Some(rest) => format!("pgbolt: {rest}"),
+                None => line.to_string(),
+            };
+            format!(
+                "{}\n",
+                line.replace("Try \"pgbench --help\"", "Try \"pgbolt --help\"")
+            )
+        })
+        .collect()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Invalid command lines; pgbolt must print exactly what pgbench prints.
+const INVALID: &[&[&str]] = &[
+    // getopt's own complaints
+    &["--s"],
+    &["--t"],
+    &["--p"],
+    &["--i"],
+    &["--l"],
+    &["--r"],
+    &["--f"],
+    &["--s=3"],
+    &["--c"],
+    &["--foo"],
+    &["--foo=bar"],
+    &["-x"],
+    &["-S@2"],
+    &["-c"],
+    &["-nc"],
+    &["--client"],
+    &["--cli"],
+    &["--connect=3"],
+    &["--con=3"],
+    &["-c1", "--help"],
+    &["-c1", "-?"],
+    &["-n", "-V"],
+    &["--cli=4", "--xx"],
+    &["a", "b"],
+    &["-c", "1", "--", "x", "y"],
+    // values of single options
+    &["-c", "x"],
+    &["-c", "0"],
+    &["-c", "99999999999"],
+    &["-c", "3x"],
+    &["-c", " "],
+    &["--client="],
+    &["-c", "x", "-j", "y"],
+    &["-j", "x"],
+    &["-j", "0"],
+    &["-s", "x"],
+    &["-i", "-s", "0"],
+    &["-t", "0"],
+    &["-t", "x"],
+    &["-T", "x"],
+    &["-T", "0"],
+    &["-P", "0"],
+    &["-R", "0"],
+    &["-R", "x"],
+    &["-R", "-5"],
+    &["-L", "-1"],
+    &["-L", "x"],
+    &["-F", "5"],
+    &["-i", "-F", "101"],
+    &["-F", "x"],
+    &["--max-tries=-1"],
+    &["--sampling-rate=2"],
+    &["--sampling-rate=0"],
+    &["--aggregate-interval=0"],
+    &["--partitions=-1"],
+    &["--partitions=x"],
+    &["--random-seed=x"],
+    &["--random-seed=5x"],
+    &["--random-seed="],
+    &["-M", "foo"],
+    &["--partition-method=x"],
+    &["-D", "x"],
+    &["-D", "=1"],
+    &["-D", "a="],
+    &["-D", "1a=3"],
+    &["-D", "a b=3"],
+    &["-I", "x"],
+    &["-I", ""],
+    &["-i", "-I", "dtx"],
+    &["-b", "tpcb@x"],
+    &["-b", "tpcb@"],
+    &["-b", "tpcb@-1"],
+    &["-b", "tpcb@99999999999"],
+    &["-b", "tpcb-like@0"],
+    // combinations
+    &["-t", "1", "-T", "1"],
+    &["-i", "-c", "1"],
+    &["-i", "-S"],
+    &["-C", "-i"],
+    &["-i", "-d", "x", "-l"],
+    &["-F", "50"],
+    &["-q"],
+    &["--foreign-keys"],
+    &["--unlogged-tables"],
+    &["--tablespace=x"],
+    &["-I", "d t"],
+    &["-i", "--partition-method=hash"],
+    &["--sampling-rate=0.5"],
+    &["--aggregate-interval=1"],
+    &["--log-prefix=x"],
+    &["-l", "--sampling-rate=0.5", "--aggregate-interval=1"],
+    &["-l", "--aggregate-interval=5", "-T", "3"],
+    &["-l", "--aggregate-interval=2", "-T", "3"],
+    &["--progress-timestamp"],
+    &["--max-tries=0"],
+    &["--max-tries=x"],
+    &["-d", "x", "y"],
+];
+
+#[test]
+fn invalid_command_lines_fail_like_pgbench() {
+    assert!(
+        Path::new(PGBENCH).exists(),
+        "the oracle {PGBENCH} is missing"
+    );
+    let mut failures = Vec::new();
+    for args in INVALID {
+        let reference = run(PGBENCH, args, &[]);
+        let ours = pgbolt(args);
+        let want = as_pgbolt(&reference.stderr);
+        assert_eq!(reference.status.code(), Some(1), "pgbench {args:?}: {want}");
+        assert!(
+            !want.contains("connection to server"),
+            "pgbench {args:?} got as far as connecting: {want}"
+        );
+        if ours.status.code() != Some(1) || stderr(&ours) != want {
+            failures.push(format!(
+                "{args:?}\n  pgbench: {want:?}\n  pgbolt:  {:?} (exit {:?})",
+                stderr(&ours),
+                ours.status.code()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn invalid_random_seed_in_the_environment_fails_like_pgbench() {
+    let env = [("PGBENCH_RANDOM_SEED", "nope")];
+    let reference = run(PGBENCH, &["-c", "1"], &env);
+    let ours = run(env!("CARGO_BIN_EXE_pgbolt"), &["-c", "1"], &env);
+    assert_eq!(reference.status.code(), Some(1));
+    assert_eq!(ours.status.code(), Some(1));
+    assert_eq!(stderr(&ours), as_pgbolt(&reference.stderr));
+}
+
+/// Where pgbench 18 differs from the pgbench 15 oracle, pgbolt follows 18.
+#[test]
+fn pgbench_18_behaviour() {
+    let cases: &[(&[&str], &str)] = &[
+        // PG17 made -d mean --dbname (it was --debug).
+        (&["-d"], "pgbolt: option requires an argument -- 'd'\n"),
+        (
+            &["--d"],
+            "pgbolt: option '--d' is ambiguous; possibilities: '--dbname' '--define' '--debug'\n",
+        ),
+        // PG17 added --exit-on-abort; PG19 adds --continue-on-error, which
+        // pgbolt accepts without changing pgbench 18's abbreviations.
+        (
+            &["-i", "--exit-on-abort"],
+            "pgbolt: error: some of the specified options cannot be used in initialization (-i) mode\n",
+        ),
+        (
+            &["--e=1"],
+            "pgbolt: option '--exit-on-abort' doesn't allow an argument\n",
+        ),
+        (
+            &["-i", "--continue-on-error"],
+            "pgbolt: error: some of the specified options cannot be used in initialization (-i) mode\n",
+        ),
+    ];
+    for (args, first_line) in cases {
+        let ours = pgbolt(args);
+        assert_eq!(ours.status.code(), Some(1), "{args:?}");
+        assert!(
+            stderr(&ours).starts_with(first_line),
+            "{args:?}: {}",
+            stderr(&ours)
+        );
+    }
+}
+
+#[test]
+fn help_and_version() {
+    let help = pgbolt(&["--help"]);
+    assert_eq!(help.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(text.contains("Usage:\n  pgbolt [OPTION]... [DBNAME]\n"));
+    assert_eq!(pgbolt(&["-?"]).stdout, help.stdout);
+
+    let version = pgbolt(&["-V"]);
+    assert_eq!(version.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&version.stdout),
+        format!(
+            "pgbolt {} (compatible with pgbench 18)\n",
+            env!("CARGO_PKG_VERSION")
+        )
+    );
+}
+
+/// Valid command lines that need parts of pgbolt not built yet are refused
+/// by name, never run with an option ignored.
+#[test]
+fn unbuilt_features_are_refused_by_name() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["-c", "2", "-T", "5"], "running a benchmark"),
+        (&["-i", "-s", "2"], "initialization (-i)"),
+        (&["--json=out.json"], "--json"),
+        (&["--pgbench-output"], "--pgbench-output"),
+        (&["--temp-instance", "-i"], "--temp-instance"),
+        (&["--no-preflight"], "--no-preflight"),
+        (&["--io=uring"], "--io"),
+        (&["-b", "list"], "-b list"),
+        (&["--show-script=tpcb-like"], "--show-script"),
+    ];
+    for (args, feature) in cases {
+        let ours = pgbolt(args);
+        assert_eq!(ours.status.code(), Some(1), "{args:?}");
+        assert_eq!(
+            stderr(&ours),
+            format!("pgbolt: error: {feature} is not supported yet\n"),
+            "{args:?}"
+        );
+    }
+}
