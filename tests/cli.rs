@@ -274,3 +274,46 @@ fn unbuilt_features_are_refused_by_name() {
         );
     }
 }
+
+/// Command lines pgbench accepts, some of them surprising; pgbolt must
+/// accept them too (it then stops before connecting, as pgbench fails to
+/// connect).
+const VALID: &[&[&str]] = &[
+    &["-D", "é=1"],
+    &["-D", "a=1=2"],
+    &["-R", "1x"],
+    &["-R", " 5"],
+    &["-R", "1e400"],
+    &["-L", "1e-9"],
+    &["-c", " 3 "],
+    &["--random-seed=-1"],
+    &["--random-seed=+5"],
+    &["--max-tries=1x"],
+    &["--max-tries=99999999999"],
+    &["--max-tries=0", "-T", "10"],
+    &["-i", "-q", "-n", "--debug"],
+    &["-i", "-s", "5", "-F", "10", "--partitions=0", "-I", "d t"],
+    &["-l", "--aggregate-interval=2", "-T", "4", "--log-prefix=x"],
+    &["-j", "100", "-c", "3"],
+    &["--", "-c"],
+    &["-"],
+    &["--no", "--fa", "--ve", "--tr", "7"],
+    &["mydb", "-nS", "-c2"],
+];
+
+#[test]
+fn valid_command_lines_are_accepted_like_pgbench() {
+    for args in VALID {
+        let reference = run(PGBENCH, args, &[]);
+        let reference = String::from_utf8_lossy(&reference.stderr);
+        assert!(
+            reference.contains("connection to server"),
+            "pgbench {args:?} refused: {reference}"
+        );
+        let ours = stderr(&pgbolt(args));
+        assert!(
+            ours.ends_with("is not supported yet\n"),
+            "pgbolt {args:?} refused: {ours}"
+        );
+    }
+}
