@@ -18,12 +18,18 @@ use std::ffi::OsString;
 use lexopt::{Arg, Parser};
 
 use super::error::CliError;
-use super::options::{by_short, OptionDef, Origin, OPTIONS};
+use super::gather::Gathered;
+use super::options::{by_short, Action, OptionDef, Origin, OPTIONS};
+
+/// Records a flag.
+pub type RecordFlag = fn(&mut Gathered);
+/// Checks and records an option's value.
+pub type RecordValue = fn(&mut Gathered, &std::ffi::OsStr) -> Result<(), CliError>;
 
 /// One option or argument, in command-line order.
 pub enum Event {
-    Flag(&'static OptionDef),
-    Value(&'static OptionDef, OsString),
+    Flag(&'static OptionDef, RecordFlag),
+    Value(&'static OptionDef, RecordValue, OsString),
     Positional(OsString),
 }
 
@@ -43,22 +49,26 @@ impl Getopt {
         let arg = match self.parser.next() {
             Ok(Some(arg)) => arg,
             Ok(None) => return Ok(None),
-            // lexopt fails only when a value attached to an option was
-            // left unread, and every value is read below.
+            // lexopt fails only when a value attached to a long option
+            // (`--name=value`) was left unread; every such value is read
+            // below, so this reports lexopt's own description should that
+            // ever change.
             Err(err) => return Err(CliError::UnrecognizedOption(err.to_string())),
         };
         match arg {
             Arg::Value(value) => Ok(Some(Event::Positional(value))),
             Arg::Short(c) => {
                 let def = by_short(c).ok_or(CliError::InvalidShortOption(c))?;
-                if def.takes_value() {
-                    let value = self
-                        .parser
-                        .value()
-                        .map_err(|_| CliError::MissingShortValue(c))?;
-                    Ok(Some(Event::Value(def, value)))
-                } else {
-                    Ok(Some(Event::Flag(def)))
+                match def.action {
+                    Action::Flag(record) => Ok(Some(Event::Flag(def, record))),
+                    Action::Value(record) => {
+                        let value = self
+                            .parser
+                            .value()
+                            .map_err(|_| CliError::MissingShortValue(c))?;
+                        Ok(Some(Event::Value(def, record, value)))
+                    }
+                    Action::FirstArgument => Err(CliError::InvalidShortOption(c)),
                 }
             }
             Arg::Long(name) => {
@@ -84,16 +94,19 @@ impl Getopt {
                 });
             }
         };
-        if def.takes_value() {
-            let value = self
-                .parser
-                .value()
-                .map_err(|_| CliError::MissingLongValue(def.long))?;
-            Ok(Event::Value(def, value))
-        } else if self.parser.optional_value().is_some() {
-            Err(CliError::LongTakesNoValue(def.long))
-        } else {
-            Ok(Event::Flag(def))
+        match def.action {
+            Action::Value(record) => {
+                let value = self
+                    .parser
+                    .value()
+                    .map_err(|_| CliError::MissingLongValue(def.long))?;
+                Ok(Event::Value(def, record, value))
+            }
+            Action::Flag(record) => match self.parser.optional_value() {
+                Some(_) => Err(CliError::LongTakesNoValue(def.long)),
+                None => Ok(Event::Flag(def, record)),
+            },
+            Action::FirstArgument => Err(CliError::UnrecognizedOption(format!("--{name}"))),
         }
     }
 }

@@ -63,16 +63,12 @@ where
                     .push(value.to_string_lossy().into_owned());
                 continue;
             }
-            getopt::Event::Flag(def) => {
-                if let options::Action::Flag(record) = def.action {
-                    record(&mut gathered);
-                }
+            getopt::Event::Flag(def, record) => {
+                record(&mut gathered);
                 def
             }
-            getopt::Event::Value(def, value) => {
-                if let options::Action::Value(record) = def.action {
-                    record(&mut gathered, &value)?;
-                }
+            getopt::Event::Value(def, record, value) => {
+                record(&mut gathered, &value)?;
                 def
             }
         };

@@ -16,10 +16,8 @@
 //! pgbench 18, although pgbench 19's `--continue-on-error` makes it
 //! ambiguous there). See [`super::getopt`].
 
-use std::ffi::OsStr;
-
-use super::error::CliError;
-use super::gather::{self as g, Gathered};
+use super::gather as g;
+use super::getopt::{RecordFlag, RecordValue};
 
 /// Which mode an option belongs to; pgbench refuses benchmarking options
 /// with `-i` and initialization options without it.
@@ -87,9 +85,9 @@ pub struct HelpLine {
 #[derive(Clone, Copy)]
 pub enum Action {
     /// An option without a value.
-    Flag(fn(&mut Gathered)),
+    Flag(RecordFlag),
     /// An option with a required value.
-    Value(fn(&mut Gathered, &OsStr) -> Result<(), CliError>),
+    Value(RecordValue),
     /// `-?`/`--help` and `-V`/`--version`: recognised only as the very first
     /// argument, as pgbench does; elsewhere they are unknown options.
     FirstArgument,
@@ -109,10 +107,6 @@ pub struct OptionDef {
 }
 
 impl OptionDef {
-    pub fn takes_value(&self) -> bool {
-        matches!(self.action, Action::Value(_))
-    }
-
     /// Whether getopt matches this option (everything but help/version).
     pub fn is_getopt(&self) -> bool {
         !matches!(self.action, Action::FirstArgument)
