@@ -130,6 +130,19 @@ impl Env {
             .unwrap_or_else(|| PathBuf::from("/tmp"))
     }
 
+    /// The database pgbench connects to when no dbname argument is given:
+    /// `PGDATABASE` if set and not empty, else `PGUSER` if set and not
+    /// empty, else the OS user. pgbench passes this as an explicit
+    /// `dbname`, so it overrides a service file's `dbname`.
+    pub fn pgbench_dbname(&self) -> Result<String, Error> {
+        for var in ["PGDATABASE", "PGUSER"] {
+            if let Some(value) = self.var(var).filter(|v| !v.is_empty()) {
+                return Ok(value.to_owned());
+            }
+        }
+        self.os_user().map(str::to_owned)
+    }
+
     /// `PGSYSCONFDIR` if set, else the built-in directory.
     pub fn sysconfdir(&self) -> &Path {
         match self.var("PGSYSCONFDIR") {
@@ -216,6 +229,16 @@ mod tests {
         assert_eq!(env.default_socket_dir(), existing);
         let env = Env::empty("a").with_socket_dirs(["/nonexistent/a", "/nonexistent/b"]);
         assert_eq!(env.default_socket_dir(), PathBuf::from("/nonexistent/b"));
+    }
+
+    #[test]
+    fn pgbench_dbname_order() {
+        let env = Env::empty("os");
+        assert_eq!(env.pgbench_dbname().expect("os user"), "os");
+        let env = env.with_var("PGDATABASE", "").with_var("PGUSER", "u");
+        assert_eq!(env.pgbench_dbname().expect("set"), "u");
+        let env = env.with_var("PGDATABASE", "d");
+        assert_eq!(env.pgbench_dbname().expect("set"), "d");
     }
 
     #[test]

@@ -7,6 +7,21 @@
 //! a host list to try in order, plus everything the connect state machine
 //! needs. Passwords are wrapped in [`Secret`] so that no `Debug` or
 //! `Display` ever shows one.
+//!
+//! Use: [`parse`] a connection string, or build explicit options with
+//! [`from_params`] (libpq's `PQconnectdbParams` with `expand_dbname`), then
+//! [`resolve`] them against an [`Env`] snapshot. Per host attempt, the
+//! connection asks [`Config::password_for`], which consults the password
+//! file and hands back warnings instead of printing them.
+//!
+//! Three stages, because libpq has three: parsing only knows the syntax and
+//! the keyword list (so `invalid connection option` comes first, as in
+//! libpq); merging fills gaps in strict source order, where a key set to an
+//! empty string still counts as set; building validates values, including
+//! those libpq only checks when it starts connecting, so that pgbolt can
+//! refuse bad options before the first connection of a benchmark opens.
+//! Every keyword libpq 18 knows parses; those pgbolt does not implement are
+//! refused by name at resolution instead of being ignored.
 
 use std::fmt;
 use std::path::PathBuf;

@@ -200,101 +200,97 @@ fn build(o: &ConnOptions, env: &Env) -> Result<Config, Error> {
         None => env.os_user()?.to_owned(),
     };
     let dbname = o.get_nonempty("dbname").unwrap_or(&user).to_owned();
+    let mut c = Config::new(hosts, user, dbname);
+    c.default_socket_dir = default_socket_dir;
+    c.password = o.get_nonempty("password").map(Secret::new);
+    c.passfile = path(o, "passfile").or_else(|| env.home_dir().map(|h| h.join(".pgpass")));
+    c.application_name = string(o, "application_name");
+    c.fallback_application_name = string(o, "fallback_application_name");
+    c.options = string(o, "options");
+    c.requirepeer = string(o, "requirepeer");
 
-    let require_auth = string(o, "require_auth");
-    AuthRequirement::parse(require_auth.as_deref().unwrap_or(""))?;
-    let channel_binding = values::channel_binding(o.get("channel_binding").unwrap_or("prefer"))?;
-    let sslmode = values::sslmode(o.get("sslmode").unwrap_or("prefer"))?;
-    let sslnegotiation = values::sslnegotiation(o.get("sslnegotiation").unwrap_or("postgres"))?;
-    let mode_text = || o.get("sslmode").unwrap_or("prefer").to_owned();
-    if sslnegotiation == SslNegotiation::Direct
-        && matches!(sslmode, SslMode::Disable | SslMode::Allow | SslMode::Prefer)
-    {
-        return Err(Error::WeakSslModeForDirect {
-            sslmode: mode_text(),
-        });
-    }
-    let sslrootcert = path(o, "sslrootcert");
-    if o.get("sslrootcert") == Some("system") && sslmode != SslMode::VerifyFull {
-        return Err(Error::WeakSslModeForSystemRoot {
-            sslmode: mode_text(),
-        });
-    }
-    let min_tls = o.get("ssl_min_protocol_version").unwrap_or("");
-    let max_tls = o.get("ssl_max_protocol_version").unwrap_or("");
-    let ssl_min_protocol_version =
-        values::ssl_protocol_version("ssl_min_protocol_version", min_tls)?;
-    let ssl_max_protocol_version =
-        values::ssl_protocol_version("ssl_max_protocol_version", max_tls)?;
-    if let (Some(min), Some(max)) = (ssl_min_protocol_version, ssl_max_protocol_version) {
-        if min > max {
-            return Err(Error::InvalidSslProtocolRange);
-        }
-    }
-    let sslcertmode = values::sslcertmode(o.get("sslcertmode").unwrap_or("allow"))?;
+    c.require_auth = string(o, "require_auth");
+    AuthRequirement::parse(c.require_auth.as_deref().unwrap_or(""))?;
+    c.channel_binding = values::channel_binding(o.get("channel_binding").unwrap_or("prefer"))?;
+    apply_tls(&mut c, o)?;
     check_gssencmode(o.get("gssencmode").unwrap_or("disable"))?;
-    let target_session_attrs =
+    c.target_session_attrs =
         values::target_session_attrs(o.get("target_session_attrs").unwrap_or("any"))?;
     check_load_balance_hosts(o.get("load_balance_hosts").unwrap_or("disable"))?;
     check_protocol_versions(o)?;
-    let client_encoding = string(o, "client_encoding");
-    if client_encoding.as_deref() == Some("auto") {
+    c.client_encoding = string(o, "client_encoding");
+    if c.client_encoding.as_deref() == Some("auto") {
         return Err(Error::UnsupportedValue {
             key: "client_encoding",
             value: "auto".to_owned(),
             reason: "name the encoding explicitly",
         });
     }
+    apply_timeouts(&mut c, o)?;
+    Ok(c)
+}
 
-    let connect_timeout = match o.get("connect_timeout") {
+/// The TLS settings, checked in libpq's order.
+fn apply_tls(c: &mut Config, o: &ConnOptions) -> Result<(), Error> {
+    c.sslmode = values::sslmode(o.get("sslmode").unwrap_or("prefer"))?;
+    c.sslnegotiation = values::sslnegotiation(o.get("sslnegotiation").unwrap_or("postgres"))?;
+    let mode_text = || o.get("sslmode").unwrap_or("prefer").to_owned();
+    if c.sslnegotiation == SslNegotiation::Direct
+        && matches!(
+            c.sslmode,
+            SslMode::Disable | SslMode::Allow | SslMode::Prefer
+        )
+    {
+        return Err(Error::WeakSslModeForDirect {
+            sslmode: mode_text(),
+        });
+    }
+    if o.get("sslrootcert") == Some("system") && c.sslmode != SslMode::VerifyFull {
+        return Err(Error::WeakSslModeForSystemRoot {
+            sslmode: mode_text(),
+        });
+    }
+    let min = o.get("ssl_min_protocol_version").unwrap_or("");
+    let max = o.get("ssl_max_protocol_version").unwrap_or("");
+    c.ssl_min_protocol_version = values::ssl_protocol_version("ssl_min_protocol_version", min)?;
+    c.ssl_max_protocol_version = values::ssl_protocol_version("ssl_max_protocol_version", max)?;
+    if let (Some(min), Some(max)) = (c.ssl_min_protocol_version, c.ssl_max_protocol_version) {
+        if min > max {
+            return Err(Error::InvalidSslProtocolRange);
+        }
+    }
+    c.sslcertmode = values::sslcertmode(o.get("sslcertmode").unwrap_or("allow"))?;
+    c.sslrootcert = path(o, "sslrootcert");
+    c.sslcert = path(o, "sslcert");
+    c.sslkey = path(o, "sslkey");
+    c.sslcrl = path(o, "sslcrl");
+    c.sslcrldir = path(o, "sslcrldir");
+    c.sslsni = o.get("sslsni").is_some_and(|v| v.starts_with('1'));
+    Ok(())
+}
+
+/// `connect_timeout` (values 1 become 2, as in libpq; 0 or less means
+/// none) and the TCP keepalive and user-timeout settings.
+fn apply_timeouts(c: &mut Config, o: &ConnOptions) -> Result<(), Error> {
+    c.connect_timeout = match o.get("connect_timeout") {
         None => None,
         Some(v) => match int_option("connect_timeout", v)? {
             t if t <= 0 => None,
             t => Some(Duration::from_secs(t.max(2) as u64)),
         },
     };
-    let keepalives = match o.get("keepalives") {
+    c.keepalives = match o.get("keepalives") {
         None => true,
         Some(v) => values::keepalives(v)?,
     };
-    let keepalives_count = match o.get("keepalives_count") {
+    c.keepalives_idle = duration_option(o, "keepalives_idle", Duration::from_secs)?;
+    c.keepalives_interval = duration_option(o, "keepalives_interval", Duration::from_secs)?;
+    c.keepalives_count = match o.get("keepalives_count") {
         None => None,
         Some(v) => Some(int_option("keepalives_count", v)?.max(0) as u32),
     };
-
-    Ok(Config {
-        hosts,
-        password: o.get_nonempty("password").map(Secret::new),
-        passfile: path(o, "passfile").or_else(|| env.home_dir().map(|h| h.join(".pgpass"))),
-        application_name: string(o, "application_name"),
-        fallback_application_name: string(o, "fallback_application_name"),
-        options: string(o, "options"),
-        connect_timeout,
-        sslmode,
-        sslnegotiation,
-        sslrootcert,
-        sslcert: path(o, "sslcert"),
-        sslkey: path(o, "sslkey"),
-        sslcrl: path(o, "sslcrl"),
-        sslsni: o.get("sslsni").is_some_and(|v| v.starts_with('1')),
-        channel_binding,
-        target_session_attrs,
-        require_auth,
-        client_encoding,
-        keepalives,
-        keepalives_idle: duration_option(o, "keepalives_idle", Duration::from_secs)?,
-        keepalives_interval: duration_option(o, "keepalives_interval", Duration::from_secs)?,
-        keepalives_count,
-        tcp_user_timeout: duration_option(o, "tcp_user_timeout", Duration::from_millis)?,
-        sslcertmode,
-        sslcrldir: path(o, "sslcrldir"),
-        ssl_min_protocol_version,
-        ssl_max_protocol_version,
-        requirepeer: string(o, "requirepeer"),
-        user,
-        dbname,
-        default_socket_dir,
-    })
+    c.tcp_user_timeout = duration_option(o, "tcp_user_timeout", Duration::from_millis)?;
+    Ok(())
 }
 
 fn check_gssencmode(value: &str) -> Result<(), Error> {

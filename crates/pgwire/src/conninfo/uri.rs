@@ -93,25 +93,7 @@ pub(crate) fn parse(uri: &str) -> Result<ConnOptions, Error> {
     let mut options = ConnOptions::new();
     let mut p = prefix_len(uri);
 
-    // Credentials: present if an '@' comes before any '/'.
-    let mut q = p;
-    while q < n && b[q] != b'@' && b[q] != b'/' {
-        q += 1;
-    }
-    if at(q) == b'@' {
-        let credentials = &uri[p..q];
-        let (user, password) = match credentials.find(':') {
-            Some(colon) => (&credentials[..colon], Some(&credentials[colon + 1..])),
-            None => (credentials, None),
-        };
-        if !user.is_empty() {
-            store_decoded(&mut options, "user", user)?;
-        }
-        if let Some(password) = password.filter(|p| !p.is_empty()) {
-            store_decoded(&mut options, "password", password)?;
-        }
-        p = q + 1;
-    }
+    p = credentials(uri, p, &mut options)?;
 
     // Hosts and ports, separated by commas.
     let mut hosts = String::new();
@@ -120,27 +102,9 @@ pub(crate) fn parse(uri: &str) -> Result<ConnOptions, Error> {
     loop {
         let host;
         if at(p) == b'[' {
-            let start = p + 1;
-            let mut close = start;
-            while close < n && b[close] != b']' {
-                close += 1;
-            }
-            if close >= n {
-                return Err(Error::UnterminatedIpv6 { uri: redact(uri) });
-            }
-            if close == start {
-                return Err(Error::EmptyIpv6 { uri: redact(uri) });
-            }
-            host = &uri[start..close];
-            p = close + 1;
-            if p < n && !matches!(b[p], b':' | b'/' | b'?' | b',') {
-                let character = uri[p..].chars().next().unwrap_or('?');
-                return Err(Error::UnexpectedUriCharacter {
-                    character,
-                    position: p + 1,
-                    uri: redact(uri),
-                });
-            }
+            let (bracketed, after) = ipv6_host(uri, p)?;
+            host = bracketed;
+            p = after;
         } else {
             let start = p;
             while p < n && !matches!(b[p], b':' | b'/' | b'?' | b',') {
@@ -190,6 +154,53 @@ pub(crate) fn parse(uri: &str) -> Result<ConnOptions, Error> {
         parse_query(&uri[p + 1..], &mut options)?;
     }
     Ok(options)
+}
+
+/// `user[:password]@` at `p`, if an `@` comes before any `/`; returns
+/// where the host list starts.
+fn credentials(uri: &str, p: usize, options: &mut ConnOptions) -> Result<usize, Error> {
+    let Some(end) = uri[p..].find(['@', '/']).map(|i| p + i) else {
+        return Ok(p);
+    };
+    if uri.as_bytes()[end] != b'@' {
+        return Ok(p);
+    }
+    let credentials = &uri[p..end];
+    let (user, password) = match credentials.find(':') {
+        Some(colon) => (&credentials[..colon], Some(&credentials[colon + 1..])),
+        None => (credentials, None),
+    };
+    if !user.is_empty() {
+        store_decoded(options, "user", user)?;
+    }
+    if let Some(password) = password.filter(|p| !p.is_empty()) {
+        store_decoded(options, "password", password)?;
+    }
+    Ok(end + 1)
+}
+
+/// `[address]` starting at `open`: the address and the index after `]`,
+/// which must be followed by nothing or one of `:/?,`.
+fn ipv6_host(uri: &str, open: usize) -> Result<(&str, usize), Error> {
+    let b = uri.as_bytes();
+    let start = open + 1;
+    let close = match uri[start..].find(']') {
+        Some(i) => start + i,
+        None => return Err(Error::UnterminatedIpv6 { uri: redact(uri) }),
+    };
+    if close == start {
+        return Err(Error::EmptyIpv6 { uri: redact(uri) });
+    }
+    let after = close + 1;
+    if after < b.len() && !matches!(b[after], b':' | b'/' | b'?' | b',') {
+        let character = uri[after..].chars().next().unwrap_or('?');
+        return Err(Error::UnexpectedUriCharacter {
+            character,
+            position: after + 1,
+            uri: redact(uri),
+        });
+    }
+    Ok((&uri[start..close], after))
 }
 
 fn parse_query(query: &str, options: &mut ConnOptions) -> Result<(), Error> {
