@@ -191,6 +191,10 @@ pub struct Config {
     /// `requirepeer`: for Unix sockets, the OS user the server process must
     /// run as (checked with `SO_PEERCRED`).
     pub requirepeer: Option<String>,
+    /// Startup parameters libpq takes from the environment: `PGDATESTYLE`
+    /// as `datestyle`, `PGTZ` as `timezone`, `PGGEQO` as `geqo` (a value of
+    /// `default`, in any case, is not sent). Send them with the others.
+    pub environment_parameters: Vec<(&'static str, String)>,
     /// The socket directory used when no host was given; a `.pgpass` line
     /// for `localhost` also matches a socket connection to this directory.
     pub default_socket_dir: PathBuf,
@@ -231,6 +235,7 @@ impl Config {
             ssl_min_protocol_version: Some(SslProtocolVersion::Tls1_2),
             ssl_max_protocol_version: None,
             requirepeer: None,
+            environment_parameters: Vec::new(),
             default_socket_dir: PathBuf::from("/tmp"),
         }
     }

@@ -44,6 +44,14 @@ const UNSUPPORTED: &[(&str, &str)] = &[
     ("oauth_scope", "OAuth authentication is not supported"),
 ];
 
+/// Environment variables libpq sends as startup parameters: (variable,
+/// parameter).
+const ENVIRONMENT_PARAMETERS: [(&str, &str); 3] = [
+    ("PGDATESTYLE", "datestyle"),
+    ("PGTZ", "timezone"),
+    ("PGGEQO", "geqo"),
+];
+
 /// Resolves explicit options (from [`super::parse`] or
 /// [`super::from_params`]) against the service file, the environment and
 /// the defaults, and checks every value.
@@ -227,6 +235,13 @@ fn build(o: &ConnOptions, env: &Env) -> Result<Config, Error> {
         });
     }
     apply_timeouts(&mut c, o)?;
+    c.environment_parameters = ENVIRONMENT_PARAMETERS
+        .iter()
+        .filter_map(|(var, name)| {
+            let value = env.var(var)?;
+            (!value.eq_ignore_ascii_case("default")).then(|| (*name, value.to_owned()))
+        })
+        .collect();
     Ok(c)
 }
 

@@ -370,6 +370,20 @@ fn require_auth_is_exposed_parsed() {
 }
 
 #[test]
+fn environment_startup_parameters() {
+    let e = env()
+        .with_var("PGTZ", "UTC")
+        .with_var("PGDATESTYLE", "Default")
+        .with_var("PGGEQO", "off");
+    let mut got = ok("", &e).environment_parameters;
+    got.sort();
+    assert_eq!(
+        got,
+        vec![("geqo", "off".to_owned()), ("timezone", "UTC".to_owned())]
+    );
+}
+
+#[test]
 fn default_passfile_is_in_the_home_directory() {
     let e = env().with_var("HOME", "/home/x");
     assert_eq!(ok("", &e).passfile, Some(PathBuf::from("/home/x/.pgpass")));
