@@ -43,7 +43,7 @@ pub use env::{Env, DEFAULT_SOCKET_DIRS, DEFAULT_SYSCONFDIR};
 pub use error::Error;
 pub use options::ConnOptions;
 pub use parse::{from_params, is_connection_string, parse};
-pub use resolve::resolve;
+pub use resolve::{resolve, with_defaults};
 pub use values::{AuthMethod, AuthRequirement};
 
 /// A password or other secret; formatting never reveals it.

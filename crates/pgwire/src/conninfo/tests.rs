@@ -502,6 +502,14 @@ fn service_file_errors() {
         write(&file, text);
         assert_eq!(err("service=s", &e), want, "{text:?}");
     }
+    // libpq's limit, checked against psql 15: 1021 characters fit, 1022 do not.
+    write(&file, &format!("[s]\nhost={}\n", "x".repeat(1016)));
+    assert_eq!(ok("service=s", &e).hosts.len(), 1);
+    write(&file, &format!("[s]\nhost={}\n", "x".repeat(1017)));
+    assert_eq!(
+        err("service=s", &e),
+        format!("line 2 too long in service file \"{shown}\"")
+    );
     // Lines outside the wanted section are not checked.
     write(&file, "junk\n[t]\nnot a setting\n[s]\nport=1\n");
     assert_eq!(ok("service=s", &e).hosts[0].port, 1);
