@@ -7,10 +7,44 @@
 //! a host list to try in order, plus everything the connect state machine
 //! needs. Passwords are wrapped in [`Secret`] so that no `Debug` or
 //! `Display` ever shows one.
+//!
+//! Use: [`parse`] a connection string, or build explicit options with
+//! [`from_params`] (libpq's `PQconnectdbParams` with `expand_dbname`), then
+//! [`resolve`] them against an [`Env`] snapshot. Per host attempt, the
+//! connection asks [`Config::password_for`], which consults the password
+//! file and hands back warnings instead of printing them.
+//!
+//! Three stages, because libpq has three: parsing only knows the syntax and
+//! the keyword list (so `invalid connection option` comes first, as in
+//! libpq); merging fills gaps in strict source order, where a key set to an
+//! empty string still counts as set; building validates values, including
+//! those libpq only checks when it starts connecting, so that pgbolt can
+//! refuse bad options before the first connection of a benchmark opens.
+//! Every keyword libpq 18 knows parses; those pgbolt does not implement are
+//! refused by name at resolution instead of being ignored.
 
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
+
+mod env;
+mod error;
+mod options;
+mod parse;
+mod pgpass;
+mod resolve;
+mod service;
+#[cfg(test)]
+mod tests;
+mod uri;
+mod values;
+
+pub use env::{Env, DEFAULT_SOCKET_DIRS, DEFAULT_SYSCONFDIR};
+pub use error::Error;
+pub use options::ConnOptions;
+pub use parse::{from_params, is_connection_string, parse};
+pub use resolve::{resolve, with_defaults};
+pub use values::{AuthMethod, AuthRequirement};
 
 /// A password or other secret; formatting never reveals it.
 #[derive(Clone, PartialEq, Eq)]
@@ -34,6 +68,9 @@ impl fmt::Debug for Secret {
 }
 
 /// Where one candidate server lives.
+///
+/// A `Unix` directory starting with `@` names a socket in Linux's abstract
+/// namespace (libpq's rule): the socket is `@DIR/.s.PGSQL.PORT` there.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HostKind {
     /// A Unix-domain socket directory; the socket is `DIR/.s.PGSQL.PORT`.
@@ -78,6 +115,25 @@ pub enum ChannelBinding {
     Require,
 }
 
+/// `sslcertmode`: whether to send a client certificate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SslCertMode {
+    Disable,
+    #[default]
+    Allow,
+    Require,
+}
+
+/// A TLS protocol version bound (`ssl_min_protocol_version`,
+/// `ssl_max_protocol_version`), ordered from oldest to newest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SslProtocolVersion {
+    Tls1,
+    Tls1_1,
+    Tls1_2,
+    Tls1_3,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum TargetSessionAttrs {
     #[default]
@@ -112,6 +168,95 @@ pub struct Config {
     pub sslsni: bool,
     pub channel_binding: ChannelBinding,
     pub target_session_attrs: TargetSessionAttrs,
-    /// `require_auth`: `None` allows every method.
+    /// `require_auth`: `None` allows every method. Already validated; see
+    /// [`Config::auth_requirement`] for its meaning.
     pub require_auth: Option<String>,
+    /// `client_encoding`, sent as a startup parameter when set.
+    pub client_encoding: Option<String>,
+    /// `keepalives` (TCP only): whether to enable `SO_KEEPALIVE` (default on).
+    pub keepalives: bool,
+    /// `keepalives_idle` (`TCP_KEEPIDLE`), when set.
+    pub keepalives_idle: Option<Duration>,
+    /// `keepalives_interval` (`TCP_KEEPINTVL`), when set.
+    pub keepalives_interval: Option<Duration>,
+    /// `keepalives_count` (`TCP_KEEPCNT`), when set.
+    pub keepalives_count: Option<u32>,
+    /// `tcp_user_timeout` (`TCP_USER_TIMEOUT`, milliseconds), when set.
+    pub tcp_user_timeout: Option<Duration>,
+    pub sslcertmode: SslCertMode,
+    pub sslcrldir: Option<PathBuf>,
+    /// Defaults to TLS 1.2, as in libpq.
+    pub ssl_min_protocol_version: Option<SslProtocolVersion>,
+    pub ssl_max_protocol_version: Option<SslProtocolVersion>,
+    /// `requirepeer`: for Unix sockets, the OS user the server process must
+    /// run as (checked with `SO_PEERCRED`).
+    pub requirepeer: Option<String>,
+    /// Startup parameters libpq takes from the environment: `PGDATESTYLE`
+    /// as `datestyle`, `PGTZ` as `timezone`, `PGGEQO` as `geqo` (a value of
+    /// `default`, in any case, is not sent). Send them with the others.
+    pub environment_parameters: Vec<(&'static str, String)>,
+    /// The socket directory used when no host was given; a `.pgpass` line
+    /// for `localhost` also matches a socket connection to this directory.
+    pub default_socket_dir: PathBuf,
+}
+
+impl Config {
+    /// A configuration for `hosts` with libpq's defaults for everything
+    /// else (no password, sslmode prefer, ...).
+    pub fn new(hosts: Vec<Host>, user: impl Into<String>, dbname: impl Into<String>) -> Config {
+        Config {
+            hosts,
+            user: user.into(),
+            dbname: dbname.into(),
+            password: None,
+            passfile: None,
+            application_name: None,
+            fallback_application_name: None,
+            options: None,
+            connect_timeout: None,
+            sslmode: SslMode::default(),
+            sslnegotiation: SslNegotiation::default(),
+            sslrootcert: None,
+            sslcert: None,
+            sslkey: None,
+            sslcrl: None,
+            sslsni: true,
+            channel_binding: ChannelBinding::default(),
+            target_session_attrs: TargetSessionAttrs::default(),
+            require_auth: None,
+            client_encoding: None,
+            keepalives: true,
+            keepalives_idle: None,
+            keepalives_interval: None,
+            keepalives_count: None,
+            tcp_user_timeout: None,
+            sslcertmode: SslCertMode::default(),
+            sslcrldir: None,
+            ssl_min_protocol_version: Some(SslProtocolVersion::Tls1_2),
+            ssl_max_protocol_version: None,
+            requirepeer: None,
+            environment_parameters: Vec::new(),
+            default_socket_dir: PathBuf::from("/tmp"),
+        }
+    }
+
+    /// What `require_auth` allows.
+    pub fn auth_requirement(&self) -> Result<AuthRequirement, Error> {
+        AuthRequirement::parse(self.require_auth.as_deref().unwrap_or(""))
+    }
+
+    /// `sslrootcert=system`: trust the operating system's CA store.
+    pub fn uses_system_root_certs(&self) -> bool {
+        self.sslrootcert
+            .as_deref()
+            .is_some_and(|p| p.as_os_str() == "system")
+    }
+
+    /// The application name to send: `application_name`, else
+    /// `fallback_application_name`.
+    pub fn effective_application_name(&self) -> Option<&str> {
+        self.application_name
+            .as_deref()
+            .or(self.fallback_application_name.as_deref())
+    }
 }
