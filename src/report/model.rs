@@ -125,7 +125,7 @@ impl Distribution {
             stats,
             average_ms: (!empty).then(|| stats.mean_us() / 1000.0),
             stddev_ms: (!empty).then(|| stats.stddev_us() / 1000.0),
-            percentiles: (!histogram.is_empty()).then(|| percentiles(histogram)),
+            percentiles: (!histogram.is_empty()).then(|| percentiles(histogram, stats.max)),
             histogram: histogram.to_base64()?,
         })
     }
@@ -136,15 +136,19 @@ impl Distribution {
     }
 }
 
-/// p50, p90, p99, p99.9 and max of a histogram, in ms.
-pub fn percentiles(h: &LatencyHistogram) -> Percentiles {
-    let ms = |us: u64| us as f64 / 1000.0;
+/// p50, p90, p99, p99.9 of a histogram and the exact maximum, in ms.
+///
+/// A histogram reports the highest value of a bucket, which can exceed the
+/// largest value recorded by up to 0.1%; percentiles are capped at the exact
+/// maximum (kept in the sums) so that none exceeds `max`.
+pub fn percentiles(h: &LatencyHistogram, exact_max_us: u64) -> Percentiles {
+    let ms = |q: f64| h.value_at_quantile(q).min(exact_max_us) as f64 / 1000.0;
     Percentiles {
-        p50: ms(h.value_at_quantile(0.5)),
-        p90: ms(h.value_at_quantile(0.9)),
-        p99: ms(h.value_at_quantile(0.99)),
-        p99_9: ms(h.value_at_quantile(0.999)),
-        max: ms(h.max()),
+        p50: ms(0.5),
+        p90: ms(0.9),
+        p99: ms(0.99),
+        p99_9: ms(0.999),
+        max: exact_max_us as f64 / 1000.0,
     }
 }
 
