@@ -6,7 +6,7 @@
 //! transaction would have produced.
 
 use super::model::{
-    command_result, series, Counts, Distribution, ReportError, RunResult, ScriptResult,
+    command_result, per_second, series, Counts, Distribution, ReportError, RunResult, ScriptResult,
     SCHEMA_VERSION,
 };
 use crate::stats::{IntervalSeries, SimpleStats};
@@ -79,9 +79,9 @@ pub fn merge(results: &[RunResult]) -> Result<RunResult, ReportError> {
         merged.series = series(&s);
     }
     let seconds = merged.timings.bench_duration_us as f64 / 1_000_000.0;
-    merged.tps = merged.counts.counters.committed as f64 / seconds;
+    merged.tps = per_second(merged.counts.counters.committed, seconds);
     for s in &mut merged.scripts {
-        s.tps = s.counts.counters.committed as f64 / seconds;
+        s.tps = per_second(s.counts.counters.committed, seconds);
     }
     Ok(merged)
 }

@@ -267,6 +267,16 @@ pub struct RunResult {
     pub series: Series,
 }
 
+/// `count` per second over `seconds`; 0 for a run that took no time (JSON
+/// has no infinity).
+pub(crate) fn per_second(count: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        count as f64 / seconds
+    } else {
+        0.0
+    }
+}
+
 /// Why a result could not be built, read or merged.
 #[derive(Debug)]
 pub enum ReportError {
@@ -332,7 +342,7 @@ impl RunResult {
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
             merged_runs: 1,
             counts: Counts::new(total.counts, total.latency_late),
-            tps: total.counts.committed as f64 / seconds,
+            tps: per_second(total.counts.committed, seconds),
             latency: Distribution::new(total.latency, &total.latency_histogram)?,
             service_time: Distribution::new(total.service, service)?,
             lag: Distribution::new(total.lag, lag)?,
@@ -366,7 +376,7 @@ fn script_result(
         name: info.name.clone(),
         weight: info.weight,
         counts: Counts::new(counters, late),
-        tps: counters.committed as f64 / seconds,
+        tps: per_second(counters.committed, seconds),
         latency: Distribution::new(latency, histogram)?,
         commands,
     })
@@ -397,7 +407,7 @@ pub(crate) fn series(s: &crate::stats::IntervalSeries) -> Series {
             .enumerate()
             .map(|(i, b)| IntervalResult {
                 offset_s: i as f64 * width_s,
-                tps: b.counts.committed as f64 / width_s,
+                tps: per_second(b.counts.committed, width_s),
                 latency_average_ms: (b.latency.count > 0).then(|| b.latency.mean_us() / 1000.0),
                 stats: *b,
             })
