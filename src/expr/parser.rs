@@ -11,7 +11,9 @@
 //! `x ISNULL` is `x IS NULL`, `x NOTNULL` is `NOT (x IS NULL)`.
 //!
 //! Errors are raised at the token where pgbench's parser raises them (see
-//! the lexer's module doc), with pgbench's message and detail.
+//! the lexer's module doc), with pgbench's message and detail; then, as
+//! pgbench does, the rest of the line is lexed and a lexical error found
+//! there replaces the first error.
 
 use super::error::{ExprError, ExprErrorKind};
 use super::func::{self, Arity, Func};
@@ -96,12 +98,19 @@ impl<'a, 'v> Parser<'a, 'v> {
 
     /// Parses the whole text as one expression; returns the tree and its root.
     pub fn parse(mut self) -> Result<(Ast, usize), ExprError> {
+        match self.whole() {
+            Ok(root) => Ok((self.ast, root)),
+            Err(e) => Err(self.lexer.last_error(e)),
+        }
+    }
+
+    fn whole(&mut self) -> Result<usize, ExprError> {
         let root = self.expr(0)?;
         let tok = self.peek()?;
         if tok.kind != Tok::End {
             return Err(syntax_error(&tok));
         }
-        Ok((self.ast, root))
+        Ok(root)
     }
 
     fn peek(&mut self) -> Result<Token, ExprError> {
@@ -284,6 +293,11 @@ impl<'a, 'v> Parser<'a, 'v> {
         self.expect(Tok::LParen)?;
         let mut args = Vec::new();
         if self.peek()?.kind != Tok::RParen {
+            // pgbench's grammar lets an empty list be followed by `, expr`:
+            // `f(, 1)` is `f(1)`.
+            if self.peek()?.kind == Tok::Comma {
+                self.advance()?;
+            }
             loop {
                 args.push(self.expr(0)?);
                 if self.peek()?.kind != Tok::Comma {
