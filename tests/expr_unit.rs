@@ -75,6 +75,8 @@ fn values() {
         ("permute(0, 1, 5)", Int(0)),
         ("random(7, 7)", Int(7)),
         ("random_zipfian(3, 3, 2)", Int(3)),
+        ("random_gaussian(1, 10, sqrt(-1))", Int(i64::MIN + 1)),
+        ("random_exponential(1, 10, sqrt(-1))", Int(i64::MIN + 1)),
         (":x * 2", Int(20)),
         (":s * 2", Double(5.0)),
         ("MOD(7, 3) + Abs(-1)", Int(2)),
