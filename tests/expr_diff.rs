@@ -269,3 +269,67 @@ fn syntax_errors_match_pgbench_message_and_caret() {
         assert_eq!(err.column + "\\set x ".len(), caret, "caret of {expr:?}");
     }
 }
+
+/// pgbench's weighted choice of the next script (`chooseScript`).
+fn choose_script(rng: &mut pgbolt::random::PrngState, weights: &[i64]) -> usize {
+    let total: i64 = weights.iter().sum();
+    let mut w = rng.uniform(0, total - 1);
+    let mut i = 0;
+    loop {
+        w -= weights[i];
+        i += 1;
+        if w < 0 {
+            return i - 1;
+        }
+    }
+}
+
+/// The per-thread state that picks scripts is drawn after the clients'
+/// states and `default_seed`: the sequence of scripts pgbench runs shows it.
+#[test]
+fn script_choice_state_matches_pgbench() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let weights = [1i64, 3, 2];
+    let mut files = Vec::new();
+    for i in 0..weights.len() {
+        let path = dir.path().join(format!("s{i}.sql"));
+        std::fs::write(&path, "\\set x debug(1)\n").expect("script written");
+        files.push(path);
+    }
+    for (seed, clients, defined_seed) in [(21u64, 1usize, false), (22, 3, false), (23, 2, true)] {
+        let transactions = 30;
+        let mut cmd = server().command("pgbench");
+        cmd.args(["-n", "-j1"])
+            .arg(format!("-c{clients}"))
+            .arg(format!("-t{transactions}"))
+            .arg(format!("--random-seed={seed}"));
+        if defined_seed {
+            cmd.arg("-Ddefault_seed=5");
+        }
+        for (path, w) in files.iter().zip(weights) {
+            cmd.arg("-f").arg(format!("{}@{w}", path.display()));
+        }
+        let out = cmd.output().expect("pgbench runs");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let theirs: Vec<usize> = String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .filter_map(|l| l.strip_prefix("debug(script="))
+            .map(|l| {
+                l[..l.find(',').expect("comma")]
+                    .parse()
+                    .expect("script number")
+            })
+            .collect();
+        let states = pgbolt::random::RandomStates::new(seed, clients, 1, defined_seed);
+        let mut choose = states.threads[0].choose;
+        let ours: Vec<usize> = (0..clients * transactions)
+            .map(|_| choose_script(&mut choose, &weights))
+            .collect();
+        assert_eq!(ours, theirs, "seed {seed}, {clients} clients");
+    }
+}
