@@ -111,6 +111,13 @@ impl PrngState {
         min.wrapping_add(c_trunc(span(min, max) as f64 * rand))
     }
 
+    /// pgbench's `getPoissonRand`: a delay (in the caller's unit) whose
+    /// series averages `center`, as used for `--rate` throttling.
+    pub fn poisson(&mut self, center: f64) -> i64 {
+        let uniform = 1.0 - self.next_f64();
+        c_trunc(-uniform.ln() * center + 0.5)
+    }
+
     /// pgbench's `getZipfianRand`; `s` in [1.001, 1000] (with NaN, the
     /// rejection loop would never end).
     pub fn zipfian(&mut self, min: i64, max: i64, s: f64) -> i64 {
@@ -244,6 +251,15 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn poisson_averages_its_center() {
+        let mut rng = PrngState::seeded(7);
+        let n = 100_000;
+        let sum: i64 = (0..n).map(|_| rng.poisson(1000.0)).sum();
+        let mean = sum as f64 / n as f64;
+        assert!((990.0..1010.0).contains(&mean), "{mean}");
     }
 
     #[test]
