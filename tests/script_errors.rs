@@ -12,8 +12,8 @@ use std::path::Path;
 use std::process::Command;
 
 use pgbolt::script::{
-    find_builtin, list_builtins, load_builtin, load_file, parse_weight, show_builtin, QueryMode,
-    ScriptError, VarNames,
+    find_builtin, list_builtins, load_builtin, load_file, parse_define, parse_weight, show_builtin,
+    QueryMode, ScriptError, VarNames,
 };
 
 const PGBENCH: &str = "/usr/lib/postgresql/15/bin/pgbench";
@@ -49,6 +49,9 @@ fn pgbolt(args: &[&str]) -> Option<String> {
                     scripts.push(load_builtin(find_builtin(name)?, weight, &mut vars)?);
                 }
                 ["-M", "extended"] => mode = QueryMode::Extended,
+                ["-D", definition] => {
+                    parse_define(definition)?;
+                }
                 other => panic!("unexpected test arguments {other:?}"),
             }
         }
@@ -237,6 +240,14 @@ fn options_fail_as_in_pgbench() {
         (&["-f", "many.sql"], false),
         (&["-f", "shell.sql"], true),
         (&["-f", "ok.sql", "-f", "missing.sql"], true),
+        (&["-D", "x"], true),
+        (&["-D", "=1"], true),
+        (&["-D", "x="], true),
+        (&["-D", "1x=2"], true),
+        (&["-D", "a b=1"], true),
+        (&["-D", "é=1"], false),
+        (&["-D", "x=1=2"], false),
+        (&["-D", "scale=7", "-f", "ok.sql"], false),
     ];
     let mut failures = Vec::new();
     for (args, rejected) in cases {

@@ -57,6 +57,15 @@ pub enum ScriptError {
     UnknownBuiltin {
         name: String,
     },
+    /// A `-D` argument that is not `name=value`.
+    InvalidDefinition {
+        definition: String,
+    },
+    /// A variable name pgbench refuses, in `context` (`option` for `-D`).
+    InvalidVariableName {
+        context: &'static str,
+        name: String,
+    },
     AmbiguousBuiltin {
         name: String,
         matches: usize,
@@ -224,6 +233,12 @@ impl fmt::Display for ScriptError {
                 "{PREFIX}no builtin script found for name \"{name}\"\n{}",
                 without_last_newline(&list_builtins())
             ),
+            ScriptError::InvalidDefinition { definition } => {
+                write!(f, "{PREFIX}invalid variable definition: \"{definition}\"")
+            }
+            ScriptError::InvalidVariableName { context, name } => {
+                write!(f, "{PREFIX}{context}: invalid variable name: \"{name}\"")
+            }
             ScriptError::AmbiguousBuiltin { name, matches } => write!(
                 f,
                 "{PREFIX}ambiguous builtin name: {matches} builtin scripts found for prefix \"{name}\"\n{}",

@@ -20,6 +20,7 @@
 //! there too.
 
 mod builtin;
+mod define;
 mod error;
 mod lexer;
 mod meta;
@@ -34,6 +35,7 @@ pub use builtin::{
     find_builtin, list_builtins, load_builtin, load_file, parse_weight, show_builtin, Builtin,
     BUILTINS, MAX_SCRIPTS,
 };
+pub use define::{parse_define, AUTOMATIC_VARIABLES};
 pub use error::{ConditionErrorKind, ScriptError, SyntaxError, SyntaxErrorKind};
 pub use parse::parse_script;
 pub use sql::{SqlPiece, MAX_PARAMETERS};

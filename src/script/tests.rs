@@ -324,3 +324,20 @@ fn builtins_weights_and_listing() {
         assert!(vars.lookup("scale").is_some());
     }
 }
+
+#[test]
+fn definitions() {
+    assert_eq!(parse_define("x=1=2").unwrap(), ("x", "1=2"));
+    assert_eq!(parse_define("é=v").unwrap(), ("é", "v"));
+    let errors = [
+        ("x", "invalid variable definition: \"x\""),
+        ("=1", "invalid variable definition: \"=1\""),
+        ("x=", "invalid variable definition: \"x=\""),
+        ("1x=2", "option: invalid variable name: \"1x\""),
+        ("a b=1", "option: invalid variable name: \"a b\""),
+    ];
+    for (arg, message) in errors {
+        let err = parse_define(arg).unwrap_err().to_string();
+        assert_eq!(err, format!("pgbolt: error: {message}"), "{arg}");
+    }
+}
