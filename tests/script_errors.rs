@@ -13,7 +13,7 @@ use std::process::Command;
 
 use pgbolt::script::{
     find_builtin, list_builtins, load_builtin, load_file, parse_define, parse_weight, show_builtin,
-    QueryMode, ScriptError, VarNames,
+    QueryMode, ScriptError, VarNames, MAX_SCRIPTS,
 };
 
 const PGBENCH: &str = "/usr/lib/postgresql/15/bin/pgbench";
@@ -55,8 +55,14 @@ fn pgbolt(args: &[&str]) -> Option<String> {
                 other => panic!("unexpected test arguments {other:?}"),
             }
         }
+        if scripts.len() > MAX_SCRIPTS {
+            return Err(ScriptError::TooManyScripts);
+        }
         for script in &scripts {
             script.check_query_mode(mode)?;
+        }
+        if !scripts.is_empty() && scripts.iter().all(|s| s.weight == 0) {
+            return Err(ScriptError::ZeroTotalWeight);
         }
         Ok(())
     };
@@ -136,6 +142,20 @@ const BAD_SCRIPTS: &[&str] = &[
     "select \"\\bad\"; select E'\\\\'; \\worse\n",
     "select 1 -- \\bad\n; \\worse\n",
     "select 1\\; \\worse\n",
+    "select 'a'\n'\\bad';\n\\worse\n",
+    "select E'\\'\\bad'; \\worse\n",
+    "select U&'\\bad'; \\worse\n",
+    "select X'\\bad'; \\worse\n",
+    "select $a$ $b$ \\bad $a$; \\worse\n",
+    "select $1 \\bad\n",
+    "select a$b$ \\bad\n",
+    "select :'x' \\bad\n",
+    "select -- x \\bad\n\\worse\n",
+    "select /* x */ \\bad\n",
+    "select \"a\"\"\\bad\" \\worse\n",
+    "create function f() begin atomic select 1; \\bad\n",
+    "select 'a' -- c\n 'b\\bad' \\worse\n",
+    "select (\n;\n\\bad\n",
     "\\set x 1\n\\set y\n",
     "\\set x 1.5e99999\n",
     "\\set x ab\\\n(1)\n",
@@ -240,6 +260,9 @@ fn options_fail_as_in_pgbench() {
         (&["-f", "many.sql"], false),
         (&["-f", "shell.sql"], true),
         (&["-f", "ok.sql", "-f", "missing.sql"], true),
+        (&["-b", "select@0"], true),
+        (&["-b", "select@0", "-f", "ok.sql@0"], true),
+        (&["-b", "select@0", "-f", "ok.sql@1"], false),
         (&["-D", "x"], true),
         (&["-D", "=1"], true),
         (&["-D", "x="], true),
@@ -249,9 +272,15 @@ fn options_fail_as_in_pgbench() {
         (&["-D", "x=1=2"], false),
         (&["-D", "scale=7", "-f", "ok.sql"], false),
     ];
+    let many_builtins: Vec<&str> = ["-b", "select"].repeat(MAX_SCRIPTS);
+    let too_many: Vec<&str> = ["-b", "select"].repeat(MAX_SCRIPTS + 1);
+    let cases = cases
+        .iter()
+        .copied()
+        .chain([(&many_builtins[..], false), (&too_many[..], true)]);
     let mut failures = Vec::new();
     for (args, rejected) in cases {
-        if let Err(e) = compare(dir.path(), args, *rejected, &args.join(" ")) {
+        if let Err(e) = compare(dir.path(), args, rejected, &args.join(" ")) {
             failures.push(e);
         }
     }

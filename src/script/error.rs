@@ -57,6 +57,10 @@ pub enum ScriptError {
     UnknownBuiltin {
         name: String,
     },
+    /// More than [`super::MAX_SCRIPTS`] scripts.
+    TooManyScripts,
+    /// Every script has weight 0.
+    ZeroTotalWeight,
     /// A `-D` argument that is not `name=value`.
     InvalidDefinition {
         definition: String,
@@ -233,6 +237,14 @@ impl fmt::Display for ScriptError {
                 "{PREFIX}no builtin script found for name \"{name}\"\n{}",
                 without_last_newline(&list_builtins())
             ),
+            ScriptError::TooManyScripts => write!(
+                f,
+                "{PREFIX}at most {} SQL scripts are allowed",
+                super::MAX_SCRIPTS
+            ),
+            ScriptError::ZeroTotalWeight => {
+                write!(f, "{PREFIX}total script weight must not be zero")
+            }
             ScriptError::InvalidDefinition { definition } => {
                 write!(f, "{PREFIX}invalid variable definition: \"{definition}\"")
             }
