@@ -14,7 +14,7 @@
 //! - `\if`/`\elif`/`\else`/`\endif` carry the command indices they jump to.
 //!
 //! Splitting follows pgbench exactly, because pgbench uses psql's SQL lexer
-//! (see [`lexer`]); errors are reported where and how pgbench reports them
+//! (see the `lexer` module); errors are reported where and how pgbench reports them
 //! (see [`ScriptError`]). Like pgbench, `:name` is recognised anywhere in an
 //! SQL command's text, quotes included, and the extended form replaces it
 //! there too.

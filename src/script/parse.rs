@@ -32,6 +32,11 @@ pub fn parse_script(
     let mut commands: Vec<Pending> = Vec::new();
     let mut scanner = SqlScanner::new(text);
     let mut buf = Vec::new();
+    let mut lines = LineCounter {
+        text: text.as_bytes(),
+        counted: 0,
+        line: 1,
+    };
     loop {
         buf.clear();
         let stop = scanner.scan(&mut buf);
@@ -46,10 +51,8 @@ pub fn parse_script(
             Stop::Semicolon => {}
             Stop::End => break,
             Stop::Backslash(at) => {
-                let lineno = 1 + text.as_bytes()[..at]
-                    .iter()
-                    .filter(|&&b| b == b'\n')
-                    .count();
+                lines.advance_to(at);
+                let lineno = lines.line;
                 let (meta, resume) = parse_meta(name, text, at, lineno, vars)?;
                 scanner.resume_at(resume);
                 match meta {
@@ -75,6 +78,23 @@ pub fn parse_script(
         weight,
         commands,
     })
+}
+
+/// Line numbers of offsets met in increasing order.
+struct LineCounter<'a> {
+    text: &'a [u8],
+    counted: usize,
+    line: usize,
+}
+
+impl LineCounter<'_> {
+    fn advance_to(&mut self, offset: usize) {
+        let newlines = self.text[self.counted..offset]
+            .iter()
+            .filter(|&&b| b == b'\n');
+        self.line += newlines.count();
+        self.counted = offset;
+    }
 }
 
 /// The collected SQL text without leading whitespace and `--` comment
