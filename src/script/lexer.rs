@@ -7,8 +7,9 @@
 //! those rules byte by byte, including psql's quirks that decide what ends
 //! up in the command text:
 //!
-//! - whitespace at the start of a command and every `--` comment are dropped,
-//!   while `/* */` comments (which nest) are kept;
+//! - whitespace and `--` comments before a command are dropped; inside a
+//!   command they are kept (since PostgreSQL 15), as are `/* */` comments,
+//!   which nest;
 //! - `\;` puts a semicolon into the command without ending it, `\:` a colon;
 //! - any other backslash outside quotes ends the SQL collected so far and
 //!   starts a backslash command;
@@ -166,8 +167,12 @@ impl<'a> SqlScanner<'a> {
                 }
             }
             b'-' if next == b'-' => {
+                let start = self.pos;
                 while self.pos < self.src.len() && !is_newline(self.src[self.pos]) {
                     self.pos += 1;
+                }
+                if !out.is_empty() {
+                    out.extend_from_slice(&self.src[start..self.pos]);
                 }
             }
             b'/' if next == b'*' => {
