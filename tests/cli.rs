@@ -261,8 +261,6 @@ fn unbuilt_features_are_refused_by_name() {
         (&["--temp-instance", "-i"], "--temp-instance"),
         (&["--no-preflight"], "--no-preflight"),
         (&["--io=uring"], "--io"),
-        (&["-b", "list"], "-b list"),
-        (&["--show-script=tpcb-like"], "--show-script"),
     ];
     for (args, feature) in cases {
         let ours = pgbolt(args);
@@ -272,6 +270,27 @@ fn unbuilt_features_are_refused_by_name() {
             format!("pgbolt: error: {feature} is not supported yet\n"),
             "{args:?}"
         );
+    }
+}
+
+/// `-b list` and `--show-script` print the builtins to standard error as
+/// pgbench does, and fail like it on an unknown or ambiguous name.
+#[test]
+fn builtin_listings_match_pgbench() {
+    let cases: &[&[&str]] = &[
+        &["-b", "list"],
+        &["--show-script=tpcb-like"],
+        &["--show-script=se"],
+        &["--show-script", "simple"],
+        &["--show-script=s"],
+        &["--show-script=nosuch"],
+    ];
+    for args in cases {
+        let theirs = run(PGBENCH, args, &[]);
+        let ours = pgbolt(args);
+        assert_eq!(ours.status.code(), theirs.status.code(), "{args:?}");
+        assert_eq!(stderr(&ours), as_pgbolt(&theirs.stderr), "{args:?}");
+        assert!(ours.stdout.is_empty(), "{args:?}");
     }
 }
 

@@ -41,8 +41,8 @@ pub fn run(config: Config) -> Result<i32, RunError> {
     match &config.mode {
         Mode::Help => Ok(print_stdout(&help::usage())),
         Mode::Version => Ok(print_stdout(&format!("{}\n", help::version()))),
-        Mode::ListBuiltins => Err(RunError::Unsupported("-b list")),
-        Mode::ShowScript(_) => Err(RunError::Unsupported("--show-script")),
+        Mode::ListBuiltins => Ok(print_stderr(&crate::script::list_builtins())),
+        Mode::ShowScript(name) => Ok(show_script(name)),
         Mode::Init(init) => initialize(&config, init),
         Mode::Run(benchmark) => run_benchmark(&config, benchmark),
     }
@@ -53,6 +53,24 @@ pub fn run(config: Config) -> Result<i32, RunError> {
 fn print_stdout(text: &str) -> i32 {
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
     0
+}
+
+/// pgbench writes builtin listings to standard error and exits 0.
+fn print_stderr(text: &str) -> i32 {
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+    0
+}
+
+/// `--show-script=NAME`: the builtin's text, or pgbench's error for an
+/// unknown or ambiguous name (exit status 1).
+fn show_script(name: &str) -> i32 {
+    match crate::script::show_builtin(name) {
+        Ok(text) => print_stderr(&text),
+        Err(err) => {
+            eprintln!("{err}");
+            1
+        }
+    }
 }
 
 fn initialize(config: &Config, _init: &Init) -> Result<i32, RunError> {
