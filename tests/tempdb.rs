@@ -309,3 +309,123 @@ fn keep_leaves_a_running_server_and_a_working_stop_command() {
     assert!(!alive(pid));
     assert!(!kept.root.exists());
 }
+
+/// Environment variable that turns [`helper_process_holding_instances`]
+/// into a helper process for the clean-up tests below.
+const HELPER_MODE: &str = "PGBOLT_TEMPDB_HELPER";
+
+/// Helper process body, inert in a normal run. The clean-up tests re-run this
+/// test binary with only this test and `HELPER_MODE` set: it starts one
+/// private instance (leaked on purpose with `mem::forget`, so only the exit
+/// paths can clean it) and the shared one, reports them on stdout, and then
+/// either returns (`exit`) or waits to be killed (`wait`).
+#[test]
+fn helper_process_holding_instances() {
+    let Ok(mode) = std::env::var(HELPER_MODE) else {
+        return;
+    };
+    let db = TempDb::start().unwrap();
+    let shared = tempdb::shared().unwrap();
+    println!(
+        "READY {} {} {} {}",
+        db.pid(),
+        db.root().display(),
+        shared.pid(),
+        shared.root().display()
+    );
+    std::mem::forget(db);
+    if mode == "wait" {
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
+    }
+}
+
+struct Helper {
+    child: std::process::Child,
+    instances: Vec<(i32, std::path::PathBuf)>,
+}
+
+fn spawn_helper(mode: &str) -> Helper {
+    use std::io::BufRead;
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "helper_process_holding_instances",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(HELPER_MODE, mode)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    for line in stdout.lines() {
+        let line = line.unwrap();
+        // libtest prints "test <name> ... " on the same line first.
+        if let Some((_, rest)) = line.split_once("READY ") {
+            let f: Vec<&str> = rest.split(' ').collect();
+            let instances = vec![
+                (f[0].parse().unwrap(), f[1].into()),
+                (f[2].parse().unwrap(), f[3].into()),
+            ];
+            return Helper { child, instances };
+        }
+    }
+    panic!("helper ended without reporting its instances");
+}
+
+/// Running, and not a zombie nobody has reaped yet.
+fn running(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+fn assert_cleaned(instances: &[(i32, std::path::PathBuf)]) {
+    for (pid, root) in instances {
+        assert!(!running(*pid), "postmaster {pid} still running");
+        assert!(!root.exists(), "{} still exists", root.display());
+    }
+}
+
+#[test]
+fn process_exit_stops_leaked_and_shared_instances() {
+    let mut helper = spawn_helper("exit");
+    let status = helper.child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    assert_cleaned(&helper.instances);
+}
+
+#[test]
+fn termination_signals_stop_everything_and_end_the_process_by_that_signal() {
+    use std::os::unix::process::ExitStatusExt;
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let mut helper = spawn_helper("wait");
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(helper.child.id() as i32, signal) };
+        let status = helper.child.wait().unwrap();
+        assert_eq!(status.signal(), Some(signal), "{status}");
+        assert_cleaned(&helper.instances);
+    }
+}
+
+#[test]
+fn after_sigkill_the_watchdog_cleans_up() {
+    let mut helper = spawn_helper("wait");
+    helper.child.kill().unwrap();
+    helper.child.wait().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while helper
+        .instances
+        .iter()
+        .any(|(pid, root)| running(*pid) || root.exists())
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_cleaned(&helper.instances);
+}

@@ -23,7 +23,9 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 /// `pid N` (the postmaster to stop) and `done` (clean-up already happened,
 /// exit quietly) from a pipe whose only writer is this process. End of file
 /// means this process died without cleaning up, so it stops the server and
-/// removes the directory (its first argument).
+/// removes the directory (its first argument). The server is gone when its
+/// `postmaster.pid` is (the postmaster removes it last); `kill -0` alone
+/// would wait on a zombie nobody reaps.
 const WATCHDOG_SCRIPT: &str = r#"pid=0
 while read -r cmd arg; do
   case "$cmd" in
@@ -34,8 +36,11 @@ done
 if [ "$pid" -gt 0 ]; then
   kill -QUIT "$pid" 2>/dev/null
   n=0
-  while kill -0 "$pid" 2>/dev/null && [ "$n" -lt 100 ]; do sleep 0.1; n=$((n+1)); done
-  kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+  while [ -e "$1/data/postmaster.pid" ] && kill -0 "$pid" 2>/dev/null && [ "$n" -lt 100 ]; do
+    sleep 0.1
+    n=$((n+1))
+  done
+  [ "$n" -lt 100 ] || kill -KILL "$pid" 2>/dev/null
 fi
 rm -rf -- "$1"
 "#;
