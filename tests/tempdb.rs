@@ -344,6 +344,16 @@ fn helper_process_holding_instances() {
 struct Helper {
     child: std::process::Child,
     instances: Vec<(i32, std::path::PathBuf)>,
+    /// Kept open so the helper's last lines of output do not hit a closed pipe.
+    _stdout: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+}
+
+/// A failing test must not leave a helper waiting forever.
+impl Drop for Helper {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 fn spawn_helper(mode: &str) -> Helper {
@@ -359,9 +369,8 @@ fn spawn_helper(mode: &str) -> Helper {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-    for line in stdout.lines() {
-        let line = line.unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    while let Some(Ok(line)) = lines.next() {
         // libtest prints "test <name> ... " on the same line first.
         if let Some((_, rest)) = line.split_once("READY ") {
             let f: Vec<&str> = rest.split(' ').collect();
@@ -369,9 +378,15 @@ fn spawn_helper(mode: &str) -> Helper {
                 (f[0].parse().unwrap(), f[1].into()),
                 (f[2].parse().unwrap(), f[3].into()),
             ];
-            return Helper { child, instances };
+            return Helper {
+                child,
+                instances,
+                _stdout: lines,
+            };
         }
     }
+    let _ = child.kill();
+    let _ = child.wait();
     panic!("helper ended without reporting its instances");
 }
 
