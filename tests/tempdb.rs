@@ -273,6 +273,86 @@ fn client_certificate_authentication() {
     assert!(ok.status.success(), "{}", stderr(&ok));
     let without = psql_as(&db, &format!("{base} sslcert=/nonexistent"), "");
     assert!(!without.status.success());
+    let plain = format!(
+        "host=127.0.0.1 port={} user={} dbname=postgres sslmode=disable",
+        db.port(),
+        db.superuser()
+    );
+    let refused = psql_as(&db, &plain, "");
+    assert!(
+        stderr(&refused).contains("no encryption"),
+        "{}",
+        stderr(&refused)
+    );
+}
+
+#[test]
+fn key_files_are_private_to_their_users() {
+    use std::os::unix::fs::MetadataExt;
+    let db = TempDb::builder().ssl(true).start().unwrap();
+    assert_eq!(db.psql("SHOW ssl").unwrap().trim(), "on");
+    let files = db.ssl_files().unwrap();
+    let server_uid = std::fs::metadata(db.data_dir()).unwrap().uid();
+    let server_keys = [
+        ServerCert::Localhost,
+        ServerCert::LocalhostNoSan,
+        ServerCert::WrongHost,
+    ]
+    .map(|which| files.server_cert(which).key.clone());
+    // SAFETY: geteuid has no preconditions.
+    let our_uid = unsafe { libc::geteuid() };
+    let expected = server_keys
+        .iter()
+        .map(|k| (k, server_uid))
+        .chain([(&files.client.key, our_uid)]);
+    for (key, uid) in expected {
+        let meta = std::fs::metadata(key).unwrap();
+        assert_eq!(meta.mode() & 0o777, 0o600, "{}", key.display());
+        assert_eq!(meta.uid(), uid, "{}", key.display());
+    }
+}
+
+#[test]
+fn switching_certificates_needs_ssl() {
+    let mut db = TempDb::start().unwrap();
+    let err = db.use_server_cert(ServerCert::WrongHost).unwrap_err();
+    assert!(matches!(err, Error::SslNotEnabled), "{err}");
+}
+
+#[test]
+fn a_start_time_out_is_reported() {
+    let err = TempDb::builder()
+        .start_timeout(std::time::Duration::ZERO)
+        .start()
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::StartFailed {
+                reason: StartFailure::TimedOut(_),
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("not accepting connections"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_missing_server_os_user_is_named() {
+    let result = TempDb::builder().os_user("pgbolt_no_such_user").start();
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let err = result.unwrap_err();
+        assert!(matches!(err, Error::OsUserMissing { .. }), "{err}");
+        assert!(err.to_string().contains("\"pgbolt_no_such_user\""), "{err}");
+    } else {
+        // Not root: the server runs as the current user; the option is moot.
+        assert!(result.is_ok());
+    }
 }
 
 #[test]

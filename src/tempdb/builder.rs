@@ -265,7 +265,7 @@ impl Builder {
         let superuser = self.superuser.clone().unwrap_or_else(|| owner.name.clone());
         let root = tempfile::Builder::new()
             .prefix("pgbolt-tempdb-")
-            .tempdir()
+            .tempdir_in(temp_base())
             .map_err(|e| Error::io("creating a temporary directory", e))?
             .keep();
         // From here on the registry owns the directory: dropping `db` (or
@@ -352,6 +352,19 @@ fn start_postmaster(db: &mut TempDb, timeout: Duration) -> Result<(), Error> {
     }
     db.pid = pid;
     cluster::wait_ready(pid, &db.data_dir, &db.log_file, timeout)
+}
+
+/// Where instance directories go: `$TMPDIR`, unless that is so long the
+/// socket path (`<dir>/pgbolt-tempdb-XXXXXX/.s.PGSQL.NNNNN`) would not fit
+/// in a Unix socket address (107 bytes), then `/tmp`.
+pub(crate) fn temp_base() -> PathBuf {
+    const SOCKET_SUFFIX: usize = "/pgbolt-tempdb-XXXXXX/.s.PGSQL.65535".len();
+    let base = std::env::temp_dir();
+    if base.as_os_str().len() + SOCKET_SUFFIX > 107 {
+        PathBuf::from("/tmp")
+    } else {
+        base
+    }
 }
 
 /// A TCP port on 127.0.0.1 that was free a moment ago.
