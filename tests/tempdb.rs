@@ -208,6 +208,52 @@ fn each_auth_method_accepts_the_right_password_and_rejects_a_wrong_one() {
 }
 
 #[test]
+fn passwords_stay_out_of_errors_and_debug_output() {
+    let builder = TempDb::builder()
+        .superuser_password("su-secret")
+        .user("alice", "first-secret")
+        .user("alice", "second-secret");
+    let debug = format!("{builder:?}");
+    for secret in ["su-secret", "first-secret", "second-secret"] {
+        assert!(!debug.contains(secret), "{debug}");
+    }
+    let err = builder.start().unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("role \"alice\" already exists"), "{text}");
+    for secret in ["su-secret", "first-secret", "second-secret"] {
+        assert!(!text.contains(secret), "{text}");
+    }
+}
+
+#[test]
+fn databases_of_their_own_on_the_shared_server() {
+    let db = tempdb::shared().unwrap();
+    let first = db.create_database().unwrap();
+    let second = db.create_database().unwrap();
+    assert_ne!(first, second);
+    for name in [&first, &second] {
+        db.psql_in(name, "CREATE TABLE t (v int); INSERT INTO t VALUES (1);")
+            .unwrap();
+        let out = db
+            .command("psql")
+            .env("PGDATABASE", name)
+            .args([
+                "-X",
+                "-A",
+                "-t",
+                "-c",
+                "SELECT current_database(), count(*) FROM t",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            format!("{name}|1")
+        );
+    }
+}
+
+#[test]
 fn md5_method_stores_md5_hashes() {
     let db = TempDb::builder()
         .auth(AuthMethod::Md5)

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::bins::BinSearch;
 use super::config::{self, ServerConfig, ServerSsl};
 use super::instance::TempDb;
-use super::os::ServerOwner;
+use super::os::{Secret, ServerOwner};
 use super::ssl::{self, ServerCert};
 use super::{cluster, lifecycle, Error};
 
@@ -78,8 +78,8 @@ pub struct Builder {
     pub(crate) host_auth: AuthMethod,
     pub(crate) host_ssl_only: bool,
     pub(crate) superuser: Option<String>,
-    pub(crate) superuser_password: Option<String>,
-    pub(crate) users: Vec<(String, String)>,
+    pub(crate) superuser_password: Option<Secret>,
+    pub(crate) users: Vec<(String, Secret)>,
     pub(crate) settings: Vec<(String, String)>,
     pub(crate) ssl: bool,
     pub(crate) server_cert: ServerCert,
@@ -160,13 +160,13 @@ impl Builder {
     /// The superuser's password (default: a random one, see
     /// [`TempDb::superuser_password`]).
     pub fn superuser_password(mut self, password: impl Into<String>) -> Self {
-        self.superuser_password = Some(password.into());
+        self.superuser_password = Some(Secret(password.into()));
         self
     }
 
     /// A login role created after start, with this password.
     pub fn user(mut self, name: impl Into<String>, password: impl Into<String>) -> Self {
-        self.users.push((name.into(), password.into()));
+        self.users.push((name.into(), Secret(password.into())));
         self
     }
 
@@ -248,7 +248,7 @@ impl Builder {
             .superuser_password
             .iter()
             .chain(self.users.iter().map(|(_, p)| p));
-        if passwords.into_iter().any(|p| p.contains('\0')) {
+        if passwords.into_iter().any(|p| p.as_str().contains('\0')) {
             return Err(Error::InvalidOption {
                 option: "password",
                 reason: "contains a NUL byte".to_string(),
@@ -275,7 +275,7 @@ impl Builder {
         self.prepare(&mut db)?;
         self.run(&mut db)?;
         db.configure_roles(
-            self.superuser_password.as_deref(),
+            self.superuser_password.as_ref(),
             &self.users,
             self.effective_encryption(),
         )?;
@@ -285,8 +285,12 @@ impl Builder {
     /// Data directory, certificates and configuration files.
     fn prepare(&self, db: &mut TempDb) -> Result<(), Error> {
         db.owner.chown(&db.root)?;
-        db.superuser_password =
-            cluster::init_data_dir(&db.bin_dir, &db.owner, &db.superuser, &db.data_dir)?;
+        db.superuser_password = Secret(cluster::init_data_dir(
+            &db.bin_dir,
+            &db.owner,
+            &db.superuser,
+            &db.data_dir,
+        )?);
         config::include_pgbolt_conf(&db.data_dir)?;
         config::write_hba(
             &db.data_dir,
