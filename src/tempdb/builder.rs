@@ -9,7 +9,7 @@ use super::config::{self, ServerConfig, ServerSsl};
 use super::instance::TempDb;
 use super::os::{Secret, ServerOwner};
 use super::ssl::{self, ServerCert};
-use super::{cluster, lifecycle, Error};
+use super::{cluster, lifecycle, Error, StartFailure};
 
 /// How many times a start is retried when another process took the TCP
 /// port between our probe and the server's bind.
@@ -355,7 +355,17 @@ fn start_postmaster(db: &mut TempDb, timeout: Duration) -> Result<(), Error> {
         return Err(Error::Interrupted);
     }
     db.pid = pid;
-    cluster::wait_ready(pid, &db.data_dir, &db.log_file, timeout)
+    let result = cluster::wait_ready(pid, &db.data_dir, &db.log_file, timeout);
+    if let Err(Error::StartFailed {
+        reason: StartFailure::Exited(_),
+        ..
+    }) = &result
+    {
+        // Reaped already: forget the pid so nobody signals a recycled one.
+        lifecycle::set_pid(db.id, 0);
+        db.pid = 0;
+    }
+    result
 }
 
 /// Where instance directories go: `$TMPDIR`, unless that is so long the
