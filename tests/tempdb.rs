@@ -42,6 +42,12 @@ fn start_and_stop_leave_no_process_and_no_directory() {
     let pid = db.pid();
     let root = db.root().to_path_buf();
     assert!(alive(pid));
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let uid_line = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+        assert!(!uid_line.split_whitespace().any(|f| f == "0"), "{uid_line}");
+    }
     assert_eq!(db.psql("SELECT 40 + 2").unwrap().trim(), "42");
     assert!(db
         .socket_dir()
