@@ -437,6 +437,7 @@ fn keep_leaves_a_running_server_and_a_working_stop_command() {
         .unwrap();
     assert!(stop.status.success(), "{}", stderr(&stop));
     // pg_ctl waited for the shutdown; the postmaster is our child, so reap it.
+    // SAFETY: waitpid accepts a null status pointer.
     unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
     assert!(!alive(pid));
     assert!(!kept.root.exists());

@@ -60,6 +60,9 @@ struct Live {
 static REGISTRY: Mutex<Vec<Live>> = Mutex::new(Vec::new());
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 static AT_EXIT: Once = Once::new();
+/// The process that registered the exit hook: a forked child that calls
+/// `exit` inherits the hook but must not stop its parent's servers.
+static HOOK_OWNER: AtomicI32 = AtomicI32::new(0);
 
 fn registry() -> MutexGuard<'static, Vec<Live>> {
     REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
@@ -69,6 +72,7 @@ fn registry() -> MutexGuard<'static, Vec<Live>> {
 /// when the process ends) and returns its ticket.
 pub(crate) fn register(root: PathBuf) -> u64 {
     AT_EXIT.call_once(|| {
+        HOOK_OWNER.store(std::process::id() as i32, Ordering::SeqCst);
         // SAFETY: `cleanup_at_exit` is an `extern "C" fn()` that never unwinds.
         unsafe { libc::atexit(cleanup_at_exit) };
     });
@@ -150,6 +154,9 @@ pub(crate) fn cleanup_all() {
 }
 
 extern "C" fn cleanup_at_exit() {
+    if HOOK_OWNER.load(Ordering::SeqCst) != std::process::id() as i32 {
+        return;
+    }
     // A panic must not unwind into libc; `cleanup` reports nothing and
     // ignores failures, so catching is belt and braces.
     let _ = std::panic::catch_unwind(cleanup_all);
