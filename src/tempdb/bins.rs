@@ -77,8 +77,17 @@ fn standard_candidates() -> Vec<PathBuf> {
     if let Some(dir) = pg_config_bindir() {
         out.push(dir);
     }
-    out.extend(newest(Path::new("/usr/lib/postgresql"), "", "bin"));
-    out.extend(newest(Path::new("/usr"), "pgsql-", "bin"));
+    for (parent, prefix, pattern) in [
+        ("/usr/lib/postgresql", "", "/usr/lib/postgresql/*/bin"),
+        ("/usr", "pgsql-", "/usr/pgsql-*/bin"),
+    ] {
+        let found = newest(Path::new(parent), prefix, "bin");
+        if found.is_empty() {
+            // Named as a pattern, so the error shows it was looked at.
+            out.push(PathBuf::from(pattern));
+        }
+        out.extend(found);
+    }
     let mut seen = std::collections::HashSet::new();
     out.retain(|d| seen.insert(d.clone()));
     out

@@ -7,9 +7,9 @@ use std::time::Duration;
 use super::bins::BinSearch;
 use super::config::{self, ServerConfig, ServerSsl};
 use super::instance::TempDb;
-use super::os::ServerOwner;
+use super::os::{Secret, ServerOwner};
 use super::ssl::{self, ServerCert};
-use super::{cluster, lifecycle, Error};
+use super::{cluster, lifecycle, Error, StartFailure};
 
 /// How many times a start is retried when another process took the TCP
 /// port between our probe and the server's bind.
@@ -78,8 +78,8 @@ pub struct Builder {
     pub(crate) host_auth: AuthMethod,
     pub(crate) host_ssl_only: bool,
     pub(crate) superuser: Option<String>,
-    pub(crate) superuser_password: Option<String>,
-    pub(crate) users: Vec<(String, String)>,
+    pub(crate) superuser_password: Option<Secret>,
+    pub(crate) users: Vec<(String, Secret)>,
     pub(crate) settings: Vec<(String, String)>,
     pub(crate) ssl: bool,
     pub(crate) server_cert: ServerCert,
@@ -160,13 +160,13 @@ impl Builder {
     /// The superuser's password (default: a random one, see
     /// [`TempDb::superuser_password`]).
     pub fn superuser_password(mut self, password: impl Into<String>) -> Self {
-        self.superuser_password = Some(password.into());
+        self.superuser_password = Some(Secret(password.into()));
         self
     }
 
     /// A login role created after start, with this password.
     pub fn user(mut self, name: impl Into<String>, password: impl Into<String>) -> Self {
-        self.users.push((name.into(), password.into()));
+        self.users.push((name.into(), Secret(password.into())));
         self
     }
 
@@ -248,7 +248,7 @@ impl Builder {
             .superuser_password
             .iter()
             .chain(self.users.iter().map(|(_, p)| p));
-        if passwords.into_iter().any(|p| p.contains('\0')) {
+        if passwords.into_iter().any(|p| p.as_str().contains('\0')) {
             return Err(Error::InvalidOption {
                 option: "password",
                 reason: "contains a NUL byte".to_string(),
@@ -265,7 +265,7 @@ impl Builder {
         let superuser = self.superuser.clone().unwrap_or_else(|| owner.name.clone());
         let root = tempfile::Builder::new()
             .prefix("pgbolt-tempdb-")
-            .tempdir()
+            .tempdir_in(temp_base())
             .map_err(|e| Error::io("creating a temporary directory", e))?
             .keep();
         // From here on the registry owns the directory: dropping `db` (or
@@ -275,7 +275,7 @@ impl Builder {
         self.prepare(&mut db)?;
         self.run(&mut db)?;
         db.configure_roles(
-            self.superuser_password.as_deref(),
+            self.superuser_password.as_ref(),
             &self.users,
             self.effective_encryption(),
         )?;
@@ -285,8 +285,12 @@ impl Builder {
     /// Data directory, certificates and configuration files.
     fn prepare(&self, db: &mut TempDb) -> Result<(), Error> {
         db.owner.chown(&db.root)?;
-        db.superuser_password =
-            cluster::init_data_dir(&db.bin_dir, &db.owner, &db.superuser, &db.data_dir)?;
+        db.superuser_password = Secret(cluster::init_data_dir(
+            &db.bin_dir,
+            &db.owner,
+            &db.superuser,
+            &db.data_dir,
+        )?);
         config::include_pgbolt_conf(&db.data_dir)?;
         config::write_hba(
             &db.data_dir,
@@ -351,7 +355,30 @@ fn start_postmaster(db: &mut TempDb, timeout: Duration) -> Result<(), Error> {
         return Err(Error::Interrupted);
     }
     db.pid = pid;
-    cluster::wait_ready(pid, &db.data_dir, &db.log_file, timeout)
+    let result = cluster::wait_ready(pid, &db.data_dir, &db.log_file, timeout);
+    if let Err(Error::StartFailed {
+        reason: StartFailure::Exited(_),
+        ..
+    }) = &result
+    {
+        // Reaped already: forget the pid so nobody signals a recycled one.
+        lifecycle::set_pid(db.id, 0);
+        db.pid = 0;
+    }
+    result
+}
+
+/// Where instance directories go: `$TMPDIR`, unless that is so long the
+/// socket path (`<dir>/pgbolt-tempdb-XXXXXX/.s.PGSQL.NNNNN`) would not fit
+/// in a Unix socket address (107 bytes), then `/tmp`.
+pub(crate) fn temp_base() -> PathBuf {
+    const SOCKET_SUFFIX: usize = "/pgbolt-tempdb-XXXXXX/.s.PGSQL.65535".len();
+    let base = std::env::temp_dir();
+    if base.as_os_str().len() + SOCKET_SUFFIX > 107 {
+        PathBuf::from("/tmp")
+    } else {
+        base
+    }
 }
 
 /// A TCP port on 127.0.0.1 that was free a moment ago.

@@ -46,7 +46,7 @@ pub(crate) fn init_data_dir(
         .iter()
         .position(|t| t.bin_dir == bin_dir && t.owner_uid == owner.uid && t.superuser == superuser);
     let index = match found {
-        Some(i) if t_usable(&templates[i]) => i,
+        Some(i) if template_intact(&templates[i]) => i,
         stale => {
             let template = make_template(bin_dir, owner, superuser)?;
             match stale {
@@ -67,14 +67,14 @@ pub(crate) fn init_data_dir(
 }
 
 /// A template removed behind our back (by a signal clean-up) is remade.
-fn t_usable(t: &Template) -> bool {
+fn template_intact(t: &Template) -> bool {
     t.data_dir.join("PG_VERSION").is_file()
 }
 
 fn make_template(bin_dir: &Path, owner: &ServerOwner, superuser: &str) -> Result<Template, Error> {
     let root = tempfile::Builder::new()
         .prefix("pgbolt-template-")
-        .tempdir()
+        .tempdir_in(super::builder::temp_base())
         .map_err(|e| Error::io("creating a temporary directory", e))?
         .keep();
     lifecycle::register(root.clone());

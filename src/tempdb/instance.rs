@@ -7,11 +7,12 @@ use std::mem::ManuallyDrop;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::builder::{layout, PasswordEncryption};
 use super::config::{ServerConfig, ServerSsl};
-use super::os::ServerOwner;
+use super::os::{Secret, ServerOwner};
 use super::ssl::{ServerCert, SslFiles};
 use super::{cluster, lifecycle, Error};
 
@@ -32,7 +33,7 @@ pub struct TempDb {
     pub(crate) bin_dir: PathBuf,
     pub(crate) owner: ServerOwner,
     pub(crate) superuser: String,
-    pub(crate) superuser_password: String,
+    pub(crate) superuser_password: Secret,
     pub(crate) pid: i32,
     pub(crate) ssl: Option<SslFiles>,
     pub(crate) config: ServerConfig,
@@ -81,7 +82,7 @@ impl TempDb {
             bin_dir,
             owner,
             superuser,
-            superuser_password: String::new(),
+            superuser_password: Secret::default(),
             pid: 0,
             ssl: None,
         }
@@ -156,7 +157,7 @@ impl TempDb {
 
     /// The superuser's password (random unless the builder set one).
     pub fn superuser_password(&self) -> &str {
-        &self.superuser_password
+        self.superuser_password.as_str()
     }
 
     /// The certificate files, when built with `.ssl(true)`.
@@ -202,23 +203,40 @@ impl TempDb {
         let mut cmd = Command::new(self.bin(program));
         cluster::clear_pg_env(&mut cmd);
         cmd.envs(self.env());
-        cmd.env("PGPASSWORD", &self.superuser_password);
+        cmd.env("PGPASSWORD", self.superuser_password.as_str());
         cmd
     }
 
-    /// Runs SQL with `psql` as the superuser (stop at the first error,
-    /// unaligned tuples-only output) and returns its standard output.
+    /// Runs SQL with `psql` as the superuser in database `postgres` (stop
+    /// at the first error, unaligned tuples-only output) and returns its
+    /// standard output.
     pub fn psql(&self, sql: &str) -> Result<String, Error> {
+        self.psql_in(DATABASE, sql)
+    }
+
+    /// [`Self::psql`] in another database.
+    pub fn psql_in(&self, database: &str, sql: &str) -> Result<String, Error> {
         let mut cmd = self.command("psql");
+        cmd.env("PGDATABASE", database);
         cmd.args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-f", "-"]);
         run_with_input(cmd, sql)
+    }
+
+    /// Creates a database with a name unique in this process and returns
+    /// the name: tests sharing one server each work in their own database
+    /// (pass it as `PGDATABASE`, `dbname=` or pgbench's last argument).
+    pub fn create_database(&self) -> Result<String, Error> {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let name = format!("tempdb_{}", NEXT.fetch_add(1, Ordering::Relaxed));
+        self.psql(&format!("CREATE DATABASE {}", sql_identifier(&name)))?;
+        Ok(name)
     }
 
     /// Sets the superuser's password (if asked) and creates the extra roles.
     pub(crate) fn configure_roles(
         &mut self,
-        superuser_password: Option<&str>,
-        users: &[(String, String)],
+        superuser_password: Option<&Secret>,
+        users: &[(String, Secret)],
         encryption: PasswordEncryption,
     ) -> Result<(), Error> {
         let md5 = encryption == PasswordEncryption::Md5;
@@ -229,23 +247,28 @@ impl TempDb {
             "SET password_encryption = {};\n",
             sql_literal(encryption.setting())
         );
-        let new_password = superuser_password.unwrap_or(&self.superuser_password);
+        let new_password = superuser_password
+            .unwrap_or(&self.superuser_password)
+            .clone();
         let _ = writeln!(
             sql,
             "ALTER ROLE {} PASSWORD {};",
             sql_identifier(&self.superuser),
-            sql_literal(new_password)
+            sql_literal(new_password.as_str())
         );
         for (name, password) in users {
             let _ = writeln!(
                 sql,
                 "CREATE ROLE {} LOGIN PASSWORD {};",
                 sql_identifier(name),
-                sql_literal(password)
+                sql_literal(password.as_str())
             );
         }
-        self.psql(&sql)?;
-        self.superuser_password = new_password.to_string();
+        self.psql(&sql).map_err(|e| {
+            let secrets = users.iter().map(|(_, p)| p).chain([&new_password]);
+            scrub(e, secrets)
+        })?;
+        self.superuser_password = new_password;
         Ok(())
     }
 
@@ -322,6 +345,20 @@ impl TempDb {
 impl Drop for TempDb {
     fn drop(&mut self) {
         lifecycle::release(self.id);
+    }
+}
+
+/// Removes passwords from a failed psql's message (psql may echo the
+/// statement it failed on).
+fn scrub<'a>(err: Error, secrets: impl Iterator<Item = &'a Secret>) -> Error {
+    match err {
+        Error::PsqlFailed { status, mut stderr } => {
+            for secret in secrets.filter(|s| !s.as_str().is_empty()) {
+                stderr = stderr.replace(secret.as_str(), "********");
+            }
+            Error::PsqlFailed { status, stderr }
+        }
+        other => other,
     }
 }
 
@@ -404,6 +441,19 @@ fn sql_literal(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn failed_role_set_up_hides_passwords() {
+        use std::os::unix::process::ExitStatusExt;
+        let err = Error::PsqlFailed {
+            status: std::process::ExitStatus::from_raw(256),
+            stderr: "LINE 1: CREATE ROLE a PASSWORD 'hunter2' x\n".to_string(),
+        };
+        let secrets = [Secret("hunter2".to_string()), Secret(String::new())];
+        let text = scrub(err, secrets.iter()).to_string();
+        assert!(!text.contains("hunter2"), "{text}");
+        assert!(text.contains("PASSWORD '********' x"), "{text}");
+    }
 
     #[test]
     fn quoting_tables() {

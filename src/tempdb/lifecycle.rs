@@ -23,7 +23,9 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 /// `pid N` (the postmaster to stop) and `done` (clean-up already happened,
 /// exit quietly) from a pipe whose only writer is this process. End of file
 /// means this process died without cleaning up, so it stops the server and
-/// removes the directory (its first argument).
+/// removes the directory (its first argument). The server is gone when its
+/// `postmaster.pid` is (the postmaster removes it last); `kill -0` alone
+/// would wait on a zombie nobody reaps.
 const WATCHDOG_SCRIPT: &str = r#"pid=0
 while read -r cmd arg; do
   case "$cmd" in
@@ -34,8 +36,11 @@ done
 if [ "$pid" -gt 0 ]; then
   kill -QUIT "$pid" 2>/dev/null
   n=0
-  while kill -0 "$pid" 2>/dev/null && [ "$n" -lt 100 ]; do sleep 0.1; n=$((n+1)); done
-  kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+  while [ -e "$1/data/postmaster.pid" ] && kill -0 "$pid" 2>/dev/null && [ "$n" -lt 100 ]; do
+    sleep 0.1
+    n=$((n+1))
+  done
+  [ "$n" -lt 100 ] || kill -KILL "$pid" 2>/dev/null
 fi
 rm -rf -- "$1"
 "#;
@@ -55,6 +60,9 @@ struct Live {
 static REGISTRY: Mutex<Vec<Live>> = Mutex::new(Vec::new());
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 static AT_EXIT: Once = Once::new();
+/// The process that registered the exit hook: a forked child that calls
+/// `exit` inherits the hook but must not stop its parent's servers.
+static HOOK_OWNER: AtomicI32 = AtomicI32::new(0);
 
 fn registry() -> MutexGuard<'static, Vec<Live>> {
     REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
@@ -64,6 +72,7 @@ fn registry() -> MutexGuard<'static, Vec<Live>> {
 /// when the process ends) and returns its ticket.
 pub(crate) fn register(root: PathBuf) -> u64 {
     AT_EXIT.call_once(|| {
+        HOOK_OWNER.store(std::process::id() as i32, Ordering::SeqCst);
         // SAFETY: `cleanup_at_exit` is an `extern "C" fn()` that never unwinds.
         unsafe { libc::atexit(cleanup_at_exit) };
     });
@@ -145,6 +154,9 @@ pub(crate) fn cleanup_all() {
 }
 
 extern "C" fn cleanup_at_exit() {
+    if HOOK_OWNER.load(Ordering::SeqCst) != std::process::id() as i32 {
+        return;
+    }
     // A panic must not unwind into libc; `cleanup` reports nothing and
     // ignores failures, so catching is belt and braces.
     let _ = std::panic::catch_unwind(cleanup_all);

@@ -57,9 +57,18 @@
 //!
 //! # Sharing
 //! [`shared`] gives every test of a test binary the same default instance
-//! (socket and TCP, `trust`), created on first use. For another shared
-//! configuration, keep a `TempDb` in your own `OnceLock`: any instance still
-//! alive at exit is cleaned up the same way.
+//! (socket and TCP, `trust`), created on first use. Tests that create
+//! tables (`pgbench -i`) should each work in a database of their own from
+//! [`TempDb::create_database`], since the test harness runs them in
+//! parallel. For another shared configuration, keep a `TempDb` in your own
+//! `OnceLock`: any instance still alive at exit is cleaned up the same way.
+//!
+//! # Running client programs
+//! [`TempDb::command`] prepares `psql`, `pgbench` or any program of the
+//! server's bin directory with `PGHOST`, `PGPORT`, `PGUSER`, `PGDATABASE` and
+//! `PGPASSWORD` set (and every other inherited `PG*` variable removed);
+//! [`TempDb::psql`] runs set-up SQL and returns the output. Connection
+//! strings: [`TempDb::conninfo`] (socket), [`TempDb::tcp_conninfo`].
 
 mod bins;
 mod builder;

@@ -133,6 +133,22 @@ fn user_name(uid: u32) -> Option<String> {
     name.to_str().ok().map(str::to_string)
 }
 
+/// A password: `Debug` shows `"********"`, never the text.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub(crate) struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("\"********\"")
+    }
+}
+
+impl Secret {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 /// Copies directory `from` to the new directory `to`, keeping permission bits.
 pub(crate) fn copy_tree(from: &Path, to: &Path) -> Result<(), Error> {
     let mode = fs::metadata(from)
@@ -208,6 +224,12 @@ pub(crate) fn random_password() -> Result<String, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secrets_do_not_show_in_debug() {
+        let text = format!("{:?}", Secret("hunter2".to_string()));
+        assert!(!text.contains("hunter2"), "{text}");
+    }
 
     #[test]
     fn passwords_differ_and_are_hex() {
