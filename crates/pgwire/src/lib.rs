@@ -7,4 +7,12 @@
 //! buffers the connection reuses, and backend messages are framed in place, so
 //! a steady-state transaction allocates nothing.
 
+mod auth;
+pub mod backend;
 pub mod conninfo;
+mod error;
+pub mod frame;
+mod tls;
+mod transport;
+
+pub use error::{Attempt, DbError, Error, ErrorKind};
