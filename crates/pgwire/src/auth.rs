@@ -12,7 +12,7 @@ use postgres_protocol::authentication::sasl::{self, ScramSha256};
 use postgres_protocol::message::frontend;
 
 use crate::backend::AuthRequest;
-use crate::conninfo::{ChannelBinding, Secret};
+use crate::conninfo::{AuthMethod, AuthRequirement, ChannelBinding, Secret};
 use crate::error::Error;
 
 /// What the exchange needs to know about the connection.
@@ -22,85 +22,20 @@ pub(crate) struct AuthContext<'a> {
     /// The server's end-entity certificate when TLS is in use.
     pub server_cert: Option<&'a [u8]>,
     pub channel_binding: ChannelBinding,
+    /// `require_auth` as written (for messages) and as parsed.
     pub require_auth: Option<&'a str>,
+    pub requirement: AuthRequirement,
 }
 
-/// The method families `require_auth` names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Method {
-    Password,
-    Md5,
-    Gss,
-    Sspi,
-    Scram,
-    None,
-}
-
-impl Method {
-    fn from_name(name: &str) -> Option<Method> {
-        Some(match name {
-            "password" => Method::Password,
-            "md5" => Method::Md5,
-            "gss" => Method::Gss,
-            "sspi" => Method::Sspi,
-            "scram-sha-256" => Method::Scram,
-            "none" => Method::None,
-            _ => return None,
-        })
+fn what_server_asked(method: Option<AuthMethod>) -> &'static str {
+    match method {
+        Some(AuthMethod::Password) => "server requested a cleartext password",
+        Some(AuthMethod::Md5) => "server requested a hashed password",
+        Some(AuthMethod::Gss) => "server requested GSSAPI authentication",
+        Some(AuthMethod::Sspi) => "server requested SSPI authentication",
+        Some(AuthMethod::ScramSha256) => "server requested SASL authentication",
+        None => "server did not complete authentication",
     }
-
-    fn what_server_asked(self) -> &'static str {
-        match self {
-            Method::Password => "server requested a cleartext password",
-            Method::Md5 => "server requested a hashed password",
-            Method::Gss => "server requested GSSAPI authentication",
-            Method::Sspi => "server requested SSPI authentication",
-            Method::Scram => "server requested SASL authentication",
-            Method::None => "server did not complete authentication",
-        }
-    }
-}
-
-/// Checks that `require_auth` is well formed: a comma-separated list of
-/// methods, all plain or all negated with `!`.
-pub(crate) fn validate_require_auth(spec: &str) -> Result<(), Error> {
-    let mut negated = None;
-    for item in spec.split(',') {
-        let (neg, name) = match item.strip_prefix('!') {
-            Some(n) => (true, n),
-            None => (false, item),
-        };
-        if Method::from_name(name).is_none() {
-            return Err(Error::config(format!(
-                "invalid require_auth value: \"{item}\""
-            )));
-        }
-        if *negated.get_or_insert(neg) != neg {
-            return Err(Error::config(format!(
-                "negative require_auth method \"{item}\" cannot be mixed with non-negative methods"
-            )));
-        }
-    }
-    Ok(())
-}
-
-fn allowed(spec: Option<&str>, method: Method) -> bool {
-    let Some(spec) = spec else {
-        return true;
-    };
-    let mut listed = false;
-    let mut negated = false;
-    for item in spec.split(',') {
-        let (neg, name) = match item.strip_prefix('!') {
-            Some(n) => (true, n),
-            None => (false, item),
-        };
-        negated = neg;
-        if Method::from_name(name) == Some(method) {
-            listed = true;
-        }
-    }
-    listed != negated
 }
 
 /// The exchange in progress.
@@ -124,18 +59,18 @@ impl Exchange {
     ) -> Result<bool, Error> {
         let method = match req {
             AuthRequest::Ok => None,
-            AuthRequest::Cleartext => Some(Method::Password),
-            AuthRequest::Md5 { .. } => Some(Method::Md5),
-            AuthRequest::Sasl(_) => Some(Method::Scram),
+            AuthRequest::Cleartext => Some(AuthMethod::Password),
+            AuthRequest::Md5 { .. } => Some(AuthMethod::Md5),
+            AuthRequest::Sasl(_) => Some(AuthMethod::ScramSha256),
             AuthRequest::SaslContinue(_) | AuthRequest::SaslFinal(_) => None,
-            AuthRequest::Unsupported(7 | 8) => Some(Method::Gss),
-            AuthRequest::Unsupported(9) => Some(Method::Sspi),
+            AuthRequest::Unsupported(7 | 8) => Some(AuthMethod::Gss),
+            AuthRequest::Unsupported(9) => Some(AuthMethod::Sspi),
             AuthRequest::Unsupported(_) => None,
         };
         if let Some(method) = method {
             self.requested = true;
-            if !allowed(ctx.require_auth, method) {
-                return Err(require_failed(ctx, method));
+            if !ctx.requirement.allows(method) {
+                return Err(require_failed(ctx, Some(method)));
             }
         }
         match req {
@@ -241,18 +176,18 @@ impl Exchange {
                  binding",
             ));
         }
-        if !self.requested && !allowed(ctx.require_auth, Method::None) {
-            return Err(require_failed(ctx, Method::None));
+        if !self.requested && !ctx.requirement.allows_no_authentication() {
+            return Err(require_failed(ctx, None));
         }
         Ok(())
     }
 }
 
-fn require_failed(ctx: &AuthContext<'_>, method: Method) -> Error {
+fn require_failed(ctx: &AuthContext<'_>, method: Option<AuthMethod>) -> Error {
     Error::auth(format!(
         "authentication method requirement \"{}\" failed: {}",
         ctx.require_auth.unwrap_or_default(),
-        method.what_server_asked()
+        what_server_asked(method)
     ))
 }
 

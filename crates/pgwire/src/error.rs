@@ -128,18 +128,19 @@ impl std::error::Error for DbError {}
 /// One failed attempt in a host list: which server, and why.
 #[derive(Debug)]
 pub struct Attempt {
-    /// `on socket "/tmp/.s.PGSQL.5432"` or `at "host" (addr), port N`.
-    pub target: String,
+    /// `on socket "/tmp/.s.PGSQL.5432"` or `at "host" (addr), port N`;
+    /// `None` when the attempt failed before a server was chosen (a host
+    /// name that does not resolve).
+    pub target: Option<String>,
     pub error: Error,
 }
 
 impl fmt::Display for Attempt {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "connection to server {} failed: {}",
-            self.target, self.error
-        )
+        match &self.target {
+            Some(target) => write!(f, "connection to server {target} failed: {}", self.error),
+            None => write!(f, "{}", self.error),
+        }
     }
 }
 
@@ -339,7 +340,7 @@ mod tests {
 
     fn refused(target: &str, hint: &'static str) -> Attempt {
         Attempt {
-            target: target.into(),
+            target: Some(target.into()),
             error: Error::io(io::Error::from_raw_os_error(libc::ECONNREFUSED)).with_hint(hint),
         }
     }
@@ -357,7 +358,7 @@ mod tests {
         let cases: Vec<(Error, &str)> = vec![
             (
                 Error::attempts(vec![Attempt {
-                    target: "on socket \"/tmp/.s.PGSQL.5432\"".into(),
+                    target: Some("on socket \"/tmp/.s.PGSQL.5432\"".into()),
                     error: Error::io(io::Error::from_raw_os_error(libc::ENOENT))
                         .with_hint(sock_hint),
                 }]),
@@ -378,7 +379,7 @@ mod tests {
             ),
             (
                 Error::attempts(vec![Attempt {
-                    target: "at \"db\" (10.0.0.1), port 5432".into(),
+                    target: Some("at \"db\" (10.0.0.1), port 5432".into()),
                     error: Error::db(fatal.clone()),
                 }]),
                 "connection to server at \"db\" (10.0.0.1), port 5432 failed: FATAL:  \
@@ -411,7 +412,7 @@ mod tests {
         let err = Error::attempts(vec![
             refused("at \"a\", port 1", "x"),
             Attempt {
-                target: "at \"b\", port 2".into(),
+                target: Some("at \"b\", port 2".into()),
                 error: Error::db(db),
             },
         ]);

@@ -92,7 +92,7 @@ pub(crate) fn client_config(config: &Config) -> Result<Option<Arc<ClientConfig>>
     Ok(Some(Arc::new(tls)))
 }
 
-fn mode_name(mode: SslMode) -> &'static str {
+pub(crate) fn mode_name(mode: SslMode) -> &'static str {
     match mode {
         SslMode::Disable => "disable",
         SslMode::Allow => "allow",

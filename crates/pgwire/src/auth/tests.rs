@@ -120,6 +120,7 @@ fn ctx<'a>(password: &'a Secret, cert: Option<&'a [u8]>, cb: ChannelBinding) -> 
         server_cert: cert,
         channel_binding: cb,
         require_auth: None,
+        requirement: AuthRequirement::default(),
     }
 }
 
@@ -197,7 +198,13 @@ fn channel_binding_choices() {
     let secret = Secret::new("pencil");
     let cert: &[u8] = b"not a certificate";
     // (offered, TLS cert present, channel_binding, expected result)
-    let cases: &[(&[u8], bool, ChannelBinding, Result<&str, &str>)] = &[
+    type Case = (
+        &'static [u8],
+        bool,
+        ChannelBinding,
+        Result<&'static str, &'static str>,
+    );
+    let cases: &[Case] = &[
         (
             b"SCRAM-SHA-256\0\0",
             false,
@@ -271,9 +278,9 @@ fn require_auth_rules() {
         ("!none", AuthRequest::Ok, false),
     ];
     for (spec, req, ok) in cases {
-        validate_require_auth(spec).unwrap();
         let c = AuthContext {
             require_auth: Some(spec),
+            requirement: AuthRequirement::parse(spec).unwrap(),
             ..ctx(&secret, None, ChannelBinding::Prefer)
         };
         let got = Exchange::default().step(*req, &c, &mut BytesMut::new());
@@ -283,9 +290,6 @@ fn require_auth_rules() {
                 "authentication method requirement \"{spec}\" failed: "
             )));
         }
-    }
-    for bad in ["kerberos", "md5,!password", ""] {
-        assert!(validate_require_auth(bad).is_err(), "{bad}");
     }
 }
 
