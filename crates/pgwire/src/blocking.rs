@@ -57,38 +57,41 @@ pub fn wait(
 pub struct Client {
     conn: Connection,
     notices: Vec<DbError>,
-    warnings: Vec<String>,
 }
 
 impl Client {
-    /// Connects with libpq's rules (host list, sslmode, target_session_attrs).
+    /// Connects with libpq's rules (host list, sslmode, target_session_attrs),
+    /// dropping warnings; see [`Client::connect_with`] to see them.
     pub fn connect(config: &Config) -> Result<Client, Error> {
-        Client::connect_with(&Connector::new(config)?)
+        Client::connect_with(&Connector::new(config)?, &mut Vec::new())
     }
 
-    /// Connects with a prepared [`Connector`].
-    pub fn connect_with(connector: &Connector) -> Result<Client, Error> {
+    /// Connects with a prepared [`Connector`]. Warnings (an unsafe password
+    /// file, in libpq's words) are appended to `warnings` whether or not the
+    /// connection succeeds, for the caller to show as libpq would.
+    pub fn connect_with(
+        connector: &Connector,
+        warnings: &mut Vec<String>,
+    ) -> Result<Client, Error> {
         let mut connecting = connector.connect();
-        loop {
-            match connecting.poll()? {
-                ConnectProgress::Wait { fd, interest, .. } => {
-                    wait(fd, interest, connecting.deadline())?
+        let result = loop {
+            match connecting.poll() {
+                Ok(ConnectProgress::Wait { fd, interest, .. }) => {
+                    if let Err(e) = wait(fd, interest, connecting.deadline()) {
+                        break Err(e);
+                    }
                 }
-                ConnectProgress::Ready(conn) => {
-                    return Ok(Client {
+                Ok(ConnectProgress::Ready(conn)) => {
+                    break Ok(Client {
                         conn,
                         notices: Vec::new(),
-                        warnings: connecting.take_warnings(),
                     })
                 }
+                Err(e) => break Err(e),
             }
-        }
-    }
-
-    /// Warnings from connecting (an unsafe password file), for the caller
-    /// to show.
-    pub fn warnings(&self) -> &[String] {
-        &self.warnings
+        };
+        warnings.extend(connecting.take_warnings());
+        result
     }
 
     /// Notices the server sent since the last call.
