@@ -288,3 +288,11 @@ fn a_tls_session_can_be_cancelled() {
     assert_eq!(err.sqlstate(), Some("57014"), "{err}");
     assert_eq!(value(&mut client, "SELECT 1"), "1");
 }
+
+#[test]
+fn tls_sessions_from_one_mio_loop_with_large_results() {
+    let config = pgwire_support::config(&format!("{} sslmode=verify-full", at(good_cert())));
+    let connector = pgwire::Connector::new(&config).unwrap();
+    let rows = pgwire_support::event_loop(&connector, 10, 5, "SELECT generate_series(1, 20000)");
+    assert_eq!(rows, vec![5 * 20000; 10]);
+}

@@ -132,7 +132,8 @@ pub struct Connecting {
     next_host: usize,
     second_pass: bool,
     pending: VecDeque<Candidate>,
-    current: Option<Try>,
+    /// Boxed: a `Connecting` is moved around by its owner, a `Try` is large.
+    current: Option<Box<Try>>,
     attempts: Vec<Attempt>,
     warnings: Vec<String>,
     /// The current socket was already reported to the caller.
@@ -149,7 +150,7 @@ impl Connecting {
     pub fn poll(&mut self) -> Result<ConnectProgress, Error> {
         loop {
             let Some(current) = self.current.as_mut() else {
-                self.current = Some(self.next_try()?);
+                self.current = Some(Box::new(self.next_try()?));
                 self.announced = false;
                 continue;
             };
@@ -171,7 +172,7 @@ impl Connecting {
                         .current
                         .take()
                         .ok_or_else(|| Error::state("no attempt"))?;
-                    return Ok(ConnectProgress::Ready(done.into_connection()));
+                    return Ok(ConnectProgress::Ready((*done).into_connection()));
                 }
                 Err(e) => self.fail(e),
             }
@@ -181,7 +182,7 @@ impl Connecting {
     /// When the current attempt times out (`connect_timeout`); call
     /// [`Connecting::poll`] then even if the socket shows no readiness.
     pub fn deadline(&self) -> Option<Instant> {
-        self.current.as_ref().and_then(Try::deadline)
+        self.current.as_ref().and_then(|t| t.deadline())
     }
 
     /// Warnings produced so far (an unsafe password file, in libpq's words).
@@ -204,13 +205,13 @@ impl Connecting {
         if let Some(tls) = retry {
             match Try::start(
                 &self.shared,
-                current.into_candidate(),
+                (*current).into_candidate(),
                 tls,
                 &mut self.warnings,
             ) {
                 Ok(mut t) => {
                     t.mark_retry();
-                    self.current = Some(t);
+                    self.current = Some(Box::new(t));
                 }
                 Err(failed) => self.attempts.push(Attempt {
                     target: Some(failed.0.target),
