@@ -377,6 +377,49 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::frame::ReadBuf;
+    use proptest::prelude::*;
+
+    /// Everything a caller might do with a message, to reach every reader.
+    fn walk(msg: Message<'_>) {
+        match msg {
+            Message::DataRow(row) => row.columns().for_each(drop),
+            Message::RowDescription(desc) => desc.fields().for_each(drop),
+            Message::ErrorResponse(f) | Message::NoticeResponse(f) => {
+                let _ = crate::DbError::from_fields(f);
+            }
+            _ => {}
+        }
+    }
+
+    proptest! {
+        /// Arbitrary server bytes, arriving in arbitrary pieces, give
+        /// messages or errors, never a panic.
+        #[test]
+        fn arbitrary_input_never_panics(
+            data in proptest::collection::vec(any::<u8>(), 0..512),
+            cut in 0usize..512,
+            tag in proptest::sample::select(b"RK23CdcGHWDIEnNAtS1sZT".to_vec()),
+        ) {
+            let mut framed = vec![tag];
+            framed.extend_from_slice(&((data.len() + 4) as u32).to_be_bytes());
+            framed.extend_from_slice(&data);
+            for input in [&data[..], &framed[..]] {
+                let cut = cut.min(input.len());
+                let mut rb = ReadBuf::new();
+                for piece in [&input[..cut], &input[cut..]] {
+                    let spare = rb.spare();
+                    spare[..piece.len()].copy_from_slice(piece);
+                    rb.filled(piece.len());
+                    while let Ok(Some(frame)) = rb.next_frame() {
+                        if let Ok(msg) = Message::parse(frame) {
+                            walk(msg);
+                        }
+                    }
+                }
+            }
+        }
+    }
 
     fn parse(tag: u8, body: &[u8]) -> Result<Message<'_>, Error> {
         Message::parse(Frame { tag, body })

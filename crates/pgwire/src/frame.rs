@@ -7,7 +7,8 @@
 //! frame is present hands out the tag and a borrowed body. Nothing is copied
 //! or allocated per message: consumed bytes are skipped by moving `start`, and
 //! the unread tail is moved to the front only when the free space at the end
-//! runs short. The buffer grows only for a frame larger than its capacity.
+//! runs short. The buffer grows (doubling) only while a frame larger than its
+//! capacity is arriving.
 //!
 //! A server can send anything, so a header is checked before it is trusted: a
 //! length under 4 or over [`MAX_FRAME`] is an error, never a panic or a huge
@@ -76,18 +77,19 @@ impl ReadBuf {
         }
     }
 
-    /// The free space after the data, made large enough for the frame being
-    /// assembled (moving the tail to the front or growing as needed).
+    /// The free space after the data: at least half the initial capacity,
+    /// got by moving the unread tail to the front, or else by doubling the
+    /// buffer. Growth follows the bytes that actually arrived, never a
+    /// length the server merely announced.
     pub fn spare(&mut self) -> &mut [u8] {
-        let wanted = self.pending_frame_len().max(INITIAL_CAPACITY / 2);
-        if self.buf.len() - self.end < wanted.min(INITIAL_CAPACITY / 2)
-            || self.buf.len() - self.start < wanted
-        {
+        const MIN_FREE: usize = INITIAL_CAPACITY / 2;
+        if self.buf.len() - self.end < MIN_FREE {
             self.buf.copy_within(self.start..self.end, 0);
             self.end -= self.start;
             self.start = 0;
-            if self.buf.len() < wanted {
-                self.buf.resize(wanted, 0);
+            if self.buf.len() - self.end < MIN_FREE {
+                let grown = (self.buf.len() * 2).max(self.end + MIN_FREE);
+                self.buf.resize(grown, 0);
             }
         }
         &mut self.buf[self.end..]
@@ -96,15 +98,6 @@ impl ReadBuf {
     /// Records that `n` bytes were written into [`ReadBuf::spare`].
     pub fn filled(&mut self, n: usize) {
         self.end = (self.end + n).min(self.buf.len());
-    }
-
-    /// Size of the whole frame whose header starts the data, when the header
-    /// is present and valid; 0 otherwise.
-    fn pending_frame_len(&self) -> usize {
-        match frame_header(self.data()) {
-            Ok(Some((_, len))) => len + 1,
-            _ => 0,
-        }
     }
 
     /// The next whole frame, if one is buffered. The frame is consumed: the

@@ -35,7 +35,7 @@ use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme
 use sha2::Digest;
 use x509_parser::prelude::{FromDer, GeneralName, X509Certificate};
 
-use crate::conninfo::{Config, SslMode};
+use crate::conninfo::{Config, SslCertMode, SslMode, SslProtocolVersion};
 use crate::error::Error;
 
 /// A ready TLS client configuration for one [`Config`], built once and
@@ -64,7 +64,8 @@ pub(crate) fn client_config(config: &Config) -> Result<Option<Arc<ClientConfig>>
         _ => Some(Arc::new(load_roots(&root_file, is_system)?)),
     };
     if check != Check::Nothing {
-        if let Some(crl) = config.sslcrl.as_deref().filter(|p| p.exists()) {
+        let crl_files = [config.sslcrl.as_deref(), config.sslcrldir.as_deref()];
+        if let Some(crl) = crl_files.into_iter().flatten().find(|p| p.exists()) {
             return Err(Error::config(format!(
                 "certificate revocation lists are not supported yet (sslcrl=\"{}\")",
                 crl.display()
@@ -77,7 +78,7 @@ pub(crate) fn client_config(config: &Config) -> Result<Option<Arc<ClientConfig>>
         provider: provider.clone(),
     });
     let builder = ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
+        .with_protocol_versions(&protocol_versions(config)?)
         .map_err(Error::tls)?
         .dangerous()
         .with_custom_certificate_verifier(verifier);
@@ -101,6 +102,33 @@ pub(crate) fn mode_name(mode: SslMode) -> &'static str {
         SslMode::VerifyCa => "verify-ca",
         SslMode::VerifyFull => "verify-full",
     }
+}
+
+/// The TLS versions between `ssl_min_protocol_version` and
+/// `ssl_max_protocol_version` that rustls speaks (1.2 and 1.3).
+fn protocol_versions(
+    config: &Config,
+) -> Result<Vec<&'static rustls::SupportedProtocolVersion>, Error> {
+    let min = config
+        .ssl_min_protocol_version
+        .unwrap_or(SslProtocolVersion::Tls1_2);
+    let max = config
+        .ssl_max_protocol_version
+        .unwrap_or(SslProtocolVersion::Tls1_3);
+    let mut versions = Vec::new();
+    if min <= SslProtocolVersion::Tls1_3 && SslProtocolVersion::Tls1_3 <= max {
+        versions.push(&rustls::version::TLS13);
+    }
+    if min <= SslProtocolVersion::Tls1_2 && SslProtocolVersion::Tls1_2 <= max {
+        versions.push(&rustls::version::TLS12);
+    }
+    if versions.is_empty() {
+        return Err(Error::config(
+            "no TLS version in the range set by ssl_min_protocol_version and \
+             ssl_max_protocol_version is supported (TLS 1.2 and 1.3 are)",
+        ));
+    }
+    Ok(versions)
 }
 
 fn home_file(name: &str) -> PathBuf {
@@ -152,6 +180,13 @@ fn load_roots(file: &Path, is_system: bool) -> Result<RootCertStore, Error> {
 type Identity = (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>);
 
 fn client_identity(config: &Config) -> Result<Option<Identity>, Error> {
+    match config.sslcertmode {
+        SslCertMode::Disable => return Ok(None),
+        SslCertMode::Allow => {}
+        SslCertMode::Require => {
+            return Err(Error::config("sslcertmode=require is not supported yet"))
+        }
+    }
     let cert_file = config
         .sslcert
         .clone()
