@@ -296,3 +296,18 @@ fn tls_sessions_from_one_mio_loop_with_large_results() {
     let rows = pgwire_support::event_loop(&connector, 10, 5, "SELECT generate_series(1, 20000)");
     assert_eq!(rows, vec![5 * 20000; 10]);
 }
+
+#[test]
+fn sslmode_allow_retries_with_tls_when_the_server_wants_it() {
+    let db = cert_auth();
+    let files = db.ssl_files().unwrap();
+    let conninfo = format!(
+        "host=127.0.0.1 port={} user={} dbname=postgres sslmode=allow sslcert={} sslkey={}",
+        db.port(),
+        db.superuser(),
+        files.client.cert.display(),
+        files.client.key.display()
+    );
+    let mut client = connect(&conninfo).unwrap();
+    assert!(uses_tls(&mut client));
+}
