@@ -471,14 +471,12 @@ fn open(config: &Config, candidate: &Candidate) -> std::io::Result<Socket> {
             sock.set_tcp_user_timeout(Some(t))?;
         }
     }
+    // Only EINPROGRESS means "under way". EAGAIN (a Unix socket's full
+    // backlog, or no free local port) means the connect did not happen, and
+    // waiting for writability would spin.
     match sock.connect(&candidate.addr) {
         Ok(()) => Ok(sock),
-        Err(e)
-            if e.raw_os_error() == Some(libc::EINPROGRESS)
-                || e.kind() == std::io::ErrorKind::WouldBlock =>
-        {
-            Ok(sock)
-        }
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok(sock),
         Err(e) => Err(e),
     }
 }
