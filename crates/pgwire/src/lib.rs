@@ -60,7 +60,8 @@
 //! stops reading once ReadyForQuery is in hand without an extra `recv` that
 //! returns `EAGAIN`. Any number of messages may be pipelined before Sync.
 //! Messages borrow the read buffer ([`backend::Message`]); only turning an
-//! error into a [`DbError`] allocates.
+//! error into a [`DbError`] allocates. Over TLS, rustls itself allocates a
+//! buffer per outgoing record; the plain path allocates nothing.
 //!
 //! [`blocking::Client`] drives the same machinery with `poll(2)` for set-up
 //! work and tests. [`CancelToken`] cancels a running query from any thread.
@@ -84,3 +85,19 @@ pub use connection::{Connection, Fill};
 pub use error::{Attempt, DbError, Error, ErrorKind};
 /// Encoders for every frontend message, from postgres-protocol.
 pub use postgres_protocol::message::frontend;
+
+#[cfg(test)]
+mod tests {
+    /// Worker threads own connections and hand cancel tokens around.
+    #[test]
+    fn public_types_cross_threads() {
+        fn send<T: Send>() {}
+        fn sync<T: Send + Sync>() {}
+        send::<super::Connecting>();
+        send::<super::Connection>();
+        send::<super::blocking::Client>();
+        sync::<super::Connector>();
+        sync::<super::CancelToken>();
+        sync::<super::Error>();
+    }
+}
