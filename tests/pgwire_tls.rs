@@ -311,3 +311,23 @@ fn sslmode_allow_retries_with_tls_when_the_server_wants_it() {
     let mut client = connect(&conninfo).unwrap();
     assert!(uses_tls(&mut client));
 }
+
+#[test]
+fn sslmode_prefer_retries_without_tls_when_the_handshake_fails() {
+    let db = TempDb::builder()
+        .tcp(true)
+        .ssl(true)
+        .setting("ssl_max_protocol_version", "TLSv1.2")
+        .start()
+        .expect("TLS 1.2 server starts");
+    let base = format!(
+        "host=127.0.0.1 port={} user=postgres dbname=postgres ssl_min_protocol_version=TLSv1.3",
+        db.port()
+    );
+    let mut client = connect(&format!("{base} sslmode=prefer")).unwrap();
+    assert!(!uses_tls(&mut client));
+
+    let err = connect(&format!("{base} sslmode=require")).unwrap_err();
+    assert_eq!(err.attempts_made().len(), 1, "{err}");
+    assert_eq!(err.attempts_made()[0].error.kind(), ErrorKind::Tls, "{err}");
+}
