@@ -186,3 +186,17 @@ fn fifty_connections_from_one_mio_loop() {
     let rows = pgwire_support::event_loop(&connector, 50, 20, "SELECT generate_series(1, 3)");
     assert_eq!(rows, vec![20 * 3; 50]);
 }
+
+#[test]
+fn copy_from_stdin_outside_copy_in_fails_without_hanging() {
+    let mut client = connect(&conninfo()).unwrap();
+    client.execute("CREATE TEMP TABLE c (x int)").unwrap();
+    let err = client.execute("COPY c FROM STDIN").unwrap_err();
+    assert_eq!(err.sqlstate(), Some("57014"), "{err}");
+    assert!(err
+        .to_string()
+        .contains("COPY FROM STDIN is not supported by this call"));
+    let out = client.simple_query("COPY (SELECT 1) TO STDOUT").unwrap();
+    assert!(out.is_empty());
+    assert_eq!(value(&mut client, "SELECT 7"), "7");
+}

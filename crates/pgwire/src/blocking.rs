@@ -141,6 +141,13 @@ impl Client {
                     Message::NoticeResponse(fields) => {
                         self.notices.push(DbError::from_fields(fields)?)
                     }
+                    Message::CopyInResponse { .. } | Message::CopyBothResponse { .. } => {
+                        // Only copy_in feeds COPY FROM STDIN; refuse it here so
+                        // the session does not hang waiting for data.
+                        self.conn
+                            .copy_fail("COPY FROM STDIN is not supported by this call")?;
+                        self.send()?;
+                    }
                     other if failure.is_none() => on(other)?,
                     _ => {}
                 }
@@ -168,12 +175,8 @@ impl Client {
         self.send()?;
         let mut count = 0;
         self.receive(|msg| {
-            match msg {
-                Message::CommandComplete(tag) => count = tag_count(tag),
-                Message::CopyInResponse { .. } | Message::CopyBothResponse { .. } => {
-                    return Err(Error::state("use copy_in for COPY FROM STDIN"))
-                }
-                _ => {}
+            if let Message::CommandComplete(tag) = msg {
+                count = tag_count(tag);
             }
             Ok(())
         })?;
