@@ -174,6 +174,13 @@ fn messages_match_libpq() {
         let err = connect(&conninfo).expect_err("connection must fail");
         assert_eq!(err.to_string(), want, "{conninfo}");
     }
+    // The resolver's reason varies with the system; the frame does not.
+    let err = connect("host=no-such-host.invalid port=5432").unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("could not translate host name \"no-such-host.invalid\" to address: "),
+        "{err}"
+    );
 }
 
 #[test]
