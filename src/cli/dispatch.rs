@@ -8,20 +8,22 @@ use std::fmt;
 use std::io::Write;
 
 use super::config::{Benchmark, Config, Init, IoMethod, Mode};
-use super::help;
+use super::{help, temp_instance};
 
 /// Why a mode could not run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RunError {
     /// The named feature is not implemented yet.
     Unsupported(&'static str),
+    /// The throwaway instance of `--temp-instance` could not be started.
+    TempInstance(String),
 }
 
 impl RunError {
     /// The exit status pgbench uses for this kind of failure.
     pub fn exit_code(&self) -> i32 {
         match self {
-            RunError::Unsupported(_) => 1,
+            RunError::Unsupported(_) | RunError::TempInstance(_) => 1,
         }
     }
 }
@@ -30,6 +32,9 @@ impl fmt::Display for RunError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RunError::Unsupported(feature) => write!(f, "{feature} is not supported yet"),
+            RunError::TempInstance(message) => {
+                write!(f, "could not start the throwaway instance: {message}")
+            }
         }
     }
 }
@@ -38,13 +43,28 @@ impl std::error::Error for RunError {}
 
 /// Runs the mode of `config` and returns the exit status.
 pub fn run(config: Config) -> Result<i32, RunError> {
+    match &config.temp_instance {
+        Some(temp) => temp_instance::run(&config, temp, |local, tables| {
+            if let Some(init) = tables {
+                let status = initialize(local, init)?;
+                if status != 0 {
+                    return Ok(status);
+                }
+            }
+            run_mode(local)
+        }),
+        None => run_mode(&config),
+    }
+}
+
+fn run_mode(config: &Config) -> Result<i32, RunError> {
     match &config.mode {
         Mode::Help => Ok(print_stdout(&help::usage())),
         Mode::Version => Ok(print_stdout(&format!("{}\n", help::version()))),
         Mode::ListBuiltins => Ok(print_stderr(&crate::script::list_builtins())),
         Mode::ShowScript(name) => Ok(show_script(name)),
-        Mode::Init(init) => initialize(&config, init),
-        Mode::Run(benchmark) => run_benchmark(&config, benchmark),
+        Mode::Init(init) => initialize(config, init),
+        Mode::Run(benchmark) => run_benchmark(config, benchmark),
     }
 }
 
@@ -91,9 +111,6 @@ fn run_benchmark(config: &Config, benchmark: &Benchmark) -> Result<i32, RunError
 
 /// Options shared by both modes that have no implementation yet.
 fn unsupported_common(config: &Config) -> Result<(), RunError> {
-    if config.temp_instance.is_some() {
-        return Err(RunError::Unsupported("--temp-instance"));
-    }
     if !config.preflight {
         return Err(RunError::Unsupported("--no-preflight"));
     }

@@ -23,6 +23,7 @@ mod gather;
 mod getopt;
 pub mod help;
 pub mod options;
+mod temp_instance;
 mod validate;
 mod values;
 

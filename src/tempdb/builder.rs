@@ -85,6 +85,7 @@ pub struct Builder {
     pub(crate) server_cert: ServerCert,
     pub(crate) password_encryption: Option<PasswordEncryption>,
     pub(crate) start_timeout: Duration,
+    pub(crate) fast_settings: bool,
 }
 
 impl Default for Builder {
@@ -104,6 +105,7 @@ impl Default for Builder {
             server_cert: ServerCert::Localhost,
             password_encryption: None,
             start_timeout: Duration::from_secs(60),
+            fast_settings: true,
         }
     }
 }
@@ -119,6 +121,15 @@ impl Builder {
     /// The OS account the server runs as when we run as root (default `postgres`).
     pub fn os_user(mut self, name: impl Into<String>) -> Self {
         self.os_user = name.into();
+        self
+    }
+
+    /// Whether to apply the fast, unsafe settings that suit tests (`fsync`,
+    /// `synchronous_commit` and `full_page_writes` off, 32MB
+    /// `shared_buffers`). Off, the server keeps PostgreSQL's own defaults,
+    /// which is what a benchmark of a "clean server" wants.
+    pub fn fast_settings(mut self, on: bool) -> Self {
+        self.fast_settings = on;
         self
     }
 
@@ -323,6 +334,7 @@ impl Builder {
             socket_dir: db.root.clone(),
             password_encryption: self.effective_encryption(),
             ssl,
+            fast_settings: self.fast_settings,
             settings: self.settings.clone(),
         };
         Ok(())

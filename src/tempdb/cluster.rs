@@ -102,9 +102,16 @@ fn make_template(bin_dir: &Path, owner: &ServerOwner, superuser: &str) -> Result
         .stdin(Stdio::null());
     clear_pg_env(&mut cmd);
     owner.apply(&mut cmd);
-    let output = cmd
-        .output()
-        .map_err(|e| Error::io(format!("running {}", initdb.display()), e))?;
+    let output = cmd.output().map_err(|e| {
+        if e.kind() == std::io::ErrorKind::PermissionDenied && owner.is_switched() {
+            Error::TempDirUnreachable {
+                base: super::builder::temp_base(),
+                user: owner.name.clone(),
+            }
+        } else {
+            Error::io(format!("running {}", initdb.display()), e)
+        }
+    })?;
     let _ = fs::remove_file(&pwfile);
     if !output.status.success() {
         let mut text = String::from_utf8_lossy(&output.stderr).into_owned();

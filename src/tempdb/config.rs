@@ -32,6 +32,8 @@ pub(crate) struct ServerConfig {
     pub socket_dir: PathBuf,
     pub password_encryption: PasswordEncryption,
     pub ssl: Option<ServerSsl>,
+    /// Whether [`FAST_DEFAULTS`] are written.
+    pub fast_settings: bool,
     /// The caller's `name = value` pairs, written last.
     pub settings: Vec<(String, String)>,
 }
@@ -49,8 +51,10 @@ impl ServerConfig {
         line("port", &port);
         line("unix_socket_directories", &socket_dir);
         line("password_encryption", self.password_encryption.setting());
-        for (name, value) in FAST_DEFAULTS {
-            line(name, value);
+        if self.fast_settings {
+            for (name, value) in FAST_DEFAULTS {
+                line(name, value);
+            }
         }
         if let Some(ssl) = &self.ssl {
             line("ssl", "on");
@@ -184,6 +188,7 @@ mod tests {
             socket_dir: PathBuf::from("/tmp/s"),
             password_encryption: PasswordEncryption::ScramSha256,
             ssl: None,
+            fast_settings: true,
             settings: vec![("fsync".to_string(), "on".to_string())],
         };
         let text = config.render();
@@ -191,5 +196,22 @@ mod tests {
         let user = text.find("fsync = 'on'").unwrap();
         assert!(default < user, "{text}");
         assert!(text.contains("listen_addresses = ''"), "{text}");
+    }
+
+    #[test]
+    fn without_fast_settings_the_server_keeps_its_defaults() {
+        let config = ServerConfig {
+            port: 5432,
+            tcp: false,
+            socket_dir: PathBuf::from("/tmp/s"),
+            password_encryption: PasswordEncryption::ScramSha256,
+            ssl: None,
+            fast_settings: false,
+            settings: Vec::new(),
+        };
+        let text = config.render();
+        for (name, _) in FAST_DEFAULTS {
+            assert!(!text.contains(name), "{name} in {text}");
+        }
     }
 }

@@ -23,6 +23,14 @@ pub enum Error {
         /// The user name looked up.
         user: String,
     },
+    /// Running as root, the server's OS user cannot reach the directory
+    /// the instance lives in (a private `TMPDIR`, for example).
+    TempDirUnreachable {
+        /// The directory that holds the instance directories.
+        base: std::path::PathBuf,
+        /// The OS user the server runs as.
+        user: String,
+    },
     /// A builder value is unusable (for example a setting name with spaces).
     InvalidOption {
         /// The option at fault.
@@ -112,6 +120,12 @@ impl fmt::Display for Error {
                      Fedora/RHEL: `dnf install postgresql-server`) or put their directory on PATH"
                 )
             }
+            Error::TempDirUnreachable { base, user } => write!(
+                f,
+                "the server runs as OS user \"{user}\", which cannot reach \"{}\"; \
+                 set TMPDIR to a directory it can reach, such as /tmp",
+                base.display()
+            ),
             Error::OsUserMissing { user } => write!(
                 f,
                 "running as root, so the server must run as OS user \"{user}\", \

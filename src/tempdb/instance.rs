@@ -74,6 +74,7 @@ impl TempDb {
                 socket_dir: root.clone(),
                 password_encryption: PasswordEncryption::ScramSha256,
                 ssl: None,
+                fast_settings: true,
                 settings: Vec::new(),
             },
             root,

@@ -49,6 +49,11 @@ impl ServerOwner {
     }
 
     /// Makes `cmd` run as this account (no-op unless switching from root).
+    /// Whether commands run as another OS user (we run as root).
+    pub fn is_switched(&self) -> bool {
+        self.switch
+    }
+
     pub fn apply(&self, cmd: &mut Command) {
         use std::os::unix::process::CommandExt;
         if self.switch {

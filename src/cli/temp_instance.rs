@@ -1,0 +1,180 @@
+//! `--temp-instance`: run against a throwaway PostgreSQL of our own.
+//!
+//! The instance comes from [`crate::tempdb`], built from the locally
+//! installed server binaries, listening only on a Unix socket inside its own
+//! temporary directory, with PostgreSQL's own defaults except the
+//! `--temp-instance-setting`s (the fast, unsafe test settings are off: the
+//! point is to measure a clean server). The mode then runs unchanged: only
+//! the connection options are rewritten to point at the instance, so `-i`
+//! and a benchmark behave exactly as against any other server. A benchmark
+//! without `-i` first creates pgbench's tables at the requested scale.
+//!
+//! The instance is stopped and its directory removed on every exit path:
+//! `Drop` on return and on panic, tempdb's signal clean-up on Ctrl-C and
+//! SIGTERM while it starts or loads, its exit hook and watchdog otherwise.
+//! `--temp-instance-keep` hands the instance to the user instead, with the
+//! commands to connect to it and to stop it.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use super::config::{Config, Connection, Init, InitStep, Mode, PartitionMethod, TempInstance};
+use super::dispatch::RunError;
+use crate::tempdb::{self, TempDb};
+
+/// The scale of the tables created for a benchmark when `-s` is not given.
+pub const DEFAULT_SCALE: u32 = 10;
+
+/// Connections kept free beyond the benchmark's clients (the set-up
+/// connection, the preflight check, a psql the user opens meanwhile).
+const SPARE_CONNECTIONS: u32 = 10;
+
+/// Settings a throwaway instance always has that say nothing about the
+/// server under test; the report header leaves them out.
+const UNINTERESTING_SETTINGS: &[&str] = &[
+    "application_name",
+    "client_encoding",
+    "DateStyle",
+    "default_text_search_config",
+    "dynamic_shared_memory_type",
+    "lc_messages",
+    "lc_monetary",
+    "lc_numeric",
+    "lc_time",
+    "listen_addresses",
+    "log_timezone",
+    "password_encryption",
+    "port",
+    "TimeZone",
+    "unix_socket_directories",
+];
+
+/// Where the server binaries are searched, overriding the standard search
+/// (PATH, `pg_config --bindir`, `/usr/lib/postgresql/*/bin`, ...): a list
+/// of directories separated by `:`. Meant for tests and unusual installs.
+pub const BIN_DIRS_ENV: &str = "PGBOLT_TEMP_INSTANCE_BIN_DIRS";
+
+/// Starts the instance, runs `mode` against it, and stops it (or keeps it).
+pub(super) fn run(
+    config: &Config,
+    temp: &TempInstance,
+    mode: impl FnOnce(&Config, Option<&Init>) -> Result<i32, RunError>,
+) -> Result<i32, RunError> {
+    tempdb::install_signal_cleanup().map_err(start_error)?;
+    let db = builder(config, temp).start().map_err(start_error)?;
+    print_header(&db);
+
+    let mut local = config.clone();
+    local.connection = Connection {
+        host: Some(db.socket_dir().to_string_lossy().into_owned()),
+        port: Some(db.port().to_string()),
+        user: Some(db.superuser().to_string()),
+        dbname: Some("postgres".to_string()),
+    };
+    let tables = match &config.mode {
+        Mode::Run(benchmark) => {
+            let scale = benchmark.scale.unwrap_or(DEFAULT_SCALE);
+            eprintln!(
+                "pgbolt: creating pgbench's tables at scale {scale} in the throwaway instance"
+            );
+            Some(default_init(scale))
+        }
+        _ => None,
+    };
+    let status = mode(&local, tables.as_ref());
+
+    if temp.keep {
+        let kept = db.keep();
+        eprintln!(
+            "pgbolt: the throwaway instance keeps running in {}",
+            kept.root.display()
+        );
+        eprintln!("  connect: {}", kept.connect_command);
+        eprintln!("  stop:    {}", kept.stop_command);
+    }
+    status
+}
+
+fn builder(config: &Config, temp: &TempInstance) -> tempdb::Builder {
+    let mut builder = TempDb::builder().fast_settings(false);
+    if let Some(dirs) = std::env::var_os(BIN_DIRS_ENV) {
+        builder = builder.bin_dirs(split_dirs(&dirs));
+    }
+    let sets_max_connections = temp
+        .settings
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("max_connections"));
+    if let (Mode::Run(benchmark), false) = (&config.mode, sets_max_connections) {
+        let needed = benchmark.clients.saturating_add(SPARE_CONNECTIONS);
+        if needed > 100 {
+            builder = builder.max_connections(needed);
+        }
+    }
+    for (name, value) in &temp.settings {
+        builder = builder.setting(name.clone(), value.clone());
+    }
+    builder
+}
+
+fn split_dirs(dirs: &OsString) -> Vec<PathBuf> {
+    std::env::split_paths(dirs)
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .collect()
+}
+
+/// pgbench's default initialization (`-i` alone) at `scale`.
+fn default_init(scale: u32) -> Init {
+    Init {
+        steps: vec![
+            InitStep::DropTables,
+            InitStep::CreateTables,
+            InitStep::GenerateClientSide,
+            InitStep::Vacuum,
+            InitStep::PrimaryKeys,
+        ],
+        scale,
+        fillfactor: 100,
+        quiet: true,
+        unlogged_tables: false,
+        tablespace: None,
+        index_tablespace: None,
+        partitions: 0,
+        partition_method: PartitionMethod::None,
+    }
+}
+
+fn start_error(err: tempdb::Error) -> RunError {
+    RunError::TempInstance(err.to_string())
+}
+
+/// The report's header: the server's version and every setting that
+/// differs from PostgreSQL's built-in default. A failed query only loses
+/// the header, never the run.
+fn print_header(db: &TempDb) {
+    let sql = "SELECT current_setting('server_version') \
+               UNION ALL \
+               SELECT string_agg(name || '=' || current_setting(name), ', ' ORDER BY name) \
+               FROM pg_settings \
+               WHERE source NOT IN ('default', 'override', 'client', 'session') \
+               AND setting IS DISTINCT FROM boot_val";
+    let Ok(output) = db.psql(sql) else {
+        return;
+    };
+    let mut lines = output.lines();
+    let version = lines.next().unwrap_or_default();
+    let settings: Vec<&str> = lines
+        .next()
+        .unwrap_or_default()
+        .split(", ")
+        .filter(|pair| {
+            let name = pair.split('=').next().unwrap_or_default();
+            !name.is_empty() && !UNINTERESTING_SETTINGS.contains(&name)
+        })
+        .collect();
+    println!("throwaway instance: PostgreSQL {version}");
+    if settings.is_empty() {
+        println!("server settings: PostgreSQL's defaults");
+    } else {
+        println!("server settings: {}", settings.join(", "));
+    }
+}
