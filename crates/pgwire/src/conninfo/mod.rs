@@ -12,6 +12,23 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod env;
+mod error;
+mod options;
+mod parse;
+mod pgpass;
+mod resolve;
+mod service;
+mod uri;
+mod values;
+
+pub use env::{Env, DEFAULT_SOCKET_DIRS, DEFAULT_SYSCONFDIR};
+pub use error::Error;
+pub use options::ConnOptions;
+pub use parse::{from_params, is_connection_string, parse};
+pub use resolve::resolve;
+pub use values::{AuthMethod, AuthRequirement};
+
 /// A password or other secret; formatting never reveals it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);
@@ -34,6 +51,9 @@ impl fmt::Debug for Secret {
 }
 
 /// Where one candidate server lives.
+///
+/// A `Unix` directory starting with `@` names a socket in Linux's abstract
+/// namespace (libpq's rule): the socket is `@DIR/.s.PGSQL.PORT` there.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HostKind {
     /// A Unix-domain socket directory; the socket is `DIR/.s.PGSQL.PORT`.
@@ -78,6 +98,25 @@ pub enum ChannelBinding {
     Require,
 }
 
+/// `sslcertmode`: whether to send a client certificate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SslCertMode {
+    Disable,
+    #[default]
+    Allow,
+    Require,
+}
+
+/// A TLS protocol version bound (`ssl_min_protocol_version`,
+/// `ssl_max_protocol_version`), ordered from oldest to newest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SslProtocolVersion {
+    Tls1,
+    Tls1_1,
+    Tls1_2,
+    Tls1_3,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum TargetSessionAttrs {
     #[default]
@@ -112,6 +151,90 @@ pub struct Config {
     pub sslsni: bool,
     pub channel_binding: ChannelBinding,
     pub target_session_attrs: TargetSessionAttrs,
-    /// `require_auth`: `None` allows every method.
+    /// `require_auth`: `None` allows every method. Already validated; see
+    /// [`Config::auth_requirement`] for its meaning.
     pub require_auth: Option<String>,
+    /// `client_encoding`, sent as a startup parameter when set.
+    pub client_encoding: Option<String>,
+    /// `keepalives` (TCP only): whether to enable `SO_KEEPALIVE` (default on).
+    pub keepalives: bool,
+    /// `keepalives_idle` (`TCP_KEEPIDLE`), when set.
+    pub keepalives_idle: Option<Duration>,
+    /// `keepalives_interval` (`TCP_KEEPINTVL`), when set.
+    pub keepalives_interval: Option<Duration>,
+    /// `keepalives_count` (`TCP_KEEPCNT`), when set.
+    pub keepalives_count: Option<u32>,
+    /// `tcp_user_timeout` (`TCP_USER_TIMEOUT`, milliseconds), when set.
+    pub tcp_user_timeout: Option<Duration>,
+    pub sslcertmode: SslCertMode,
+    pub sslcrldir: Option<PathBuf>,
+    /// Defaults to TLS 1.2, as in libpq.
+    pub ssl_min_protocol_version: Option<SslProtocolVersion>,
+    pub ssl_max_protocol_version: Option<SslProtocolVersion>,
+    /// `requirepeer`: for Unix sockets, the OS user the server process must
+    /// run as (checked with `SO_PEERCRED`).
+    pub requirepeer: Option<String>,
+    /// The socket directory used when no host was given; a `.pgpass` line
+    /// for `localhost` also matches a socket connection to this directory.
+    pub default_socket_dir: PathBuf,
+}
+
+impl Config {
+    /// A configuration for `hosts` with libpq's defaults for everything
+    /// else (no password, sslmode prefer, ...).
+    pub fn new(hosts: Vec<Host>, user: impl Into<String>, dbname: impl Into<String>) -> Config {
+        Config {
+            hosts,
+            user: user.into(),
+            dbname: dbname.into(),
+            password: None,
+            passfile: None,
+            application_name: None,
+            fallback_application_name: None,
+            options: None,
+            connect_timeout: None,
+            sslmode: SslMode::default(),
+            sslnegotiation: SslNegotiation::default(),
+            sslrootcert: None,
+            sslcert: None,
+            sslkey: None,
+            sslcrl: None,
+            sslsni: true,
+            channel_binding: ChannelBinding::default(),
+            target_session_attrs: TargetSessionAttrs::default(),
+            require_auth: None,
+            client_encoding: None,
+            keepalives: true,
+            keepalives_idle: None,
+            keepalives_interval: None,
+            keepalives_count: None,
+            tcp_user_timeout: None,
+            sslcertmode: SslCertMode::default(),
+            sslcrldir: None,
+            ssl_min_protocol_version: Some(SslProtocolVersion::Tls1_2),
+            ssl_max_protocol_version: None,
+            requirepeer: None,
+            default_socket_dir: PathBuf::from("/tmp"),
+        }
+    }
+
+    /// What `require_auth` allows.
+    pub fn auth_requirement(&self) -> Result<AuthRequirement, Error> {
+        AuthRequirement::parse(self.require_auth.as_deref().unwrap_or(""))
+    }
+
+    /// `sslrootcert=system`: trust the operating system's CA store.
+    pub fn uses_system_root_certs(&self) -> bool {
+        self.sslrootcert
+            .as_deref()
+            .is_some_and(|p| p.as_os_str() == "system")
+    }
+
+    /// The application name to send: `application_name`, else
+    /// `fallback_application_name`.
+    pub fn effective_application_name(&self) -> Option<&str> {
+        self.application_name
+            .as_deref()
+            .or(self.fallback_application_name.as_deref())
+    }
 }

@@ -1,0 +1,350 @@
+//! Merging the option sources and turning the result into a [`Config`].
+//!
+//! The order is libpq's `conninfo_add_defaults` followed by
+//! `pqConnectOptions2`: explicit options, then the service file entry for
+//! any key still unset, then the `PG*` environment, then compiled-in
+//! defaults; a key explicitly set to an empty value counts as set and so
+//! blocks the later sources. Checks that libpq makes only when it starts
+//! connecting (port numbers, `hostaddr`, `connect_timeout`, keepalive
+//! settings) are made here too, so every bad option is reported before the
+//! first connection opens.
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::options::KEYWORDS;
+use super::values::{self, int_option, AuthRequirement};
+use super::{
+    service, Config, ConnOptions, Env, Error, Host, HostKind, Secret, SslMode, SslNegotiation,
+};
+
+/// Options libpq knows and pgbolt does not implement, rejected when set to
+/// a non-empty value: (keyword, reason).
+const UNSUPPORTED: &[(&str, &str)] = &[
+    ("sslpassword", "encrypted client keys are not supported"),
+    ("sslkeylogfile", "TLS key logging is not supported"),
+    ("krbsrvname", "GSSAPI and Kerberos are not supported"),
+    ("gsslib", "GSSAPI and Kerberos are not supported"),
+    ("replication", "replication connections are not supported"),
+    (
+        "scram_client_key",
+        "SCRAM key pass-through is not supported",
+    ),
+    (
+        "scram_server_key",
+        "SCRAM key pass-through is not supported",
+    ),
+    ("oauth_issuer", "OAuth authentication is not supported"),
+    ("oauth_client_id", "OAuth authentication is not supported"),
+    (
+        "oauth_client_secret",
+        "OAuth authentication is not supported",
+    ),
+    ("oauth_scope", "OAuth authentication is not supported"),
+];
+
+/// Resolves explicit options (from [`super::parse`] or
+/// [`super::from_params`]) against the service file, the environment and
+/// the defaults, and checks every value.
+pub fn resolve(explicit: &ConnOptions, env: &Env) -> Result<Config, Error> {
+    let options = with_defaults(explicit, env)?;
+    build(&options, env)
+}
+
+/// The options after the service file, environment and compiled-in
+/// defaults have filled the gaps (libpq's `conninfo_add_defaults`).
+/// Options pgbolt does not implement are rejected here, before defaults
+/// are added, so only what the user set can fail.
+pub fn with_defaults(explicit: &ConnOptions, env: &Env) -> Result<ConnOptions, Error> {
+    let mut o = explicit.clone();
+    service::apply(&mut o, env)?;
+    for kw in KEYWORDS {
+        if let Some(value) = kw.env.and_then(|var| env.var(var)) {
+            o.set_if_absent(kw.name, value);
+        }
+    }
+    let mut sslmode_defaulted = !o.contains("sslmode");
+    if sslmode_defaulted && env.var("PGREQUIRESSL").is_some_and(|v| v.starts_with('1')) {
+        o.set_if_absent("sslmode", "require");
+        sslmode_defaulted = false;
+    }
+    reject_unsupported(&o)?;
+    for kw in KEYWORDS {
+        if let Some(default) = kw.default {
+            o.set_if_absent(kw.name, default);
+        }
+    }
+    if sslmode_defaulted && o.get("sslrootcert") == Some("system") {
+        o.set("sslmode", "verify-full")?;
+    }
+    Ok(o)
+}
+
+fn reject_unsupported(o: &ConnOptions) -> Result<(), Error> {
+    for (key, reason) in UNSUPPORTED {
+        if o.get_nonempty(key).is_some() {
+            return Err(Error::Unsupported { key, reason });
+        }
+    }
+    if let Some(v) = o.get("gssdelegation").filter(|v| v.starts_with('1')) {
+        return Err(Error::UnsupportedValue {
+            key: "gssdelegation",
+            value: v.to_owned(),
+            reason: "GSSAPI and Kerberos are not supported",
+        });
+    }
+    Ok(())
+}
+
+fn split(list: &str) -> Vec<&str> {
+    list.split(',').collect()
+}
+
+fn path(o: &ConnOptions, key: &str) -> Option<PathBuf> {
+    o.get_nonempty(key).map(PathBuf::from)
+}
+
+fn string(o: &ConnOptions, key: &str) -> Option<String> {
+    o.get_nonempty(key).map(str::to_owned)
+}
+
+/// The host list, libpq's way: `hostaddr` (if set) fixes the count and
+/// `host` must match it; a single port applies to every host.
+fn hosts(o: &ConnOptions, default_socket_dir: &Path) -> Result<Vec<Host>, Error> {
+    let names = o.get_nonempty("host").map(split);
+    let addrs = o.get_nonempty("hostaddr").map(split);
+    let count = match (&addrs, &names) {
+        (Some(a), _) => a.len(),
+        (None, Some(h)) => h.len(),
+        (None, None) => 1,
+    };
+    if let (Some(a), Some(h)) = (&addrs, &names) {
+        if a.len() != h.len() {
+            return Err(Error::HostCountMismatch {
+                hosts: h.len(),
+                hostaddrs: a.len(),
+            });
+        }
+    }
+    let ports = match o.get_nonempty("port").map(split) {
+        Some(p) if p.len() == 1 => vec![p[0]; count],
+        Some(p) if p.len() == count => p,
+        Some(p) => {
+            return Err(Error::PortCountMismatch {
+                ports: p.len(),
+                hosts: count,
+            })
+        }
+        None => vec![""; count],
+    };
+    let mut hosts = Vec::with_capacity(count);
+    for (i, port_text) in ports.into_iter().enumerate() {
+        let name = names.as_ref().map(|n| n[i]).filter(|s| !s.is_empty());
+        let addr = addrs.as_ref().map(|a| a[i]).filter(|s| !s.is_empty());
+        let kind = match (addr, name) {
+            (Some(addr), name) => HostKind::Tcp {
+                name: name.map(str::to_owned),
+                addr: Some(addr.parse::<IpAddr>().map_err(|_| Error::InvalidHostAddr {
+                    value: addr.to_owned(),
+                })?),
+            },
+            (None, Some(name)) if name.starts_with(['/', '@']) => {
+                HostKind::Unix(PathBuf::from(name))
+            }
+            (None, Some(name)) => HostKind::Tcp {
+                name: Some(name.to_owned()),
+                addr: None,
+            },
+            (None, None) => HostKind::Unix(default_socket_dir.to_path_buf()),
+        };
+        hosts.push(Host {
+            kind,
+            port: port(port_text)?,
+        });
+    }
+    Ok(hosts)
+}
+
+fn port(text: &str) -> Result<u16, Error> {
+    if text.is_empty() {
+        return Ok(5432);
+    }
+    let n = int_option("port", text)?;
+    u16::try_from(n)
+        .ok()
+        .filter(|p| *p != 0)
+        .ok_or_else(|| Error::InvalidPort {
+            value: text.to_owned(),
+        })
+}
+
+/// A non-negative number of `unit`s from an integer option (negative
+/// values count as 0, as libpq's socket-option setters do).
+fn duration_option(
+    o: &ConnOptions,
+    key: &'static str,
+    unit: fn(u64) -> Duration,
+) -> Result<Option<Duration>, Error> {
+    match o.get(key) {
+        None => Ok(None),
+        Some(v) => Ok(Some(unit(int_option(key, v)?.max(0) as u64))),
+    }
+}
+
+fn build(o: &ConnOptions, env: &Env) -> Result<Config, Error> {
+    let default_socket_dir = env.default_socket_dir();
+    let hosts = hosts(o, &default_socket_dir)?;
+    let user = match o.get_nonempty("user") {
+        Some(user) => user.to_owned(),
+        None => env.os_user()?.to_owned(),
+    };
+    let dbname = o.get_nonempty("dbname").unwrap_or(&user).to_owned();
+
+    let require_auth = string(o, "require_auth");
+    AuthRequirement::parse(require_auth.as_deref().unwrap_or(""))?;
+    let channel_binding = values::channel_binding(o.get("channel_binding").unwrap_or("prefer"))?;
+    let sslmode = values::sslmode(o.get("sslmode").unwrap_or("prefer"))?;
+    let sslnegotiation = values::sslnegotiation(o.get("sslnegotiation").unwrap_or("postgres"))?;
+    let mode_text = || o.get("sslmode").unwrap_or("prefer").to_owned();
+    if sslnegotiation == SslNegotiation::Direct
+        && matches!(sslmode, SslMode::Disable | SslMode::Allow | SslMode::Prefer)
+    {
+        return Err(Error::WeakSslModeForDirect {
+            sslmode: mode_text(),
+        });
+    }
+    let sslrootcert = path(o, "sslrootcert");
+    if o.get("sslrootcert") == Some("system") && sslmode != SslMode::VerifyFull {
+        return Err(Error::WeakSslModeForSystemRoot {
+            sslmode: mode_text(),
+        });
+    }
+    let min_tls = o.get("ssl_min_protocol_version").unwrap_or("");
+    let max_tls = o.get("ssl_max_protocol_version").unwrap_or("");
+    let ssl_min_protocol_version =
+        values::ssl_protocol_version("ssl_min_protocol_version", min_tls)?;
+    let ssl_max_protocol_version =
+        values::ssl_protocol_version("ssl_max_protocol_version", max_tls)?;
+    if let (Some(min), Some(max)) = (ssl_min_protocol_version, ssl_max_protocol_version) {
+        if min > max {
+            return Err(Error::InvalidSslProtocolRange);
+        }
+    }
+    let sslcertmode = values::sslcertmode(o.get("sslcertmode").unwrap_or("allow"))?;
+    check_gssencmode(o.get("gssencmode").unwrap_or("disable"))?;
+    let target_session_attrs =
+        values::target_session_attrs(o.get("target_session_attrs").unwrap_or("any"))?;
+    check_load_balance_hosts(o.get("load_balance_hosts").unwrap_or("disable"))?;
+    check_protocol_versions(o)?;
+    let client_encoding = string(o, "client_encoding");
+    if client_encoding.as_deref() == Some("auto") {
+        return Err(Error::UnsupportedValue {
+            key: "client_encoding",
+            value: "auto".to_owned(),
+            reason: "name the encoding explicitly",
+        });
+    }
+
+    let connect_timeout = match o.get("connect_timeout") {
+        None => None,
+        Some(v) => match int_option("connect_timeout", v)? {
+            t if t <= 0 => None,
+            t => Some(Duration::from_secs(t.max(2) as u64)),
+        },
+    };
+    let keepalives = match o.get("keepalives") {
+        None => true,
+        Some(v) => values::keepalives(v)?,
+    };
+    let keepalives_count = match o.get("keepalives_count") {
+        None => None,
+        Some(v) => Some(int_option("keepalives_count", v)?.max(0) as u32),
+    };
+
+    Ok(Config {
+        hosts,
+        password: o.get_nonempty("password").map(Secret::new),
+        passfile: path(o, "passfile").or_else(|| env.home_dir().map(|h| h.join(".pgpass"))),
+        application_name: string(o, "application_name"),
+        fallback_application_name: string(o, "fallback_application_name"),
+        options: string(o, "options"),
+        connect_timeout,
+        sslmode,
+        sslnegotiation,
+        sslrootcert,
+        sslcert: path(o, "sslcert"),
+        sslkey: path(o, "sslkey"),
+        sslcrl: path(o, "sslcrl"),
+        sslsni: o.get("sslsni").is_some_and(|v| v.starts_with('1')),
+        channel_binding,
+        target_session_attrs,
+        require_auth,
+        client_encoding,
+        keepalives,
+        keepalives_idle: duration_option(o, "keepalives_idle", Duration::from_secs)?,
+        keepalives_interval: duration_option(o, "keepalives_interval", Duration::from_secs)?,
+        keepalives_count,
+        tcp_user_timeout: duration_option(o, "tcp_user_timeout", Duration::from_millis)?,
+        sslcertmode,
+        sslcrldir: path(o, "sslcrldir"),
+        ssl_min_protocol_version,
+        ssl_max_protocol_version,
+        requirepeer: string(o, "requirepeer"),
+        user,
+        dbname,
+        default_socket_dir,
+    })
+}
+
+fn check_gssencmode(value: &str) -> Result<(), Error> {
+    match value {
+        "disable" | "prefer" => Ok(()),
+        "require" => Err(Error::GssEncRequired {
+            value: value.to_owned(),
+        }),
+        _ => Err(Error::InvalidValue {
+            key: "gssencmode",
+            value: value.to_owned(),
+        }),
+    }
+}
+
+fn check_load_balance_hosts(value: &str) -> Result<(), Error> {
+    match value {
+        "disable" => Ok(()),
+        "random" => Err(Error::UnsupportedValue {
+            key: "load_balance_hosts",
+            value: value.to_owned(),
+            reason: "hosts are always tried in the order given",
+        }),
+        _ => Err(Error::InvalidValue {
+            key: "load_balance_hosts",
+            value: value.to_owned(),
+        }),
+    }
+}
+
+/// `min_protocol_version` / `max_protocol_version` (PostgreSQL 18): pgbolt
+/// speaks protocol 3.0, which satisfies any maximum but no minimum above it.
+fn check_protocol_versions(o: &ConnOptions) -> Result<(), Error> {
+    for key in ["min_protocol_version", "max_protocol_version"] {
+        let Some(value) = o.get_nonempty(key) else {
+            continue;
+        };
+        if !matches!(value, "3.0" | "3.2" | "latest") {
+            return Err(Error::InvalidValue {
+                key,
+                value: value.to_owned(),
+            });
+        }
+        if key == "min_protocol_version" && value != "3.0" {
+            return Err(Error::UnsupportedValue {
+                key,
+                value: value.to_owned(),
+                reason: "only protocol version 3.0 is spoken",
+            });
+        }
+    }
+    Ok(())
+}

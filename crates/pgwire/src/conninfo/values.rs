@@ -1,0 +1,349 @@
+//! Interpreting single option values: integers the way libpq's
+//! `pqParseIntParam` reads them, the enumerated options, and
+//! `require_auth`.
+
+use super::parse::is_c_space;
+use super::{
+    ChannelBinding, Error, SslCertMode, SslMode, SslNegotiation, SslProtocolVersion,
+    TargetSessionAttrs,
+};
+
+/// An integer as `strtol` base 10 reads it, with leading and trailing
+/// white space allowed and nothing else; `None` if it is not one or does
+/// not fit in 32 bits.
+pub(crate) fn c_int(value: &str) -> Option<i32> {
+    let b = value.as_bytes();
+    let mut start = 0;
+    while start < b.len() && is_c_space(b[start]) {
+        start += 1;
+    }
+    let mut end = b.len();
+    while end > start && is_c_space(b[end - 1]) {
+        end -= 1;
+    }
+    let text = &value[start..end];
+    let digits = text.strip_prefix(['+', '-']).unwrap_or(text);
+    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    text.parse::<i64>().ok().and_then(|n| i32::try_from(n).ok())
+}
+
+/// [`c_int`] or libpq's `invalid integer value` error naming `key`.
+pub(crate) fn int_option(key: &'static str, value: &str) -> Result<i32, Error> {
+    c_int(value).ok_or_else(|| Error::InvalidInteger {
+        key,
+        value: value.to_owned(),
+    })
+}
+
+/// `keepalives`: libpq reads it with `strtol` and only rejects trailing
+/// garbage, so an empty value means "off".
+pub(crate) fn keepalives(value: &str) -> Result<bool, Error> {
+    let b = value.as_bytes();
+    let mut i = 0;
+    while i < b.len() && is_c_space(b[i]) {
+        i += 1;
+    }
+    if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
+        i += 1;
+    }
+    let digits_at = i;
+    while i < b.len() && b[i].is_ascii_digit() {
+        i += 1;
+    }
+    // With no digits strtol consumes nothing, so only "" is accepted.
+    if digits_at == i {
+        return if value.is_empty() {
+            Ok(false)
+        } else {
+            Err(Error::KeepalivesNotInteger)
+        };
+    }
+    if i != b.len() {
+        return Err(Error::KeepalivesNotInteger);
+    }
+    Ok(value[digits_at..i].bytes().any(|c| c != b'0'))
+}
+
+fn invalid(key: &'static str, value: &str) -> Error {
+    Error::InvalidValue {
+        key,
+        value: value.to_owned(),
+    }
+}
+
+pub(crate) fn sslmode(value: &str) -> Result<SslMode, Error> {
+    Ok(match value {
+        "disable" => SslMode::Disable,
+        "allow" => SslMode::Allow,
+        "prefer" => SslMode::Prefer,
+        "require" => SslMode::Require,
+        "verify-ca" => SslMode::VerifyCa,
+        "verify-full" => SslMode::VerifyFull,
+        _ => return Err(invalid("sslmode", value)),
+    })
+}
+
+pub(crate) fn sslnegotiation(value: &str) -> Result<SslNegotiation, Error> {
+    match value {
+        "postgres" => Ok(SslNegotiation::Postgres),
+        "direct" => Ok(SslNegotiation::Direct),
+        _ => Err(invalid("sslnegotiation", value)),
+    }
+}
+
+pub(crate) fn channel_binding(value: &str) -> Result<ChannelBinding, Error> {
+    match value {
+        "disable" => Ok(ChannelBinding::Disable),
+        "prefer" => Ok(ChannelBinding::Prefer),
+        "require" => Ok(ChannelBinding::Require),
+        _ => Err(invalid("channel_binding", value)),
+    }
+}
+
+pub(crate) fn sslcertmode(value: &str) -> Result<SslCertMode, Error> {
+    match value {
+        "disable" => Ok(SslCertMode::Disable),
+        "allow" => Ok(SslCertMode::Allow),
+        "require" => Ok(SslCertMode::Require),
+        _ => Err(invalid("sslcertmode", value)),
+    }
+}
+
+pub(crate) fn target_session_attrs(value: &str) -> Result<TargetSessionAttrs, Error> {
+    Ok(match value {
+        "any" => TargetSessionAttrs::Any,
+        "read-write" => TargetSessionAttrs::ReadWrite,
+        "read-only" => TargetSessionAttrs::ReadOnly,
+        "primary" => TargetSessionAttrs::Primary,
+        "standby" => TargetSessionAttrs::Standby,
+        "prefer-standby" => TargetSessionAttrs::PreferStandby,
+        _ => return Err(invalid("target_session_attrs", value)),
+    })
+}
+
+/// `ssl_min_protocol_version` / `ssl_max_protocol_version`: case-insensitive;
+/// empty means unset.
+pub(crate) fn ssl_protocol_version(
+    key: &'static str,
+    value: &str,
+) -> Result<Option<SslProtocolVersion>, Error> {
+    let v = match value.to_ascii_lowercase().as_str() {
+        "" => return Ok(None),
+        "tlsv1" => SslProtocolVersion::Tls1,
+        "tlsv1.1" => SslProtocolVersion::Tls1_1,
+        "tlsv1.2" => SslProtocolVersion::Tls1_2,
+        "tlsv1.3" => SslProtocolVersion::Tls1_3,
+        _ => return Err(invalid(key, value)),
+    };
+    Ok(Some(v))
+}
+
+/// An authentication method that `require_auth` can name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuthMethod {
+    /// Cleartext password.
+    Password,
+    Md5,
+    Gss,
+    Sspi,
+    ScramSha256,
+}
+
+impl AuthMethod {
+    fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+}
+
+/// What `require_auth` allows, in libpq's terms: a set of allowed methods
+/// and whether the server must ask for authentication at all (`none`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AuthRequirement {
+    allowed: u8,
+    auth_required: bool,
+}
+
+impl Default for AuthRequirement {
+    /// No `require_auth`: every method, and no authentication, is allowed.
+    fn default() -> Self {
+        AuthRequirement {
+            allowed: u8::MAX,
+            auth_required: false,
+        }
+    }
+}
+
+impl AuthRequirement {
+    /// Whether the server may authenticate the client with `method`.
+    pub fn allows(&self, method: AuthMethod) -> bool {
+        self.allowed & method.bit() != 0
+    }
+
+    /// Whether a server that asks for no authentication (trust, or a
+    /// certificate only) is acceptable.
+    pub fn allows_no_authentication(&self) -> bool {
+        !self.auth_required
+    }
+
+    /// Parses a `require_auth` list with libpq's rules: all methods negated
+    /// (`!md5,!password`) or none; no method twice; `none` allowed.
+    pub fn parse(value: &str) -> Result<AuthRequirement, Error> {
+        if value.is_empty() {
+            return Ok(AuthRequirement::default());
+        }
+        let mut req = AuthRequirement {
+            allowed: 0,
+            auth_required: true,
+        };
+        let mut negated = false;
+        for (i, part) in value.split(',').enumerate() {
+            let method = match part.strip_prefix('!') {
+                Some(rest) => {
+                    if i == 0 {
+                        req = AuthRequirement::default();
+                    } else if !negated {
+                        return Err(Error::RequireAuthNegativeMixed {
+                            method: part.to_owned(),
+                        });
+                    }
+                    negated = true;
+                    rest
+                }
+                None if negated => {
+                    return Err(Error::RequireAuthPositiveMixed {
+                        method: part.to_owned(),
+                    })
+                }
+                None => part,
+            };
+            let duplicate = || Error::RequireAuthDuplicate {
+                method: part.to_owned(),
+            };
+            let m = match method {
+                "password" => AuthMethod::Password,
+                "md5" => AuthMethod::Md5,
+                "gss" => AuthMethod::Gss,
+                "sspi" => AuthMethod::Sspi,
+                "scram-sha-256" => AuthMethod::ScramSha256,
+                "none" => {
+                    if req.auth_required == negated {
+                        return Err(duplicate());
+                    }
+                    req.auth_required = negated;
+                    continue;
+                }
+                _ => return Err(invalid("require_auth", method)),
+            };
+            if negated {
+                if !req.allows(m) {
+                    return Err(duplicate());
+                }
+                req.allowed &= !m.bit();
+            } else {
+                if req.allows(m) {
+                    return Err(duplicate());
+                }
+                req.allowed |= m.bit();
+            }
+        }
+        Ok(req)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_like_strtol() {
+        let cases = [
+            ("10", Some(10)),
+            ("  10 ", Some(10)),
+            ("\t-3\n", Some(-3)),
+            ("+7", Some(7)),
+            ("2147483647", Some(i32::MAX)),
+            ("2147483648", None),
+            ("", None),
+            (" ", None),
+            ("1x", None),
+            ("1 2", None),
+            ("0x10", None),
+            ("-", None),
+        ];
+        for (input, want) in cases {
+            assert_eq!(c_int(input), want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn keepalives_values() {
+        let cases = [
+            ("1", Ok(true)),
+            ("0", Ok(false)),
+            ("", Ok(false)),
+            (" 5", Ok(true)),
+            ("00", Ok(false)),
+            ("-1", Ok(true)),
+            ("1 ", Err(())),
+            ("yes", Err(())),
+        ];
+        for (input, want) in cases {
+            assert_eq!(keepalives(input).map_err(|_| ()), want, "{input:?}");
+        }
+        assert_eq!(
+            keepalives("on").unwrap_err().to_string(),
+            "keepalives parameter must be an integer"
+        );
+    }
+
+    #[test]
+    fn require_auth_lists() {
+        use AuthMethod::*;
+        let r = AuthRequirement::parse("scram-sha-256").expect("valid");
+        assert!(r.allows(ScramSha256) && !r.allows(Md5) && !r.allows_no_authentication());
+        let r = AuthRequirement::parse("!password,!md5").expect("valid");
+        assert!(r.allows(ScramSha256) && !r.allows(Md5) && !r.allows(Password));
+        assert!(r.allows_no_authentication());
+        let r = AuthRequirement::parse("md5,none").expect("valid");
+        assert!(r.allows(Md5) && r.allows_no_authentication());
+        let r = AuthRequirement::parse("!none").expect("valid");
+        assert!(r.allows(Md5) && !r.allows_no_authentication());
+        let errors = [
+            ("md5,!password", "negative require_auth method \"!password\" cannot be mixed with non-negative methods"),
+            ("!md5,password", "require_auth method \"password\" cannot be mixed with negative methods"),
+            ("md5,md5", "require_auth method \"md5\" is specified more than once"),
+            ("!none,!none", "require_auth method \"!none\" is specified more than once"),
+            ("none,none", "require_auth method \"none\" is specified more than once"),
+            ("kerberos", "invalid require_auth value: \"kerberos\""),
+            ("md5,", "invalid require_auth value: \"\""),
+        ];
+        for (input, want) in errors {
+            let err = AuthRequirement::parse(input).expect_err(input);
+            assert_eq!(err.to_string(), want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn enumerated_values_name_key_and_value() {
+        assert_eq!(
+            sslmode("x").unwrap_err().to_string(),
+            "invalid sslmode value: \"x\""
+        );
+        assert_eq!(
+            target_session_attrs("readwrite").unwrap_err().to_string(),
+            "invalid target_session_attrs value: \"readwrite\""
+        );
+        assert_eq!(
+            ssl_protocol_version("ssl_min_protocol_version", "TLSv2")
+                .unwrap_err()
+                .to_string(),
+            "invalid ssl_min_protocol_version value: \"TLSv2\""
+        );
+        assert_eq!(
+            ssl_protocol_version("ssl_max_protocol_version", "tlsV1.3").expect("valid"),
+            Some(SslProtocolVersion::Tls1_3)
+        );
+    }
+}
