@@ -12,9 +12,10 @@
 //! - steps `v` and `p` run the statements of different tables on separate
 //!   connections at once;
 //! - when this run created a partitioned `pgbench_accounts` (step `t`),
-//!   step `g` loads range partitions on separate connections, each
-//!   partition by one connection in ascending `aid` order (so every
-//!   partition's physical row order is pgbench's; pgbench itself uses no
+//!   step `g` loads its partitions on separate connections, each partition
+//!   by one connection in ascending `aid` order (so every partition's
+//!   physical row order is pgbench's; for hash partitions the loader
+//!   computes PostgreSQL's routing, see [`hash`]; pgbench itself uses no
 //!   FREEZE for a partitioned table), step `v` vacuums partitions in
 //!   parallel before the parent's `vacuum analyze`, and step `p` builds each
 //!   partition's key in parallel before the parent's key, which adopts them.
@@ -28,6 +29,7 @@
 //! machinery and sent in large writes.
 
 pub mod ddl;
+mod hash;
 mod message;
 mod parallel;
 mod progress;
@@ -39,7 +41,7 @@ pub mod steps;
 use std::fmt;
 use std::num::NonZeroUsize;
 
-pub use run::run;
+pub use run::{run, run_with_terminal};
 pub use steps::{InitStep, InitSteps, InitStepsError};
 
 /// Branches per scale unit.

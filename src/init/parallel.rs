@@ -14,7 +14,7 @@ use std::sync::{mpsc, Mutex};
 use pgwire::conninfo::Config;
 
 use super::progress::Progress;
-use super::rows::{RowSource, Table};
+use super::rows::RowSource;
 use super::run::say;
 use super::session::Session;
 use super::InitError;
@@ -124,17 +124,17 @@ pub fn execute_all(
     }
 }
 
-/// Loads `pgbench_accounts` rows in the given inclusive id ranges (one per
-/// partition), each range by a single connection in ascending order, the
-/// ranges dealt round-robin over the connections. Each connection's COPY
-/// commits on its own.
+/// Loads `pgbench_accounts` over `loaders` connections at once, each
+/// connection sending the rows `source(i)` gives it (ascending ids of
+/// whole partitions), its COPY committing on its own.
 pub fn load_accounts(
     pool: &mut Pool<'_>,
-    ranges: &[(i64, i64)],
+    loaders: usize,
+    source: impl Fn(usize, usize) -> RowSource,
     progress: &mut Progress,
     out: &mut impl Write,
 ) -> Result<(), InitError> {
-    let mut sessions = pool.sessions(ranges.len())?;
+    let mut sessions = pool.sessions(loaders)?;
     let loaders = sessions.len();
     let (tx, rx) = mpsc::channel::<i64>();
     let results: Vec<Result<(), InitError>> = std::thread::scope(|scope| {
@@ -142,11 +142,9 @@ pub fn load_accounts(
             .iter_mut()
             .enumerate()
             .map(|(i, session)| {
-                let mine: Vec<(i64, i64)> =
-                    ranges.iter().skip(i).step_by(loaders).copied().collect();
+                let mut source = source(i, loaders);
                 let tx = tx.clone();
                 scope.spawn(move || {
-                    let mut source = RowSource::new(Table::Accounts, mine);
                     session.copy_in("copy pgbench_accounts from stdin", |buf| {
                         let before = source.rows_done();
                         let more = source.fill(buf);

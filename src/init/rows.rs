@@ -8,6 +8,7 @@
 //! it is. Digits are written by hand into a reused buffer: no formatting
 //! machinery per row.
 
+use super::hash::hash_partition_of;
 use super::{NACCOUNTS, NTELLERS};
 
 /// Which table a row belongs to.
@@ -64,10 +65,13 @@ pub fn push_row(buf: &mut Vec<u8>, table: Table, k: i64) {
 pub const CHUNK_BYTES: usize = 256 * 1024;
 
 /// The rows of `table` whose 1-based ids fall in a list of inclusive
-/// ranges, produced a buffer at a time, in order.
+/// ranges (and, optionally, in some hash partitions), produced a buffer at
+/// a time, in ascending id order.
 pub struct RowSource {
     table: Table,
     ranges: Vec<(i64, i64)>,
+    /// `(modulus, wanted[remainder])`: keep only these hash partitions.
+    hash_filter: Option<(u32, Vec<bool>)>,
     range: usize,
     next: i64,
     done: i64,
@@ -79,9 +83,30 @@ impl RowSource {
         RowSource {
             table,
             ranges,
+            hash_filter: None,
             range: 0,
             next,
             done: 0,
+        }
+    }
+
+    /// Accounts `1..=total` that PostgreSQL routes to the hash partitions
+    /// whose remainders are `remainders`, out of `modulus`.
+    pub fn hash_partitions(total: i64, modulus: u32, remainders: &[u32]) -> RowSource {
+        let mut wanted = vec![false; modulus as usize];
+        for &r in remainders {
+            wanted[r as usize] = true;
+        }
+        RowSource {
+            hash_filter: Some((modulus, wanted)),
+            ..RowSource::new(Table::Accounts, vec![(1, total)])
+        }
+    }
+
+    fn keeps(&self, id: i64) -> bool {
+        match &self.hash_filter {
+            Some((modulus, wanted)) => wanted[hash_partition_of(id, *modulus) as usize],
+            None => true,
         }
     }
 
@@ -93,9 +118,11 @@ impl RowSource {
                 if buf.len() >= CHUNK_BYTES {
                     return true;
                 }
-                push_row(buf, self.table, self.next - 1);
+                if self.keeps(self.next) {
+                    push_row(buf, self.table, self.next - 1);
+                    self.done += 1;
+                }
                 self.next += 1;
-                self.done += 1;
             }
             self.range += 1;
             if let Some(&(first, _)) = self.ranges.get(self.range) {
@@ -141,6 +168,26 @@ mod tests {
         }
         assert!(chunks > 1);
         assert_eq!(big.rows_done(), 100_000);
+    }
+
+    #[test]
+    fn hash_sources_split_the_accounts() {
+        let mut seen = Vec::new();
+        for remainders in [&[0u32, 2][..], &[1][..]] {
+            let mut source = RowSource::hash_partitions(20, 3, remainders);
+            let mut buf = Vec::new();
+            assert!(!source.fill(&mut buf));
+            let ids: Vec<i64> = std::str::from_utf8(&buf)
+                .unwrap()
+                .lines()
+                .map(|l| l.split('\t').next().unwrap().parse().unwrap())
+                .collect();
+            assert!(ids.windows(2).all(|w| w[0] < w[1]));
+            assert_eq!(source.rows_done(), ids.len() as i64);
+            seen.extend(ids);
+        }
+        seen.sort();
+        assert_eq!(seen, (1..=20).collect::<Vec<i64>>());
     }
 
     #[test]

@@ -133,20 +133,30 @@ impl Init<'_> {
         let scale = i64::from(self.schema.scale);
         self.copy_on_main(Table::Branches, NBRANCHES * scale, out)?;
         self.copy_on_main(Table::Tellers, NTELLERS * scale, out)?;
-        match self.known_partitions() {
-            Some((PartitionMethod::Range, count)) => {
-                self.pool.main_execute("commit", out)?;
-                let ranges: Vec<(i64, i64)> = (1..=count)
-                    .filter_map(|p| self.schema.range_partition_rows(p))
-                    .collect();
-                let mut progress = self.progress(Table::Accounts, self.schema.accounts());
-                parallel::load_accounts(&mut self.pool, &ranges, &mut progress, out)
+        let Some((method, count)) = self.known_partitions() else {
+            self.copy_on_main(Table::Accounts, self.schema.accounts(), out)?;
+            return self.pool.main_execute("commit", out);
+        };
+        // The partitions load side by side, each by one connection in
+        // ascending order, so the loading transaction ends here.
+        self.pool.main_execute("commit", out)?;
+        let total = self.schema.accounts();
+        let mut progress = self.progress(Table::Accounts, total);
+        let schema = &self.schema;
+        let source = |loader: usize, loaders: usize| {
+            let mine = (0..count).skip(loader).step_by(loaders);
+            match method {
+                PartitionMethod::Range => RowSource::new(
+                    Table::Accounts,
+                    mine.filter_map(|r| schema.range_partition_rows(r + 1)).collect(),
+                ),
+                PartitionMethod::Hash => {
+                    RowSource::hash_partitions(total, count, &mine.collect::<Vec<u32>>())
+                }
             }
-            _ => {
-                self.copy_on_main(Table::Accounts, self.schema.accounts(), out)?;
-                self.pool.main_execute("commit", out)
-            }
-        }
+        };
+        let loaders = (count as usize).min(self.pool.jobs());
+        parallel::load_accounts(&mut self.pool, loaders, source, &mut progress, out)
     }
 
     fn progress(&self, table: Table, total: i64) -> Progress {

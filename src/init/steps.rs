@@ -156,6 +156,12 @@ impl InitSteps {
     }
 }
 
+impl FromIterator<InitStep> for InitSteps {
+    fn from_iter<I: IntoIterator<Item = InitStep>>(steps: I) -> Self {
+        InitSteps(steps.into_iter().collect())
+    }
+}
+
 impl fmt::Display for InitSteps {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for step in &self.0 {
