@@ -19,6 +19,8 @@ mod parse;
 mod pgpass;
 mod resolve;
 mod service;
+#[cfg(test)]
+mod tests;
 mod uri;
 mod values;
 

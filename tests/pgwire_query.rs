@@ -1,0 +1,188 @@
+//! Sessions at work against a real server: query errors with SQLSTATE,
+//! COPY FROM STDIN (text and binary), prepared statements, pipelining, and
+//! many connections driven from one thread by a mio event loop, the way the
+//! benchmark engine drives them.
+
+mod pgwire_support;
+
+use std::time::Duration;
+
+use pgbolt::tempdb::{self, TempDb};
+use pgwire::{Connection, Connector, Fill, Interest, Message};
+use pgwire_support::{config, connect, value};
+
+fn db() -> &'static TempDb {
+    tempdb::shared().expect("shared server starts")
+}
+
+fn conninfo() -> String {
+    format!(
+        "host={} port={} user=postgres dbname=postgres",
+        db().socket_dir().display(),
+        db().port()
+    )
+}
+
+#[test]
+fn a_query_error_carries_its_sqlstate_and_the_session_survives() {
+    let mut client = connect(&conninfo()).unwrap();
+    let err = client
+        .simple_query("SELECT * FROM no_such_table")
+        .unwrap_err();
+    assert_eq!(err.sqlstate(), Some("42P01"));
+    assert_eq!(
+        err.to_string(),
+        "ERROR:  relation \"no_such_table\" does not exist"
+    );
+    let db_error = err.db_error().unwrap();
+    assert_eq!(db_error.position, Some(15));
+    assert_eq!(db_error.severity_nonlocalized.as_deref(), Some("ERROR"));
+
+    let err = client.execute("SELECT 1/0").unwrap_err();
+    assert_eq!(err.sqlstate(), Some("22012"));
+    assert_eq!(value(&mut client, "SELECT 41 + 1"), "42");
+}
+
+#[test]
+fn copy_in_of_100k_rows_in_text_and_binary() {
+    let mut client = connect(&conninfo()).unwrap();
+    client
+        .execute("CREATE TEMP TABLE t (id int, name text)")
+        .unwrap();
+    let mut copy = client.copy_in("COPY t FROM STDIN").unwrap();
+    let mut chunk = String::new();
+    for i in 0..100_000 {
+        chunk.push_str(&format!("{i}\tname {i}\n"));
+        if chunk.len() > 10_000 {
+            copy.write(chunk.as_bytes()).unwrap();
+            chunk.clear();
+        }
+    }
+    copy.write(chunk.as_bytes()).unwrap();
+    assert_eq!(copy.finish().unwrap(), 100_000);
+    assert_eq!(value(&mut client, "SELECT count(*) FROM t"), "100000");
+    assert_eq!(value(&mut client, "SELECT sum(id) FROM t"), "4999950000");
+
+    let mut binary = b"PGCOPY\n\xff\r\n\0".to_vec();
+    binary.extend_from_slice(&[0; 8]);
+    for i in 0..1000i32 {
+        binary.extend_from_slice(&2i16.to_be_bytes());
+        binary.extend_from_slice(&4i32.to_be_bytes());
+        binary.extend_from_slice(&(-i).to_be_bytes());
+        binary.extend_from_slice(&(-1i32).to_be_bytes());
+    }
+    binary.extend_from_slice(&(-1i16).to_be_bytes());
+    let mut copy = client.copy_in("COPY t FROM STDIN (FORMAT binary)").unwrap();
+    for piece in binary.chunks(777) {
+        copy.write(piece).unwrap();
+    }
+    assert_eq!(copy.finish().unwrap(), 1000);
+    assert_eq!(
+        value(
+            &mut client,
+            "SELECT count(*) FROM t WHERE id <= 0 AND name IS NULL"
+        ),
+        "1000"
+    );
+
+    let copy = client.copy_in("COPY t FROM STDIN").unwrap();
+    let err = copy.fail("client gave up").unwrap_err();
+    assert_eq!(err.sqlstate(), Some("57014"));
+    let mut bad = client.copy_in("COPY t FROM STDIN").unwrap();
+    bad.write(b"not a number\tx\n").unwrap();
+    assert_eq!(bad.finish().unwrap_err().sqlstate(), Some("22P02"));
+    assert_eq!(value(&mut client, "SELECT count(*) FROM t"), "101000");
+}
+
+#[test]
+fn prepared_statements_with_text_parameters_and_nulls() {
+    let mut client = connect(&conninfo()).unwrap();
+    client
+        .prepare("add", "SELECT $1::int + $2::int, $3::text IS NULL")
+        .unwrap();
+    let rows = client
+        .query_prepared("add", &[Some("40"), Some("2"), None])
+        .unwrap();
+    assert_eq!(rows, vec![vec![Some("42".into()), Some("t".into())]]);
+    let err = client.query_prepared("missing", &[]).unwrap_err();
+    assert_eq!(err.sqlstate(), Some("26000"));
+}
+
+#[test]
+fn parameter_status_updates_are_tracked() {
+    let mut client = connect(&(conninfo() + " application_name=first")).unwrap();
+    assert_eq!(client.parameter("application_name"), Some("first"));
+    assert!(client.parameter("server_version").is_some());
+    client.execute("SET application_name = 'second'").unwrap();
+    assert_eq!(client.parameter("application_name"), Some("second"));
+}
+
+/// Reads until ReadyForQuery with blocking waits; returns (rows, errors).
+fn drain(conn: &mut Connection) -> (usize, Vec<String>) {
+    let (mut rows, mut errors) = (0, Vec::new());
+    loop {
+        while let Some(msg) = conn.next_message().unwrap() {
+            match msg {
+                Message::DataRow(_) => rows += 1,
+                Message::ErrorResponse(f) => errors.push(f.get(b'C').unwrap_or("").to_owned()),
+                Message::ReadyForQuery(_) => return (rows, errors),
+                _ => {}
+            }
+        }
+        if conn.fill().unwrap() == Fill::WouldBlock {
+            pgwire::blocking::wait(conn.fd(), Interest::Read, None).unwrap();
+        }
+    }
+}
+
+#[test]
+fn many_messages_pipelined_before_one_sync() {
+    let mut conn = connect(&conninfo()).unwrap().into_connection();
+    conn.parse("s", "SELECT generate_series(1, $1::int)", &[])
+        .unwrap();
+    for n in 1..=200 {
+        let text = n.to_string();
+        conn.bind("", "s", [Some(text.as_bytes())]).unwrap();
+        conn.execute("", 0).unwrap();
+    }
+    conn.sync();
+    while !conn.flush().unwrap() {
+        pgwire::blocking::wait(conn.fd(), Interest::Write, None).unwrap();
+    }
+    let (rows, errors) = drain(&mut conn);
+    assert_eq!(rows, (1..=200).sum::<usize>());
+    assert!(errors.is_empty());
+
+    // An error skips the rest up to Sync; the next batch runs normally.
+    conn.query("SELECT 1; SELECT 1/0; SELECT 2").unwrap();
+    conn.query("SELECT 3").unwrap();
+    conn.flush().unwrap();
+    assert_eq!(drain(&mut conn), (1, vec!["22012".to_string()]));
+    assert_eq!(drain(&mut conn), (1, vec![]));
+}
+
+#[test]
+fn a_plain_session_can_be_cancelled() {
+    let mut conn = connect(&conninfo()).unwrap().into_connection();
+    conn.query("SELECT pg_sleep(30)").unwrap();
+    conn.flush().unwrap();
+    let token = conn.cancel_token();
+    assert_eq!(token.process_id(), conn.backend_pid());
+    let (mut rows, mut errors) = (0, Vec::new());
+    for _ in 0..100 {
+        std::thread::sleep(Duration::from_millis(100));
+        token.cancel().unwrap();
+        if pgwire_support::readable(conn.fd()) {
+            (rows, errors) = drain(&mut conn);
+            break;
+        }
+    }
+    assert_eq!((rows, errors), (0, vec!["57014".to_string()]));
+}
+
+#[test]
+fn fifty_connections_from_one_mio_loop() {
+    let connector = Connector::new(&config(&conninfo())).unwrap();
+    let rows = pgwire_support::event_loop(&connector, 50, 20, "SELECT generate_series(1, 3)");
+    assert_eq!(rows, vec![20 * 3; 50]);
+}
