@@ -121,7 +121,11 @@ impl Schema {
                 "create{} table {}({})",
                 if unlogged { " unlogged" } else { "" },
                 ddl.name,
-                if big { ddl.big_columns } else { ddl.small_columns }
+                if big {
+                    ddl.big_columns
+                } else {
+                    ddl.small_columns
+                }
             );
             match self.partitioning {
                 Some((method, _)) if ddl.name == "pgbench_accounts" => {

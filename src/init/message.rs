@@ -124,7 +124,11 @@ mod tests {
     #[test]
     fn excerpt_and_caret_as_libpq_prints_them() {
         let query = "create table pgbench_history(tid int,bid int,aid    int,delta int,mtime timestamp,filler char(22))";
-        let text = libpq_message(&error("permission denied for schema public", Some(14)), Some(query), true);
+        let text = libpq_message(
+            &error("permission denied for schema public", Some(14)),
+            Some(query),
+            true,
+        );
         assert_eq!(
             text,
             "ERROR:  permission denied for schema public\n\
@@ -138,7 +142,10 @@ mod tests {
         let query = format!("{}X{}", "a".repeat(100), "b".repeat(100));
         let text = libpq_message(&error("boom", Some(101)), Some(&query), true);
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[1], format!("LINE 1: ...{}X{}...", "a".repeat(50), "b".repeat(9)));
+        assert_eq!(
+            lines[1],
+            format!("LINE 1: ...{}X{}...", "a".repeat(50), "b".repeat(9))
+        );
         assert_eq!(lines[2].find('^'), Some(8 + 3 + 50));
     }
 
@@ -147,7 +154,10 @@ mod tests {
         let query = "create table t\n  partition of p\n  for values from (x)";
         let text = libpq_message(&error("bad", Some(52)), Some(query), true);
         let caret = format!("{}^", " ".repeat(8 + 19));
-        assert_eq!(text, format!("ERROR:  bad\nLINE 3:   for values from (x)\n{caret}\n"));
+        assert_eq!(
+            text,
+            format!("ERROR:  bad\nLINE 3:   for values from (x)\n{caret}\n")
+        );
     }
 
     #[test]

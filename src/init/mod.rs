@@ -198,7 +198,11 @@ impl fmt::Display for InitError {
                 write!(f, "query failed: {}", message.trim_end_matches('\n'))
             }
             InitError::CopyStart { message } => {
-                write!(f, "unexpected copy in result: {}", message.trim_end_matches('\n'))
+                write!(
+                    f,
+                    "unexpected copy in result: {}",
+                    message.trim_end_matches('\n')
+                )
             }
             InitError::CopyEnd { message } => f.write_str(message.trim_end_matches('\n')),
         }

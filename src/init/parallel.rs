@@ -65,7 +65,7 @@ impl<'a> Pool<'a> {
     fn sessions(&mut self, n: usize) -> Result<Vec<&mut Session>, InitError> {
         let n = n.clamp(1, self.jobs);
         while self.extra.len() + 1 < n {
-            let session = Session::connect(self.config).map_err(InitError::Connect)?;
+            let session = Session::connect(self.config)?;
             self.extra.push(session);
         }
         let mut sessions = vec![&mut self.main];

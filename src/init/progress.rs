@@ -111,7 +111,11 @@ mod tests {
 
     #[test]
     fn a_line_per_hundred_thousand_rows_whatever_the_chunks() {
-        for chunks in [vec![350_000], vec![1, 99_999, 100_000, 150_000, 350_000], vec![99_999, 350_000]] {
+        for chunks in [
+            vec![350_000],
+            vec![1, 99_999, 100_000, 150_000, 350_000],
+            vec![99_999, 350_000],
+        ] {
             let mut out = Vec::new();
             let mut p = Progress::new("pgbench_accounts", 350_000, false, false);
             let mut done = 0;
@@ -145,7 +149,9 @@ mod tests {
             let text = String::from_utf8(out).unwrap();
             assert_eq!(text.lines().count(), lines, "{table} {total}: {text}");
             if lines == 1 {
-                assert!(text.starts_with(&format!("{total} of {total} tuples (100%) of {table} done")));
+                assert!(
+                    text.starts_with(&format!("{total} of {total} tuples (100%) of {table} done"))
+                );
             }
         }
     }
@@ -159,6 +165,9 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         assert_eq!(text.matches('\r').count(), 11);
         assert!(!text.contains('\n'));
-        assert!(text.ends_with(&format!("{}\r", " ".repeat(text.split('\r').nth(9).unwrap().len()))));
+        assert!(text.ends_with(&format!(
+            "{}\r",
+            " ".repeat(text.split('\r').nth(9).unwrap().len())
+        )));
     }
 }

@@ -198,11 +198,7 @@ mod tests {
             (Table::Tellers, 10, "11\t2\t0\t\\N\n"),
             (Table::Accounts, 99_999, "100000\t1\t0\t\n"),
             (Table::Accounts, 100_000, "100001\t2\t0\t\n"),
-            (
-                Table::Accounts,
-                9_999_999_999,
-                "10000000000\t100000\t0\t\n",
-            ),
+            (Table::Accounts, 9_999_999_999, "10000000000\t100000\t0\t\n"),
         ];
         for (table, k, expected) in cases {
             let mut buf = Vec::new();

@@ -13,11 +13,6 @@ use super::rows::{RowSource, Table};
 use super::session::Session;
 use super::{InitError, InitOptions, InitStep, PartitionMethod, NBRANCHES, NTELLERS};
 
-/// The query pgbench uses to tell a plain table from a partitioned one
-/// (reported as is when it fails).
-const RELKIND_QUERY: &str =
-    "SELECT relkind FROM pg_catalog.pg_class WHERE oid=$1::pg_catalog.regclass";
-
 /// COPY FREEZE exists from PostgreSQL 14 on for pgbench's purposes.
 const FREEZE_MIN_SERVER_VERSION: u32 = 140000;
 
@@ -41,7 +36,7 @@ pub fn run_with_terminal(
 ) -> Result<(), InitError> {
     let schema = opts.schema()?;
     let steps = opts.effective_steps();
-    let main = Session::connect(conn_config).map_err(InitError::Connect)?;
+    let main = Session::connect(conn_config)?;
     let mut init = Init {
         schema,
         quiet: opts.quiet,
@@ -58,7 +53,10 @@ pub fn run_with_terminal(
         summary.push(format!("{} {elapsed:.2} s", step.timing_label()));
         total += elapsed;
     }
-    say(out, &format!("done in {total:.2} s ({}).\n", summary.join(", ")));
+    say(
+        out,
+        &format!("done in {total:.2} s ({}).\n", summary.join(", ")),
+    );
     Ok(())
 }
 
@@ -148,7 +146,8 @@ impl Init<'_> {
             match method {
                 PartitionMethod::Range => RowSource::new(
                     Table::Accounts,
-                    mine.filter_map(|r| schema.range_partition_rows(r + 1)).collect(),
+                    mine.filter_map(|r| schema.range_partition_rows(r + 1))
+                        .collect(),
                 ),
                 PartitionMethod::Hash => {
                     RowSource::hash_partitions(total, count, &mine.collect::<Vec<u32>>())
@@ -188,20 +187,9 @@ impl Init<'_> {
     }
 
     fn relkind(&mut self, table: &str, out: &mut impl Write) -> Result<String, InitError> {
-        let sql = format!(
-            "SELECT relkind FROM pg_catalog.pg_class WHERE oid='{table}'::pg_catalog.regclass"
-        );
-        let result = self.pool.main().query_value(&sql);
+        let result = self.pool.main().relkind(table);
         self.pool.flush_notices(out);
-        match result {
-            Ok(Some(kind)) => Ok(kind),
-            Ok(None) => Ok(String::new()),
-            Err(InitError::Query { message, .. }) => Err(InitError::Query {
-                sql: RELKIND_QUERY.to_string(),
-                message,
-            }),
-            Err(e) => Err(e),
-        }
+        result
     }
 
     fn generate_server_side(&mut self, out: &mut impl Write) -> Result<(), InitError> {
