@@ -35,7 +35,10 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     }
-    let params = [("dbname", dbname.as_str()), ("fallback_application_name", "pgbolt")];
+    let params = [
+        ("dbname", dbname.as_str()),
+        ("fallback_application_name", "pgbolt"),
+    ];
     let config = match from_params(params, true).and_then(|o| resolve(&o, &Env::from_process())) {
         Ok(config) => config,
         Err(e) => {
