@@ -141,6 +141,15 @@ fn run_pgbench(dbname: &str, args: &[&str]) -> Outcome {
     run_pgbench_as(dbname, server().superuser(), args)
 }
 
+#[test]
+fn connection_failure_reads_as_pgbench() {
+    let _turn = exclusive();
+    let expected = run_pgbench("no_such_db", &[]);
+    let actual = run_pgbolt("no_such_db", "postgres", &InitOptions::default());
+    assert!(!expected.success && !actual.success);
+    assert_eq!(normalized(&actual.stderr), normalized(&expected.stderr));
+}
+
 fn run_pgbench_as(dbname: &str, user: &str, args: &[&str]) -> Outcome {
     let db = server();
     let output = Command::new(PGBENCH)
@@ -239,6 +248,11 @@ const DATA: &[(&str, &str)] = &[
         "accounts",
         "select tableoid::regclass::text, count(*), md5(string_agg(t::text, ',' order by aid))
          from pgbench_accounts t group by 1 order by 1",
+    ),
+    (
+        "physical order of accounts",
+        "select tableoid::regclass::text, md5(string_agg(aid::text, ',' order by ctid))
+         from pgbench_accounts group by 1 order by 1",
     ),
     ("history", "select count(*) from pgbench_history"),
     (
