@@ -142,6 +142,27 @@ fn run_pgbench(dbname: &str, args: &[&str]) -> Outcome {
 }
 
 #[test]
+fn copy_failure_reads_as_pgbench() {
+    let _turn = exclusive();
+    let (pgbench_db, pgbolt_db) = database_pair();
+    for db in [&pgbench_db, &pgbolt_db] {
+        assert!(run_pgbench(db, &["-I", "dt"]).success);
+        psql(
+            db,
+            "alter table pgbench_accounts add constraint small check (aid < 50000)",
+        );
+    }
+    let expected = run_pgbench(&pgbench_db, &["-I", "g"]);
+    let actual = run_pgbolt(&pgbolt_db, "postgres", &options(&["-I", "g"]));
+    assert!(!expected.success && !actual.success);
+    assert_eq!(normalized(&actual.stderr), normalized(&expected.stderr));
+    assert_eq!(
+        psql(&pgbolt_db, "select count(*) from pgbench_branches").trim(),
+        "0"
+    );
+}
+
+#[test]
 fn connection_failure_reads_as_pgbench() {
     let _turn = exclusive();
     let expected = run_pgbench("no_such_db", &[]);

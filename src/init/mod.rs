@@ -204,7 +204,7 @@ impl fmt::Display for InitError {
                     message.trim_end_matches('\n')
                 )
             }
-            InitError::CopyEnd { message } => f.write_str(message.trim_end_matches('\n')),
+            InitError::CopyEnd { .. } => f.write_str("PQendcopy failed"),
         }
     }
 }
@@ -212,10 +212,16 @@ impl fmt::Display for InitError {
 impl std::error::Error for InitError {}
 
 impl InitError {
-    /// Everything pgbench prints on standard error for this failure, each
-    /// line prefixed as pgbench's logging does (`<progname>: error: ...`).
+    /// Everything pgbench prints on standard error for this failure, with
+    /// the prefixes of pgbench's logging (`<progname>: error: ...`). A COPY
+    /// that fails at its end shows the server's message first, bare, as
+    /// libpq's notice processor prints it for pgbench.
     pub fn report(&self, progname: &str) -> String {
-        let mut text = format!("{progname}: error: {self}\n");
+        let mut text = match self {
+            InitError::CopyEnd { message } => message.clone(),
+            _ => String::new(),
+        };
+        text.push_str(&format!("{progname}: error: {self}\n"));
         match self {
             InitError::Connect(_) => text.push_str(&format!(
                 "{progname}: error: could not create connection for initialization\n"
@@ -223,11 +229,80 @@ impl InitError {
             InitError::Query { sql, .. } => {
                 text.push_str(&format!("{progname}: detail: Query was: {sql}\n"))
             }
-            InitError::CopyEnd { .. } => {
-                text.push_str(&format!("{progname}: error: PQendcopy failed\n"))
-            }
-            InitError::PartitionMethodWithoutPartitions | InitError::CopyStart { .. } => {}
+            InitError::PartitionMethodWithoutPartitions
+            | InitError::CopyStart { .. }
+            | InitError::CopyEnd { .. } => {}
         }
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitioning_rules_of_pgbench() {
+        let cases = [
+            (0, None, Ok(None)),
+            (3, None, Ok(Some((PartitionMethod::Range, 3)))),
+            (
+                2,
+                Some(PartitionMethod::Hash),
+                Ok(Some((PartitionMethod::Hash, 2))),
+            ),
+            (0, Some(PartitionMethod::Hash), Err(())),
+        ];
+        for (partitions, partition_method, expected) in cases {
+            let opts = InitOptions {
+                partitions,
+                partition_method,
+                ..InitOptions::default()
+            };
+            let got = opts.schema().map(|s| s.partitioning).map_err(|_| ());
+            assert_eq!(got, expected, "{partitions} {partition_method:?}");
+        }
+        let err = InitOptions {
+            partition_method: Some(PartitionMethod::Range),
+            ..InitOptions::default()
+        }
+        .schema()
+        .unwrap_err();
+        assert_eq!(
+            err.report("pgbolt"),
+            "pgbolt: error: --partition-method requires greater than zero --partitions\n"
+        );
+    }
+
+    #[test]
+    fn reports_are_pgbench_lines() {
+        let query = InitError::Query {
+            sql: "drop table x".into(),
+            message: "ERROR:  must be owner of table x\n".into(),
+        };
+        assert_eq!(
+            query.report("pgbolt"),
+            "pgbolt: error: query failed: ERROR:  must be owner of table x\n\
+             pgbolt: detail: Query was: drop table x\n"
+        );
+        let copy = InitError::CopyEnd {
+            message: "ERROR:  boom\nCONTEXT:  COPY t, line 1\n".into(),
+        };
+        assert_eq!(
+            copy.report("pgbolt"),
+            "ERROR:  boom\nCONTEXT:  COPY t, line 1\npgbolt: error: PQendcopy failed\n"
+        );
+    }
+
+    #[test]
+    fn effective_steps_apply_no_vacuum_and_foreign_keys() {
+        let opts = InitOptions {
+            no_vacuum: true,
+            foreign_keys: true,
+            ..InitOptions::default()
+        };
+        assert_eq!(opts.effective_steps().to_string(), "dtgpf");
+        assert_eq!(PartitionMethod::parse("HaSh"), Some(PartitionMethod::Hash));
+        assert_eq!(PartitionMethod::parse("list"), None);
     }
 }
