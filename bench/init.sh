@@ -2,7 +2,8 @@
 # Wall time of `pgbench -i` against pgbolt's `-i` on one throwaway server,
 # alternating runs, and the ratio of the medians (goal: pgbolt <= 0.67x).
 #
-# usage: bench/init.sh [SCALE] [ROUNDS]
+# usage: bench/init.sh [SCALE] [ROUNDS] [OPTION...]
+#   OPTIONs go to both (e.g. --partitions=4 --partition-method=hash).
 # PGBOLT_INIT: the pgbolt command to time (default: the `init` example,
 #   built here; once the binary dispatches -i: "target/release/pgbolt -i").
 # PGBIN: PostgreSQL programs (default /usr/lib/postgresql/15/bin).
@@ -11,6 +12,7 @@ set -eu
 
 SCALE=${1:-50}
 ROUNDS=${2:-3}
+shift $(( $# < 2 ? $# : 2 ))
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 FSYNC=${FSYNC:-off}
 cd "$(dirname "$0")/.."
@@ -47,9 +49,9 @@ median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 i=1
 while [ "$i" -le "$ROUNDS" ]; do
     t0=$(now)
-    "$PGBIN/pgbench" -i -s "$SCALE" bench_pgbench 2>"$DIR/pgbench.err" || { cat "$DIR/pgbench.err"; exit 1; }
+    "$PGBIN/pgbench" -i -s "$SCALE" "$@" bench_pgbench 2>"$DIR/pgbench.err" || { cat "$DIR/pgbench.err"; exit 1; }
     t1=$(now)
-    $PGBOLT_INIT -s "$SCALE" bench_pgbolt 2>"$DIR/pgbolt.err" || { cat "$DIR/pgbolt.err"; exit 1; }
+    $PGBOLT_INIT -s "$SCALE" "$@" bench_pgbolt 2>"$DIR/pgbolt.err" || { cat "$DIR/pgbolt.err"; exit 1; }
     t2=$(now)
     a=$(elapsed "$t0" "$t1")
     b=$(elapsed "$t1" "$t2")
@@ -62,5 +64,5 @@ done
 
 A=$(median < "$DIR/pgbench.times")
 B=$(median < "$DIR/pgbolt.times")
-printf 'scale %s, median of %s: pgbench %.2f s, pgbolt %.2f s, ratio %.2f\n' \
-    "$SCALE" "$ROUNDS" "$A" "$B" "$(echo "$B / $A" | bc -l)"
+printf 'scale %s %s, median of %s: pgbench %.2f s, pgbolt %.2f s, ratio %.2f\n' \
+    "$SCALE" "$*" "$ROUNDS" "$A" "$B" "$(echo "$B / $A" | bc -l)"

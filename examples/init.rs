@@ -1,11 +1,12 @@
-//! `pgbolt -i -s N [--init-jobs=N] [DBNAME]` through the library, for
+//! `pgbolt -i -s N [--partitions=N] [--partition-method=M] [--init-jobs=N]
+//! [DBNAME]` through the library, for
 //! `bench/init.sh` while the pgbolt binary does not dispatch `-i` yet.
 //! Connection options come from the `PG*` environment as with libpq.
 
 use std::num::NonZeroUsize;
 use std::process::ExitCode;
 
-use pgbolt::init::{self, InitOptions};
+use pgbolt::init::{self, InitOptions, PartitionMethod};
 use pgwire::conninfo::{from_params, resolve, Env};
 
 fn main() -> ExitCode {
@@ -20,6 +21,15 @@ fn main() -> ExitCode {
                 .and_then(|v| v.parse().ok())
                 .map(|scale| opts.scale = scale)
                 .ok_or("-s needs a scale"),
+            _ if arg.starts_with("--partitions=") => arg["--partitions=".len()..]
+                .parse()
+                .map(|n| opts.partitions = n)
+                .map_err(|_| "--partitions needs a number"),
+            _ if arg.starts_with("--partition-method=") => {
+                PartitionMethod::parse(&arg["--partition-method=".len()..])
+                    .map(|m| opts.partition_method = Some(m))
+                    .ok_or("--partition-method is range or hash")
+            }
             _ if arg.starts_with("--init-jobs=") => arg["--init-jobs=".len()..]
                 .parse::<NonZeroUsize>()
                 .map(|jobs| opts.jobs = Some(jobs))
@@ -28,7 +38,7 @@ fn main() -> ExitCode {
                 dbname = arg;
                 Ok(())
             }
-            _ => Err("usage: init [-i] [-s SCALE] [--init-jobs=N] [DBNAME]"),
+            _ => Err("usage: init [-i] [-s SCALE] [--partitions=N] [--partition-method=M] [--init-jobs=N] [DBNAME]"),
         };
         if let Err(message) = parsed {
             eprintln!("init: error: {message}");
