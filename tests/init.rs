@@ -354,6 +354,10 @@ fn storage_options_and_scales() {
         &["-F", "10", "-I", "dtGvp"],
         &["--unlogged-tables"],
         &["--unlogged-tables", "--foreign-keys", "-n"],
+        // bigint account ids from scale 20000 on (tables only: no data)
+        &["-s", "19999", "-I", "dt"],
+        &["-s", "20000", "-I", "dtp"],
+        &["-s", "21475", "-I", "dt", "--partitions=3"],
     ];
     for args in cases {
         check(args);
