@@ -81,6 +81,7 @@ impl Init<'_> {
         match step {
             InitStep::DropTables => {
                 say(out, "dropping old tables...\n");
+                self.created_here = false;
                 self.pool.main_execute(ddl::DROP_TABLES, out)
             }
             InitStep::CreateTables => self.create_tables(out),
@@ -113,8 +114,10 @@ impl Init<'_> {
         Ok(())
     }
 
-    /// The range partitions to load, vacuum and key in parallel, when this
-    /// run created them and more than one connection may be used.
+    /// The partitioning of `pgbench_accounts` when its partitions may be
+    /// loaded, vacuumed and keyed side by side: this run created them (so
+    /// they are the ones the options describe), there are several, and more
+    /// than one connection may be used.
     fn known_partitions(&self) -> Option<(PartitionMethod, u32)> {
         match self.schema.partitioning {
             Some((method, count)) if self.created_here && count > 1 && self.pool.jobs() > 1 => {
