@@ -7,6 +7,7 @@
 
 pub mod cli;
 pub mod expr;
+pub mod init;
 pub mod random;
 pub mod report;
 pub mod script;

@@ -1,0 +1,144 @@
+//! One connection of the initialization: pgwire's blocking client, with
+//! server errors and notices worded as libpq words them for pgbench.
+
+use pgwire::blocking::Client;
+use pgwire::conninfo::Config;
+
+use super::message::libpq_message;
+use super::rows::CHUNK_BYTES;
+use super::InitError;
+
+pub struct Session {
+    client: Client,
+    server_version: u32,
+}
+
+/// libpq's wording of a failure of `sql`.
+fn failure_text(error: &pgwire::Error, sql: &str) -> String {
+    match error.db_error() {
+        Some(db) => libpq_message(db, Some(sql), true),
+        None => format!("{error}\n"),
+    }
+}
+
+/// `PQserverVersion`: `15.4` is 150004, `9.6.2` is 90602.
+fn version_number(text: &str) -> u32 {
+    let mut parts = text
+        .split(|c: char| !c.is_ascii_digit())
+        .take_while(|p| !p.is_empty())
+        .map(|p| p.parse::<u32>().unwrap_or(0));
+    let major = parts.next().unwrap_or(0);
+    let minor = parts.next().unwrap_or(0);
+    if major >= 10 {
+        major * 10000 + minor
+    } else {
+        major * 10000 + minor * 100 + parts.next().unwrap_or(0)
+    }
+}
+
+impl Session {
+    pub fn connect(config: &Config) -> Result<Session, InitError> {
+        let client = Client::connect(config).map_err(InitError::Connect)?;
+        let server_version = client.parameter("server_version").map_or(0, version_number);
+        Ok(Session {
+            client,
+            server_version,
+        })
+    }
+
+    /// The server's version as `PQserverVersion` gives it.
+    pub fn server_version_num(&self) -> u32 {
+        self.server_version
+    }
+
+    /// Runs one statement that returns no rows.
+    pub fn execute(&mut self, sql: &str) -> Result<(), InitError> {
+        match self.client.execute(sql) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(InitError::Query {
+                sql: sql.to_string(),
+                message: failure_text(&e, sql),
+            }),
+        }
+    }
+
+    /// pgbench's look-up of a table's `relkind` (`r` for a plain table, `p`
+    /// for a partitioned one), with the table name as a parameter.
+    pub fn relkind(&mut self, table: &str) -> Result<String, InitError> {
+        const SQL: &str =
+            "SELECT relkind FROM pg_catalog.pg_class WHERE oid=$1::pg_catalog.regclass";
+        let rows = self
+            .client
+            .prepare("", SQL)
+            .and_then(|()| self.client.query_prepared("", &[Some(table)]));
+        match rows {
+            Ok(rows) => Ok(rows
+                .into_iter()
+                .next()
+                .and_then(|row| row.into_iter().next().flatten())
+                .unwrap_or_default()),
+            Err(e) => Err(InitError::Query {
+                sql: SQL.to_string(),
+                message: failure_text(&e, SQL),
+            }),
+        }
+    }
+
+    /// Runs `COPY ... FROM STDIN` (`sql`), sending what `fill` appends to a
+    /// buffer, one buffer at a time, until `fill` says no rows remain.
+    pub fn copy_in(
+        &mut self,
+        sql: &str,
+        mut fill: impl FnMut(&mut Vec<u8>) -> bool,
+    ) -> Result<(), InitError> {
+        let mut copy = self.client.copy_in(sql).map_err(|e| InitError::CopyStart {
+            message: failure_text(&e, sql),
+        })?;
+        let mut buf = Vec::with_capacity(CHUNK_BYTES + 64);
+        loop {
+            buf.clear();
+            let more = fill(&mut buf);
+            if let Err(e) = copy.write(&buf) {
+                return Err(InitError::CopyEnd {
+                    message: failure_text(&e, sql),
+                });
+            }
+            if !more {
+                break;
+            }
+        }
+        match copy.finish() {
+            Ok(_) => Ok(()),
+            Err(e) => Err(InitError::CopyEnd {
+                message: failure_text(&e, sql),
+            }),
+        }
+    }
+
+    /// The notices received since the last call, each as libpq prints it.
+    pub fn take_notices(&mut self) -> Vec<String> {
+        self.client
+            .take_notices()
+            .iter()
+            .map(|notice| libpq_message(notice, None, false))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::version_number;
+
+    #[test]
+    fn server_versions_as_libpq_numbers_them() {
+        let cases = [
+            ("15.18 (Debian 15.18-1.pgdg120+1)", 150018),
+            ("18beta1", 180000),
+            ("16.2", 160002),
+            ("9.6.24", 90624),
+        ];
+        for (text, number) in cases {
+            assert_eq!(version_number(text), number, "{text}");
+        }
+    }
+}

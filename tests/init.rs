@@ -1,0 +1,537 @@
+//! `-i` against the real pgbench: for each option combination, pgbench
+//! initializes one database and pgbolt another on the same throwaway
+//! server; the catalogs, the rows, the visibility of the pages and the
+//! messages must be the same.
+
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use pgbolt::init::{self, InitOptions, InitSteps, PartitionMethod};
+use pgbolt::tempdb::{self, TempDb};
+use pgwire::conninfo::{Config, Host, HostKind, Secret};
+
+const PGBENCH: &str = "/usr/lib/postgresql/15/bin/pgbench";
+
+/// One server for this test binary, set up so that `vacuum` marks pages
+/// all-visible deterministically (for pgbench and pgbolt alike): commits
+/// are synchronous (with asynchronous commits, hint bits and hence
+/// all-visible flags cannot be set until the WAL writer catches up), no
+/// autovacuum worker holds back the visibility horizon, and no checkpointer
+/// or background writer pins the pages vacuum wants to clean.
+fn server() -> &'static TempDb {
+    static SERVER: OnceLock<Result<TempDb, tempdb::Error>> = OnceLock::new();
+    let server = SERVER.get_or_init(|| {
+        tempdb::install_signal_cleanup()?;
+        TempDb::builder()
+            .setting("synchronous_commit", "on")
+            .setting("autovacuum", "off")
+            .setting("max_wal_size", "20GB")
+            .setting("checkpoint_timeout", "1h")
+            .setting("bgwriter_lru_maxpages", "0")
+            .start()
+    });
+    match server {
+        Ok(db) => db,
+        Err(e) => panic!("cannot start a throwaway server: {e}"),
+    }
+}
+
+/// Tests take turns: work in one database (a checkpoint, a `create
+/// database`) would otherwise pin buffers that a concurrent `vacuum` in
+/// another wants to clean, leaving pages not all-visible at random.
+fn exclusive() -> MutexGuard<'static, ()> {
+    static TURN: Mutex<()> = Mutex::new(());
+    TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A connection configuration for `dbname` on the shared server.
+fn config(dbname: &str, user: &str) -> Config {
+    let db = server();
+    let host = Host {
+        kind: HostKind::Unix(db.socket_dir().to_path_buf()),
+        port: db.port(),
+    };
+    let mut config = Config::new(vec![host], user, dbname);
+    config.password = Some(Secret::new(db.superuser_password()));
+    config
+}
+
+fn psql(dbname: &str, sql: &str) -> String {
+    let db = server();
+    let output = db
+        .command("psql")
+        .args([
+            "-X",
+            "-q",
+            "-A",
+            "-t",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-d",
+            dbname,
+            "-c",
+            sql,
+        ])
+        .output()
+        .expect("psql runs");
+    assert!(
+        output.status.success(),
+        "psql failed on {sql}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// A fresh pair of databases: one for pgbench, one for pgbolt.
+fn database_pair() -> (String, String) {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let pair = (format!("pgbench_{n}"), format!("pgbolt_{n}"));
+    for name in [&pair.0, &pair.1] {
+        psql("postgres", &format!("create database {name}"));
+        psql(name, "create extension pg_visibility");
+    }
+    pair
+}
+
+/// The pgbench command line of a case, turned into pgbolt's options (the
+/// command line itself is the CLI's business; these are the init options).
+fn options(args: &[&str]) -> InitOptions {
+    let mut opts = InitOptions::default();
+    let mut i = 0;
+    while i < args.len() {
+        let (flag, inline) = match args[i].split_once('=') {
+            Some((f, v)) => (f, Some(v.to_string())),
+            None => (args[i], None),
+        };
+        let mut value = || {
+            inline.clone().unwrap_or_else(|| {
+                i += 1;
+                args[i].to_string()
+            })
+        };
+        match flag {
+            "-s" => opts.scale = value().parse().unwrap(),
+            "-I" => opts.steps = Some(InitSteps::parse(&value()).unwrap()),
+            "-F" => opts.fillfactor = value().parse().unwrap(),
+            "-n" => opts.no_vacuum = true,
+            "-q" => opts.quiet = true,
+            "--foreign-keys" => opts.foreign_keys = true,
+            "--unlogged-tables" => opts.unlogged_tables = true,
+            "--partitions" => opts.partitions = value().parse().unwrap(),
+            "--partition-method" => opts.partition_method = PartitionMethod::parse(&value()),
+            "--tablespace" => opts.tablespace = Some(value()),
+            "--index-tablespace" => opts.index_tablespace = Some(value()),
+            other => panic!("case uses an option this test does not map: {other}"),
+        }
+        i += 1;
+    }
+    opts
+}
+
+struct Outcome {
+    success: bool,
+    stderr: String,
+}
+
+fn run_pgbench(dbname: &str, args: &[&str]) -> Outcome {
+    run_pgbench_as(dbname, server().superuser(), args)
+}
+
+#[test]
+fn copy_failure_reads_as_pgbench() {
+    let _turn = exclusive();
+    let (pgbench_db, pgbolt_db) = database_pair();
+    for db in [&pgbench_db, &pgbolt_db] {
+        assert!(run_pgbench(db, &["-I", "dt"]).success);
+        psql(
+            db,
+            "alter table pgbench_accounts add constraint small check (aid < 50000)",
+        );
+    }
+    let expected = run_pgbench(&pgbench_db, &["-I", "g"]);
+    let actual = run_pgbolt(&pgbolt_db, "postgres", &options(&["-I", "g"]));
+    assert!(!expected.success && !actual.success);
+    assert_eq!(normalized(&actual.stderr), normalized(&expected.stderr));
+    assert_eq!(
+        psql(&pgbolt_db, "select count(*) from pgbench_branches").trim(),
+        "0"
+    );
+}
+
+#[test]
+fn connection_failure_reads_as_pgbench() {
+    let _turn = exclusive();
+    let expected = run_pgbench("no_such_db", &[]);
+    let actual = run_pgbolt("no_such_db", "postgres", &InitOptions::default());
+    assert!(!expected.success && !actual.success);
+    assert_eq!(normalized(&actual.stderr), normalized(&expected.stderr));
+}
+
+fn run_pgbench_as(dbname: &str, user: &str, args: &[&str]) -> Outcome {
+    let db = server();
+    let output = Command::new(PGBENCH)
+        .env("PGHOST", db.socket_dir())
+        .env("PGPORT", db.port().to_string())
+        .env("PGUSER", user)
+        .env("PGPASSWORD", db.superuser_password())
+        .env_remove("PGDATABASE")
+        .arg("-i")
+        .args(args)
+        .arg(dbname)
+        .output()
+        .expect("pgbench runs");
+    Outcome {
+        success: output.status.success(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+fn run_pgbolt(dbname: &str, user: &str, opts: &InitOptions) -> Outcome {
+    let mut stderr = Vec::new();
+    let result = init::run_with_terminal(opts, &config(dbname, user), &mut stderr, false);
+    let mut stderr = String::from_utf8(stderr).expect("messages are UTF-8");
+    if let Err(e) = &result {
+        stderr.push_str(&e.report("pgbolt"));
+    }
+    Outcome {
+        success: result.is_ok(),
+        stderr,
+    }
+}
+
+/// Messages with the unstable parts replaced: timings, the program name,
+/// and the table name pgbench 16+ adds to progress lines (the oracle is 15).
+fn normalized(stderr: &str) -> Vec<String> {
+    let times = regex::Regex::new(r"\d+\.\d\d s").unwrap();
+    let table = regex::Regex::new(r"\) of pgbench_\w+ done").unwrap();
+    stderr
+        .lines()
+        .map(|line| {
+            let line = line.replace("pgbolt:", "pgbench:");
+            let line = table.replace_all(&line, ") done");
+            times.replace_all(&line, "T s").into_owned()
+        })
+        .collect()
+}
+
+/// Everything about the pgbench tables a user or the planner can see.
+const CATALOG: &[(&str, &str)] = &[
+    (
+        "relations",
+        "select c.relname, c.relkind, c.relpersistence, coalesce(array_to_string(c.reloptions, ','), ''),
+                coalesce(pg_get_expr(c.relpartbound, c.oid), ''), coalesce(pg_get_partkeydef(c.oid), ''),
+                coalesce(t.spcname, ''), c.relpages,
+                -- pgbench 15 fills branches and tellers with INSERTs, 16 and
+                -- later (and pgbolt) with COPY FREEZE, which marks pages visible
+                case when c.relname in ('pgbench_branches', 'pgbench_tellers')
+                     then null else c.relallvisible end
+         from pg_class c left join pg_tablespace t on t.oid = c.reltablespace
+         where c.relnamespace = 'public'::regnamespace and c.relname like 'pgbench%' order by 1",
+    ),
+    (
+        "columns",
+        "select a.attrelid::regclass::text, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull
+         from pg_attribute a join pg_class c on c.oid = a.attrelid
+         where c.relnamespace = 'public'::regnamespace and c.relname like 'pgbench%'
+           and c.relkind in ('r', 'p') and a.attnum > 0 and not a.attisdropped order by 1, a.attnum",
+    ),
+    (
+        "indexes",
+        "select i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid), i.indisprimary
+         from pg_index i join pg_class c on c.oid = i.indrelid
+         where c.relnamespace = 'public'::regnamespace order by 1",
+    ),
+    (
+        "constraints",
+        "select conrelid::regclass::text, conname, pg_get_constraintdef(oid), conislocal, coninhcount
+         from pg_constraint where connamespace = 'public'::regnamespace order by 1, 2",
+    ),
+    (
+        "inheritance",
+        "select inhrelid::regclass::text, inhparent::regclass::text from pg_inherits order by 1",
+    ),
+];
+
+const DATA: &[(&str, &str)] = &[
+    (
+        "branches",
+        "select count(*), md5(string_agg(t::text, ',' order by bid)) from pgbench_branches t",
+    ),
+    (
+        "tellers",
+        "select count(*), md5(string_agg(t::text, ',' order by tid)) from pgbench_tellers t",
+    ),
+    (
+        "accounts",
+        "select tableoid::regclass::text, count(*), md5(string_agg(t::text, ',' order by aid))
+         from pgbench_accounts t group by 1 order by 1",
+    ),
+    (
+        "physical order of accounts",
+        "select tableoid::regclass::text, md5(string_agg(aid::text, ',' order by ctid))
+         from pgbench_accounts group by 1 order by 1",
+    ),
+    ("history", "select count(*) from pgbench_history"),
+    (
+        "account pages",
+        "select c.relname, v.all_visible, v.all_frozen
+         from pg_class c, pg_visibility_map_summary(c.oid) v
+         where c.relname like 'pgbench_accounts%' and c.relkind = 'r' order by 1",
+    ),
+];
+
+fn tables_exist(dbname: &str) -> bool {
+    psql(dbname, "select to_regclass('pgbench_accounts') is not null").trim() == "t"
+}
+
+fn compare(case: &str, pgbench_db: &str, pgbolt_db: &str, queries: &[(&str, &str)]) {
+    for (what, sql) in queries {
+        assert_eq!(
+            psql(pgbolt_db, sql),
+            psql(pgbench_db, sql),
+            "case {case}: {what} differ"
+        );
+    }
+}
+
+/// Runs one case and compares everything.
+fn check(args: &[&str]) {
+    let case = args.join(" ");
+    let (pgbench_db, pgbolt_db) = database_pair();
+    let expected = run_pgbench(&pgbench_db, args);
+    let actual = run_pgbolt(&pgbolt_db, "postgres", &options(args));
+    assert_eq!(
+        actual.success, expected.success,
+        "case {case}: {}",
+        actual.stderr
+    );
+    assert_eq!(
+        normalized(&actual.stderr),
+        normalized(&expected.stderr),
+        "case {case}: messages differ"
+    );
+    compare(&case, &pgbench_db, &pgbolt_db, CATALOG);
+    if tables_exist(&pgbench_db) {
+        compare(&case, &pgbench_db, &pgbolt_db, DATA);
+    }
+}
+
+#[test]
+fn step_letters_alone_and_together() {
+    let _turn = exclusive();
+    let cases: &[&[&str]] = &[
+        &["-s", "1"],
+        &["-I", "dtg"],
+        &["-I", "dtG"],
+        &["-I", "dtGvp"],
+        &["-I", "dtgvpf"],
+        &["-I", "dt"],
+        &["-I", "d"],
+        &["-I", "dtgv"],
+        &["-I", "dtgp"],
+        &["-I", "d t g v p f"],
+        &["-I", "dtpfg"],
+        &["-n"],
+        &["-q"],
+        &["--foreign-keys"],
+    ];
+    for args in cases {
+        check(args);
+    }
+}
+
+#[test]
+fn storage_options_and_scales() {
+    let _turn = exclusive();
+    let cases: &[&[&str]] = &[
+        &["-s", "5"],
+        &["-q", "-s", "5"],
+        &["-F", "80"],
+        &["-F", "10", "-I", "dtGvp"],
+        &["--unlogged-tables"],
+        &["--unlogged-tables", "--foreign-keys", "-n"],
+        // bigint account ids from scale 20000 on (tables only: no data)
+        &["-s", "19999", "-I", "dt"],
+        &["-s", "20000", "-I", "dtp"],
+        &["-s", "21475", "-I", "dt", "--partitions=3"],
+    ];
+    for args in cases {
+        check(args);
+    }
+}
+
+#[test]
+fn partitions_of_both_methods() {
+    let _turn = exclusive();
+    let cases: &[&[&str]] = &[
+        &["--partitions=3"],
+        &["--partition-method=hash", "--partitions=4"],
+        &[
+            "--partition-method",
+            "range",
+            "--partitions",
+            "7",
+            "-s",
+            "5",
+            "--foreign-keys",
+        ],
+        &["--partition-method=hash", "--partitions=3", "-I", "dtGvp"],
+        &["--partition-method=HASH", "--partitions=2", "-n", "-s", "5"],
+        &["--partitions=5", "-q"],
+        &["--partitions=1"],
+    ];
+    for args in cases {
+        check(args);
+    }
+}
+
+/// pgbench 18 no longer makes the other tables unlogged when accounts are
+/// partitioned (PostgreSQL 18 refuses unlogged partitioned tables), only
+/// the partitions; pgbolt follows 18, the oracle here is 15.
+#[test]
+fn unlogged_partitions_follow_pgbench_18() {
+    let _turn = exclusive();
+    let args = ["--partitions=2", "--unlogged-tables", "-F", "90"];
+    let (pgbench_db, pgbolt_db) = database_pair();
+    let expected = run_pgbench(&pgbench_db, &args);
+    let actual = run_pgbolt(&pgbolt_db, "postgres", &options(&args));
+    assert!(expected.success && actual.success, "{}", actual.stderr);
+    assert_eq!(normalized(&actual.stderr), normalized(&expected.stderr));
+    compare(
+        "unlogged partitions",
+        &pgbench_db,
+        &pgbolt_db,
+        &CATALOG[1..],
+    );
+    compare("unlogged partitions", &pgbench_db, &pgbolt_db, DATA);
+    assert_eq!(
+        psql(
+            &pgbolt_db,
+            "select string_agg(relname || '=' || relpersistence::text, ' ' order by relname)
+             from pg_class where relname like 'pgbench%'"
+        )
+        .trim(),
+        "pgbench_accounts=p pgbench_accounts_1=u pgbench_accounts_1_pkey=u \
+         pgbench_accounts_2=u pgbench_accounts_2_pkey=u pgbench_accounts_pkey=p \
+         pgbench_branches=p pgbench_branches_pkey=p pgbench_history=p \
+         pgbench_tellers=p pgbench_tellers_pkey=p"
+    );
+}
+
+#[test]
+fn one_connection_gives_the_same_end_state() {
+    let _turn = exclusive();
+    let (pgbench_db, pgbolt_db) = database_pair();
+    let args = ["--partitions=3", "-s", "2"];
+    assert!(run_pgbench(&pgbench_db, &args).success);
+    let mut opts = options(&args);
+    opts.jobs = NonZeroUsize::new(1);
+    assert!(run_pgbolt(&pgbolt_db, "postgres", &opts).success);
+    compare("one job", &pgbench_db, &pgbolt_db, CATALOG);
+    compare("one job", &pgbench_db, &pgbolt_db, DATA);
+}
+
+#[test]
+fn rerun_replaces_the_previous_tables() {
+    let _turn = exclusive();
+    let (pgbench_db, pgbolt_db) = database_pair();
+    for args in [&["--partitions=2", "--foreign-keys"][..], &["-s", "2"][..]] {
+        let expected = run_pgbench(&pgbench_db, args);
+        let actual = run_pgbolt(&pgbolt_db, "postgres", &options(args));
+        assert!(expected.success && actual.success, "{}", actual.stderr);
+        assert_eq!(normalized(&actual.stderr), normalized(&expected.stderr));
+    }
+    compare("rerun", &pgbench_db, &pgbolt_db, CATALOG);
+    compare("rerun", &pgbench_db, &pgbolt_db, DATA);
+}
+
+#[test]
+fn unrelated_objects_are_untouched() {
+    let _turn = exclusive();
+    let (_, pgbolt_db) = database_pair();
+    psql(
+        &pgbolt_db,
+        "create table keep_me(id int primary key, note text);
+         insert into keep_me select g, 'row ' || g from generate_series(1, 1000) g;
+         create schema other;
+         create table other.pgbench_accounts(aid int);
+         insert into other.pgbench_accounts values (42);",
+    );
+    let snapshot = "select (select md5(string_agg(k::text, ',' order by id)) from keep_me k),
+                           (select count(*) from other.pgbench_accounts)";
+    let before = psql(&pgbolt_db, snapshot);
+    for args in [
+        &["--foreign-keys"][..],
+        &["-I", "dtGvp", "--partitions=2"][..],
+    ] {
+        let outcome = run_pgbolt(&pgbolt_db, "postgres", &options(args));
+        assert!(outcome.success, "{}", outcome.stderr);
+    }
+    assert_eq!(psql(&pgbolt_db, snapshot), before);
+    assert_eq!(
+        psql(&pgbolt_db, "select count(*) from pgbench_accounts").trim(),
+        "100000"
+    );
+}
+
+/// A server error stops initialization with pgbench's message and status,
+/// and a plain rerun then succeeds.
+#[test]
+fn server_errors_read_as_pgbench_and_a_rerun_recovers() {
+    let _turn = exclusive();
+    psql(
+        "postgres",
+        "do $$ begin create role init_nopriv login; exception when duplicate_object then null; end $$",
+    );
+    let cases: &[(&[&str], &str)] = &[
+        (&["--tablespace=nope"], "postgres"),
+        (&["--index-tablespace=nope", "--partitions=2"], "postgres"),
+        (&["--index-tablespace=nope"], "postgres"),
+        (&["-I", "tg"], "init_nopriv"),
+        (&["-I", "g"], "postgres"),
+    ];
+    for (args, user) in cases {
+        let case = args.join(" ");
+        let (pgbench_db, pgbolt_db) = database_pair();
+        let mut pgbench = run_pgbench_as(&pgbench_db, user, args);
+        let actual = run_pgbolt(&pgbolt_db, user, &options(args));
+        assert!(!pgbench.success && !actual.success, "case {case}");
+        pgbench.stderr = pgbench.stderr.replace(&pgbench_db, "DB");
+        let actual_stderr = actual.stderr.replace(&pgbolt_db, "DB");
+        assert_eq!(
+            normalized(&actual_stderr),
+            normalized(&pgbench.stderr),
+            "case {case}: messages differ"
+        );
+        let rerun = run_pgbolt(&pgbolt_db, "postgres", &InitOptions::default());
+        assert!(rerun.success, "case {case}: rerun failed: {}", rerun.stderr);
+        assert_eq!(
+            psql(&pgbolt_db, "select count(*) from pgbench_accounts").trim(),
+            "100000"
+        );
+    }
+}
+
+#[test]
+fn tablespaces() {
+    let _turn = exclusive();
+    let db = server();
+    let dir: PathBuf = db.root().join("init_ts");
+    std::fs::create_dir_all(&dir).unwrap();
+    let status = Command::new("chown")
+        .arg(db.superuser())
+        .arg(&dir)
+        .status()
+        .unwrap();
+    assert!(status.success() || db.superuser() != "postgres");
+    psql(
+        "postgres",
+        &format!("create tablespace init_ts location '{}'", dir.display()),
+    );
+    check(&["--tablespace=init_ts", "--index-tablespace=init_ts"]);
+    check(&["--index-tablespace=init_ts", "--partitions=3"]);
+}
