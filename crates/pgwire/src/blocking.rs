@@ -1,0 +1,301 @@
+//! A small blocking client for set-up work (`pgbolt -i`, tools, tests).
+//!
+//! It is the same non-blocking [`Connecting`]/[`Connection`] machinery,
+//! driven by `poll(2)` on the one socket: there is no second protocol
+//! implementation. Errors from the server are collected until ReadyForQuery
+//! so the session is left usable.
+
+use std::time::Instant;
+
+use crate::backend::Message;
+use crate::cancel::CancelToken;
+use crate::connect::{ConnectProgress, Connector, Interest};
+use crate::connection::{Connection, Fill};
+use crate::conninfo::Config;
+use crate::error::{DbError, Error};
+
+/// A result row of text values; `None` is SQL NULL.
+pub type Row = Vec<Option<String>>;
+
+/// Waits until `fd` is ready for `interest`, or until `deadline`.
+pub fn wait(
+    fd: std::os::fd::RawFd,
+    interest: Interest,
+    deadline: Option<Instant>,
+) -> Result<(), Error> {
+    let events = match interest {
+        Interest::Read => libc::POLLIN,
+        Interest::Write => libc::POLLOUT,
+    };
+    loop {
+        let timeout = match deadline {
+            None => -1,
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                i32::try_from(left.as_millis().saturating_add(1)).unwrap_or(i32::MAX)
+            }
+        };
+        let mut pfd = libc::pollfd {
+            fd,
+            events,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd for the duration of the call.
+        let n = unsafe { libc::poll(&mut pfd, 1, timeout) };
+        if n >= 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(Error::io(e));
+        }
+    }
+}
+
+/// A blocking session.
+#[derive(Debug)]
+pub struct Client {
+    conn: Connection,
+    notices: Vec<DbError>,
+}
+
+impl Client {
+    /// Connects with libpq's rules (host list, sslmode, target_session_attrs),
+    /// dropping warnings; see [`Client::connect_with`] to see them.
+    pub fn connect(config: &Config) -> Result<Client, Error> {
+        Client::connect_with(&Connector::new(config)?, &mut Vec::new())
+    }
+
+    /// Connects with a prepared [`Connector`]. Warnings (an unsafe password
+    /// file, in libpq's words) are appended to `warnings` whether or not the
+    /// connection succeeds, for the caller to show as libpq would.
+    pub fn connect_with(
+        connector: &Connector,
+        warnings: &mut Vec<String>,
+    ) -> Result<Client, Error> {
+        let mut connecting = connector.connect();
+        let result = loop {
+            match connecting.poll() {
+                Ok(ConnectProgress::Wait { fd, interest, .. }) => {
+                    if let Err(e) = wait(fd, interest, connecting.deadline()) {
+                        break Err(e);
+                    }
+                }
+                Ok(ConnectProgress::Ready(conn)) => {
+                    break Ok(Client {
+                        conn,
+                        notices: Vec::new(),
+                    })
+                }
+                Err(e) => break Err(e),
+            }
+        };
+        warnings.extend(connecting.take_warnings());
+        result
+    }
+
+    /// Notices the server sent since the last call.
+    pub fn take_notices(&mut self) -> Vec<DbError> {
+        std::mem::take(&mut self.notices)
+    }
+
+    pub fn connection(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+
+    pub fn into_connection(self) -> Connection {
+        self.conn
+    }
+
+    pub fn cancel_token(&self) -> CancelToken {
+        self.conn.cancel_token()
+    }
+
+    /// A server parameter as last reported.
+    pub fn parameter(&self, name: &str) -> Option<&str> {
+        self.conn.parameter(name)
+    }
+
+    fn send(&mut self) -> Result<(), Error> {
+        while !self.conn.flush()? {
+            wait(self.conn.fd(), Interest::Write, None)?;
+        }
+        Ok(())
+    }
+
+    /// Reads messages until ReadyForQuery, handing each other message to
+    /// `on`; the first ErrorResponse becomes the result.
+    fn receive(
+        &mut self,
+        mut on: impl FnMut(Message<'_>) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let mut failure = None;
+        loop {
+            while let Some(msg) = self.conn.next_message()? {
+                match msg {
+                    Message::ReadyForQuery(_) => return failure.map_or(Ok(()), Err),
+                    Message::ErrorResponse(fields) => {
+                        let e = Error::db(DbError::from_fields(fields)?);
+                        failure.get_or_insert(e);
+                    }
+                    Message::NoticeResponse(fields) => {
+                        self.notices.push(DbError::from_fields(fields)?)
+                    }
+                    other if failure.is_none() => on(other)?,
+                    _ => {}
+                }
+            }
+            if self.conn.fill()? == Fill::WouldBlock {
+                wait(self.conn.fd(), Interest::Read, None)?;
+            }
+        }
+    }
+
+    /// Runs `sql` (one or more statements) with the simple protocol and
+    /// returns the rows of all of them.
+    pub fn simple_query(&mut self, sql: &str) -> Result<Vec<Row>, Error> {
+        self.conn.query(sql)?;
+        self.send()?;
+        let mut rows = Vec::new();
+        self.receive(|msg| collect_row(msg, &mut rows))?;
+        Ok(rows)
+    }
+
+    /// Runs `sql` and returns the row count of its last command (`INSERT 0
+    /// 5` gives 5; commands without a count give 0).
+    pub fn execute(&mut self, sql: &str) -> Result<u64, Error> {
+        self.conn.query(sql)?;
+        self.send()?;
+        let mut count = 0;
+        self.receive(|msg| {
+            match msg {
+                Message::CommandComplete(tag) => count = tag_count(tag),
+                Message::CopyInResponse { .. } | Message::CopyBothResponse { .. } => {
+                    return Err(Error::state("use copy_in for COPY FROM STDIN"))
+                }
+                _ => {}
+            }
+            Ok(())
+        })?;
+        Ok(count)
+    }
+
+    /// Prepares a named statement (Parse, Sync).
+    pub fn prepare(&mut self, name: &str, sql: &str) -> Result<(), Error> {
+        self.conn.parse(name, sql, &[])?;
+        self.conn.sync();
+        self.send()?;
+        self.receive(|_| Ok(()))
+    }
+
+    /// Runs a prepared statement with text parameters (Bind, Execute, Sync)
+    /// and returns its rows.
+    pub fn query_prepared(
+        &mut self,
+        name: &str,
+        params: &[Option<&str>],
+    ) -> Result<Vec<Row>, Error> {
+        self.conn
+            .bind("", name, params.iter().map(|p| p.map(str::as_bytes)))?;
+        self.conn.execute("", 0)?;
+        self.conn.sync();
+        self.send()?;
+        let mut rows = Vec::new();
+        self.receive(|msg| collect_row(msg, &mut rows))?;
+        Ok(rows)
+    }
+
+    /// Starts `COPY ... FROM STDIN`; stream data with [`CopyIn::write`].
+    pub fn copy_in(&mut self, sql: &str) -> Result<CopyIn<'_>, Error> {
+        self.conn.query(sql)?;
+        self.send()?;
+        loop {
+            while let Some(msg) = self.conn.next_message()? {
+                match msg {
+                    Message::CopyInResponse { .. } => return Ok(CopyIn { client: self }),
+                    Message::NoticeResponse(fields) => {
+                        self.notices.push(DbError::from_fields(fields)?)
+                    }
+                    Message::ErrorResponse(fields) => {
+                        let e = Error::db(DbError::from_fields(fields)?);
+                        self.receive(|_| Ok(()))?;
+                        return Err(e);
+                    }
+                    Message::ReadyForQuery(_) => {
+                        return Err(Error::state("the statement did not start COPY FROM STDIN"))
+                    }
+                    _ => {}
+                }
+            }
+            if self.conn.fill()? == Fill::WouldBlock {
+                wait(self.conn.fd(), Interest::Read, None)?;
+            }
+        }
+    }
+
+    /// Sends Terminate and closes the connection.
+    pub fn close(self) {
+        self.conn.close();
+    }
+}
+
+/// Data for `COPY FROM STDIN` in progress (text or binary alike).
+pub struct CopyIn<'a> {
+    client: &'a mut Client,
+}
+
+/// How much COPY data is buffered before it is sent.
+const COPY_CHUNK: usize = 64 * 1024;
+
+impl CopyIn<'_> {
+    /// Queues `data` (any slicing of the stream); sends when enough is
+    /// buffered.
+    pub fn write(&mut self, data: &[u8]) -> Result<(), Error> {
+        self.client.conn.copy_data(data)?;
+        if self.client.conn.pending_output() >= COPY_CHUNK {
+            self.client.send()?;
+        }
+        Ok(())
+    }
+
+    /// Ends the data; returns the number of rows copied.
+    pub fn finish(self) -> Result<u64, Error> {
+        self.client.conn.copy_done();
+        self.client.send()?;
+        let mut count = 0;
+        self.client.receive(|msg| {
+            if let Message::CommandComplete(tag) = msg {
+                count = tag_count(tag);
+            }
+            Ok(())
+        })?;
+        Ok(count)
+    }
+
+    /// Aborts the COPY with `message`; the server reports it as an error,
+    /// which is returned.
+    pub fn fail(self, message: &str) -> Result<(), Error> {
+        self.client.conn.copy_fail(message)?;
+        self.client.send()?;
+        self.client.receive(|_| Ok(()))
+    }
+}
+
+fn collect_row(msg: Message<'_>, rows: &mut Vec<Row>) -> Result<(), Error> {
+    if let Message::DataRow(row) = msg {
+        let mut out = Vec::with_capacity(row.len());
+        for col in row.columns() {
+            out.push(col?.map(|v| String::from_utf8_lossy(v).into_owned()));
+        }
+        rows.push(out);
+    }
+    Ok(())
+}
+
+/// The row count at the end of a command tag (`INSERT 0 5`, `UPDATE 3`).
+fn tag_count(tag: &str) -> u64 {
+    tag.rsplit(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}

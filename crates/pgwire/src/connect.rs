@@ -1,0 +1,339 @@
+//! Opening a connection without blocking: the host list, libpq's fallbacks,
+//! and the per-attempt state machine in [`attempt`].
+//!
+//! A [`Connector`] is built once per configuration (it holds the TLS client
+//! configuration, which is costly to build) and starts any number of
+//! [`Connecting`]s. Each `Connecting` walks the host list in order, and each
+//! host's addresses in order; an address that fails is recorded and the next
+//! one tried, so the final error lists every attempt, as libpq's does.
+//!
+//! Fallbacks follow libpq: `sslmode=prefer` retries the same address without
+//! TLS when the handshake or the TLS startup fails; `sslmode=allow` retries
+//! with TLS when the server rejects the plain startup. Unix-domain sockets
+//! never use TLS. `target_session_attrs=prefer-standby` makes a second pass
+//! over the hosts accepting any server when no standby was found.
+
+mod attempt;
+
+use std::collections::VecDeque;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::os::fd::RawFd;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rustls::ClientConfig;
+use socket2::SockAddr;
+
+use crate::connection::Connection;
+use crate::conninfo::{Config, HostKind, SslMode, SslNegotiation, TargetSessionAttrs};
+use crate::error::{Attempt, Error, ErrorKind};
+use attempt::{Step, Try};
+
+/// The readiness a connection waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Interest {
+    Read,
+    Write,
+}
+
+/// What [`Connecting::poll`] achieved.
+#[derive(Debug)]
+pub enum ConnectProgress {
+    /// Wait until `fd` is ready for `interest` (or the deadline passes),
+    /// then poll again. When `new_socket` is true the fd belongs to a socket
+    /// opened during this poll (the first one, or the next host's, or a
+    /// retry with or without TLS): register it with the poller. Any earlier
+    /// socket of this `Connecting` is closed by then (epoll forgets closed
+    /// fds by itself; the number may even be reused for the new socket).
+    Wait {
+        fd: RawFd,
+        interest: Interest,
+        new_socket: bool,
+    },
+    /// The session is established and ready for queries.
+    Ready(Connection),
+}
+
+pub(crate) struct Shared {
+    pub config: Config,
+    pub tls: Result<Option<Arc<ClientConfig>>, String>,
+}
+
+/// Starts connections for one configuration; cheap to clone.
+#[derive(Clone)]
+pub struct Connector {
+    shared: Arc<Shared>,
+}
+
+impl Connector {
+    /// Prepares TLS for `config`. Problems that libpq reports per attempt
+    /// (a missing root certificate, say) are reported by the attempts that
+    /// need TLS, so that a Unix-socket connection still works.
+    pub fn new(config: &Config) -> Result<Connector, Error> {
+        if config.sslnegotiation == SslNegotiation::Direct
+            && matches!(
+                config.sslmode,
+                SslMode::Disable | SslMode::Allow | SslMode::Prefer
+            )
+        {
+            return Err(Error::config(format!(
+                "weak sslmode \"{}\" may not be used with sslnegotiation=direct (use \
+                 \"require\", \"verify-ca\", or \"verify-full\")",
+                crate::tls::mode_name(config.sslmode)
+            )));
+        }
+        if config.requirepeer.is_some() {
+            return Err(Error::config("requirepeer is not supported yet"));
+        }
+        config
+            .auth_requirement()
+            .map_err(|e| Error::config(e.to_string()))?;
+        let tls = crate::tls::client_config(config).map_err(|e| e.to_string());
+        Ok(Connector {
+            shared: Arc::new(Shared {
+                config: config.clone(),
+                tls,
+            }),
+        })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.shared.config
+    }
+
+    /// Begins connecting; nothing happens until the first [`Connecting::poll`].
+    pub fn connect(&self) -> Connecting {
+        Connecting {
+            shared: self.shared.clone(),
+            next_host: 0,
+            second_pass: false,
+            pending: VecDeque::new(),
+            current: None,
+            attempts: Vec::new(),
+            warnings: Vec::new(),
+            announced: false,
+        }
+    }
+}
+
+/// One address to try, with what the messages and TLS need to know.
+pub(crate) struct Candidate {
+    pub addr: SockAddr,
+    /// `on socket "..."` / `at "host" (addr), port N`.
+    pub target: String,
+    /// The name the server certificate must match; `None` for Unix sockets.
+    pub tls_name: Option<String>,
+    pub host_index: usize,
+}
+
+/// A connection being opened. See [`ConnectProgress`] for the protocol.
+pub struct Connecting {
+    shared: Arc<Shared>,
+    next_host: usize,
+    second_pass: bool,
+    pending: VecDeque<Candidate>,
+    current: Option<Try>,
+    attempts: Vec<Attempt>,
+    warnings: Vec<String>,
+    /// The current socket was already reported to the caller.
+    announced: bool,
+}
+
+impl Connecting {
+    /// Starts connecting with a one-off [`Connector`].
+    pub fn start(config: &Config) -> Result<Connecting, Error> {
+        Ok(Connector::new(config)?.connect())
+    }
+
+    /// Advances as far as possible without blocking.
+    pub fn poll(&mut self) -> Result<ConnectProgress, Error> {
+        loop {
+            let Some(current) = self.current.as_mut() else {
+                self.current = Some(self.next_try()?);
+                self.announced = false;
+                continue;
+            };
+            if current.deadline().is_some_and(|d| Instant::now() >= d) {
+                self.fail(Error::timeout());
+                continue;
+            }
+            match current.step(&self.shared, self.second_pass) {
+                Ok(Step::Wait(interest)) => {
+                    let new_socket = !std::mem::replace(&mut self.announced, true);
+                    return Ok(ConnectProgress::Wait {
+                        fd: current.fd(),
+                        interest,
+                        new_socket,
+                    });
+                }
+                Ok(Step::Ready) => {
+                    let done = self
+                        .current
+                        .take()
+                        .ok_or_else(|| Error::state("no attempt"))?;
+                    return Ok(ConnectProgress::Ready(done.into_connection()));
+                }
+                Err(e) => self.fail(e),
+            }
+        }
+    }
+
+    /// When the current attempt times out (`connect_timeout`); call
+    /// [`Connecting::poll`] then even if the socket shows no readiness.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.current.as_ref().and_then(Try::deadline)
+    }
+
+    /// Warnings produced so far (an unsafe password file, in libpq's words).
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
+    }
+
+    /// Records the failure of the current attempt, or retries the same
+    /// address with or without TLS when `sslmode` says so.
+    fn fail(&mut self, error: Error) {
+        let Some(current) = self.current.take() else {
+            return;
+        };
+        self.announced = false;
+        let retry = current.fallback(&self.shared.config, &error);
+        self.attempts.push(Attempt {
+            target: Some(current.target().to_owned()),
+            error,
+        });
+        if let Some(tls) = retry {
+            match Try::start(
+                &self.shared,
+                current.into_candidate(),
+                tls,
+                &mut self.warnings,
+            ) {
+                Ok(mut t) => {
+                    t.mark_retry();
+                    self.current = Some(t);
+                }
+                Err(failed) => self.attempts.push(Attempt {
+                    target: Some(failed.0.target),
+                    error: failed.1,
+                }),
+            }
+        }
+    }
+
+    /// Opens the socket for the next candidate address, resolving host
+    /// names as they come up; the error of the whole list when none is left.
+    fn next_try(&mut self) -> Result<Try, Error> {
+        let config = &self.shared.config;
+        loop {
+            if let Some(candidate) = self.pending.pop_front() {
+                let tls = initial_tls(config, &candidate);
+                match Try::start(&self.shared, candidate, tls, &mut self.warnings) {
+                    Ok(t) => return Ok(t),
+                    Err(failed) => {
+                        self.attempts.push(Attempt {
+                            target: Some(failed.0.target),
+                            error: failed.1,
+                        });
+                        continue;
+                    }
+                }
+            }
+            if self.next_host >= config.hosts.len() {
+                let any_standby_miss = self
+                    .attempts
+                    .iter()
+                    .any(|a| a.error.kind() == ErrorKind::SessionAttrs);
+                if config.target_session_attrs == TargetSessionAttrs::PreferStandby
+                    && !self.second_pass
+                    && any_standby_miss
+                {
+                    self.second_pass = true;
+                    self.next_host = 0;
+                    continue;
+                }
+                if self.attempts.is_empty() {
+                    return Err(Error::config("no host to connect to"));
+                }
+                return Err(Error::attempts(std::mem::take(&mut self.attempts)));
+            }
+            let index = self.next_host;
+            self.next_host += 1;
+            match candidates(config, index) {
+                Ok(list) => self.pending.extend(list),
+                Err(e) => self.attempts.push(Attempt {
+                    target: None,
+                    error: e,
+                }),
+            }
+        }
+    }
+}
+
+/// Whether the first try at a candidate uses TLS: never over Unix sockets,
+/// not first under `allow`, otherwise unless TLS is disabled.
+fn initial_tls(config: &Config, candidate: &Candidate) -> bool {
+    candidate.tls_name.is_some() && !matches!(config.sslmode, SslMode::Disable | SslMode::Allow)
+}
+
+/// The addresses of host number `index`, in resolver order.
+fn candidates(config: &Config, index: usize) -> Result<Vec<Candidate>, Error> {
+    let host = &config.hosts[index];
+    let port = host.port;
+    match &host.kind {
+        HostKind::Unix(dir) => {
+            let path = dir.join(format!(".s.PGSQL.{port}"));
+            let addr = SockAddr::unix(&path).map_err(Error::io)?;
+            Ok(vec![Candidate {
+                addr,
+                target: format!("on socket \"{}\"", path.display()),
+                tls_name: None,
+                host_index: index,
+            }])
+        }
+        HostKind::Tcp { name, addr } => {
+            let addrs: Vec<SocketAddr> = match (addr, name) {
+                (Some(ip), _) => vec![SocketAddr::new(*ip, port)],
+                (None, Some(name)) => (name.as_str(), port)
+                    .to_socket_addrs()
+                    .map_err(|e| {
+                        let text = e.to_string();
+                        let why = text
+                            .strip_prefix("failed to lookup address information: ")
+                            .unwrap_or(&text);
+                        Error::config(format!(
+                            "could not translate host name \"{name}\" to address: {why}"
+                        ))
+                    })?
+                    .collect(),
+                (None, None) => vec![SocketAddr::new([127, 0, 0, 1].into(), port)],
+            };
+            Ok(addrs
+                .into_iter()
+                .map(|sa| {
+                    let ip = sa.ip().to_string();
+                    let shown = name.clone().unwrap_or_else(|| ip.clone());
+                    let target = if shown == ip {
+                        format!("at \"{shown}\", port {port}")
+                    } else {
+                        format!("at \"{shown}\" ({ip}), port {port}")
+                    };
+                    Candidate {
+                        addr: SockAddr::from(sa),
+                        target,
+                        tls_name: Some(shown),
+                        host_index: index,
+                    }
+                })
+                .collect())
+        }
+    }
+}
+
+/// libpq's rule for `connect_timeout`: zero means none, and anything under
+/// two seconds is two seconds.
+pub(crate) fn attempt_timeout(config: &Config) -> Option<Duration> {
+    config
+        .connect_timeout
+        .filter(|d| !d.is_zero())
+        .map(|d| d.max(Duration::from_secs(2)))
+}

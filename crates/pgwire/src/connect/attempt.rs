@@ -1,0 +1,484 @@
+//! One attempt at one address: socket connect, SSL negotiation, TLS
+//! handshake, startup and authentication, then the `target_session_attrs`
+//! check.
+//!
+//! Phases, in order (each may be skipped):
+//! - `Connecting`: the non-blocking `connect` is in flight; writable means
+//!   done, `SO_ERROR` says how it went.
+//! - `SslReply`: SSLRequest sent; exactly one byte is read back (`S` or `N`),
+//!   never more, so that no plaintext can be slipped in before TLS starts.
+//! - `Handshake`: rustls handshake (directly after connecting with
+//!   `sslnegotiation=direct`).
+//! - `Startup`: the startup message is sent; authentication requests are
+//!   answered; ParameterStatus and BackendKeyData are collected until
+//!   ReadyForQuery.
+//! - `SessionCheck`: only when `target_session_attrs` needs a query because
+//!   the server (before PostgreSQL 14) does not report `in_hot_standby` and
+//!   `default_transaction_read_only`.
+
+use std::time::Instant;
+
+use bytes::BytesMut;
+use postgres_protocol::message::frontend;
+use rustls::ClientConnection;
+use socket2::{Socket, TcpKeepalive, Type};
+
+use super::{attempt_timeout, Candidate, Interest, Shared};
+use crate::auth::{AuthContext, Exchange};
+use crate::backend::Message;
+use crate::cancel::CancelToken;
+use crate::connection::{set_param, Connection};
+use crate::conninfo::{Config, SslMode, SslNegotiation, TargetSessionAttrs};
+use crate::error::{DbError, Error, ErrorKind};
+use crate::frame::ReadBuf;
+use crate::transport::{Got, HandshakeError, Stream};
+
+pub(crate) enum Step {
+    Wait(Interest),
+    Ready,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Connecting,
+    SslReply,
+    Handshake,
+    Startup,
+    SessionCheck(Question),
+}
+
+/// What a session check asks the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Question {
+    /// `SHOW transaction_read_only`
+    ReadOnly,
+    /// `SELECT pg_is_in_recovery()`
+    Standby,
+}
+
+pub(crate) struct Try {
+    candidate: Candidate,
+    stream: Stream,
+    phase: Phase,
+    /// This attempt uses (or is negotiating) TLS.
+    tls: bool,
+    /// This attempt is already the `sslmode` fallback.
+    retried: bool,
+    wbuf: BytesMut,
+    rbuf: ReadBuf,
+    auth: Exchange,
+    password: Option<crate::conninfo::Secret>,
+    params: Vec<(String, String)>,
+    key: (i32, i32),
+    deadline: Option<Instant>,
+    answer: Option<bool>,
+    timeout: Option<std::time::Duration>,
+}
+
+const TCP_HINT: &str = "Is the server running on that host and accepting TCP/IP connections?";
+const UNIX_HINT: &str = "Is the server running locally and accepting connections on that socket?";
+
+impl Try {
+    /// Opens a socket to `candidate` and starts connecting.
+    pub(crate) fn start(
+        shared: &Shared,
+        candidate: Candidate,
+        tls: bool,
+        warnings: &mut Vec<String>,
+    ) -> Result<Try, Box<(Candidate, Error)>> {
+        let config = &shared.config;
+        let mut found = Vec::new();
+        let password = config.password_for(&config.hosts[candidate.host_index], &mut found);
+        for w in found {
+            if !warnings.contains(&w) {
+                warnings.push(w);
+            }
+        }
+        let sock = match open(config, &candidate) {
+            Ok(s) => s,
+            Err(e) => {
+                let e = connect_error(e, &candidate);
+                return Err(Box::new((candidate, e)));
+            }
+        };
+        let timeout = attempt_timeout(config);
+        Ok(Try {
+            candidate,
+            stream: Stream::new(sock),
+            phase: Phase::Connecting,
+            tls,
+            retried: false,
+            wbuf: BytesMut::with_capacity(1024),
+            rbuf: ReadBuf::new(),
+            auth: Exchange::default(),
+            password,
+            params: Vec::new(),
+            key: (0, 0),
+            deadline: timeout.map(|t| Instant::now() + t),
+            answer: None,
+            timeout,
+        })
+    }
+
+    pub(crate) fn fd(&self) -> std::os::fd::RawFd {
+        self.stream.fd()
+    }
+
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    pub(crate) fn target(&self) -> &str {
+        &self.candidate.target
+    }
+
+    pub(crate) fn into_candidate(self) -> Candidate {
+        self.candidate
+    }
+
+    /// Whether `sslmode` wants this failed attempt repeated at the same
+    /// address, and if so whether with TLS.
+    pub(crate) fn fallback(&self, config: &Config, error: &Error) -> Option<bool> {
+        if self.retried || self.candidate.tls_name.is_none() {
+            return None;
+        }
+        let during_startup = matches!(self.phase, Phase::Handshake | Phase::Startup);
+        match config.sslmode {
+            SslMode::Prefer
+                if self.tls
+                    && during_startup
+                    && matches!(
+                        error.kind(),
+                        ErrorKind::Tls | ErrorKind::Db | ErrorKind::Closed | ErrorKind::Io
+                    ) =>
+            {
+                Some(false)
+            }
+            SslMode::Allow if !self.tls && self.phase == Phase::Startup => {
+                (error.kind() == ErrorKind::Db).then_some(true)
+            }
+            _ => None,
+        }
+    }
+
+    pub(crate) fn mark_retry(&mut self) {
+        self.retried = true;
+    }
+
+    /// Advances until the attempt must wait, succeeds or fails.
+    pub(crate) fn step(&mut self, shared: &Shared, any_server: bool) -> Result<Step, Error> {
+        let config = &shared.config;
+        loop {
+            if self.phase == Phase::Connecting {
+                if !self.connected()? {
+                    return Ok(Step::Wait(Interest::Write));
+                }
+                self.begin(shared)?;
+            }
+            if !self.stream.write(&mut self.wbuf).map_err(Error::io)? {
+                return Ok(Step::Wait(Interest::Write));
+            }
+            match self.phase {
+                Phase::Connecting => {}
+                Phase::SslReply => match self.stream.read_byte().map_err(Error::io)? {
+                    None => return Ok(Step::Wait(Interest::Read)),
+                    Some(b'S') => self.start_tls(shared)?,
+                    Some(b'N') => {
+                        if matches!(
+                            config.sslmode,
+                            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull
+                        ) {
+                            return Err(Error::ssl_not_supported());
+                        }
+                        self.tls = false;
+                        self.queue_startup(config)?;
+                    }
+                    Some(b'E') => {
+                        // An old server's error in reply to SSLRequest: read
+                        // it as a startup error.
+                        self.rbuf.spare()[0] = b'E';
+                        self.rbuf.filled(1);
+                        self.phase = Phase::Startup;
+                    }
+                    Some(other) => {
+                        return Err(Error::protocol(format!(
+                            "received invalid response to SSL negotiation: {}",
+                            other.escape_ascii()
+                        )))
+                    }
+                },
+                Phase::Handshake => match self.stream.handshake() {
+                    Ok(Some(true)) => return Ok(Step::Wait(Interest::Write)),
+                    Ok(Some(false)) => return Ok(Step::Wait(Interest::Read)),
+                    Ok(None) => self.queue_startup(config)?,
+                    Err(HandshakeError::Io(e)) => return Err(Error::io(e)),
+                    Err(HandshakeError::Tls(rustls::Error::General(msg))) => {
+                        return Err(Error::tls_msg(msg))
+                    }
+                    Err(HandshakeError::Tls(e)) => return Err(Error::tls(e)),
+                },
+                Phase::Startup | Phase::SessionCheck(_) => {
+                    if let Some(step) = self.process(config, any_server)? {
+                        return Ok(step);
+                    }
+                    if !self.wbuf.is_empty() {
+                        continue;
+                    }
+                    match self.stream.read(self.rbuf.spare()).map_err(Error::io)? {
+                        Got::Data { n, .. } => self.rbuf.filled(n),
+                        Got::WouldBlock => return Ok(Step::Wait(Interest::Read)),
+                        Got::Eof => return Err(Error::closed()),
+                    }
+                }
+            }
+        }
+    }
+
+    fn connected(&self) -> Result<bool, Error> {
+        let sock = self.stream.socket();
+        if let Some(e) = sock.take_error().map_err(Error::io)? {
+            return Err(connect_error(e, &self.candidate));
+        }
+        match sock.peer_addr() {
+            Ok(_) => Ok(true),
+            Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => Ok(false),
+            Err(e) => Err(connect_error(e, &self.candidate)),
+        }
+    }
+
+    /// The socket is connected: ask for TLS or send the startup message.
+    fn begin(&mut self, shared: &Shared) -> Result<(), Error> {
+        if !self.tls {
+            return self.queue_startup(&shared.config);
+        }
+        if shared.config.sslnegotiation == SslNegotiation::Direct {
+            return self.start_tls(shared);
+        }
+        frontend::ssl_request(&mut self.wbuf);
+        self.phase = Phase::SslReply;
+        Ok(())
+    }
+
+    fn start_tls(&mut self, shared: &Shared) -> Result<(), Error> {
+        let tls_config = match &shared.tls {
+            Ok(Some(c)) => c.clone(),
+            Ok(None) => return Err(Error::state("TLS requested with sslmode=disable")),
+            Err(msg) => return Err(Error::config(msg.clone())),
+        };
+        let name = self.candidate.tls_name.as_deref().unwrap_or("localhost");
+        let server_name = crate::tls::server_name(name)?;
+        let conn = ClientConnection::new(tls_config, server_name).map_err(Error::tls)?;
+        self.stream.start_tls(conn);
+        self.phase = Phase::Handshake;
+        Ok(())
+    }
+
+    fn queue_startup(&mut self, config: &Config) -> Result<(), Error> {
+        let mut params: Vec<(&str, &str)> = vec![("user", &config.user)];
+        if !config.dbname.is_empty() {
+            params.push(("database", &config.dbname));
+        }
+        if let Some(app) = config.effective_application_name() {
+            params.push(("application_name", app));
+        }
+        if let Some(options) = config.options.as_deref() {
+            params.push(("options", options));
+        }
+        if let Some(encoding) = config.client_encoding.as_deref() {
+            params.push(("client_encoding", encoding));
+        }
+        frontend::startup_message(params, &mut self.wbuf)
+            .map_err(|e| Error::config(format!("invalid startup parameter: {e}")))?;
+        self.phase = Phase::Startup;
+        Ok(())
+    }
+
+    /// Handles the buffered messages; stops early when a reply must be sent.
+    fn process(&mut self, config: &Config, any_server: bool) -> Result<Option<Step>, Error> {
+        while let Some(frame) = self.rbuf.next_frame()? {
+            match (self.phase, Message::parse(frame)?) {
+                (_, Message::ErrorResponse(fields)) => {
+                    return Err(Error::db(DbError::from_fields(fields)?))
+                }
+                (_, Message::NoticeResponse(_)) => {}
+                (_, Message::ParameterStatus { name, value }) => {
+                    set_param(&mut self.params, name, value)
+                }
+                (Phase::Startup, Message::Authentication(req)) => {
+                    let server_cert = self
+                        .stream
+                        .tls()
+                        .and_then(|t| t.peer_certificates())
+                        .and_then(|c| c.first())
+                        .map(|c| c.as_ref());
+                    let ctx = AuthContext {
+                        user: &config.user,
+                        password: self.password.as_ref(),
+                        server_cert,
+                        channel_binding: config.channel_binding,
+                        require_auth: config.require_auth.as_deref(),
+                        requirement: config
+                            .auth_requirement()
+                            .map_err(|e| Error::config(e.to_string()))?,
+                    };
+                    self.auth.step(req, &ctx, &mut self.wbuf)?;
+                    if !self.wbuf.is_empty() {
+                        return Ok(None);
+                    }
+                }
+                (
+                    Phase::Startup,
+                    Message::BackendKeyData {
+                        process_id,
+                        secret_key,
+                    },
+                ) => self.key = (process_id, secret_key),
+                (Phase::Startup, Message::ReadyForQuery(_)) => {
+                    return self.session_check(config, any_server)
+                }
+                (Phase::SessionCheck(_), Message::RowDescription(_))
+                | (Phase::SessionCheck(_), Message::CommandComplete(_)) => {}
+                (Phase::SessionCheck(q), Message::DataRow(row)) => {
+                    let value = row.columns().next().transpose()?.flatten();
+                    let yes: &[u8] = match q {
+                        Question::ReadOnly => b"on",
+                        Question::Standby => b"t",
+                    };
+                    self.answer = Some(value == Some(yes));
+                }
+                (Phase::SessionCheck(_), Message::ReadyForQuery(_)) => {
+                    let answer = self.answer.ok_or_else(|| {
+                        Error::protocol("no answer to the target_session_attrs query")
+                    })?;
+                    return self.judge(config, any_server, answer).map(Some);
+                }
+                (_, other) => {
+                    return Err(Error::protocol(format!(
+                        "unexpected message from server during startup: {other:?}"
+                    )))
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn param(&self, name: &str) -> Option<&str> {
+        self.params
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// After the first ReadyForQuery: accept the server, or find out
+    /// whether it has the `target_session_attrs` wanted.
+    fn session_check(&mut self, config: &Config, any_server: bool) -> Result<Option<Step>, Error> {
+        let attrs = effective_attrs(config, any_server);
+        let is_on = |v: Option<&str>| v.map(|v| v == "on");
+        let (known, question, sql) = match attrs {
+            TargetSessionAttrs::Any => return Ok(Some(Step::Ready)),
+            TargetSessionAttrs::ReadWrite | TargetSessionAttrs::ReadOnly => {
+                let known = match (
+                    is_on(self.param("default_transaction_read_only")),
+                    is_on(self.param("in_hot_standby")),
+                ) {
+                    (Some(a), Some(b)) => Some(a || b),
+                    _ => None,
+                };
+                (known, Question::ReadOnly, "SHOW transaction_read_only")
+            }
+            _ => (
+                is_on(self.param("in_hot_standby")),
+                Question::Standby,
+                "SELECT pg_catalog.pg_is_in_recovery()",
+            ),
+        };
+        if let Some(answer) = known {
+            return self.judge(config, any_server, answer).map(Some);
+        }
+        frontend::query(sql, &mut self.wbuf)
+            .map_err(|e| Error::protocol(format!("could not encode query: {e}")))?;
+        self.phase = Phase::SessionCheck(question);
+        Ok(None)
+    }
+
+    /// `answer` is "read-only" or "in hot standby", whichever was asked.
+    fn judge(&mut self, config: &Config, any_server: bool, answer: bool) -> Result<Step, Error> {
+        let (ok, why) = match effective_attrs(config, any_server) {
+            TargetSessionAttrs::Any => (true, ""),
+            TargetSessionAttrs::ReadWrite => (!answer, "session is read-only"),
+            TargetSessionAttrs::ReadOnly => (answer, "session is not read-only"),
+            TargetSessionAttrs::Primary => (!answer, "server is in hot standby mode"),
+            TargetSessionAttrs::Standby | TargetSessionAttrs::PreferStandby => {
+                (answer, "server is not in hot standby mode")
+            }
+        };
+        if ok {
+            return Ok(Step::Ready);
+        }
+        frontend::terminate(&mut self.wbuf);
+        let _ = self.stream.write(&mut self.wbuf);
+        Err(Error::session_attrs(why))
+    }
+
+    pub(crate) fn into_connection(self) -> Connection {
+        let cancel = CancelToken::new(
+            self.candidate.addr.clone(),
+            self.key.0,
+            self.key.1,
+            self.timeout,
+        );
+        Connection::new(self.stream, self.wbuf, self.rbuf, self.params, cancel)
+    }
+}
+
+fn effective_attrs(config: &Config, any_server: bool) -> TargetSessionAttrs {
+    if any_server {
+        TargetSessionAttrs::Any
+    } else {
+        config.target_session_attrs
+    }
+}
+
+fn connect_error(e: std::io::Error, candidate: &Candidate) -> Error {
+    let hint = if candidate.tls_name.is_some() {
+        TCP_HINT
+    } else {
+        UNIX_HINT
+    };
+    Error::io(e).with_hint(hint)
+}
+
+/// A non-blocking socket with `connect` under way.
+fn open(config: &Config, candidate: &Candidate) -> std::io::Result<Socket> {
+    let sock = Socket::new(candidate.addr.domain(), Type::STREAM, None)?;
+    sock.set_nonblocking(true)?;
+    if candidate.tls_name.is_some() {
+        sock.set_nodelay(true)?;
+        if config.keepalives {
+            let mut ka = TcpKeepalive::new();
+            if let Some(t) = config.keepalives_idle {
+                ka = ka.with_time(t);
+            }
+            if let Some(t) = config.keepalives_interval {
+                ka = ka.with_interval(t);
+            }
+            if let Some(n) = config.keepalives_count {
+                ka = ka.with_retries(n);
+            }
+            sock.set_tcp_keepalive(&ka)?;
+        }
+        if let Some(t) = config.tcp_user_timeout {
+            sock.set_tcp_user_timeout(Some(t))?;
+        }
+    }
+    match sock.connect(&candidate.addr) {
+        Ok(()) => Ok(sock),
+        Err(e)
+            if e.raw_os_error() == Some(libc::EINPROGRESS)
+                || e.kind() == std::io::ErrorKind::WouldBlock =>
+        {
+            Ok(sock)
+        }
+        Err(e) => Err(e),
+    }
+}

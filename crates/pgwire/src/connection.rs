@@ -1,0 +1,294 @@
+//! An established session: a write buffer the caller encodes into, a read
+//! buffer framed in place, and nothing else.
+//!
+//! The hot path of a benchmark transaction is: encode Bind/Execute/Sync (or a
+//! Query) into [`Connection::write_buf`] with the helpers here or with
+//! [`crate::frontend`]; [`Connection::flush`] (one `send`/`sendmsg` for all of
+//! it); on readability [`Connection::fill`] (one `recv`), then
+//! [`Connection::next_message`] until ReadyForQuery. No step allocates once
+//! the buffers have grown to the workload's size.
+
+use std::os::fd::RawFd;
+
+use bytes::{BufMut, BytesMut};
+use postgres_protocol::message::frontend;
+use postgres_protocol::IsNull;
+
+use crate::backend::{Message, TxStatus};
+use crate::cancel::CancelToken;
+use crate::error::Error;
+use crate::frame::ReadBuf;
+use crate::transport::{Got, Stream};
+
+/// What a [`Connection::fill`] brought.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fill {
+    /// Data arrived and the socket had no more: frame it, and wait for the
+    /// next readiness before filling again (an edge-triggered poller will
+    /// signal when more arrives).
+    Drained,
+    /// Data arrived and more may be waiting: frame it, then fill again.
+    More,
+    /// Nothing to read: wait for readiness.
+    WouldBlock,
+}
+
+/// An established session.
+pub struct Connection {
+    stream: Stream,
+    wbuf: BytesMut,
+    rbuf: ReadBuf,
+    params: Vec<(String, String)>,
+    cancel: CancelToken,
+    tx: TxStatus,
+    closed: bool,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("fd", &self.stream.fd())
+            .field("backend_pid", &self.cancel.process_id())
+            .field("tls", &self.stream.tls().is_some())
+            .finish()
+    }
+}
+
+/// Records a ParameterStatus value, allocating only when it changes.
+pub(crate) fn set_param(params: &mut Vec<(String, String)>, name: &str, value: &str) {
+    match params.iter_mut().find(|(n, _)| n == name) {
+        Some((_, v)) if v == value => {}
+        Some((_, v)) => *v = value.to_owned(),
+        None => params.push((name.to_owned(), value.to_owned())),
+    }
+}
+
+fn encode_err(e: std::io::Error) -> Error {
+    Error::state(&format!("cannot encode message: {e}"))
+}
+
+impl Connection {
+    pub(crate) fn new(
+        stream: Stream,
+        wbuf: BytesMut,
+        rbuf: ReadBuf,
+        params: Vec<(String, String)>,
+        cancel: CancelToken,
+    ) -> Connection {
+        Connection {
+            stream,
+            wbuf,
+            rbuf,
+            params,
+            cancel,
+            tx: TxStatus::Idle,
+            closed: false,
+        }
+    }
+
+    /// The socket to register with a poller. It never changes.
+    pub fn fd(&self) -> RawFd {
+        self.stream.fd()
+    }
+
+    /// Whether the session runs over TLS.
+    pub fn is_tls(&self) -> bool {
+        self.stream.tls().is_some()
+    }
+
+    /// The buffer frontend messages are encoded into; [`Connection::flush`]
+    /// sends it.
+    pub fn write_buf(&mut self) -> &mut BytesMut {
+        &mut self.wbuf
+    }
+
+    /// Sends what is buffered, as far as the socket takes it. `Ok(true)`:
+    /// all sent; `Ok(false)`: wait for writability and flush again.
+    pub fn flush(&mut self) -> Result<bool, Error> {
+        self.stream.write(&mut self.wbuf).map_err(Error::io)
+    }
+
+    /// Bytes encoded but not yet handed to the socket.
+    pub fn pending_output(&self) -> usize {
+        self.wbuf.len()
+    }
+
+    /// One read from the socket into the read buffer.
+    pub fn fill(&mut self) -> Result<Fill, Error> {
+        match self.stream.read(self.rbuf.spare()).map_err(Error::io)? {
+            Got::Data { n, drained } => {
+                self.rbuf.filled(n);
+                Ok(if drained { Fill::Drained } else { Fill::More })
+            }
+            Got::WouldBlock => Ok(Fill::WouldBlock),
+            Got::Eof => Err(Error::closed()),
+        }
+    }
+
+    /// The next whole backend message in the read buffer, if any. Tracks
+    /// ReadyForQuery's transaction status and ParameterStatus updates on the
+    /// way (see [`Connection::parameter`]).
+    pub fn next_message(&mut self) -> Result<Option<Message<'_>>, Error> {
+        let Some(frame) = self.rbuf.next_frame()? else {
+            return Ok(None);
+        };
+        let msg = Message::parse(frame)?;
+        match msg {
+            Message::ReadyForQuery(tx) => self.tx = tx,
+            Message::ParameterStatus { name, value } => set_param(&mut self.params, name, value),
+            _ => {}
+        }
+        Ok(Some(msg))
+    }
+
+    /// Whether unframed bytes are in the read buffer.
+    pub fn has_buffered_input(&self) -> bool {
+        !self.rbuf.is_empty()
+    }
+
+    /// A server parameter as last reported (`server_version`,
+    /// `in_hot_standby`, `integer_datetimes`, ...).
+    pub fn parameter(&self, name: &str) -> Option<&str> {
+        self.params
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Every server parameter as last reported.
+    pub fn parameters(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.params.iter().map(|(n, v)| (n.as_str(), v.as_str()))
+    }
+
+    /// The server process id (BackendKeyData).
+    pub fn backend_pid(&self) -> i32 {
+        self.cancel.process_id()
+    }
+
+    /// The transaction status of the last ReadyForQuery.
+    pub fn transaction_status(&self) -> TxStatus {
+        self.tx
+    }
+
+    /// What another thread needs to cancel this session's query.
+    pub fn cancel_token(&self) -> CancelToken {
+        self.cancel.clone()
+    }
+
+    /// Encodes a simple Query.
+    pub fn query(&mut self, sql: &str) -> Result<(), Error> {
+        frontend::query(sql, &mut self.wbuf).map_err(encode_err)
+    }
+
+    /// Encodes Parse; `param_types` may be empty to let the server infer.
+    pub fn parse(&mut self, statement: &str, sql: &str, param_types: &[u32]) -> Result<(), Error> {
+        frontend::parse(statement, sql, param_types.iter().copied(), &mut self.wbuf)
+            .map_err(encode_err)
+    }
+
+    /// Encodes Bind with parameters and results in text format; `None` is
+    /// SQL NULL. Nothing is allocated: values are copied straight in.
+    pub fn bind<'v, I>(&mut self, portal: &str, statement: &str, params: I) -> Result<(), Error>
+    where
+        I: IntoIterator<Item = Option<&'v [u8]>>,
+    {
+        frontend::bind(
+            portal,
+            statement,
+            std::iter::empty(),
+            params,
+            |value, buf| match value {
+                Some(v) => {
+                    buf.put_slice(v);
+                    Ok(IsNull::No)
+                }
+                None => Ok(IsNull::Yes),
+            },
+            std::iter::empty(),
+            &mut self.wbuf,
+        )
+        .map_err(|e| match e {
+            frontend::BindError::Conversion(e) => Error::state(&format!("cannot bind: {e}")),
+            frontend::BindError::Serialization(e) => encode_err(e),
+        })
+    }
+
+    /// Encodes Describe of a prepared statement.
+    pub fn describe_statement(&mut self, statement: &str) -> Result<(), Error> {
+        frontend::describe(b'S', statement, &mut self.wbuf).map_err(encode_err)
+    }
+
+    /// Encodes Describe of a portal.
+    pub fn describe_portal(&mut self, portal: &str) -> Result<(), Error> {
+        frontend::describe(b'P', portal, &mut self.wbuf).map_err(encode_err)
+    }
+
+    /// Encodes Execute; `max_rows` 0 means all rows.
+    pub fn execute(&mut self, portal: &str, max_rows: i32) -> Result<(), Error> {
+        frontend::execute(portal, max_rows, &mut self.wbuf).map_err(encode_err)
+    }
+
+    /// Encodes Close of a prepared statement.
+    pub fn close_statement(&mut self, statement: &str) -> Result<(), Error> {
+        frontend::close(b'S', statement, &mut self.wbuf).map_err(encode_err)
+    }
+
+    /// Encodes Close of a portal.
+    pub fn close_portal(&mut self, portal: &str) -> Result<(), Error> {
+        frontend::close(b'P', portal, &mut self.wbuf).map_err(encode_err)
+    }
+
+    /// Encodes Sync.
+    pub fn sync(&mut self) {
+        frontend::sync(&mut self.wbuf);
+    }
+
+    /// Encodes Flush (the protocol message: asks the server to send what it
+    /// has without waiting for Sync).
+    pub fn flush_message(&mut self) {
+        frontend::flush(&mut self.wbuf);
+    }
+
+    /// Encodes CopyData carrying `data`.
+    pub fn copy_data(&mut self, data: &[u8]) -> Result<(), Error> {
+        let len = i32::try_from(data.len() + 4)
+            .map_err(|_| Error::state("COPY data chunk larger than 2 GB"))?;
+        self.wbuf.reserve(data.len() + 5);
+        self.wbuf.put_u8(b'd');
+        self.wbuf.put_i32(len);
+        self.wbuf.put_slice(data);
+        Ok(())
+    }
+
+    /// Encodes CopyDone.
+    pub fn copy_done(&mut self) {
+        frontend::copy_done(&mut self.wbuf);
+    }
+
+    /// Encodes CopyFail with an error message for the server.
+    pub fn copy_fail(&mut self, message: &str) -> Result<(), Error> {
+        frontend::copy_fail(message, &mut self.wbuf).map_err(encode_err)
+    }
+
+    /// Sends Terminate (best effort, without blocking) and closes the socket.
+    pub fn close(mut self) {
+        self.terminate();
+    }
+
+    fn terminate(&mut self) {
+        if self.closed {
+            return;
+        }
+        self.closed = true;
+        self.wbuf.clear();
+        frontend::terminate(&mut self.wbuf);
+        let _ = self.stream.write(&mut self.wbuf);
+        self.stream.close_tls();
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.terminate();
+    }
+}

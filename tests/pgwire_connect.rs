@@ -1,0 +1,339 @@
+//! Connecting to real throwaway servers: authentication methods, libpq's
+//! error messages, host lists, URIs, `.pgpass`, `target_session_attrs` and
+//! `connect_timeout`.
+
+mod pgwire_support;
+
+use std::io::Write;
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::sync::OnceLock;
+
+use pgbolt::tempdb::{self, AuthMethod, PasswordEncryption, TempDb};
+use pgwire::ErrorKind;
+use pgwire_support::{connect, connect_warned, value};
+
+fn md5_server() -> &'static TempDb {
+    static DB: OnceLock<TempDb> = OnceLock::new();
+    DB.get_or_init(|| {
+        TempDb::builder()
+            .tcp(true)
+            .host_auth(AuthMethod::Md5)
+            .local_auth(AuthMethod::Password)
+            .password_encryption(PasswordEncryption::Md5)
+            .user("alice", "secret")
+            .start()
+            .expect("md5 server starts")
+    })
+}
+
+fn scram_server() -> &'static TempDb {
+    static DB: OnceLock<TempDb> = OnceLock::new();
+    DB.get_or_init(|| {
+        TempDb::builder()
+            .tcp(true)
+            .auth(AuthMethod::ScramSha256)
+            .user("alice", "secret")
+            .start()
+            .expect("scram server starts")
+    })
+}
+
+fn read_only_server() -> &'static TempDb {
+    static DB: OnceLock<TempDb> = OnceLock::new();
+    DB.get_or_init(|| {
+        TempDb::builder()
+            .tcp(true)
+            .setting("default_transaction_read_only", "on")
+            .start()
+            .expect("read-only server starts")
+    })
+}
+
+fn trust_server() -> &'static TempDb {
+    tempdb::shared().expect("shared server starts")
+}
+
+fn tcp(db: &TempDb) -> String {
+    format!("host=127.0.0.1 port={} dbname=postgres", db.port())
+}
+
+fn unix(db: &TempDb) -> String {
+    format!(
+        "host={} port={} dbname=postgres",
+        db.socket_dir().display(),
+        db.port()
+    )
+}
+
+/// A port nothing listens on.
+fn dead_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+#[test]
+fn each_auth_method_takes_the_right_password_and_refuses_a_wrong_one() {
+    // (server, how to reach it, require_auth proving the method, password)
+    let cases: Vec<(&TempDb, String, &str)> = vec![
+        (md5_server(), tcp(md5_server()), "md5"),
+        (md5_server(), unix(md5_server()), "password"),
+        (
+            scram_server(),
+            tcp(scram_server()) + " sslmode=disable",
+            "scram-sha-256",
+        ),
+        (scram_server(), unix(scram_server()), "scram-sha-256"),
+    ];
+    for (_, target, method) in &cases {
+        let good = format!("{target} user=alice password=secret require_auth={method}");
+        let mut client = connect(&good).unwrap_or_else(|e| panic!("{good}: {e}"));
+        assert_eq!(value(&mut client, "SELECT current_user"), "alice");
+
+        let bad = format!("{target} user=alice password=wrong");
+        let err = connect(&bad).expect_err("wrong password accepted");
+        assert!(
+            err.to_string()
+                .ends_with("failed: FATAL:  password authentication failed for user \"alice\""),
+            "{bad}: {err}"
+        );
+        assert_eq!(err.sqlstate(), Some("28P01"), "{bad}");
+
+        let none = format!("{target} user=alice");
+        let err = connect(&none).expect_err("no password accepted");
+        assert!(
+            err.to_string()
+                .ends_with("fe_sendauth: no password supplied"),
+            "{err}"
+        );
+    }
+    let mut trusted = connect(&(tcp(trust_server()) + " user=postgres require_auth=none")).unwrap();
+    assert_eq!(value(&mut trusted, "SELECT 1"), "1");
+}
+
+#[test]
+fn require_auth_refuses_other_methods() {
+    let conninfo =
+        tcp(scram_server()) + " sslmode=disable user=alice password=secret require_auth=md5";
+    let err = connect(&conninfo).unwrap_err();
+    assert!(
+        err.to_string().ends_with(
+            "authentication method requirement \"md5\" failed: server requested SASL authentication"
+        ),
+        "{err}"
+    );
+    let err = connect(&(tcp(trust_server()) + " user=postgres require_auth=password")).unwrap_err();
+    assert!(
+        err.to_string()
+            .ends_with("server did not complete authentication"),
+        "{err}"
+    );
+}
+
+#[test]
+fn messages_match_libpq() {
+    let port = dead_port();
+    let cases: Vec<(String, String)> = vec![
+        (
+            "host=/nonexistent/dir port=5432".into(),
+            "connection to server on socket \"/nonexistent/dir/.s.PGSQL.5432\" failed: No such \
+             file or directory\n\tIs the server running locally and accepting connections on \
+             that socket?"
+                .into(),
+        ),
+        (
+            format!("host=127.0.0.1 port={port} sslmode=disable"),
+            format!(
+                "connection to server at \"127.0.0.1\", port {port} failed: Connection \
+                 refused\n\tIs the server running on that host and accepting TCP/IP connections?"
+            ),
+        ),
+        (
+            format!("host=db.invalid hostaddr=127.0.0.1 port={port}"),
+            format!(
+                "connection to server at \"db.invalid\" (127.0.0.1), port {port} failed: \
+                 Connection refused\n\tIs the server running on that host and accepting TCP/IP \
+                 connections?"
+            ),
+        ),
+        (
+            format!(
+                "host={} port={} user=postgres dbname=nope",
+                trust_server().socket_dir().display(),
+                trust_server().port()
+            ),
+            format!(
+                "connection to server on socket \"{}/.s.PGSQL.{}\" failed: FATAL:  database \
+                 \"nope\" does not exist",
+                trust_server().socket_dir().display(),
+                trust_server().port()
+            ),
+        ),
+    ];
+    for (conninfo, want) in cases {
+        let err = connect(&conninfo).expect_err("connection must fail");
+        assert_eq!(err.to_string(), want, "{conninfo}");
+    }
+}
+
+#[test]
+fn a_host_list_skips_a_dead_host_and_keeps_its_error() {
+    let db = trust_server();
+    let dead = dead_port();
+    let conninfo = format!(
+        "host=127.0.0.1,127.0.0.1 port={dead},{} user=postgres dbname=postgres sslmode=disable",
+        db.port()
+    );
+    let mut client = connect(&conninfo).unwrap();
+    assert_eq!(value(&mut client, "SHOW port"), db.port().to_string());
+
+    let both_dead = format!("host=127.0.0.1,/nonexistent port={dead},{dead} sslmode=disable");
+    let err = connect(&both_dead).unwrap_err();
+    let text = err.to_string();
+    assert_eq!(err.attempts_made().len(), 2, "{text}");
+    let first = text.find("connection to server at \"127.0.0.1\"").unwrap();
+    let second = text
+        .find("connection to server on socket \"/nonexistent")
+        .unwrap();
+    assert!(first < second, "{text}");
+}
+
+#[test]
+fn a_uri_can_name_a_socket_directory() {
+    let db = trust_server();
+    let dir = db.socket_dir().display().to_string();
+    let encoded = dir.replace('/', "%2F");
+    for uri in [
+        format!("postgresql://postgres@{encoded}:{}/postgres", db.port()),
+        format!(
+            "postgresql:///postgres?host={dir}&port={}&user=postgres",
+            db.port()
+        ),
+    ] {
+        let options = pgwire::conninfo::parse(&uri).unwrap();
+        let config = pgwire::conninfo::resolve(&options, &pgwire_support::env()).unwrap();
+        let mut client =
+            pgwire::blocking::Client::connect(&config).unwrap_or_else(|e| panic!("{uri}: {e}"));
+        assert_eq!(value(&mut client, "SELECT current_database()"), "postgres");
+    }
+}
+
+#[test]
+fn target_session_attrs_picks_the_right_server() {
+    let ro = read_only_server();
+    let rw = trust_server();
+    let list = format!(
+        "host=127.0.0.1,127.0.0.1 port={},{} user=postgres dbname=postgres",
+        ro.port(),
+        rw.port()
+    );
+    let cases = [
+        ("read-write", Some(rw.port())),
+        ("read-only", Some(ro.port())),
+        ("any", Some(ro.port())),
+        ("primary", Some(ro.port())),
+        ("prefer-standby", Some(ro.port())),
+        ("standby", None),
+    ];
+    for (attrs, want) in cases {
+        let conninfo = format!("{list} target_session_attrs={attrs}");
+        match (connect(&conninfo), want) {
+            (Ok(mut c), Some(port)) => {
+                assert_eq!(value(&mut c, "SHOW port"), port.to_string(), "{attrs}")
+            }
+            (Err(e), None) => {
+                assert_eq!(e.attempts_made().len(), 2, "{e}");
+                assert!(
+                    e.to_string()
+                        .ends_with("failed: server is not in hot standby mode"),
+                    "{e}"
+                );
+            }
+            (got, _) => panic!("{attrs}: {got:?}"),
+        }
+    }
+    let only_ro = format!("{} user=postgres target_session_attrs=read-write", tcp(ro));
+    let err = connect(&only_ro).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connect);
+    assert!(
+        err.to_string().ends_with("failed: session is read-only"),
+        "{err}"
+    );
+}
+
+#[test]
+fn connect_timeout_gives_up_on_a_server_that_never_answers() {
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let conninfo = format!("host=127.0.0.1 port={port} connect_timeout=1 sslmode=disable");
+    let err = connect(&conninfo).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("connection to server at \"127.0.0.1\", port {port} failed: timeout expired")
+    );
+    drop(silent);
+}
+
+#[test]
+fn pgpass_is_used_and_ignored_when_others_can_read_it() {
+    let db = md5_server();
+    let dir = tempfile::tempdir().unwrap();
+    let passfile = dir.path().join("pgpass");
+    let mut f = std::fs::File::create(&passfile).unwrap();
+    writeln!(f, "127.0.0.1:{}:*:alice:secret", db.port()).unwrap();
+    drop(f);
+    let conninfo = format!("{} user=alice passfile={}", tcp(db), passfile.display());
+
+    std::fs::set_permissions(&passfile, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let (client, warnings) = connect_warned(&conninfo);
+    assert_eq!(value(&mut client.unwrap(), "SELECT current_user"), "alice");
+    assert!(warnings.is_empty(), "{warnings:?}");
+
+    std::fs::set_permissions(&passfile, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let (client, warnings) = connect_warned(&conninfo);
+    let err = client.unwrap_err();
+    assert!(
+        err.to_string()
+            .ends_with("fe_sendauth: no password supplied"),
+        "{err}"
+    );
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("has group or world access"),
+        "{}",
+        warnings[0]
+    );
+}
+
+/// A peer that answers the startup message with bytes no server sends.
+fn garbage_peer(reply: &'static [u8]) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        if let Ok((mut sock, _)) = listener.accept() {
+            let mut startup = [0u8; 256];
+            let _ = std::io::Read::read(&mut sock, &mut startup);
+            let _ = sock.write_all(reply);
+        }
+    });
+    port
+}
+
+#[test]
+fn garbage_from_the_server_is_an_error_not_a_panic() {
+    let cases: [(&'static [u8], &str); 4] = [
+        (b"HTTP/1.1 400 Bad Request\r\n\r\n", "too large"),
+        (b"R\xff\xff\xff\xff", "too large"),
+        (
+            b"R\0\0\0\x08\0\0\0",
+            "server closed the connection unexpectedly",
+        ),
+        (b"Z\0\0\0\x05Q", "unexpected transaction status"),
+    ];
+    for (reply, want) in cases {
+        let port = garbage_peer(reply);
+        let conninfo = format!("host=127.0.0.1 port={port} sslmode=disable connect_timeout=5");
+        let err = connect(&conninfo).unwrap_err();
+        assert!(err.to_string().contains(want), "{reply:?}: {err}");
+    }
+}

@@ -1,0 +1,311 @@
+//! Throwaway instances against real PostgreSQL servers.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use pgbolt::tempdb::{self, AuthMethod, Error, ServerCert, StartFailure, TempDb};
+
+fn alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    unsafe { libc::kill(pid, 0) == 0 }
+}
+
+/// Runs `psql -c SELECT current_user` with a connection string and password.
+fn psql_as(db: &TempDb, conninfo: &str, password: &str) -> Output {
+    let mut cmd = Command::new(db.bin("psql"));
+    for (name, _) in std::env::vars() {
+        if name.starts_with("PG") {
+            cmd.env_remove(name);
+        }
+    }
+    cmd.args([
+        "-X",
+        "-A",
+        "-t",
+        "-w",
+        "-c",
+        "SELECT current_user",
+        conninfo,
+    ])
+    .env("PGPASSWORD", password)
+    .output()
+    .expect("psql runs")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn start_and_stop_leave_no_process_and_no_directory() {
+    let db = TempDb::start().unwrap();
+    let pid = db.pid();
+    let root = db.root().to_path_buf();
+    assert!(alive(pid));
+    assert_eq!(db.psql("SELECT 40 + 2").unwrap().trim(), "42");
+    assert!(db
+        .socket_dir()
+        .join(format!(".s.PGSQL.{}", db.port()))
+        .exists());
+    db.stop();
+    assert!(!alive(pid), "postmaster {pid} still running");
+    assert!(!root.exists(), "{} still exists", root.display());
+}
+
+#[test]
+fn drop_during_panic_cleans_up() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let result = std::thread::spawn(move || {
+        let db = TempDb::start().unwrap();
+        tx.send((db.pid(), db.root().to_path_buf())).unwrap();
+        panic!("test body failed");
+    })
+    .join();
+    assert!(result.is_err());
+    let (pid, root) = rx.recv().unwrap();
+    assert!(!alive(pid));
+    assert!(!root.exists());
+}
+
+#[test]
+fn the_fast_defaults_and_settings_apply() {
+    let db = TempDb::builder()
+        .max_connections(7)
+        .setting("work_mem", "3MB")
+        .start()
+        .unwrap();
+    let shown = db
+        .psql("SHOW fsync; SHOW max_connections; SHOW work_mem; SHOW listen_addresses;")
+        .unwrap();
+    assert_eq!(shown.lines().collect::<Vec<_>>(), ["off", "7", "3MB", ""]);
+}
+
+#[test]
+fn a_rejected_setting_reports_the_server_message() {
+    let err = TempDb::builder()
+        .setting("max_connections", "lots")
+        .start()
+        .unwrap_err();
+    let Error::StartFailed {
+        reason,
+        rejected_settings,
+        ..
+    } = &err
+    else {
+        panic!("unexpected error: {err}");
+    };
+    assert!(matches!(reason, StartFailure::Exited(_)), "{err}");
+    assert!(
+        rejected_settings
+            .iter()
+            .any(|l| l.contains("invalid value for parameter \"max_connections\": \"lots\"")),
+        "{err}"
+    );
+    assert!(err.to_string().contains("\"max_connections\""), "{err}");
+}
+
+#[test]
+fn an_unknown_setting_reports_the_server_message() {
+    let err = TempDb::builder()
+        .setting("no_such_setting", "1")
+        .start()
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("unrecognized configuration parameter \"no_such_setting\""),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_malformed_setting_name_is_refused_before_start() {
+    let err = TempDb::builder()
+        .setting("work mem", "1MB")
+        .start()
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidOption { .. }), "{err}");
+}
+
+#[test]
+fn no_binaries_error_lists_places_and_install_hint() {
+    let empty = tempfile::tempdir().unwrap();
+    let cases: [&[&Path]; 2] = [&[], &[empty.path()]];
+    for dirs in cases {
+        let err = TempDb::builder()
+            .bin_dirs(dirs.iter().copied())
+            .start()
+            .unwrap_err();
+        assert!(matches!(err, Error::BinariesNotFound { .. }), "{err}");
+        let text = err.to_string();
+        assert!(text.contains("apt-get install postgresql"), "{text}");
+        for dir in dirs {
+            assert!(text.contains(&dir.display().to_string()), "{text}");
+        }
+    }
+}
+
+#[test]
+fn the_found_bin_dir_has_the_client_programs() {
+    let dir = tempdb::find_bin_dir().unwrap();
+    for program in ["psql", "pgbench", "initdb", "pg_ctl", "postgres"] {
+        assert!(
+            dir.join(program).is_file(),
+            "{program} in {}",
+            dir.display()
+        );
+    }
+}
+
+#[test]
+fn shared_instance_is_reused() {
+    let a = tempdb::shared().unwrap();
+    let b = tempdb::shared().unwrap();
+    assert_eq!(a.pid(), b.pid());
+    assert!(a.tcp_addr().is_some());
+    let over_tcp = psql_as(a, &a.tcp_conninfo().unwrap(), "");
+    assert!(over_tcp.status.success(), "{}", stderr(&over_tcp));
+}
+
+#[test]
+fn each_auth_method_accepts_the_right_password_and_rejects_a_wrong_one() {
+    let methods = [
+        AuthMethod::Password,
+        AuthMethod::Md5,
+        AuthMethod::ScramSha256,
+    ];
+    for method in methods {
+        let db = TempDb::builder()
+            .tcp(true)
+            .auth(method)
+            .user("alice", "wonder land")
+            .start()
+            .unwrap();
+        let port = db.port();
+        for host in [
+            db.socket_dir().to_string_lossy().into_owned(),
+            "127.0.0.1".into(),
+        ] {
+            let conninfo = format!("host='{host}' port={port} user=alice dbname=postgres");
+            let good = psql_as(&db, &conninfo, "wonder land");
+            assert!(
+                good.status.success(),
+                "{method:?} {host}: {}",
+                stderr(&good)
+            );
+            assert_eq!(String::from_utf8_lossy(&good.stdout).trim(), "alice");
+            let bad = psql_as(&db, &conninfo, "wonderland");
+            assert!(
+                !bad.status.success(),
+                "{method:?} {host} accepted a wrong password"
+            );
+            assert!(
+                stderr(&bad).contains("password authentication failed for user \"alice\""),
+                "{method:?} {host}: {}",
+                stderr(&bad)
+            );
+        }
+    }
+}
+
+#[test]
+fn md5_method_stores_md5_hashes() {
+    let db = TempDb::builder()
+        .auth(AuthMethod::Md5)
+        .user("bob", "secret")
+        .start()
+        .unwrap();
+    let hash = db
+        .psql("SELECT rolpassword FROM pg_authid WHERE rolname = 'bob'")
+        .unwrap();
+    assert!(hash.trim().starts_with("md5"), "{hash}");
+}
+
+#[test]
+fn ssl_verify_full_over_tcp() {
+    let mut db = TempDb::builder().tcp(true).ssl(true).start().unwrap();
+    let ca = db.ssl_files().unwrap().ca_cert.clone();
+    let conninfo = format!(
+        "host=localhost port={} user={} dbname=postgres sslmode=verify-full sslrootcert={}",
+        db.port(),
+        db.superuser(),
+        ca.display()
+    );
+    let ok = psql_as(&db, &conninfo, "");
+    assert!(ok.status.success(), "{}", stderr(&ok));
+
+    db.use_server_cert(ServerCert::WrongHost).unwrap();
+    let wrong = psql_as(&db, &conninfo, "");
+    assert!(!wrong.status.success());
+    assert!(
+        stderr(&wrong).contains("does not match host name \"localhost\""),
+        "{}",
+        stderr(&wrong)
+    );
+
+    // libpq falls back to the common name when a certificate has no SAN.
+    db.use_server_cert(ServerCert::LocalhostNoSan).unwrap();
+    let no_san = psql_as(&db, &conninfo, "");
+    assert!(no_san.status.success(), "{}", stderr(&no_san));
+}
+
+#[test]
+fn client_certificate_authentication() {
+    let db = TempDb::builder()
+        .tcp(true)
+        .ssl(true)
+        .host_auth(AuthMethod::Cert)
+        .host_ssl_only(true)
+        .start()
+        .unwrap();
+    let files = db.ssl_files().unwrap();
+    let base = format!(
+        "host=localhost port={} user={} dbname=postgres sslmode=verify-full sslrootcert={}",
+        db.port(),
+        db.superuser(),
+        files.ca_cert.display()
+    );
+    let with_cert = format!(
+        "{base} sslcert={} sslkey={}",
+        files.client.cert.display(),
+        files.client.key.display()
+    );
+    let ok = psql_as(&db, &with_cert, "");
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    let without = psql_as(&db, &format!("{base} sslcert=/nonexistent"), "");
+    assert!(!without.status.success());
+}
+
+#[test]
+fn keep_leaves_a_running_server_and_a_working_stop_command() {
+    let kept = TempDb::start().unwrap().keep();
+    let pid_file = kept.data_dir.join("postmaster.pid");
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(alive(pid));
+    let psql = Command::new("sh")
+        .arg("-c")
+        .arg(format!("{} -X -A -t -c 'SELECT 7'", kept.connect_command))
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&psql.stdout).trim(),
+        "7",
+        "{}",
+        stderr(&psql)
+    );
+    let stop = Command::new("sh")
+        .arg("-c")
+        .arg(&kept.stop_command)
+        .output()
+        .unwrap();
+    assert!(stop.status.success(), "{}", stderr(&stop));
+    // pg_ctl waited for the shutdown; the postmaster is our child, so reap it.
+    unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+    assert!(!alive(pid));
+    assert!(!kept.root.exists());
+}
