@@ -8,5 +8,7 @@
 pub mod cli;
 pub mod expr;
 pub mod random;
+pub mod report;
 pub mod script;
+pub mod stats;
 pub mod tempdb;

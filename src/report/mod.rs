@@ -1,0 +1,26 @@
+//! Reports: one result model, several renderings.
+//!
+//! [`RunResult::build`] turns the merged statistics of a run and the
+//! resolved options into a [`RunResult`], the single value every output is
+//! rendered from, so the text, the JSON and any later format cannot
+//! disagree:
+//! - [`render_pgbench`] prints pgbench 18's final report, line for line;
+//! - [`render_percentiles`] prints pgbolt's extra percentile lines
+//!   ([`render_text`] prints both, or only pgbench's with `pgbench_output`);
+//! - [`to_json`] writes the model with a `schema_version`, exact sums and
+//!   serialized histograms, and [`from_json`] and [`merge`] read results
+//!   back and add them exactly.
+//!
+//! The model never holds a password or a connection string: only the
+//! options that shape the workload.
+
+pub mod json;
+pub mod model;
+pub mod text;
+
+pub use json::{from_json, merge, to_json};
+pub use model::{
+    CommandResult, Counts, Distribution, IntervalResult, Partitioning, Percentiles, ReportError,
+    RunLimit, RunOptions, RunResult, ScriptInfo, ScriptResult, Series, Timings, SCHEMA_VERSION,
+};
+pub use text::{render_percentiles, render_pgbench, render_text};

@@ -1,0 +1,406 @@
+//! The result model: everything a report shows, in one serializable value.
+
+use serde::{Deserialize, Serialize};
+
+use crate::stats::{
+    Counters, GroupStats, HistogramError, IntervalStats, LatencyHistogram, SimpleStats, ThreadStats,
+};
+
+/// Version of the JSON layout; bumped on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A builtin or file script, as the report names it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScriptInfo {
+    /// `<builtin: TPC-B (sort of)>` or the file name.
+    pub name: String,
+    /// `@weight`.
+    pub weight: u32,
+    /// First line of each command, as `-r` prints it.
+    pub commands: Vec<String>,
+}
+
+/// How the run was bounded.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunLimit {
+    /// `-t`: transactions per client.
+    TransactionsPerClient(u64),
+    /// `-T`: seconds.
+    DurationSeconds(u64),
+}
+
+/// Partitioning of `pgbench_accounts` found in the database.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Partitioning {
+    /// `range` or `hash`.
+    pub method: String,
+    /// Number of partitions.
+    pub partitions: u32,
+}
+
+/// The options of the run as resolved (never a password or connection string).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunOptions {
+    /// Scripts, in the order given.
+    pub scripts: Vec<ScriptInfo>,
+    /// Scaling factor.
+    pub scale: u64,
+    /// Partitioning, when the accounts table is partitioned.
+    pub partitioning: Option<Partitioning>,
+    /// `simple`, `extended` or `prepared`.
+    pub query_mode: String,
+    /// `-c`.
+    pub clients: u32,
+    /// `-j`.
+    pub threads: u32,
+    /// `--max-tries`; 0 means unlimited.
+    pub max_tries: u32,
+    /// `-t` or `-T`.
+    pub limit: RunLimit,
+    /// `-R` in transactions per second.
+    pub rate: Option<f64>,
+    /// `-L` in µs.
+    pub latency_limit_us: Option<i64>,
+    /// `-P` in seconds.
+    pub progress_s: Option<u32>,
+    /// `-C`.
+    pub connect_per_transaction: bool,
+    /// `--failures-detailed`.
+    pub failures_detailed: bool,
+    /// `-r`.
+    pub report_per_command: bool,
+    /// `--continue-on-error`.
+    pub continue_on_error: bool,
+}
+
+impl RunOptions {
+    /// pgbench prints per-script sections when several scripts run.
+    pub fn per_script_stats(&self) -> bool {
+        self.scripts.len() > 1
+    }
+}
+
+/// Run durations, µs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Timings {
+    /// Benchmarking time (tps is computed over it).
+    pub bench_duration_us: i64,
+    /// Time to open the initial connections (without `-C`).
+    pub initial_connection_us: i64,
+    /// Connection time summed over all threads (`-C`).
+    pub total_connection_us: i64,
+}
+
+/// Latency percentiles in milliseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Percentiles {
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p99_9: f64,
+    pub max: f64,
+}
+
+/// A distribution: exact sums plus its histogram.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Distribution {
+    /// Exact count, sums, min and max in µs.
+    pub stats: SimpleStats,
+    /// Mean in ms (null when empty).
+    pub average_ms: Option<f64>,
+    /// Population standard deviation in ms (null when empty).
+    pub stddev_ms: Option<f64>,
+    /// Percentiles from the histogram (null when empty).
+    pub percentiles: Option<Percentiles>,
+    /// HdrHistogram V2 + deflate, base64 (values in µs).
+    pub histogram: String,
+}
+
+impl Distribution {
+    /// Builds from exact sums and a histogram.
+    pub fn new(stats: SimpleStats, histogram: &LatencyHistogram) -> Result<Self, HistogramError> {
+        let empty = stats.count == 0;
+        Ok(Distribution {
+            stats,
+            average_ms: (!empty).then(|| stats.mean_us() / 1000.0),
+            stddev_ms: (!empty).then(|| stats.stddev_us() / 1000.0),
+            percentiles: (!histogram.is_empty()).then(|| percentiles(histogram, stats.max)),
+            histogram: histogram.to_base64()?,
+        })
+    }
+
+    /// The histogram, decoded.
+    pub fn decode_histogram(&self) -> Result<LatencyHistogram, HistogramError> {
+        LatencyHistogram::from_base64(&self.histogram)
+    }
+}
+
+/// p50, p90, p99, p99.9 of a histogram and the exact maximum, in ms.
+///
+/// A histogram reports the highest value of a bucket, which can exceed the
+/// largest value recorded by up to 0.1%; percentiles are capped at the exact
+/// maximum (kept in the sums) so that none exceeds `max`.
+pub fn percentiles(h: &LatencyHistogram, exact_max_us: u64) -> Percentiles {
+    let ms = |q: f64| h.value_at_quantile(q).min(exact_max_us) as f64 / 1000.0;
+    Percentiles {
+        p50: ms(0.5),
+        p90: ms(0.9),
+        p99: ms(0.99),
+        p99_9: ms(0.999),
+        max: exact_max_us as f64 / 1000.0,
+    }
+}
+
+/// Transaction counts with the derived figures pgbench prints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Counts {
+    /// The raw counters.
+    #[serde(flatten)]
+    pub counters: Counters,
+    /// Failed transactions of every kind.
+    pub failed: u64,
+    /// Committed + failed + skipped.
+    pub total: u64,
+    /// Committed transactions slower than `-L`.
+    pub latency_late: u64,
+}
+
+impl Counts {
+    fn new(counters: Counters, latency_late: u64) -> Self {
+        Counts {
+            counters,
+            failed: counters.failures(),
+            total: counters.total(),
+            latency_late,
+        }
+    }
+}
+
+/// Statistics of one command, for `-r`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CommandResult {
+    /// First line of the command.
+    pub command: String,
+    /// Exact elapsed-time sums, µs.
+    pub latency: SimpleStats,
+    /// Average elapsed time in ms (0 when never run, as pgbench prints it).
+    pub average_ms: f64,
+    /// Transactions failed on this command.
+    pub failures: u64,
+    /// Retries after errors on this command.
+    pub retries: u64,
+}
+
+/// Statistics of one script.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScriptResult {
+    /// Name as in the report.
+    pub name: String,
+    /// Weight.
+    pub weight: u32,
+    /// Outcome counts.
+    pub counts: Counts,
+    /// Committed transactions per second.
+    pub tps: f64,
+    /// Latency of committed transactions.
+    pub latency: Distribution,
+    /// Per-command statistics.
+    pub commands: Vec<CommandResult>,
+}
+
+/// One bucket of the time series.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IntervalResult {
+    /// Seconds from the start of the series to the start of the bucket.
+    pub offset_s: f64,
+    /// Committed transactions per second in the bucket.
+    pub tps: f64,
+    /// Average latency in ms (null when nothing committed).
+    pub latency_average_ms: Option<f64>,
+    /// The exact counters and sums.
+    #[serde(flatten)]
+    pub stats: IntervalStats,
+}
+
+/// The per-interval series.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Series {
+    /// Start of the first bucket, µs since the Unix epoch.
+    pub start_us: i64,
+    /// Bucket width in µs.
+    pub width_us: i64,
+    /// The buckets, oldest first.
+    pub intervals: Vec<IntervalResult>,
+}
+
+/// Everything about one run (or several merged runs).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// `pgbolt`.
+    pub tool: String,
+    /// pgbolt's version.
+    pub tool_version: String,
+    /// Number of result files merged into this one (1 for a single run).
+    pub merged_runs: u32,
+    /// Options as resolved.
+    pub options: RunOptions,
+    /// Durations.
+    pub timings: Timings,
+    /// Whether some client aborted (partial results).
+    pub aborted: bool,
+    /// Outcome counts of the whole run.
+    pub counts: Counts,
+    /// Committed transactions per second over the benchmarking time.
+    pub tps: f64,
+    /// Latency from the scheduled start (the actual start without `-R`).
+    pub latency: Distribution,
+    /// Service time, from the actual start.
+    pub service_time: Distribution,
+    /// Schedule lag under `-R`.
+    pub lag: Distribution,
+    /// Per script, in order.
+    pub scripts: Vec<ScriptResult>,
+    /// Time series.
+    pub series: Series,
+}
+
+/// Why a result could not be built, read or merged.
+#[derive(Debug)]
+pub enum ReportError {
+    /// A histogram could not be encoded, decoded or added.
+    Histogram(HistogramError),
+    /// The JSON text is not a result.
+    Json(serde_json::Error),
+    /// The result was written by an incompatible pgbolt.
+    SchemaVersion { found: u32 },
+    /// Results with different scripts cannot be merged.
+    ScriptsDiffer,
+    /// Merging needs at least one result.
+    NothingToMerge,
+}
+
+impl std::fmt::Display for ReportError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReportError::Histogram(e) => e.fmt(f),
+            ReportError::Json(e) => write!(f, "invalid result file: {e}"),
+            ReportError::SchemaVersion { found } => write!(
+                f,
+                "result file has schema version {found}, this pgbolt reads version {SCHEMA_VERSION}"
+            ),
+            ReportError::ScriptsDiffer => {
+                write!(f, "results of runs with different scripts cannot be merged")
+            }
+            ReportError::NothingToMerge => write!(f, "no results to merge"),
+        }
+    }
+}
+
+impl std::error::Error for ReportError {}
+
+impl From<HistogramError> for ReportError {
+    fn from(e: HistogramError) -> Self {
+        ReportError::Histogram(e)
+    }
+}
+
+impl RunResult {
+    /// Builds the result from the merged statistics of all threads.
+    pub fn build(
+        options: RunOptions,
+        timings: Timings,
+        aborted: bool,
+        stats: &ThreadStats,
+    ) -> Result<Self, ReportError> {
+        let seconds = timings.bench_duration_us as f64 / 1_000_000.0;
+        let total = &stats.total;
+        let empty = LatencyHistogram::new();
+        let service = total.service_histogram.as_ref().unwrap_or(&empty);
+        let lag = total.lag_histogram.as_ref().unwrap_or(&empty);
+        let mut scripts = Vec::with_capacity(options.scripts.len());
+        for (i, info) in options.scripts.iter().enumerate() {
+            let group = stats.scripts.get(i);
+            let commands = stats.commands.get(i).map(Vec::as_slice).unwrap_or(&[]);
+            scripts.push(script_result(info, group, commands, seconds)?);
+        }
+        Ok(RunResult {
+            schema_version: SCHEMA_VERSION,
+            tool: "pgbolt".to_string(),
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            merged_runs: 1,
+            counts: Counts::new(total.counts, total.latency_late),
+            tps: total.counts.committed as f64 / seconds,
+            latency: Distribution::new(total.latency, &total.latency_histogram)?,
+            service_time: Distribution::new(total.service, service)?,
+            lag: Distribution::new(total.lag, lag)?,
+            scripts,
+            series: series(&stats.series),
+            options,
+            timings,
+            aborted,
+        })
+    }
+}
+
+fn script_result(
+    info: &ScriptInfo,
+    group: Option<&GroupStats>,
+    commands: &[crate::stats::CommandStats],
+    seconds: f64,
+) -> Result<ScriptResult, ReportError> {
+    let empty = LatencyHistogram::new();
+    let (counters, late, latency, histogram) = match group {
+        Some(g) => (g.counts, g.latency_late, g.latency, &g.latency_histogram),
+        None => (Counters::default(), 0, SimpleStats::default(), &empty),
+    };
+    let commands = info
+        .commands
+        .iter()
+        .enumerate()
+        .map(|(i, text)| command_result(text, commands.get(i).copied().unwrap_or_default()))
+        .collect();
+    Ok(ScriptResult {
+        name: info.name.clone(),
+        weight: info.weight,
+        counts: Counts::new(counters, late),
+        tps: counters.committed as f64 / seconds,
+        latency: Distribution::new(latency, histogram)?,
+        commands,
+    })
+}
+
+pub(crate) fn command_result(text: &str, c: crate::stats::CommandStats) -> CommandResult {
+    CommandResult {
+        command: text.to_string(),
+        average_ms: if c.latency.count > 0 {
+            c.latency.mean_us() / 1000.0
+        } else {
+            0.0
+        },
+        latency: c.latency,
+        failures: c.failures,
+        retries: c.retries,
+    }
+}
+
+pub(crate) fn series(s: &crate::stats::IntervalSeries) -> Series {
+    let width_s = s.width_us() as f64 / 1_000_000.0;
+    Series {
+        start_us: s.start_us(),
+        width_us: s.width_us(),
+        intervals: s
+            .buckets()
+            .iter()
+            .enumerate()
+            .map(|(i, b)| IntervalResult {
+                offset_s: i as f64 * width_s,
+                tps: b.counts.committed as f64 / width_s,
+                latency_average_ms: (b.latency.count > 0).then(|| b.latency.mean_us() / 1000.0),
+                stats: *b,
+            })
+            .collect(),
+    }
+}

@@ -1,0 +1,36 @@
+//! Measurement: what the benchmark engine records while it runs.
+//!
+//! Each worker thread owns a [`ThreadStats`] and, with `-l`, a
+//! [`TransactionLog`]; neither is shared, so the hot path takes no lock, and
+//! both are allocated before the run, so recording allocates nothing. After
+//! the run the per-thread recorders are merged ([`ThreadStats::merge`]) and
+//! handed to [`crate::report`].
+//!
+//! Two kinds of numbers are kept, for two purposes:
+//! - exact integer sums ([`SimpleStats`]: count, sum, sum of squares, min,
+//!   max in µs), from which pgbench's averages, standard deviations,
+//!   progress lines and aggregate log lines are computed, so pgbolt prints
+//!   the same figures pgbench would from the same transactions;
+//! - HDR histograms ([`LatencyHistogram`]), which pgbench does not have,
+//!   for percentiles: fixed memory, 0.1% precision, exact merging.
+//!
+//! Memory is constant over any run length: histograms have fixed bounds and
+//! the per-interval series coarsens instead of growing ([`IntervalSeries`]).
+
+pub mod cfmt;
+pub mod histogram;
+pub mod interval;
+pub mod log;
+pub mod progress;
+pub mod recorder;
+pub mod simple;
+
+pub use histogram::{HistogramError, LatencyHistogram};
+pub use interval::{IntervalSeries, IntervalStats};
+pub use log::{log_file_name, LogEntry, LogError, LogOptions, TransactionLog};
+pub use progress::{ProgressOptions, ProgressReporter};
+pub use recorder::{
+    CommandStats, Counters, FailureKind, GroupStats, MergeError, Outcome, Snapshot, StatsLayout,
+    ThreadStats, Transaction,
+};
+pub use simple::SimpleStats;
