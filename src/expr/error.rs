@@ -12,8 +12,9 @@ pub enum ExprErrorKind {
     UnexpectedFunctionName,
     AtLeastOneArgumentExpected,
     UnexpectedNumberOfArguments,
-    /// pgbolt's own limit on nesting (pgbench runs out of parser stack at a
-    /// similar depth and reports "memory exhausted").
+    /// pgbolt's own limit of 256 nested parentheses, prefix operators,
+    /// calls and CASEs (pgbench's parser runs out of stack some thousands
+    /// of levels deep and reports "memory exhausted").
     TooDeeplyNested,
 }
 

@@ -5,8 +5,8 @@
 //! into SQL; error messages use `%f`. C's `printf` and Rust's formatter both
 //! round the exact binary value correctly, so the digits agree; what is
 //! reproduced here is `%g`'s choice of notation, its trimming of trailing
-//! zeros, its exponent form (`e+20`, `e-05`) and glibc's `inf`/`nan`
-//! spellings. Formatting goes through a stack buffer: nothing is allocated.
+//! zeros, its exponent form (`e+20`, `e-05`) and PostgreSQL's spellings
+//! `Infinity`, `-Infinity` and `NaN` (whatever the sign of the NaN). Formatting goes through a stack buffer: nothing is allocated.
 
 use std::fmt::{self, Write};
 
@@ -44,12 +44,13 @@ impl Write for StackBuf {
     }
 }
 
-/// glibc's spelling of non-finite values, or None for finite ones.
+/// PostgreSQL's spelling of non-finite values (its own `snprintf` writes
+/// them, not the C library's), or None for finite ones.
 fn non_finite(x: f64) -> Option<&'static str> {
     if x.is_nan() {
-        Some(if x.is_sign_negative() { "-nan" } else { "nan" })
+        Some("NaN")
     } else if x.is_infinite() {
-        Some(if x < 0.0 { "-inf" } else { "inf" })
+        Some(if x < 0.0 { "-Infinity" } else { "Infinity" })
     } else {
         None
     }
@@ -126,10 +127,10 @@ mod tests {
             (1e100, "1e+100"),
             (-2.5e300, "-2.5e+300"),
             (9.999999999999999e14, "1e+15"),
-            (f64::INFINITY, "inf"),
-            (f64::NEG_INFINITY, "-inf"),
-            (f64::NAN, "nan"),
-            (-f64::NAN, "-nan"),
+            (f64::INFINITY, "Infinity"),
+            (f64::NEG_INFINITY, "-Infinity"),
+            (f64::NAN, "NaN"),
+            (-f64::NAN, "NaN"),
             (5e-324, "4.94065645841247e-324"),
             (f64::MAX, "1.79769313486232e+308"),
         ];
@@ -143,6 +144,6 @@ mod tests {
         assert_eq!(PgFixed(2.0).to_string(), "2.000000");
         assert_eq!(PgFixed(-1.5).to_string(), "-1.500000");
         assert_eq!(PgFixed(1e20).to_string(), "100000000000000000000.000000");
-        assert_eq!(PgFixed(f64::NAN).to_string(), "nan");
+        assert_eq!(PgFixed(f64::NAN).to_string(), "NaN");
     }
 }

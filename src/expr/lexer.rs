@@ -219,11 +219,12 @@ impl<'a> Lexer<'a> {
             b')' => (Tok::RParen, 1),
             b',' => (Tok::Comma, 1),
             _ => {
+                self.pos = start + 1;
                 return Err(ExprError::new(
                     ExprErrorKind::UnexpectedCharacter,
                     Some(String::from_utf8_lossy(&[b]).into_owned()),
                     start,
-                ))
+                ));
             }
         };
         self.pos = start + len;
@@ -232,6 +233,22 @@ impl<'a> Lexer<'a> {
             start,
             end: self.pos,
         })
+    }
+
+    /// What pgbench finally reports after finding `first`: before printing
+    /// the line it lexes the rest of it, and a lexical error found there
+    /// (an unexpected character, a constant overflow) is reported instead,
+    /// the last one winning. So `1 2 $` is an unexpected `$`, not a syntax
+    /// error at `2`, and `'abc'` is an unexpected `'` at the closing quote.
+    pub fn last_error(&mut self, first: ExprError) -> ExprError {
+        let mut error = first;
+        loop {
+            match self.next_token() {
+                Ok(Token { kind: Tok::End, .. }) => return error,
+                Ok(_) => {}
+                Err(e) => error = e,
+            }
+        }
     }
 
     /// Integers, doubles and the special `9223372036854775808`.

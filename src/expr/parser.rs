@@ -11,7 +11,9 @@
 //! `x ISNULL` is `x IS NULL`, `x NOTNULL` is `NOT (x IS NULL)`.
 //!
 //! Errors are raised at the token where pgbench's parser raises them (see
-//! the lexer's module doc), with pgbench's message and detail.
+//! the lexer's module doc), with pgbench's message and detail; then, as
+//! pgbench does, the rest of the line is lexed and a lexical error found
+//! there replaces the first error.
 
 use super::error::{ExprError, ExprErrorKind};
 use super::func::{self, Arity, Func};
@@ -19,8 +21,9 @@ use super::lexer::{Lexer, Tok, Token};
 use super::Value;
 use crate::script::vars::VarNames;
 
-/// Deepest nesting of the syntax tree accepted.
-pub(crate) const MAX_DEPTH: usize = 1000;
+/// Deepest nesting of parentheses, prefix operators, function calls and
+/// CASE accepted (the parser recurses once per level).
+pub(crate) const MAX_NESTING: usize = 256;
 
 /// A node of the syntax tree; children are indices into `Ast::nodes`.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,7 +37,6 @@ pub(crate) enum Node {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Ast {
     pub nodes: Vec<Node>,
-    depth: Vec<usize>,
 }
 
 const PREC_OR: u8 = 1;
@@ -96,12 +98,19 @@ impl<'a, 'v> Parser<'a, 'v> {
 
     /// Parses the whole text as one expression; returns the tree and its root.
     pub fn parse(mut self) -> Result<(Ast, usize), ExprError> {
+        match self.whole() {
+            Ok(root) => Ok((self.ast, root)),
+            Err(e) => Err(self.lexer.last_error(e)),
+        }
+    }
+
+    fn whole(&mut self) -> Result<usize, ExprError> {
         let root = self.expr(0)?;
         let tok = self.peek()?;
         if tok.kind != Tok::End {
             return Err(syntax_error(&tok));
         }
-        Ok((self.ast, root))
+        Ok(root)
     }
 
     fn peek(&mut self) -> Result<Token, ExprError> {
@@ -129,34 +138,22 @@ impl<'a, 'v> Parser<'a, 'v> {
         Ok(tok)
     }
 
-    fn add(&mut self, node: Node, at: &Token) -> Result<usize, ExprError> {
-        let depth = match &node {
-            Node::Call(_, args) => 1 + args.iter().map(|&a| self.ast.depth[a]).max().unwrap_or(0),
-            _ => 1,
-        };
-        if depth > MAX_DEPTH {
-            return Err(ExprError::new(
-                ExprErrorKind::TooDeeplyNested,
-                None,
-                at.error_column(),
-            ));
-        }
+    fn add(&mut self, node: Node) -> usize {
         self.ast.nodes.push(node);
-        self.ast.depth.push(depth);
-        Ok(self.ast.nodes.len() - 1)
+        self.ast.nodes.len() - 1
     }
 
-    fn constant(&mut self, value: Value, at: &Token) -> Result<usize, ExprError> {
-        self.add(Node::Const(value), at)
+    fn constant(&mut self, value: Value) -> usize {
+        self.add(Node::Const(value))
     }
 
-    fn call(&mut self, f: Func, args: Vec<usize>, at: &Token) -> Result<usize, ExprError> {
-        self.add(Node::Call(f, args), at)
+    fn call(&mut self, f: Func, args: Vec<usize>) -> usize {
+        self.add(Node::Call(f, args))
     }
 
     fn expr(&mut self, min_prec: u8) -> Result<usize, ExprError> {
         self.nesting += 1;
-        if self.nesting > MAX_DEPTH {
+        if self.nesting > MAX_NESTING {
             let tok = self.peek()?;
             return Err(ExprError::new(
                 ExprErrorKind::TooDeeplyNested,
@@ -180,7 +177,7 @@ impl<'a, 'v> Parser<'a, 'v> {
                 self.advance()?;
                 let rhs = self.expr(prec + 1)?;
                 let args = if swap { vec![rhs, lhs] } else { vec![lhs, rhs] };
-                lhs = self.call(f, args, &tok)?;
+                lhs = self.call(f, args);
                 if prec == PREC_CMP {
                     let next = self.peek()?;
                     if binary(&next.kind).is_some_and(|(p, _, _)| p == PREC_CMP) {
@@ -194,8 +191,8 @@ impl<'a, 'v> Parser<'a, 'v> {
             }
             self.advance()?;
             lhs = match tok.kind {
-                Tok::IsNull => self.is(lhs, Value::Null, false, &tok)?,
-                Tok::NotNull => self.is(lhs, Value::Null, true, &tok)?,
+                Tok::IsNull => self.is(lhs, Value::Null, false),
+                Tok::NotNull => self.is(lhs, Value::Null, true),
                 _ => {
                     let mut operand = self.advance()?;
                     let negated = operand.kind == Tok::Not;
@@ -207,39 +204,33 @@ impl<'a, 'v> Parser<'a, 'v> {
                         Tok::Bool(b) => Value::Bool(b),
                         _ => return Err(syntax_error(&operand)),
                     };
-                    self.is(lhs, value, negated, &operand)?
+                    self.is(lhs, value, negated)
                 }
             };
         }
     }
 
     /// `x IS value`, or `NOT (x IS value)`.
-    fn is(
-        &mut self,
-        lhs: usize,
-        value: Value,
-        negated: bool,
-        at: &Token,
-    ) -> Result<usize, ExprError> {
-        let rhs = self.constant(value, at)?;
-        let is = self.call(Func::Is, vec![lhs, rhs], at)?;
+    fn is(&mut self, lhs: usize, value: Value, negated: bool) -> usize {
+        let rhs = self.constant(value);
+        let is = self.call(Func::Is, vec![lhs, rhs]);
         if negated {
-            self.call(Func::Not, vec![is], at)
+            self.call(Func::Not, vec![is])
         } else {
-            Ok(is)
+            is
         }
     }
 
     fn prefix(&mut self) -> Result<usize, ExprError> {
         let tok = self.advance()?;
         match tok.kind {
-            Tok::Int(i) => self.constant(Value::Int(i), &tok),
-            Tok::Double(d) => self.constant(Value::Double(d), &tok),
-            Tok::Bool(b) => self.constant(Value::Bool(b), &tok),
-            Tok::Null => self.constant(Value::Null, &tok),
+            Tok::Int(i) => Ok(self.constant(Value::Int(i))),
+            Tok::Double(d) => Ok(self.constant(Value::Double(d))),
+            Tok::Bool(b) => Ok(self.constant(Value::Bool(b))),
+            Tok::Null => Ok(self.constant(Value::Null)),
             Tok::Variable(ref name) => {
                 let slot = self.vars.slot(name);
-                self.add(Node::Var(slot), &tok)
+                Ok(self.add(Node::Var(slot)))
             }
             Tok::Ident(ref name) => self.function(name, &tok),
             Tok::LParen => {
@@ -251,21 +242,21 @@ impl<'a, 'v> Parser<'a, 'v> {
             Tok::Plus => self.expr(PREC_UNARY),
             Tok::Minus => {
                 if self.peek()?.kind == Tok::MaxIntPlusOne {
-                    let min = self.advance()?;
-                    return self.constant(Value::Int(i64::MIN), &min);
+                    self.advance()?;
+                    return Ok(self.constant(Value::Int(i64::MIN)));
                 }
-                let zero = self.constant(Value::Int(0), &tok)?;
+                let zero = self.constant(Value::Int(0));
                 let operand = self.expr(PREC_UNARY)?;
-                self.call(Func::Sub, vec![zero, operand], &tok)
+                Ok(self.call(Func::Sub, vec![zero, operand]))
             }
             Tok::Tilde => {
-                let ones = self.constant(Value::Int(-1), &tok)?;
+                let ones = self.constant(Value::Int(-1));
                 let operand = self.expr(PREC_BIT + 1)?;
-                self.call(Func::BitXor, vec![ones, operand], &tok)
+                Ok(self.call(Func::BitXor, vec![ones, operand]))
             }
             Tok::Not => {
                 let operand = self.expr(PREC_NOT + 1)?;
-                self.call(Func::Not, vec![operand], &tok)
+                Ok(self.call(Func::Not, vec![operand]))
             }
             _ => Err(syntax_error(&tok)),
         }
@@ -284,6 +275,11 @@ impl<'a, 'v> Parser<'a, 'v> {
         self.expect(Tok::LParen)?;
         let mut args = Vec::new();
         if self.peek()?.kind != Tok::RParen {
+            // pgbench's grammar lets an empty list be followed by `, expr`:
+            // `f(, 1)` is `f(1)`.
+            if self.peek()?.kind == Tok::Comma {
+                self.advance()?;
+            }
             loop {
                 args.push(self.expr(0)?);
                 if self.peek()?.kind != Tok::Comma {
@@ -314,12 +310,12 @@ impl<'a, 'v> Parser<'a, 'v> {
                 }
                 if args.len() == min {
                     let slot = self.vars.slot("default_seed");
-                    args.push(self.add(Node::Var(slot), &close)?);
+                    args.push(self.add(Node::Var(slot)));
                 }
             }
             _ => {}
         }
-        self.call(f, args, &close)
+        Ok(self.call(f, args))
     }
 
     /// `CASE WHEN c THEN v [WHEN ...] [ELSE e] END` as a call with arguments
@@ -336,12 +332,12 @@ impl<'a, 'v> Parser<'a, 'v> {
                 Tok::When => continue,
                 Tok::Else => {
                     args.push(self.expr(0)?);
-                    let end = self.expect(Tok::EndKw)?;
-                    return self.call(Func::Case, args, &end);
+                    self.expect(Tok::EndKw)?;
+                    return Ok(self.call(Func::Case, args));
                 }
                 Tok::EndKw => {
-                    args.push(self.constant(Value::Null, &tok)?);
-                    return self.call(Func::Case, args, &tok);
+                    args.push(self.constant(Value::Null));
+                    return Ok(self.call(Func::Case, args));
                 }
                 _ => return Err(syntax_error(&tok)),
             }

@@ -39,68 +39,104 @@ pub struct Expr {
     pub(crate) max_stack: usize,
 }
 
+/// One step of the compiler's explicit work list (it does not recurse, so
+/// no expression is too long to compile).
+enum Work {
+    Visit(usize),
+    Emit(Op, isize),
+    /// Emit a jump whose target is set by the matching `Land`.
+    Jump(fn(usize) -> Op, isize, usize),
+    /// The current position is the target of jump number `.0`.
+    Land(usize),
+}
+
 struct Compiler {
     ops: Vec<Op>,
     depth: usize,
     max_stack: usize,
+    /// Index in `ops` of each jump, by jump number.
+    jumps: Vec<usize>,
 }
 
 impl Compiler {
-    fn push(&mut self, op: Op, stack_change: isize) {
+    fn emit(&mut self, op: Op, stack_change: isize) {
         self.ops.push(op);
         self.depth = self.depth.saturating_add_signed(stack_change);
         self.max_stack = self.max_stack.max(self.depth);
     }
 
-    /// Emits a jump with a target to be patched; returns its index.
-    fn jump(&mut self, op: fn(usize) -> Op, stack_change: isize) -> usize {
-        self.push(op(usize::MAX), stack_change);
-        self.ops.len() - 1
+    fn new_jump(&mut self) -> usize {
+        self.jumps.push(usize::MAX);
+        self.jumps.len() - 1
     }
 
-    fn patch(&mut self, at: usize) {
-        let target = self.ops.len();
-        match &mut self.ops[at] {
-            Op::And(t) | Op::Or(t) | Op::When(t) | Op::Jump(t) => *t = target,
-            _ => {}
-        }
-    }
-
-    fn emit(&mut self, ast: &Ast, node: usize) {
+    /// The steps for one node, in execution order.
+    fn steps(&mut self, ast: &Ast, node: usize, out: &mut Vec<Work>) {
         match &ast.nodes[node] {
-            Node::Const(v) => self.push(Op::Push(*v), 1),
-            Node::Var(slot) => self.push(Op::Var(*slot), 1),
+            Node::Const(v) => out.push(Work::Emit(Op::Push(*v), 1)),
+            Node::Var(slot) => out.push(Work::Emit(Op::Var(*slot), 1)),
             Node::Call(f @ (Func::And | Func::Or), args) => {
-                self.emit(ast, args[0]);
+                let skip = self.new_jump();
                 let lazy = if *f == Func::And { Op::And } else { Op::Or };
-                let skip = self.jump(lazy, -1);
-                self.emit(ast, args[1]);
-                self.push(Op::ToBool, 0);
-                self.patch(skip);
+                out.extend([
+                    Work::Visit(args[0]),
+                    Work::Jump(lazy, -1, skip),
+                    Work::Visit(args[1]),
+                    Work::Emit(Op::ToBool, 0),
+                    Work::Land(skip),
+                ]);
             }
             Node::Call(Func::Case, args) => {
                 let (pairs, otherwise) = args.split_at(args.len() - 1);
                 let mut ends = Vec::new();
                 for pair in pairs.chunks(2) {
-                    self.emit(ast, pair[0]);
-                    let next = self.jump(Op::When, -1);
-                    self.emit(ast, pair[1]);
-                    ends.push(self.jump(Op::Jump, -1));
-                    self.patch(next);
+                    let next = self.new_jump();
+                    let end = self.new_jump();
+                    ends.push(end);
+                    out.extend([
+                        Work::Visit(pair[0]),
+                        Work::Jump(Op::When, -1, next),
+                        Work::Visit(pair[1]),
+                        Work::Jump(Op::Jump, -1, end),
+                        Work::Land(next),
+                    ]);
                 }
-                self.emit(ast, otherwise[0]);
-                for end in ends {
-                    self.patch(end);
-                }
+                out.push(Work::Visit(otherwise[0]));
+                out.extend(ends.into_iter().map(Work::Land));
             }
             Node::Call(f, args) => {
-                for &arg in args.iter().take(MAX_FARGS) {
-                    self.emit(ast, arg);
-                }
-                if args.len() > MAX_FARGS {
-                    self.push(Op::TooManyArgs, 0);
+                out.extend(args.iter().take(MAX_FARGS).map(|&a| Work::Visit(a)));
+                out.push(if args.len() > MAX_FARGS {
+                    Work::Emit(Op::TooManyArgs, 0)
                 } else {
-                    self.push(Op::Call(*f, args.len()), 1 - args.len() as isize);
+                    Work::Emit(Op::Call(*f, args.len()), 1 - args.len() as isize)
+                });
+            }
+        }
+    }
+
+    fn run(&mut self, ast: &Ast, root: usize) {
+        let mut todo = vec![Work::Visit(root)];
+        let mut steps = Vec::new();
+        while let Some(work) = todo.pop() {
+            match work {
+                Work::Visit(node) => {
+                    steps.clear();
+                    self.steps(ast, node, &mut steps);
+                    todo.extend(steps.drain(..).rev());
+                }
+                Work::Emit(op, change) => self.emit(op, change),
+                Work::Jump(op, change, number) => {
+                    self.jumps[number] = self.ops.len();
+                    self.emit(op(usize::MAX), change);
+                }
+                Work::Land(number) => {
+                    let target = self.ops.len();
+                    if let Some(Op::And(t) | Op::Or(t) | Op::When(t) | Op::Jump(t)) =
+                        self.ops.get_mut(self.jumps[number])
+                    {
+                        *t = target;
+                    }
                 }
             }
         }
@@ -113,8 +149,9 @@ impl Expr {
             ops: Vec::new(),
             depth: 0,
             max_stack: 0,
+            jumps: Vec::new(),
         };
-        c.emit(ast, root);
+        c.run(ast, root);
         Expr {
             ops: c.ops,
             max_stack: c.max_stack,

@@ -100,9 +100,10 @@ impl PrngState {
 
     /// pgbench's `getGaussianRand`; `parameter` >= 2.
     pub fn gaussian(&mut self, min: i64, max: i64, parameter: f64) -> i64 {
+        // pgbench's loop condition, so that a NaN parameter ends the loop.
         let stdev = loop {
             let s = self.next_normal();
-            if s >= -parameter && s < parameter {
+            if !(s < -parameter || s >= parameter) {
                 break s;
             }
         };
@@ -110,7 +111,8 @@ impl PrngState {
         min.wrapping_add(c_trunc(span(min, max) as f64 * rand))
     }
 
-    /// pgbench's `getZipfianRand`; `s` in [1.001, 1000].
+    /// pgbench's `getZipfianRand`; `s` in [1.001, 1000] (with NaN, the
+    /// rejection loop would never end).
     pub fn zipfian(&mut self, min: i64, max: i64, s: f64) -> i64 {
         let n = span(min, max);
         min.wrapping_sub(1)

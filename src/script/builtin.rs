@@ -1,0 +1,146 @@
+//! Builtin scripts, script files and `@weight` suffixes.
+
+use std::io::Read;
+
+use super::error::ScriptError;
+use super::parse::parse_script;
+use super::vars::VarNames;
+use super::Script;
+
+/// The most scripts (`-b`, `-f`, `-N`, `-S`) one run may use.
+pub const MAX_SCRIPTS: usize = 128;
+
+/// A script compiled into pgbolt, chosen with `-b`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Builtin {
+    /// The name given to `-b` and `--show-script`.
+    pub name: &'static str,
+    /// The script's name in reports.
+    pub description: &'static str,
+    pub text: &'static str,
+}
+
+/// pgbench's builtin scripts, word for word.
+pub const BUILTINS: [Builtin; 3] = [
+    Builtin {
+        name: "tpcb-like",
+        description: "<builtin: TPC-B (sort of)>",
+        text: "\\set aid random(1, 100000 * :scale)\n\
+               \\set bid random(1, 1 * :scale)\n\
+               \\set tid random(1, 10 * :scale)\n\
+               \\set delta random(-5000, 5000)\n\
+               BEGIN;\n\
+               UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;\n\
+               SELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n\
+               UPDATE pgbench_tellers SET tbalance = tbalance + :delta WHERE tid = :tid;\n\
+               UPDATE pgbench_branches SET bbalance = bbalance + :delta WHERE bid = :bid;\n\
+               INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :aid, :delta, CURRENT_TIMESTAMP);\n\
+               END;\n",
+    },
+    Builtin {
+        name: "simple-update",
+        description: "<builtin: simple update>",
+        text: "\\set aid random(1, 100000 * :scale)\n\
+               \\set bid random(1, 1 * :scale)\n\
+               \\set tid random(1, 10 * :scale)\n\
+               \\set delta random(-5000, 5000)\n\
+               BEGIN;\n\
+               UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;\n\
+               SELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n\
+               INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :aid, :delta, CURRENT_TIMESTAMP);\n\
+               END;\n",
+    },
+    Builtin {
+        name: "select-only",
+        description: "<builtin: select only>",
+        text: "\\set aid random(1, 100000 * :scale)\n\
+               SELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n",
+    },
+];
+
+/// The builtin named `name` or by an unambiguous prefix of its name.
+pub fn find_builtin(name: &str) -> Result<&'static Builtin, ScriptError> {
+    let mut found = BUILTINS.iter().filter(|b| b.name.starts_with(name));
+    match (found.next(), found.count()) {
+        (Some(builtin), 0) => Ok(builtin),
+        (None, _) => Err(ScriptError::UnknownBuiltin {
+            name: name.to_owned(),
+        }),
+        (Some(_), more) => Err(ScriptError::AmbiguousBuiltin {
+            name: name.to_owned(),
+            matches: more + 1,
+        }),
+    }
+}
+
+/// What `-b list` writes to standard error (before exiting with 0).
+pub fn list_builtins() -> String {
+    let mut out = String::from("Available builtin scripts:\n");
+    for b in &BUILTINS {
+        out.push_str(&format!("  {:>13}: {}\n", b.name, b.description));
+    }
+    out.push('\n');
+    out
+}
+
+/// What `--show-script=name` writes to standard error (before exiting
+/// with 0).
+pub fn show_builtin(name: &str) -> Result<String, ScriptError> {
+    let b = find_builtin(name)?;
+    Ok(format!("-- {}: {}\n{}\n", b.name, b.description, b.text))
+}
+
+/// Parse a builtin script.
+pub fn load_builtin(
+    builtin: &Builtin,
+    weight: u32,
+    vars: &mut VarNames,
+) -> Result<Script, ScriptError> {
+    parse_script(builtin.description, builtin.text, weight, vars)
+}
+
+/// Read and parse a script file; `-` reads standard input.
+pub fn load_file(path: &str, weight: u32, vars: &mut VarNames) -> Result<Script, ScriptError> {
+    let mut bytes = Vec::new();
+    let read = if path == "-" {
+        std::io::stdin().lock().read_to_end(&mut bytes)
+    } else {
+        let mut file = std::fs::File::open(path).map_err(|source| ScriptError::Open {
+            path: path.to_owned(),
+            source,
+        })?;
+        file.read_to_end(&mut bytes)
+    };
+    read.map_err(|source| ScriptError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let text = String::from_utf8(bytes).map_err(|_| ScriptError::NotUtf8 {
+        path: path.to_owned(),
+    })?;
+    parse_script(path, &text, weight, vars)
+}
+
+/// Split `name[@weight]` as `-b` and `-f` take it, at the last `@`. The
+/// weight is read like C's `strtol`: leading spaces and a sign are allowed,
+/// nothing may follow the digits.
+pub fn parse_weight(option: &str) -> Result<(&str, u32), ScriptError> {
+    let Some(at) = option.rfind('@') else {
+        return Ok((option, 1));
+    };
+    let (name, spec) = (&option[..at], &option[at..]);
+    let invalid = || ScriptError::InvalidWeight {
+        spec: spec.to_owned(),
+    };
+    let number = spec[1..].trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    let digits = number.strip_prefix(['+', '-']).unwrap_or(number);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(invalid());
+    }
+    let weight: i64 = number.parse().map_err(|_| invalid())?;
+    u32::try_from(weight)
+        .ok()
+        .filter(|&w| w <= i32::MAX as u32)
+        .map(|w| (name, w))
+        .ok_or(ScriptError::WeightOutOfRange { weight })
+}
