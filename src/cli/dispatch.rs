@@ -15,13 +15,15 @@ use super::help;
 pub enum RunError {
     /// The named feature is not implemented yet.
     Unsupported(&'static str),
+    /// The benchmark could not start.
+    Engine(String),
 }
 
 impl RunError {
     /// The exit status pgbench uses for this kind of failure.
     pub fn exit_code(&self) -> i32 {
         match self {
-            RunError::Unsupported(_) => 1,
+            RunError::Unsupported(_) | RunError::Engine(_) => 1,
         }
     }
 }
@@ -30,6 +32,7 @@ impl fmt::Display for RunError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RunError::Unsupported(feature) => write!(f, "{feature} is not supported yet"),
+            RunError::Engine(text) => f.write_str(text),
         }
     }
 }
@@ -61,14 +64,16 @@ fn initialize(config: &Config, _init: &Init) -> Result<i32, RunError> {
 }
 
 fn run_benchmark(config: &Config, benchmark: &Benchmark) -> Result<i32, RunError> {
-    unsupported_common(config)?;
-    if benchmark.json.is_some() {
-        return Err(RunError::Unsupported("--json"));
+    if config.temp_instance.is_some() {
+        return Err(RunError::Unsupported("--temp-instance"));
     }
-    if benchmark.pgbench_output {
-        return Err(RunError::Unsupported("--pgbench-output"));
+    if config.io == IoMethod::Uring {
+        return Err(RunError::Unsupported("--io=uring"));
     }
-    Err(RunError::Unsupported("running a benchmark"))
+    if benchmark.progress.is_some() {
+        return Err(RunError::Unsupported("-P/--progress"));
+    }
+    crate::engine::run(config, benchmark).map_err(|e| RunError::Engine(e.to_string()))
 }
 
 /// Options shared by both modes that have no implementation yet.

@@ -1,0 +1,99 @@
+//! What the worker threads share: the start gate (pgbench's barrier), the
+//! end of a timed run, and the flags that stop the run. Nothing here is
+//! touched per transaction.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
+
+use super::error::EngineError;
+use super::signals;
+
+#[derive(Default)]
+struct Gate {
+    arrived: usize,
+    failed: bool,
+    error: Option<EngineError>,
+}
+
+pub struct Shared {
+    threads: usize,
+    gate: Mutex<Gate>,
+    opened: Condvar,
+    /// `-T`: when the run ends, µs since the epoch.
+    pub end_us: Option<i64>,
+    exit_on_abort: AtomicBool,
+    /// The thread whose client aborted first under `--exit-on-abort`.
+    abort_thread: AtomicUsize,
+}
+
+impl Shared {
+    pub fn new(threads: usize, end_us: Option<i64>) -> Shared {
+        Shared {
+            threads,
+            gate: Mutex::new(Gate::default()),
+            opened: Condvar::new(),
+            end_us,
+            exit_on_abort: AtomicBool::new(false),
+            abort_thread: AtomicUsize::new(usize::MAX),
+        }
+    }
+
+    /// Waits until every thread has connected its clients; false when one
+    /// of them failed (the run does not start).
+    pub fn wait_start(&self) -> bool {
+        let Ok(mut gate) = self.gate.lock() else {
+            return false;
+        };
+        gate.arrived += 1;
+        if gate.arrived == self.threads {
+            self.opened.notify_all();
+        }
+        while gate.arrived < self.threads && !gate.failed {
+            gate = match self.opened.wait(gate) {
+                Ok(g) => g,
+                Err(_) => return false,
+            };
+        }
+        !gate.failed
+    }
+
+    /// Reports a failure before the start; the first one is kept.
+    pub fn fail_start(&self, error: EngineError) {
+        if let Ok(mut gate) = self.gate.lock() {
+            gate.failed = true;
+            gate.error.get_or_insert(error);
+        }
+        self.opened.notify_all();
+    }
+
+    pub fn take_start_error(&self) -> Option<EngineError> {
+        self.gate.lock().ok().and_then(|mut g| g.error.take())
+    }
+
+    pub fn stop_requested(&self) -> bool {
+        signals::stop_requested() || self.exit_on_abort.load(Ordering::Relaxed)
+    }
+
+    pub fn trigger_exit_on_abort(&self, tid: usize) {
+        let _ = self.abort_thread.compare_exchange(
+            usize::MAX,
+            tid,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
+        self.exit_on_abort.store(true, Ordering::Relaxed);
+        signals::wake();
+    }
+
+    pub fn exit_on_abort_triggered(&self) -> bool {
+        self.exit_on_abort.load(Ordering::Relaxed)
+    }
+
+    /// The thread named in `Run was aborted due to an error in thread N`.
+    pub fn abort_thread(&self) -> Option<usize> {
+        match self.abort_thread.load(Ordering::Relaxed) {
+            usize::MAX => None,
+            t => Some(t),
+        }
+    }
+}
