@@ -397,7 +397,7 @@ fn sigint_prints_the_results_so_far() {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let started = std::time::Instant::now();
     let out = loop {
-        if let Some(_) = child.try_wait().expect("wait") {
+        if child.try_wait().expect("wait").is_some() {
             break child.wait_with_output().expect("output");
         }
         if started.elapsed() > std::time::Duration::from_secs(20) {
