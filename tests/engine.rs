@@ -418,3 +418,50 @@ fn sigint_prints_the_results_so_far() {
         stderr(&out)
     );
 }
+
+#[test]
+fn progress_lines_and_transaction_logs() {
+    let db = database(Some(1));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let prefix = dir.path().join("tx").to_string_lossy().into_owned();
+    let out = pgbolt(
+        &db,
+        &[
+            "-n",
+            "-S",
+            "-T",
+            "3",
+            "-c",
+            "2",
+            "-j",
+            "2",
+            "-P",
+            "1",
+            "-l",
+            "--log-prefix",
+            &prefix,
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let progress: Vec<String> = stderr(&out)
+        .lines()
+        .filter(|l| l.starts_with("progress: "))
+        .map(str::to_owned)
+        .collect();
+    assert!(progress.len() >= 2, "{}", stderr(&out));
+    let shape = regex::Regex::new(
+        r"^progress: \d+\.\d s, \d+\.\d tps, lat \d+\.\d{3} ms stddev \d+\.\d{3}, 0 failed$",
+    )
+    .expect("regex");
+    assert!(progress.iter().all(|l| shape.is_match(l)), "{progress:?}");
+    let processed: u64 = line(&stdout(&out), "number of transactions actually processed: ")
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect("processed count");
+    let mut logged = 0;
+    for entry in std::fs::read_dir(dir.path()).expect("log dir") {
+        let text = std::fs::read_to_string(entry.expect("entry").path()).expect("log file");
+        logged += text.lines().count() as u64;
+    }
+    assert_eq!(logged, processed);
+}

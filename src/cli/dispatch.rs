@@ -70,9 +70,6 @@ fn run_benchmark(config: &Config, benchmark: &Benchmark) -> Result<i32, RunError
     if config.io == IoMethod::Uring {
         return Err(RunError::Unsupported("--io=uring"));
     }
-    if benchmark.progress.is_some() {
-        return Err(RunError::Unsupported("-P/--progress"));
-    }
     crate::engine::run(config, benchmark).map_err(|e| RunError::Engine(e.to_string()))
 }
 

@@ -52,7 +52,7 @@ use crate::cli::{Benchmark, Config, RandomSeed as CliSeed, RunLength};
 use crate::random::{RandomSeed, RandomStates};
 use crate::report::{self, Partitioning, RunLimit, RunOptions, RunResult, ScriptInfo, Timings};
 use crate::script::vars::Variables;
-use crate::stats::{LogOptions, StatsLayout, ThreadStats, TransactionLog};
+use crate::stats::{LogOptions, ProgressOptions, StatsLayout, ThreadStats, TransactionLog};
 
 use client::Client;
 pub use error::EngineError;
@@ -168,6 +168,17 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
             conn_duration: 0,
             over: false,
             end_us,
+            progress: bench.progress.map(|interval| {
+                worker::Progress::new(
+                    interval,
+                    ProgressOptions {
+                        timestamp: bench.progress_timestamp,
+                        throttled: bench.rate.is_some(),
+                        latency_limit: bench.latency_limit.is_some(),
+                        max_tries: plan.max_tries,
+                    },
+                )
+            }),
         };
         let (plan, shared) = (plan.clone(), shared.clone());
         let handle = std::thread::Builder::new()

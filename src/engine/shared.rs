@@ -5,6 +5,8 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 
+use crate::stats::Snapshot;
+
 use super::error::EngineError;
 use super::signals;
 
@@ -24,7 +26,13 @@ pub struct Shared {
     exit_on_abort: AtomicBool,
     /// The thread whose client aborted first under `--exit-on-abort`.
     abort_thread: AtomicUsize,
+    /// Under `-P`: each thread's running totals, published every
+    /// [`PUBLISH_EVERY_US`] (never per transaction), for thread 0's lines.
+    progress: Vec<Mutex<Snapshot>>,
 }
+
+/// How often threads publish their totals for progress reports.
+pub const PUBLISH_EVERY_US: i64 = 100_000;
 
 impl Shared {
     pub fn new(threads: usize, end_us: Option<i64>) -> Shared {
@@ -35,7 +43,30 @@ impl Shared {
             end_us,
             exit_on_abort: AtomicBool::new(false),
             abort_thread: AtomicUsize::new(usize::MAX),
+            progress: (0..threads)
+                .map(|_| Mutex::new(Snapshot::default()))
+                .collect(),
         }
+    }
+
+    pub fn publish(&self, tid: usize, snapshot: Snapshot) {
+        if let Some(Ok(mut slot)) = self.progress.get(tid).map(|m| m.lock()) {
+            *slot = snapshot;
+        }
+    }
+
+    /// The sum of the published totals, with `own` in place of thread
+    /// `tid`'s.
+    pub fn progress_total(&self, tid: usize, own: &Snapshot) -> Snapshot {
+        let mut total = *own;
+        for (i, slot) in self.progress.iter().enumerate() {
+            if i != tid {
+                if let Ok(s) = slot.lock() {
+                    total.merge(&s);
+                }
+            }
+        }
+        total
     }
 
     /// Waits until every thread has connected its clients; false when one

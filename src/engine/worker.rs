@@ -22,7 +22,7 @@ use mio::{Events, Interest, Poll, Registry, Token};
 use pgwire::{ConnectProgress, Connector};
 
 use crate::random::PrngState;
-use crate::stats::{LogEntry, ThreadStats, TransactionLog};
+use crate::stats::{LogEntry, ProgressOptions, ProgressReporter, ThreadStats, TransactionLog};
 
 use super::client::{Client, State};
 use super::error::EngineError;
@@ -78,6 +78,67 @@ pub struct ThreadEnv {
     /// The run is over (`-T` elapsed or a stop was requested).
     pub over: bool,
     pub end_us: Option<i64>,
+    /// `-P`: progress lines (thread 0 prints them).
+    pub progress: Option<Progress>,
+}
+
+/// Progress reporting state of a thread.
+pub struct Progress {
+    pub interval_us: i64,
+    pub options: ProgressOptions,
+    next_publish: i64,
+    next_report: i64,
+    reporter: Option<ProgressReporter>,
+}
+
+impl Progress {
+    pub fn new(interval_s: u32, options: ProgressOptions) -> Progress {
+        Progress {
+            interval_us: i64::from(interval_s) * 1_000_000,
+            options,
+            next_publish: 0,
+            next_report: 0,
+            reporter: None,
+        }
+    }
+
+    fn start(&mut self, tid: usize, thread_start: i64) {
+        self.next_publish = thread_start;
+        self.next_report = thread_start + self.interval_us;
+        if tid == 0 {
+            self.reporter = Some(ProgressReporter::new(self.options, thread_start));
+        }
+    }
+
+    fn next_wake(&self) -> i64 {
+        if self.reporter.is_some() {
+            self.next_publish.min(self.next_report)
+        } else {
+            self.next_publish
+        }
+    }
+
+    /// Publishes this thread's totals when due, and on thread 0 prints the
+    /// line of each interval that has ended.
+    fn tick(&mut self, tid: usize, now: i64, stats: &ThreadStats, shared: &Shared) {
+        if now >= self.next_publish {
+            shared.publish(tid, stats.snapshot());
+            while self.next_publish <= now {
+                self.next_publish += super::shared::PUBLISH_EVERY_US;
+            }
+        }
+        let Some(reporter) = self.reporter.as_mut() else {
+            return;
+        };
+        if now >= self.next_report {
+            let total = shared.progress_total(tid, &stats.snapshot());
+            let line = reporter.report(now, &total);
+            eprintln!("{line}");
+            while self.next_report <= now {
+                self.next_report += self.interval_us;
+            }
+        }
+    }
 }
 
 impl ThreadEnv {
@@ -189,6 +250,10 @@ pub fn run(
     mut poll: Poll,
 ) -> Option<WorkerResult> {
     let mut events = Events::with_capacity(clients.len() * 2 + 4);
+    let thread_start = env.clock.now_us();
+    if let Some(p) = env.progress.as_mut() {
+        p.start(env.tid, thread_start);
+    }
     if !plan.connect_per_transaction {
         if let Err(e) = connect_all(&mut clients, &mut env, &mut poll, &mut events) {
             shared.fail_start(e);
@@ -213,6 +278,10 @@ pub fn run(
             let mut next = env.timers.peek().map(|Reverse((t, _))| *t);
             if let (Some(end), false) = (env.end_us, env.over) {
                 next = Some(next.map_or(end, |t| t.min(end)));
+            }
+            if let Some(p) = env.progress.as_ref() {
+                let t = p.next_wake();
+                next = Some(next.map_or(t, |n| n.min(t)));
             }
             if stop_seen.is_some() {
                 next = Some(next.map_or(0, |t| t.min(env.clock.now_us() + 100_000)));
@@ -259,6 +328,9 @@ pub fn run(
                 break;
             };
             step(&plan, &shared, &mut clients, idx, &mut env, &mut remaining);
+        }
+        if let Some(p) = env.progress.as_mut() {
+            p.tick(env.tid, env.clock.now_us(), &env.stats, &shared);
         }
         if shared.exit_on_abort_triggered() {
             break;
