@@ -138,6 +138,8 @@ pub struct Client {
     pub id: u32,
     pub state: State,
     pub conn: Option<Connection>,
+    /// The socket is registered for writability too (a write was partial).
+    pub writing: bool,
     pub connecting: Option<Connecting>,
     /// When the current connection attempt started (µs).
     pub connect_start: i64,
@@ -185,6 +187,7 @@ impl Client {
             id,
             state: State::ChooseScript,
             conn: None,
+            writing: false,
             connecting: None,
             connect_start: 0,
             vars,

@@ -121,7 +121,13 @@ pub fn advance(c: &mut Client, idx: usize, plan: &Plan, env: &mut ThreadEnv) {
                     c.state = State::StartTx;
                 }
             }
-            State::StartCommand => start_command(c, idx, plan, env, &mut now),
+            State::StartCommand => {
+                start_command(c, idx, plan, env, &mut now);
+                if c.state == State::WaitResult {
+                    // The answer cannot be there yet: wait for the socket.
+                    return;
+                }
+            }
             State::WaitResult => {
                 if !sql::read_results(c, plan, env) {
                     return;
@@ -150,7 +156,12 @@ pub fn advance(c: &mut Client, idx: usize, plan: &Plan, env: &mut ThreadEnv) {
                 c.command = c.jump.take().unwrap_or(c.command + 1);
                 c.state = State::StartCommand;
             }
-            State::Error => sql::after_error(c, plan, env, &mut now),
+            State::Error => {
+                sql::after_error(c, plan, env, &mut now);
+                if c.state == State::WaitRollback {
+                    return;
+                }
+            }
             State::WaitRollback => {
                 if !sql::read_rollback(c, plan, env, &mut now) {
                     return;

@@ -196,6 +196,8 @@ impl ThreadEnv {
             }
             Ok(ConnectProgress::Ready(conn)) => {
                 c.connecting = None;
+                read_only(&self.registry, conn.fd(), idx);
+                c.writing = false;
                 c.conn = Some(conn);
                 true
             }
@@ -381,6 +383,21 @@ fn step(
         return;
     }
     machine::advance(c, idx, plan, env);
+    if let Some(conn) = c.conn.as_ref() {
+        let wants = conn.pending_output() > 0;
+        if wants != c.writing {
+            let interest = if wants {
+                Interest::READABLE | Interest::WRITABLE
+            } else {
+                Interest::READABLE
+            };
+            let fd = conn.fd();
+            let _ = env
+                .registry
+                .reregister(&mut SourceFd(&fd), Token(idx), interest);
+            c.writing = wants;
+        }
+    }
     if c.state.is_done() {
         machine::advance(c, idx, plan, env);
         *remaining -= 1;
@@ -388,6 +405,13 @@ fn step(
             shared.trigger_exit_on_abort(env.tid);
         }
     }
+}
+
+/// Watches an established connection for readability only: writability
+/// is asked for only while a write is incomplete, so that the server
+/// reading our query does not wake us.
+fn read_only(registry: &Registry, fd: RawFd, idx: usize) {
+    let _ = registry.reregister(&mut SourceFd(&fd), Token(idx), Interest::READABLE);
 }
 
 /// Opens every client's connection at once; the first failure is returned
@@ -420,6 +444,7 @@ fn connect_all(
                     }
                 }
                 Ok(ConnectProgress::Ready(conn)) => {
+                    read_only(&env.registry, conn.fd(), idx);
                     clients[idx].conn = Some(conn);
                     pending[idx] = None;
                     left -= 1;
