@@ -62,24 +62,7 @@ pub fn advance(c: &mut Client, idx: usize, plan: &Plan, env: &mut ThreadEnv) {
     let mut now = Now::new();
     loop {
         match c.state {
-            State::ChooseScript => {
-                c.script = choose_script(plan, env);
-                c.status = ErrorStatus::None;
-                c.tries = 1;
-                if plan.debug {
-                    log::debug(format_args!(
-                        "client {} executing script \"{}\"",
-                        c.id, plan.scripts[c.script].name
-                    ));
-                }
-                c.state = if env.over {
-                    State::Finished
-                } else if plan.throttle_delay_us > 0.0 {
-                    State::PrepareThrottle
-                } else {
-                    State::StartTx
-                };
-            }
+            State::ChooseScript => start_script(c, plan, env),
             State::PrepareThrottle => prepare_throttle(c, plan, env, &mut now),
             State::Throttle => {
                 let t = now.get(env);
@@ -93,22 +76,7 @@ pub fn advance(c: &mut Client, idx: usize, plan: &Plan, env: &mut ThreadEnv) {
                     State::StartTx
                 };
             }
-            State::StartTx => {
-                if c.conn.is_none() {
-                    c.connect_start = now.get(env);
-                    c.connecting = Some(env.connector.connect());
-                    c.state = State::Connect;
-                    continue;
-                }
-                let t = now.get(env);
-                c.random_at_start = c.random;
-                c.begun = t;
-                if plan.throttle_delay_us <= 0.0 {
-                    c.scheduled = t;
-                }
-                c.command = 0;
-                c.state = State::StartCommand;
-            }
+            State::StartTx => start_transaction(c, plan, env, &mut now),
             State::Connect => {
                 if !env.poll_connect(c, idx) {
                     return;
@@ -167,19 +135,7 @@ pub fn advance(c: &mut Client, idx: usize, plan: &Plan, env: &mut ThreadEnv) {
                     return;
                 }
             }
-            State::Retry => {
-                if plan.verbose_errors {
-                    verbose_error(c, plan, env, &mut now, true);
-                }
-                c.tries += 1;
-                env.stats.record_command_retry(c.script, c.command);
-                c.random = c.random_at_start;
-                c.command = 0;
-                c.jump = None;
-                c.elif_pending = false;
-                c.status = ErrorStatus::None;
-                c.state = State::StartCommand;
-            }
+            State::Retry => retry(c, plan, env, &mut now),
             State::Failure => {
                 env.stats.record_command_failure(c.script, c.command);
                 if plan.verbose_errors {
@@ -198,6 +154,61 @@ pub fn advance(c: &mut Client, idx: usize, plan: &Plan, env: &mut ThreadEnv) {
             }
         }
     }
+}
+
+/// Chooses the script of the next transaction.
+fn start_script(c: &mut Client, plan: &Plan, env: &mut ThreadEnv) {
+    c.script = choose_script(plan, env);
+    c.status = ErrorStatus::None;
+    c.tries = 1;
+    if plan.debug {
+        log::debug(format_args!(
+            "client {} executing script \"{}\"",
+            c.id, plan.scripts[c.script].name
+        ));
+    }
+    c.state = if env.over {
+        State::Finished
+    } else if plan.throttle_delay_us > 0.0 {
+        State::PrepareThrottle
+    } else {
+        State::StartTx
+    };
+}
+
+/// Starts the transaction (connecting first under `-C`), remembering the
+/// random state in case it is retried.
+fn start_transaction(c: &mut Client, plan: &Plan, env: &mut ThreadEnv, now: &mut Now) {
+    if c.conn.is_none() {
+        c.connect_start = now.get(env);
+        c.connecting = Some(env.connector.connect());
+        c.state = State::Connect;
+        return;
+    }
+    let t = now.get(env);
+    c.random_at_start = c.random;
+    c.begun = t;
+    if plan.throttle_delay_us <= 0.0 {
+        c.scheduled = t;
+    }
+    c.command = 0;
+    c.state = State::StartCommand;
+}
+
+/// Runs the transaction again from its first command, with the random
+/// state it started with.
+fn retry(c: &mut Client, plan: &Plan, env: &mut ThreadEnv, now: &mut Now) {
+    if plan.verbose_errors {
+        verbose_error(c, plan, env, now, true);
+    }
+    c.tries += 1;
+    env.stats.record_command_retry(c.script, c.command);
+    c.random = c.random_at_start;
+    c.command = 0;
+    c.jump = None;
+    c.elif_pending = false;
+    c.status = ErrorStatus::None;
+    c.state = State::StartCommand;
 }
 
 fn prepare_throttle(c: &mut Client, plan: &Plan, env: &mut ThreadEnv, now: &mut Now) {

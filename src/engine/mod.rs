@@ -60,132 +60,54 @@ use plan::Plan;
 use shared::Shared;
 use worker::{Clock, ThreadEnv, WorkerResult};
 
+/// What the set-up established, for the threads.
+struct Prepared {
+    plan: Arc<Plan>,
+    connector: pgwire::Connector,
+    scale: i64,
+    partitioning: Option<(String, u32)>,
+    states: RandomStates,
+    /// The variables every client starts with, `client_id` aside.
+    base: Variables,
+}
+
 /// Runs the benchmark and returns the exit status.
 pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
-    let seed = match bench.random_seed {
-        CliSeed::Time => RandomSeed::Time,
-        CliSeed::Rand => RandomSeed::Rand,
-        CliSeed::Value(v) => RandomSeed::Value(v),
-    };
-    let seed_value = seed.resolve().map_err(EngineError::Seed)?;
-    if !matches!(seed, RandomSeed::Time) {
-        log::info(format_args!("setting random seed to {seed_value}"));
-    }
-    let plan = Plan::new(bench, config.debug)?;
-    let connector = setup::connector(&config.connection)?;
-    let mut setup_client = setup::connect(&connector)?;
-    setup::print_version(&setup_client);
-    if config.debug {
-        let cfg = connector.config();
-        let (what, n) = match bench.length {
-            RunLength::Transactions(n) => ("nxacts", n),
-            RunLength::Duration(s) => ("duration", s),
-        };
-        log::debug(format_args!(
-            "nclients: {} {what}: {n} dbName: {}",
-            plan.clients, cfg.dbname
-        ));
-    }
-    if config.preflight {
-        setup::preflight(&mut setup_client, plan.clients)?;
-    }
-    let (scale, partitioning) = if plan.builtin_used {
-        let dbname = connector.config().dbname.clone();
-        let info = setup::table_info(&mut setup_client, &dbname, bench.scale.is_some())?;
-        (info.scale, info.partitioning)
-    } else {
-        (i64::from(bench.scale.unwrap_or(1)), None)
-    };
-    setup::vacuum(&mut setup_client, bench.vacuum);
-    setup_client.close();
-    raise_open_files_limit(u64::from(plan.clients));
-
-    let defined = |name: &str| bench.variables.iter().any(|d| d.name == name);
-    let states = RandomStates::new(
-        seed_value,
-        plan.clients as usize,
-        plan.threads as usize,
-        defined("default_seed"),
-    );
-    let base = base_variables(&plan, bench, scale, &states, &defined);
+    let prepared = prepare(config, bench)?;
     let clock = Clock::new();
     let start_time = clock.now_us();
-    let end_us = plan.duration.map(|d| start_time + d.as_micros() as i64);
-    let layout = StatsLayout {
-        commands_per_script: plan.commands_per_script(),
-        latency_limit_us: plan.latency_limit_us,
-        start_us: start_time,
-    };
+    let end_us = prepared
+        .plan
+        .duration
+        .map(|d| start_time + d.as_micros() as i64);
     let guard = signals::install().map_err(EngineError::Thread)?;
-    let plan = Arc::new(plan);
-    let shared = Arc::new(Shared::new(plan.threads as usize, end_us));
+    let shared = Arc::new(Shared::new(prepared.plan.threads as usize, end_us));
+    let plan = prepared.plan.clone();
     let mut handles = Vec::new();
     for (tid, range) in plan.client_ranges().into_iter().enumerate() {
-        let poll = Poll::new().map_err(EngineError::Thread)?;
-        let wake = guard.wake_fd();
-        poll.registry()
-            .register(&mut SourceFd(&wake), worker::SIGNAL, Interest::READABLE)
-            .map_err(EngineError::Thread)?;
-        let registry = poll.registry().try_clone().map_err(EngineError::Thread)?;
-        let clients: Vec<Client> = range
-            .clone()
-            .map(|id| {
-                let mut vars = base.clone();
-                if !defined("client_id") {
-                    vars.set(plan.slots.client_id, crate::expr::Value::Int(i64::from(id)));
-                }
-                Client::new(
-                    id,
-                    vars,
-                    states.clients[id as usize],
-                    &plan.commands_per_script(),
-                )
-            })
-            .collect();
-        let log = match &bench.log {
-            Some(opts) => Some(
-                TransactionLog::create(&log_options(bench, opts), tid, start_time)
-                    .map_err(EngineError::Log)?,
-            ),
-            None => None,
-        };
-        let ts = states.threads[tid];
-        let env = ThreadEnv {
+        let thread = ThreadStart {
             tid,
+            range,
             clock,
-            registry,
-            connector: connector.clone(),
-            clients: clients.len(),
-            timers: BinaryHeap::with_capacity(clients.len() * 2 + 4),
-            runq: VecDeque::with_capacity(clients.len() + 1),
-            stats: ThreadStats::new(&layout),
-            log,
-            log_failed: false,
-            choose: ts.choose,
-            throttle: ts.throttle,
-            sample: ts.sample,
-            throttle_trigger: 0,
-            conn_duration: 0,
-            over: false,
+            start_time,
             end_us,
-            progress: bench.progress.map(|interval| {
-                worker::Progress::new(
-                    interval,
-                    ProgressOptions {
-                        timestamp: bench.progress_timestamp,
-                        throttled: bench.rate.is_some(),
-                        latency_limit: bench.latency_limit.is_some(),
-                        max_tries: plan.max_tries,
-                    },
-                )
-            }),
+            wake_fd: guard.wake_fd(),
         };
-        let (plan, shared) = (plan.clone(), shared.clone());
-        let handle = std::thread::Builder::new()
-            .name(format!("pgbolt-{tid}"))
-            .spawn(move || worker::run(plan, shared, clients, env, poll))
-            .map_err(EngineError::Thread)?;
-        handles.push(handle);
+        let spawned =
+            thread_parts(&prepared, &plan, bench, &thread).and_then(|(clients, env, poll)| {
+                let (plan, shared) = (plan.clone(), shared.clone());
+                std::thread::Builder::new()
+                    .name(format!("pgbolt-{tid}"))
+                    .spawn(move || worker::run(plan, shared, clients, env, poll))
+                    .map_err(EngineError::Thread)
+            });
+        match spawned {
+            Ok(handle) => handles.push(handle),
+            Err(e) => {
+                shared.fail_start(e);
+                break;
+            }
+        }
     }
     let mut results = Vec::with_capacity(handles.len());
     let mut panicked = false;
@@ -210,28 +132,173 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
         ));
         return Ok(2);
     }
-    report(
-        &plan,
-        bench,
+    let ended = Ended {
         results,
         start_time,
-        clock.now_us(),
+        now: clock.now_us(),
+        interrupted_by,
+    };
+    report(&prepared, bench, ended)
+}
+
+/// Everything up to the clients' connections: the seed, the scripts, the
+/// set-up connection's work, the random states and the starting variables.
+fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> {
+    let seed = match bench.random_seed {
+        CliSeed::Time => RandomSeed::Time,
+        CliSeed::Rand => RandomSeed::Rand,
+        CliSeed::Value(v) => RandomSeed::Value(v),
+    };
+    let seed_value = seed.resolve().map_err(EngineError::Seed)?;
+    if !matches!(seed, RandomSeed::Time) {
+        log::info(format_args!("setting random seed to {seed_value}"));
+    }
+    let plan = Plan::new(bench, config.debug)?;
+    let connector = setup::connector(&config.connection)?;
+    let mut setup_client = setup::connect(&connector)?;
+    setup::print_version(&setup_client);
+    if config.debug {
+        let (what, n) = match bench.length {
+            RunLength::Transactions(n) => ("nxacts", n),
+            RunLength::Duration(s) => ("duration", s),
+        };
+        log::debug(format_args!(
+            "nclients: {} {what}: {n} dbName: {}",
+            plan.clients,
+            connector.config().dbname
+        ));
+    }
+    if config.preflight {
+        setup::preflight(&mut setup_client, plan.clients)?;
+    }
+    let (scale, partitioning) = if plan.builtin_used {
+        let dbname = connector.config().dbname.clone();
+        let info = setup::table_info(&mut setup_client, &dbname, bench.scale.is_some())?;
+        (info.scale, info.partitioning)
+    } else {
+        (i64::from(bench.scale.unwrap_or(1)), None)
+    };
+    setup::vacuum(&mut setup_client, bench.vacuum);
+    setup_client.close();
+    raise_open_files_limit(u64::from(plan.clients));
+    let states = RandomStates::new(
+        seed_value,
+        plan.clients as usize,
+        plan.threads as usize,
+        defined(bench, "default_seed"),
+    );
+    let base = base_variables(&plan, bench, scale, &states);
+    Ok(Prepared {
+        plan: Arc::new(plan),
+        connector,
         scale,
         partitioning,
-        interrupted_by,
-    )
+        states,
+        base,
+    })
+}
+
+/// Whether `-D` defined `name`.
+fn defined(bench: &Benchmark, name: &str) -> bool {
+    bench.variables.iter().any(|d| d.name == name)
+}
+
+/// What a thread is started with besides the plan.
+struct ThreadStart {
+    tid: usize,
+    range: std::ops::Range<u32>,
+    clock: Clock,
+    start_time: i64,
+    end_us: Option<i64>,
+    wake_fd: std::os::fd::RawFd,
+}
+
+/// A thread's clients, its environment and its poller.
+fn thread_parts(
+    prepared: &Prepared,
+    plan: &Plan,
+    bench: &Benchmark,
+    t: &ThreadStart,
+) -> Result<(Vec<Client>, ThreadEnv, Poll), EngineError> {
+    let poll = Poll::new().map_err(EngineError::Thread)?;
+    poll.registry()
+        .register(
+            &mut SourceFd(&t.wake_fd),
+            worker::SIGNAL,
+            Interest::READABLE,
+        )
+        .map_err(EngineError::Thread)?;
+    let registry = poll.registry().try_clone().map_err(EngineError::Thread)?;
+    let per_script = plan.commands_per_script();
+    let clients: Vec<Client> = t
+        .range
+        .clone()
+        .map(|id| {
+            let mut vars = prepared.base.clone();
+            if !defined(bench, "client_id") {
+                vars.set(plan.slots.client_id, crate::expr::Value::Int(i64::from(id)));
+            }
+            Client::new(id, vars, prepared.states.clients[id as usize], &per_script)
+        })
+        .collect();
+    let log = match &bench.log {
+        Some(opts) => Some(
+            TransactionLog::create(&log_options(bench, opts), t.tid, t.start_time)
+                .map_err(EngineError::Log)?,
+        ),
+        None => None,
+    };
+    let layout = StatsLayout {
+        commands_per_script: per_script,
+        latency_limit_us: plan.latency_limit_us,
+        start_us: t.start_time,
+    };
+    let ts = prepared.states.threads[t.tid];
+    let env = ThreadEnv {
+        tid: t.tid,
+        clock: t.clock,
+        registry,
+        connector: prepared.connector.clone(),
+        clients: clients.len(),
+        timers: BinaryHeap::with_capacity(clients.len() * 2 + 4),
+        runq: VecDeque::with_capacity(clients.len() + 1),
+        stats: ThreadStats::new(&layout),
+        log,
+        log_failed: false,
+        choose: ts.choose,
+        throttle: ts.throttle,
+        sample: ts.sample,
+        throttle_trigger: 0,
+        conn_duration: 0,
+        over: false,
+        end_us: t.end_us,
+        progress: bench.progress.map(|interval| {
+            worker::Progress::new(
+                interval,
+                ProgressOptions {
+                    timestamp: bench.progress_timestamp,
+                    throttled: bench.rate.is_some(),
+                    latency_limit: bench.latency_limit.is_some(),
+                    max_tries: plan.max_tries,
+                },
+            )
+        }),
+    };
+    Ok((clients, env, poll))
+}
+
+/// What the threads left behind.
+struct Ended {
+    results: Vec<WorkerResult>,
+    start_time: i64,
+    now: i64,
+    interrupted_by: Option<i32>,
 }
 
 /// The variables every client starts with: `-D` definitions, then
 /// `scale`, `default_seed` and `random_seed` unless `-D` set them
 /// (`client_id` is set per client).
-fn base_variables(
-    plan: &Plan,
-    bench: &Benchmark,
-    scale: i64,
-    states: &RandomStates,
-    defined: &dyn Fn(&str) -> bool,
-) -> Variables {
+fn base_variables(plan: &Plan, bench: &Benchmark, scale: i64, states: &RandomStates) -> Variables {
     use crate::expr::Value;
     let mut vars = Variables::new(&plan.names);
     for def in &bench.variables {
@@ -239,13 +306,13 @@ fn base_variables(
             vars.set_text(slot, &def.value);
         }
     }
-    if !defined("scale") {
+    if !defined(bench, "scale") {
         vars.set(plan.slots.scale, Value::Int(scale));
     }
     if let Some(seed) = states.default_seed {
         vars.set(plan.slots.default_seed, Value::Int(seed));
     }
-    if !defined("random_seed") {
+    if !defined(bench, "random_seed") {
         vars.set(plan.slots.random_seed, Value::Int(states.random_seed));
     }
     vars
@@ -283,17 +350,14 @@ fn raise_open_files_limit(clients: u64) {
 }
 
 /// Merges the threads' results, prints the report, and gives the status.
-#[allow(clippy::too_many_arguments)]
-fn report(
-    plan: &Plan,
-    bench: &Benchmark,
-    results: Vec<WorkerResult>,
-    start_time: i64,
-    now: i64,
-    scale: i64,
-    partitioning: Option<(String, u32)>,
-    interrupted_by: Option<i32>,
-) -> Result<i32, EngineError> {
+fn report(prepared: &Prepared, bench: &Benchmark, ended: Ended) -> Result<i32, EngineError> {
+    let plan = &prepared.plan;
+    let Ended {
+        results,
+        start_time,
+        now,
+        interrupted_by,
+    } = ended;
     let mut merged: Option<ThreadStats> = None;
     let (mut conn_total, mut bench_start, mut aborted, mut interrupted) = (0, i64::MAX, 0, 0);
     for r in results {
@@ -321,8 +385,11 @@ fn report(
                 commands: s.commands.iter().map(|c| c.first_line.clone()).collect(),
             })
             .collect(),
-        scale: scale.max(0) as u64,
-        partitioning: partitioning.map(|(method, partitions)| Partitioning { method, partitions }),
+        scale: prepared.scale.max(0) as u64,
+        partitioning: prepared
+            .partitioning
+            .clone()
+            .map(|(method, partitions)| Partitioning { method, partitions }),
         query_mode: plan.query_mode.name().to_owned(),
         clients: plan.clients,
         threads: plan.threads,

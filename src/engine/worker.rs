@@ -274,22 +274,7 @@ pub fn run(
     let mut remaining = clients.len();
     let mut stop_seen: Option<i64> = None;
     while remaining > 0 {
-        let timeout = if !env.runq.is_empty() {
-            Some(Duration::ZERO)
-        } else {
-            let mut next = env.timers.peek().map(|Reverse((t, _))| *t);
-            if let (Some(end), false) = (env.end_us, env.over) {
-                next = Some(next.map_or(end, |t| t.min(end)));
-            }
-            if let Some(p) = env.progress.as_ref() {
-                let t = p.next_wake();
-                next = Some(next.map_or(t, |n| n.min(t)));
-            }
-            if stop_seen.is_some() {
-                next = Some(next.map_or(0, |t| t.min(env.clock.now_us() + 100_000)));
-            }
-            next.map(|t| Duration::from_micros((t - env.clock.now_us()).max(0) as u64))
-        };
+        let timeout = wait_timeout(&env, stop_seen);
         if let Err(e) = poll.poll(&mut events, timeout) {
             if e.kind() == std::io::ErrorKind::Interrupted {
                 continue;
@@ -302,47 +287,108 @@ pub fn run(
             stop_seen = Some(now);
         }
         env.over = stop_seen.is_some() || env.end_us.is_some_and(|end| now >= end);
+        let mut turn = Turn {
+            plan: &plan,
+            shared: &shared,
+            clients: &mut clients,
+            env: &mut env,
+            remaining: &mut remaining,
+        };
+        turn.run(&events, now);
+        if let Some(p) = env.progress.as_mut() {
+            p.tick(env.tid, env.clock.now_us(), &env.stats, &shared);
+        }
+        if shared.exit_on_abort_triggered() || stop_seen.is_some_and(|s| now - s > 1_000_000) {
+            break;
+        }
+    }
+    Some(finish(clients, env, start))
+}
+
+/// How long the loop may sleep: not at all when a client is ready, else
+/// until the nearest timer, the end of a timed run, the next progress
+/// tick, or (while stopping) a tenth of a second.
+fn wait_timeout(env: &ThreadEnv, stop_seen: Option<i64>) -> Option<Duration> {
+    if !env.runq.is_empty() {
+        return Some(Duration::ZERO);
+    }
+    let mut next = env.timers.peek().map(|Reverse((t, _))| *t);
+    let mut earliest = |t: i64| next = Some(next.map_or(t, |n| n.min(t)));
+    if let (Some(end), false) = (env.end_us, env.over) {
+        earliest(end);
+    }
+    if let Some(p) = env.progress.as_ref() {
+        earliest(p.next_wake());
+    }
+    let now = env.clock.now_us();
+    if stop_seen.is_some() {
+        earliest(now + 100_000);
+    }
+    next.map(|t| Duration::from_micros((t - now).max(0) as u64))
+}
+
+/// One turn of the loop: the clients with events, then those whose timers
+/// are due, then those that yielded.
+struct Turn<'a> {
+    plan: &'a Plan,
+    shared: &'a Shared,
+    clients: &'a mut [Client],
+    env: &'a mut ThreadEnv,
+    remaining: &'a mut usize,
+}
+
+impl Turn<'_> {
+    fn run(&mut self, events: &Events, now: i64) {
         for event in events.iter() {
             let token = event.token();
             if token == SIGNAL {
                 continue;
             }
-            let idx = if token.0 >= env.clients {
-                token.0 - env.clients
-            } else {
-                token.0
-            };
-            if clients.get(idx).is_some_and(|c| c.state.waits_for_io()) {
-                step(&plan, &shared, &mut clients, idx, &mut env, &mut remaining);
+            let idx = token.0 % self.env.clients.max(1);
+            if self
+                .clients
+                .get(idx)
+                .is_some_and(|c| c.state.waits_for_io())
+            {
+                self.step(idx);
             }
         }
-        while let Some(Reverse((t, idx))) = env.timers.peek().copied() {
+        while let Some(Reverse((t, idx))) = self.env.timers.peek().copied() {
             if t > now {
                 break;
             }
-            env.timers.pop();
-            if clients.get(idx).is_some_and(|c| c.state.waits_for_time()) {
-                step(&plan, &shared, &mut clients, idx, &mut env, &mut remaining);
+            self.env.timers.pop();
+            if self
+                .clients
+                .get(idx)
+                .is_some_and(|c| c.state.waits_for_time())
+            {
+                self.step(idx);
             }
         }
-        for _ in 0..env.runq.len() {
-            let Some(idx) = env.runq.pop_front() else {
+        for _ in 0..self.env.runq.len() {
+            let Some(idx) = self.env.runq.pop_front() else {
                 break;
             };
-            step(&plan, &shared, &mut clients, idx, &mut env, &mut remaining);
-        }
-        if let Some(p) = env.progress.as_mut() {
-            p.tick(env.tid, env.clock.now_us(), &env.stats, &shared);
-        }
-        if shared.exit_on_abort_triggered() {
-            break;
-        }
-        if let Some(seen) = stop_seen {
-            if now - seen > 1_000_000 {
-                break;
-            }
+            self.step(idx);
         }
     }
+
+    fn step(&mut self, idx: usize) {
+        step(
+            self.plan,
+            self.shared,
+            self.clients,
+            idx,
+            self.env,
+            self.remaining,
+        );
+    }
+}
+
+/// Cancels what is still running after a stop, closes everything, and
+/// hands back the thread's results.
+fn finish(mut clients: Vec<Client>, mut env: ThreadEnv, start: i64) -> WorkerResult {
     let mut interrupted = 0;
     for (idx, c) in clients.iter_mut().enumerate() {
         if !c.state.is_done() {
@@ -359,13 +405,13 @@ pub fn run(
         }
     }
     let aborted = clients.iter().filter(|c| c.state == State::Aborted).count();
-    Some(WorkerResult {
+    WorkerResult {
         stats: env.stats,
         conn_duration_us: env.conn_duration,
         bench_start_us: start,
         aborted,
         interrupted,
-    })
+    }
 }
 
 fn step(
