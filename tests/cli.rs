@@ -257,7 +257,7 @@ fn unbuilt_features_are_refused_by_name() {
         (&["-i", "-s", "2"], "initialization (-i)"),
         (&["--temp-instance", "-i"], "--temp-instance"),
         (&["-i", "--no-preflight"], "--no-preflight"),
-        (&["--io=uring"], "--io"),
+        (&["--io=uring"], "--io=uring"),
         (&["-b", "list"], "-b list"),
         (&["--show-script=tpcb-like"], "--show-script"),
     ];
