@@ -215,3 +215,24 @@ pub fn c_atoi(text: &str) -> i64 {
         value
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::c_atoi;
+
+    #[test]
+    fn atoi_reads_like_c() {
+        let cases: &[(&str, i64)] = &[
+            ("12", 12),
+            ("  7x", 7),
+            ("-3", -3),
+            ("+4", 4),
+            ("", 0),
+            ("abc", 0),
+            ("\t\n 9 9", 9),
+        ];
+        for (text, want) in cases {
+            assert_eq!(c_atoi(text), *want, "{text:?}");
+        }
+    }
+}

@@ -287,3 +287,23 @@ fn c_strtol(text: &str) -> (i64, usize) {
     }
     (if negative { -value } else { value }, i)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::c_strtol;
+
+    #[test]
+    fn strtol_reports_where_it_stopped() {
+        let cases: &[(&str, (i64, usize))] = &[
+            ("42\n", (42, 2)),
+            ("  -5 ", (-5, 4)),
+            ("+8", (8, 2)),
+            ("x1", (0, 0)),
+            ("", (0, 0)),
+            ("7abc", (7, 1)),
+        ];
+        for (text, want) in cases {
+            assert_eq!(c_strtol(text), *want, "{text:?}");
+        }
+    }
+}
