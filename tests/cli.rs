@@ -254,13 +254,8 @@ fn help_and_version() {
 #[test]
 fn unbuilt_features_are_refused_by_name() {
     let cases: &[(&[&str], &str)] = &[
-        (&["-c", "2", "-T", "5"], "running a benchmark"),
-        (&["-i", "-s", "2"], "initialization (-i)"),
-        (&["--json=out.json"], "--json"),
-        (&["--pgbench-output"], "--pgbench-output"),
-        (&["--temp-instance", "-i"], "--temp-instance"),
-        (&["--no-preflight"], "--no-preflight"),
-        (&["--io=uring"], "--io"),
+        (&["--io=uring"], "--io=uring"),
+        (&["-i", "--io=uring"], "--io=uring"),
     ];
     for (args, feature) in cases {
         let ours = pgbolt(args);
@@ -331,7 +326,8 @@ fn valid_command_lines_are_accepted_like_pgbench() {
         );
         let ours = stderr(&pgbolt(args));
         assert!(
-            ours.ends_with("is not supported yet\n"),
+            ours.ends_with("is not supported yet\n")
+                || ours.ends_with("could not create connection for setup\n"),
             "pgbolt {args:?} refused: {ours}"
         );
     }

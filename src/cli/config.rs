@@ -132,6 +132,9 @@ pub struct Init {
     pub partitions: u32,
     /// `--partition-method`; `Range` by default when partitioned.
     pub partition_method: PartitionMethod,
+    /// pgbolt's `--init-jobs`: connections used at once (`None`: the
+    /// number of CPUs, at most 8).
+    pub jobs: Option<u32>,
 }
 
 /// One `-I` step letter.

@@ -7,8 +7,12 @@
 use std::fmt;
 use std::io::Write;
 
-use super::config::{Benchmark, Config, Init, IoMethod, Mode};
+use std::num::NonZeroUsize;
+
+use super::config::{Benchmark, Config, Init, IoMethod, Mode, PartitionMethod};
+use super::{connection, PROGRAM};
 use super::{help, temp_instance};
+use crate::init::{InitOptions, InitSteps};
 
 /// Why a mode could not run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,13 +21,15 @@ pub enum RunError {
     Unsupported(&'static str),
     /// The throwaway instance of `--temp-instance` could not be started.
     TempInstance(String),
+    /// The benchmark could not start.
+    Engine(String),
 }
 
 impl RunError {
     /// The exit status pgbench uses for this kind of failure.
     pub fn exit_code(&self) -> i32 {
         match self {
-            RunError::Unsupported(_) | RunError::TempInstance(_) => 1,
+            RunError::Unsupported(_) | RunError::TempInstance(_) | RunError::Engine(_) => 1,
         }
     }
 }
@@ -35,6 +41,7 @@ impl fmt::Display for RunError {
             RunError::TempInstance(message) => {
                 write!(f, "could not start the throwaway instance: {message}")
             }
+            RunError::Engine(text) => f.write_str(text),
         }
     }
 }
@@ -93,29 +100,55 @@ fn show_script(name: &str) -> i32 {
     }
 }
 
-fn initialize(config: &Config, _init: &Init) -> Result<i32, RunError> {
-    unsupported_common(config)?;
-    Err(RunError::Unsupported("initialization (-i)"))
+/// `-i`: pgbench's initialization. Its errors are printed the way pgbench
+/// prints them, with exit status 1.
+fn initialize(config: &Config, init: &Init) -> Result<i32, RunError> {
+    refuse_io_uring(config)?;
+    let conn = match connection::resolve(&config.connection) {
+        Ok(conn) => conn,
+        Err(err) => {
+            eprintln!("{PROGRAM}: error: {err}");
+            return Ok(1);
+        }
+    };
+    let letters: String = init.steps.iter().map(|step| step.letter()).collect();
+    let options = InitOptions {
+        scale: init.scale,
+        steps: InitSteps::parse(&letters).ok(),
+        fillfactor: init.fillfactor,
+        no_vacuum: false,
+        foreign_keys: false,
+        tablespace: init.tablespace.clone(),
+        index_tablespace: init.index_tablespace.clone(),
+        partition_method: match init.partition_method {
+            PartitionMethod::None => None,
+            PartitionMethod::Range => Some(crate::init::PartitionMethod::Range),
+            PartitionMethod::Hash => Some(crate::init::PartitionMethod::Hash),
+        },
+        partitions: init.partitions,
+        unlogged_tables: init.unlogged_tables,
+        quiet: init.quiet,
+        jobs: init.jobs.and_then(|n| NonZeroUsize::new(n as usize)),
+    };
+    let mut stderr = std::io::stderr().lock();
+    match crate::init::run(&options, &conn, &mut stderr) {
+        Ok(()) => Ok(0),
+        Err(err) => {
+            let _ = stderr.write_all(err.report(PROGRAM).as_bytes());
+            Ok(1)
+        }
+    }
 }
 
 fn run_benchmark(config: &Config, benchmark: &Benchmark) -> Result<i32, RunError> {
-    unsupported_common(config)?;
-    if benchmark.json.is_some() {
-        return Err(RunError::Unsupported("--json"));
-    }
-    if benchmark.pgbench_output {
-        return Err(RunError::Unsupported("--pgbench-output"));
-    }
-    Err(RunError::Unsupported("running a benchmark"))
+    refuse_io_uring(config)?;
+    crate::engine::run(config, benchmark).map_err(|e| RunError::Engine(e.to_string()))
 }
 
-/// Options shared by both modes that have no implementation yet.
-fn unsupported_common(config: &Config) -> Result<(), RunError> {
-    if !config.preflight {
-        return Err(RunError::Unsupported("--no-preflight"));
-    }
-    if config.io != IoMethod::Auto {
-        return Err(RunError::Unsupported("--io"));
+/// The io_uring driver of `--io` is not built yet.
+fn refuse_io_uring(config: &Config) -> Result<(), RunError> {
+    if config.io == IoMethod::Uring {
+        return Err(RunError::Unsupported("--io=uring"));
     }
     Ok(())
 }

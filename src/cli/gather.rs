@@ -37,6 +37,7 @@ pub struct Gathered {
     pub tablespace: Option<String>,
     pub index_tablespace: Option<String>,
     pub partitions: Option<u32>,
+    pub init_jobs: Option<u32>,
     pub partition_method: Option<PartitionMethod>,
 
     pub scripts: Vec<ScriptSpec>,
@@ -382,6 +383,11 @@ pub fn show_script(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
 
 pub fn partitions(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
     g.partitions = Some(values::option_int(&text(value), "--partitions", 0, i32::MAX)? as u32);
+    Ok(())
+}
+
+pub fn init_jobs(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    g.init_jobs = Some(values::option_int(&text(value), "--init-jobs", 1, 1024)? as u32);
     Ok(())
 }
 

@@ -17,6 +17,7 @@
 //! argument, like in pgbench.
 
 pub mod config;
+pub mod connection;
 mod dispatch;
 pub mod error;
 mod gather;

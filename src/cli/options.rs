@@ -246,6 +246,8 @@ pub static OPTIONS: &[OptionDef] = &[
         [line(X, 2, "also write the results to FILE as JSON")]),
     opt!(None, "pgbench-output", "", Benchmark, Pgbolt, Flag(g::pgbench_output),
         [line(X, 4, "print exactly what pgbench prints, nothing more")]),
+    opt!(None, "init-jobs", "NUM", Init, Pgbolt, Value(g::init_jobs),
+        [line(X, 8, "connections used at once by -i (default: CPUs, at most 8)")]),
     opt!(None, "no-preflight", "", Common, Pgbolt, Flag(g::no_preflight),
         [line(X, 3, "skip the checks made before connecting")]),
     opt!(None, "temp-instance", "", Common, Pgbolt, Flag(g::temp_instance),

@@ -140,6 +140,7 @@ fn default_init(scale: u32) -> Init {
         index_tablespace: None,
         partitions: 0,
         partition_method: PartitionMethod::None,
+        jobs: None,
     }
 }
 

@@ -88,6 +88,7 @@ fn init(g: &Gathered) -> Result<Init, CliError> {
         index_tablespace: g.index_tablespace.clone(),
         partitions,
         partition_method,
+        jobs: g.init_jobs,
     })
 }
 

@@ -1,0 +1,228 @@
+//! One client: its connection, variables, random state and where it is in
+//! its script. The transitions live in [`super::machine`].
+
+use pgwire::{Connecting, Connection};
+
+use crate::expr::EvalStack;
+use crate::random::PrngState;
+use crate::script::vars::Variables;
+
+use super::shell::ShellJob;
+
+/// Where a client is; pgbench's `CSTATE_*` with the skipping of inactive
+/// `\if` branches replaced by precomputed jumps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    // Choosing and starting a transaction.
+    /// Choose the next script by weight.
+    ChooseScript,
+    /// Draw the next scheduled start under `-R` (skipping late ones under `-L`).
+    PrepareThrottle,
+    /// Wait until the scheduled start.
+    Throttle,
+    /// Open a connection (`-C`), then start.
+    Connect,
+    /// Record the start and go to the first command.
+    StartTx,
+
+    // Running commands.
+    /// Send an SQL command or run a meta command.
+    StartCommand,
+    /// Read the results of an SQL command or of a whole pipeline.
+    WaitResult,
+    /// `\sleep`.
+    Sleep,
+    /// `\shell` or `\setshell` runs.
+    WaitShell,
+    /// Account the command and move to the next one.
+    EndCommand,
+
+    // After an SQL error that may be retried or tolerated.
+    /// Roll back if in a transaction block, then retry or fail.
+    Error,
+    WaitRollback,
+    Retry,
+    Failure,
+
+    // Ending.
+    /// Account the transaction; next one or done.
+    EndTx,
+    Finished,
+    Aborted,
+}
+
+impl State {
+    pub fn is_done(self) -> bool {
+        matches!(self, State::Finished | State::Aborted)
+    }
+
+    /// States a socket or child event can move on.
+    pub fn waits_for_io(self) -> bool {
+        matches!(
+            self,
+            State::WaitResult | State::WaitRollback | State::Connect | State::WaitShell
+        )
+    }
+
+    /// States a timer moves on.
+    pub fn waits_for_time(self) -> bool {
+        matches!(self, State::Throttle | State::Sleep | State::Connect)
+    }
+}
+
+/// Why the current transaction is failing (pgbench's `EStatus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorStatus {
+    None,
+    Serialization,
+    Deadlock,
+    OtherSql,
+}
+
+impl ErrorStatus {
+    pub fn from_sqlstate(code: Option<&str>) -> ErrorStatus {
+        match code {
+            Some("40001") => ErrorStatus::Serialization,
+            Some("40P01") => ErrorStatus::Deadlock,
+            _ => ErrorStatus::OtherSql,
+        }
+    }
+
+    pub fn can_retry(self) -> bool {
+        matches!(self, ErrorStatus::Serialization | ErrorStatus::Deadlock)
+    }
+}
+
+/// The results of the SQL command (or pipeline) being read.
+#[derive(Debug, Default)]
+pub struct Response {
+    /// ReadyForQuery messages still to come.
+    pub syncs_left: u32,
+    /// Results completed so far (pgbench's query number).
+    pub results: u32,
+    /// Rows of the result being read.
+    pub rows: u64,
+    /// Rows of the last completed result.
+    pub last_rows: u64,
+    /// The first error: its status, the query number and libpq's text.
+    pub error: Option<(ErrorStatus, u32, String)>,
+    /// A problem of the client's own making (COPY), to abort with.
+    pub abort: Option<String>,
+    /// CopyFail was sent for a COPY FROM STDIN.
+    pub copy_failed: bool,
+    /// For `\gset`/`\aset`: the slot of each column of the current result
+    /// (`None`: no script uses that name, so it is not stored).
+    pub columns: Vec<Option<usize>>,
+    /// The last row's values (NULL is stored as an empty string, as
+    /// pgbench's `PQgetvalue` gives).
+    pub values: Vec<Vec<u8>>,
+    /// Scratch for building `prefix` + column name.
+    pub name_buf: String,
+}
+
+impl Response {
+    pub fn reset(&mut self, syncs: u32) {
+        self.syncs_left = syncs;
+        self.results = 0;
+        self.rows = 0;
+        self.last_rows = 0;
+        self.error = None;
+        self.abort = None;
+        self.copy_failed = false;
+    }
+}
+
+/// One benchmark client.
+pub struct Client {
+    /// The client number over the whole run (`client_id`).
+    pub id: u32,
+    pub state: State,
+    pub conn: Option<Connection>,
+    /// The socket is registered for writability too (a write was partial).
+    pub writing: bool,
+    pub connecting: Option<Connecting>,
+    /// When the current connection attempt started (µs).
+    pub connect_start: i64,
+    pub vars: Variables,
+    /// `random*()` state (pgbench's `cs_func_rs`) and its copy at the start
+    /// of the transaction, restored for a retry.
+    pub random: PrngState,
+    pub random_at_start: PrngState,
+    pub stack: EvalStack,
+    pub script: usize,
+    pub command: usize,
+    /// The command to run after the current one, when it is not the next.
+    pub jump: Option<usize>,
+    /// The next command is an `\elif` reached from a false condition: it
+    /// is evaluated rather than ending the block.
+    pub elif_pending: bool,
+    /// Transactions ended (committed, failed or skipped).
+    pub count: u64,
+    pub tries: u32,
+    pub status: ErrorStatus,
+    pub scheduled: i64,
+    pub begun: i64,
+    pub command_begun: i64,
+    pub sleep_until: i64,
+    /// Per script, per command: prepared on this connection (`-M prepared`).
+    pub prepared: Vec<Vec<bool>>,
+    /// Syncs sent in the open pipeline; `None` outside a pipeline.
+    pub pipeline: Option<u32>,
+    pub response: Response,
+    /// Reused buffers for SQL text and Bind parameters.
+    pub sql: Vec<u8>,
+    pub params: Vec<u8>,
+    pub param_ends: Vec<Option<usize>>,
+    pub shell: Option<ShellJob>,
+}
+
+impl Client {
+    pub fn new(
+        id: u32,
+        vars: Variables,
+        random: PrngState,
+        commands_per_script: &[usize],
+    ) -> Client {
+        Client {
+            id,
+            state: State::ChooseScript,
+            conn: None,
+            writing: false,
+            connecting: None,
+            connect_start: 0,
+            vars,
+            random,
+            random_at_start: random,
+            stack: EvalStack::new(),
+            script: 0,
+            command: 0,
+            jump: None,
+            elif_pending: false,
+            count: 0,
+            tries: 1,
+            status: ErrorStatus::None,
+            scheduled: 0,
+            begun: 0,
+            command_begun: 0,
+            sleep_until: 0,
+            prepared: commands_per_script
+                .iter()
+                .map(|&n| vec![false; n])
+                .collect(),
+            pipeline: None,
+            response: Response::default(),
+            sql: Vec::with_capacity(1024),
+            params: Vec::with_capacity(256),
+            param_ends: Vec::with_capacity(16),
+            shell: None,
+        }
+    }
+
+    /// Forgets what was prepared on the previous connection.
+    pub fn reset_session(&mut self) {
+        for script in &mut self.prepared {
+            script.iter_mut().for_each(|p| *p = false);
+        }
+        self.pipeline = None;
+    }
+}

@@ -1,0 +1,147 @@
+//! Why a benchmark could not run, with the message pgbench prints.
+//!
+//! Errors before the run (exit status 1) are values of [`EngineError`];
+//! errors during the run are per client and only logged (the client aborts
+//! and the run ends with status 2), so they have no type here.
+
+use std::fmt;
+
+use crate::random::SeedError;
+use crate::script::ScriptError;
+use crate::stats::LogError;
+
+/// A failure that stops pgbolt before or while starting the run.
+#[derive(Debug)]
+pub enum EngineError {
+    /// The connection options cannot be resolved.
+    ConnOptions(pgwire::conninfo::Error),
+    /// The set-up connection could not be opened; pgbench's second line
+    /// follows libpq's message.
+    SetupConnection(pgwire::Error),
+    /// A client's connection could not be opened before the run.
+    ClientConnection { client: u32, error: pgwire::Error },
+    /// A script could not be loaded or is unfit for the query mode.
+    Script(ScriptError),
+    /// `total script weight must not be zero`.
+    ZeroWeight,
+    /// The random seed could not be obtained.
+    Seed(SeedError),
+    /// `select count(*) from pgbench_branches` failed.
+    CountBranches {
+        error: pgwire::Error,
+        /// The database, when the table does not exist (for the hint).
+        missing_table_in: Option<String>,
+    },
+    /// The count was not a usable number.
+    InvalidBranchCount(String),
+    /// No `pgbench_accounts` in the search path.
+    NoAccountsTable { dbname: String },
+    /// `unexpected partition method`.
+    PartitionMethod(String),
+    /// The server cannot accept that many more connections.
+    Preflight(Preflight),
+    /// A query of the preflight check failed.
+    PreflightQuery(pgwire::Error),
+    /// A transaction log file could not be opened.
+    Log(LogError),
+    /// A worker thread could not be started.
+    Thread(std::io::Error),
+    /// A worker thread panicked (a bug).
+    ThreadPanicked,
+    /// The results could not be put together.
+    Report(String),
+}
+
+/// The numbers behind a preflight refusal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preflight {
+    pub clients: u32,
+    pub max_connections: i64,
+    pub reserved: i64,
+    pub in_use: i64,
+}
+
+impl Preflight {
+    /// Connections the server can still accept for this user.
+    pub fn available(&self) -> i64 {
+        self.max_connections - self.reserved - self.in_use
+    }
+}
+
+impl EngineError {
+    /// pgbench's exit status for the failure.
+    pub fn exit_code(&self) -> i32 {
+        1
+    }
+}
+
+impl fmt::Display for EngineError {
+    /// The first line follows `pgbolt: error: `; later lines carry their
+    /// own prefix.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const P: &str = crate::cli::PROGRAM;
+        match self {
+            EngineError::ConnOptions(e) => write!(f, "{e}"),
+            EngineError::SetupConnection(e) => {
+                write!(f, "{e}\n{P}: error: could not create connection for setup")
+            }
+            EngineError::ClientConnection { client, error } => {
+                write!(f, "{error}\n{P}: error: could not create connection for client {client}")
+            }
+            EngineError::Script(e) => write!(f, "{e}"),
+            EngineError::ZeroWeight => f.write_str("total script weight must not be zero"),
+            EngineError::Seed(e) => write!(f, "{e}"),
+            EngineError::CountBranches {
+                error,
+                missing_table_in,
+            } => {
+                write!(f, "could not count number of branches: {error}")?;
+                if let Some(db) = missing_table_in {
+                    write!(
+                        f,
+                        "\n{P}: hint: Perhaps you need to do initialization (\"pgbench -i\") in database \"{db}\"."
+                    )?;
+                }
+                Ok(())
+            }
+            EngineError::InvalidBranchCount(v) => {
+                write!(f, "invalid count(*) from pgbench_branches: \"{v}\"")
+            }
+            EngineError::NoAccountsTable { dbname } => write!(
+                f,
+                "no pgbench_accounts table found in \"search_path\"\n{P}: hint: Perhaps you need to do \
+                 initialization (\"pgbench -i\") in database \"{dbname}\"."
+            ),
+            EngineError::PartitionMethod(m) => write!(f, "unexpected partition method: \"{m}\""),
+            EngineError::Preflight(p) => write!(
+                f,
+                "the server cannot accept {} more connections: max_connections is {}, {} are \
+                 reserved for superusers and roles with pg_use_reserved_connections, and {} are \
+                 in use, which leaves {}\n{P}: hint: Run with fewer clients (-c {}), raise \
+                 max_connections on the server, or connect through a connection pooler such as \
+                 PgBouncer; --no-preflight skips this check.",
+                p.clients,
+                p.max_connections,
+                p.reserved,
+                p.in_use,
+                p.available().max(0),
+                p.available().max(1),
+            ),
+            EngineError::PreflightQuery(e) => {
+                write!(f, "could not check the server's connection limit: {e}")
+            }
+            EngineError::Log(e) => write!(f, "{e}"),
+            EngineError::Thread(e) => write!(f, "could not create thread: {e}"),
+            EngineError::ThreadPanicked => f.write_str("a worker thread failed unexpectedly"),
+            EngineError::Report(e) => write!(f, "could not build the report: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for EngineError {}
+
+impl From<ScriptError> for EngineError {
+    fn from(e: ScriptError) -> Self {
+        EngineError::Script(e)
+    }
+}

@@ -1,0 +1,444 @@
+//! The benchmark run: pgbench's engine on one event loop per thread.
+//!
+//! # How a run goes
+//! 1. [`plan`]: scripts loaded, variables resolved to slots, clients dealt
+//!    to threads exactly as pgbench deals them.
+//! 2. [`setup`]: one blocking connection prints the version line, checks
+//!    the server's connection limit (the preflight, skipped with
+//!    `--no-preflight`), reads the scale from `pgbench_branches` when a
+//!    builtin script runs, and vacuums; then it closes.
+//! 3. Every client gets pgbench's automatic variables and its own random
+//!    state (drawn in pgbench's order from the seed, so `--random-seed`
+//!    reproduces pgbench's values); each thread gets its script-choice,
+//!    throttling and sampling generators.
+//! 4. [`worker`]: each thread opens all of its clients' connections at
+//!    once (non-blocking connect state machines on its mio poller), waits
+//!    at a gate until every thread is connected, then runs the client
+//!    state machine of [`machine`] until every client is finished or
+//!    aborted.
+//! 5. The per-thread statistics are merged and rendered by
+//!    [`crate::report`]; the exit status is pgbench's (2 when a client
+//!    aborted).
+//!
+//! # The hot path
+//! After the start a transaction allocates nothing and takes no lock: SQL
+//! text and Bind parameters are written into reused buffers, each command
+//! (or pipeline) is one write, results are framed in place, statistics go
+//! to the thread's own recorder, and the clock is read once per step.
+//! Formatting happens only for `--debug`, errors and `-l` log lines (into
+//! a buffered writer).
+
+mod client;
+pub mod error;
+mod log;
+mod machine;
+mod meta;
+pub mod plan;
+mod setup;
+mod shared;
+mod shell;
+mod signals;
+mod sql;
+mod worker;
+
+use std::collections::{BinaryHeap, VecDeque};
+use std::io::Write;
+use std::sync::Arc;
+
+use mio::unix::SourceFd;
+use mio::{Interest, Poll};
+
+use crate::cli::{Benchmark, Config, RandomSeed as CliSeed, RunLength};
+use crate::random::{RandomSeed, RandomStates};
+use crate::report::{self, Partitioning, RunLimit, RunOptions, RunResult, ScriptInfo, Timings};
+use crate::script::vars::Variables;
+use crate::stats::{LogOptions, ProgressOptions, StatsLayout, ThreadStats, TransactionLog};
+
+use client::Client;
+pub use error::EngineError;
+use plan::Plan;
+use shared::Shared;
+use worker::{Clock, ThreadEnv, WorkerResult};
+
+/// What the set-up established, for the threads.
+struct Prepared {
+    plan: Arc<Plan>,
+    connector: pgwire::Connector,
+    scale: i64,
+    partitioning: Option<(String, u32)>,
+    states: RandomStates,
+    /// The variables every client starts with, `client_id` aside.
+    base: Variables,
+}
+
+/// Runs the benchmark and returns the exit status.
+pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
+    let prepared = prepare(config, bench)?;
+    let clock = Clock::new();
+    let start_time = clock.now_us();
+    let end_us = prepared
+        .plan
+        .duration
+        .map(|d| start_time + d.as_micros() as i64);
+    let guard = signals::install().map_err(EngineError::Thread)?;
+    let shared = Arc::new(Shared::new(prepared.plan.threads as usize, end_us));
+    let plan = prepared.plan.clone();
+    let mut handles = Vec::new();
+    for (tid, range) in plan.client_ranges().into_iter().enumerate() {
+        let thread = ThreadStart {
+            tid,
+            range,
+            clock,
+            start_time,
+            end_us,
+            wake_fd: guard.wake_fd(),
+        };
+        let spawned =
+            thread_parts(&prepared, &plan, bench, &thread).and_then(|(clients, env, poll)| {
+                let (plan, shared) = (plan.clone(), shared.clone());
+                std::thread::Builder::new()
+                    .name(format!("pgbolt-{tid}"))
+                    .spawn(move || worker::run(plan, shared, clients, env, poll))
+                    .map_err(EngineError::Thread)
+            });
+        match spawned {
+            Ok(handle) => handles.push(handle),
+            Err(e) => {
+                shared.fail_start(e);
+                break;
+            }
+        }
+    }
+    let mut results = Vec::with_capacity(handles.len());
+    let mut panicked = false;
+    for h in handles {
+        match h.join() {
+            Ok(Some(r)) => results.push(r),
+            Ok(None) => {}
+            Err(_) => panicked = true,
+        }
+    }
+    let interrupted_by = signals::received();
+    drop(guard);
+    if let Some(e) = shared.take_start_error() {
+        return Err(e);
+    }
+    if panicked {
+        return Err(EngineError::ThreadPanicked);
+    }
+    if let Some(tid) = shared.abort_thread() {
+        log::error(format_args!(
+            "Run was aborted due to an error in thread {tid}"
+        ));
+        return Ok(2);
+    }
+    let ended = Ended {
+        results,
+        start_time,
+        now: clock.now_us(),
+        interrupted_by,
+    };
+    report(&prepared, bench, ended)
+}
+
+/// Everything up to the clients' connections: the seed, the scripts, the
+/// set-up connection's work, the random states and the starting variables.
+fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> {
+    let seed = match bench.random_seed {
+        CliSeed::Time => RandomSeed::Time,
+        CliSeed::Rand => RandomSeed::Rand,
+        CliSeed::Value(v) => RandomSeed::Value(v),
+    };
+    let seed_value = seed.resolve().map_err(EngineError::Seed)?;
+    if !matches!(seed, RandomSeed::Time) {
+        log::info(format_args!("setting random seed to {seed_value}"));
+    }
+    let plan = Plan::new(bench, config.debug)?;
+    let connector = setup::connector(&config.connection)?;
+    let mut setup_client = setup::connect(&connector)?;
+    setup::print_version(&setup_client);
+    if config.debug {
+        let (what, n) = match bench.length {
+            RunLength::Transactions(n) => ("nxacts", n),
+            RunLength::Duration(s) => ("duration", s),
+        };
+        log::debug(format_args!(
+            "nclients: {} {what}: {n} dbName: {}",
+            plan.clients,
+            connector.config().dbname
+        ));
+    }
+    if config.preflight {
+        setup::preflight(&mut setup_client, plan.clients)?;
+    }
+    let (scale, partitioning) = if plan.builtin_used {
+        let dbname = connector.config().dbname.clone();
+        let info = setup::table_info(&mut setup_client, &dbname, bench.scale.is_some())?;
+        (info.scale, info.partitioning)
+    } else {
+        (i64::from(bench.scale.unwrap_or(1)), None)
+    };
+    setup::vacuum(&mut setup_client, bench.vacuum);
+    setup_client.close();
+    raise_open_files_limit(u64::from(plan.clients));
+    let states = RandomStates::new(
+        seed_value,
+        plan.clients as usize,
+        plan.threads as usize,
+        defined(bench, "default_seed"),
+    );
+    let base = base_variables(&plan, bench, scale, &states);
+    Ok(Prepared {
+        plan: Arc::new(plan),
+        connector,
+        scale,
+        partitioning,
+        states,
+        base,
+    })
+}
+
+/// Whether `-D` defined `name`.
+fn defined(bench: &Benchmark, name: &str) -> bool {
+    bench.variables.iter().any(|d| d.name == name)
+}
+
+/// What a thread is started with besides the plan.
+struct ThreadStart {
+    tid: usize,
+    range: std::ops::Range<u32>,
+    clock: Clock,
+    start_time: i64,
+    end_us: Option<i64>,
+    wake_fd: std::os::fd::RawFd,
+}
+
+/// A thread's clients, its environment and its poller.
+fn thread_parts(
+    prepared: &Prepared,
+    plan: &Plan,
+    bench: &Benchmark,
+    t: &ThreadStart,
+) -> Result<(Vec<Client>, ThreadEnv, Poll), EngineError> {
+    let poll = Poll::new().map_err(EngineError::Thread)?;
+    poll.registry()
+        .register(
+            &mut SourceFd(&t.wake_fd),
+            worker::SIGNAL,
+            Interest::READABLE,
+        )
+        .map_err(EngineError::Thread)?;
+    let registry = poll.registry().try_clone().map_err(EngineError::Thread)?;
+    let per_script = plan.commands_per_script();
+    let clients: Vec<Client> = t
+        .range
+        .clone()
+        .map(|id| {
+            let mut vars = prepared.base.clone();
+            if !defined(bench, "client_id") {
+                vars.set(plan.slots.client_id, crate::expr::Value::Int(i64::from(id)));
+            }
+            Client::new(id, vars, prepared.states.clients[id as usize], &per_script)
+        })
+        .collect();
+    let log = match &bench.log {
+        Some(opts) => Some(
+            TransactionLog::create(&log_options(bench, opts), t.tid, t.start_time)
+                .map_err(EngineError::Log)?,
+        ),
+        None => None,
+    };
+    let layout = StatsLayout {
+        commands_per_script: per_script,
+        latency_limit_us: plan.latency_limit_us,
+        start_us: t.start_time,
+    };
+    let ts = prepared.states.threads[t.tid];
+    let env = ThreadEnv {
+        tid: t.tid,
+        clock: t.clock,
+        registry,
+        connector: prepared.connector.clone(),
+        clients: clients.len(),
+        timers: BinaryHeap::with_capacity(clients.len() * 2 + 4),
+        runq: VecDeque::with_capacity(clients.len() + 1),
+        stats: ThreadStats::new(&layout),
+        log,
+        log_failed: false,
+        choose: ts.choose,
+        throttle: ts.throttle,
+        sample: ts.sample,
+        throttle_trigger: 0,
+        conn_duration: 0,
+        over: false,
+        end_us: t.end_us,
+        progress: bench.progress.map(|interval| {
+            worker::Progress::new(
+                interval,
+                ProgressOptions {
+                    timestamp: bench.progress_timestamp,
+                    throttled: bench.rate.is_some(),
+                    latency_limit: bench.latency_limit.is_some(),
+                    max_tries: plan.max_tries,
+                },
+            )
+        }),
+    };
+    Ok((clients, env, poll))
+}
+
+/// What the threads left behind.
+struct Ended {
+    results: Vec<WorkerResult>,
+    start_time: i64,
+    now: i64,
+    interrupted_by: Option<i32>,
+}
+
+/// The variables every client starts with: `-D` definitions, then
+/// `scale`, `default_seed` and `random_seed` unless `-D` set them
+/// (`client_id` is set per client).
+fn base_variables(plan: &Plan, bench: &Benchmark, scale: i64, states: &RandomStates) -> Variables {
+    use crate::expr::Value;
+    let mut vars = Variables::new(&plan.names);
+    for def in &bench.variables {
+        if let Some(slot) = plan.names.lookup(&def.name) {
+            vars.set_text(slot, &def.value);
+        }
+    }
+    if !defined(bench, "scale") {
+        vars.set(plan.slots.scale, Value::Int(scale));
+    }
+    if let Some(seed) = states.default_seed {
+        vars.set(plan.slots.default_seed, Value::Int(seed));
+    }
+    if !defined(bench, "random_seed") {
+        vars.set(plan.slots.random_seed, Value::Int(states.random_seed));
+    }
+    vars
+}
+
+fn log_options(bench: &Benchmark, log: &crate::cli::TransactionLog) -> LogOptions {
+    LogOptions {
+        prefix: Some(log.prefix.clone()),
+        pid: std::process::id(),
+        throttled: bench.rate.is_some(),
+        latency_limit: bench.latency_limit.is_some(),
+        max_tries: bench.max_tries.unwrap_or(0),
+        failures_detailed: bench.failures_detailed,
+        continue_on_error: bench.continue_on_error,
+        sampling_rate: log.sampling_rate,
+        aggregate_interval_s: log.aggregate_interval,
+    }
+}
+
+/// Raises the soft limit on open files to what the clients need, as far as
+/// the hard limit allows (pgbench checks `-c` against the limit).
+fn raise_open_files_limit(clients: u64) {
+    let wanted = clients + 64;
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit read and write the struct we pass.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < wanted {
+            limit.rlim_cur = wanted.min(limit.rlim_max);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}
+
+/// Merges the threads' results, prints the report, and gives the status.
+fn report(prepared: &Prepared, bench: &Benchmark, ended: Ended) -> Result<i32, EngineError> {
+    let plan = &prepared.plan;
+    let Ended {
+        results,
+        start_time,
+        now,
+        interrupted_by,
+    } = ended;
+    let mut merged: Option<ThreadStats> = None;
+    let (mut conn_total, mut bench_start, mut aborted, mut interrupted) = (0, i64::MAX, 0, 0);
+    for r in results {
+        conn_total += r.conn_duration_us;
+        bench_start = bench_start.min(r.bench_start_us);
+        aborted += r.aborted;
+        interrupted += r.interrupted;
+        match merged.as_mut() {
+            None => merged = Some(r.stats),
+            Some(m) => {
+                let _ = m.merge(&r.stats);
+            }
+        }
+    }
+    let Some(stats) = merged else {
+        return Ok(2);
+    };
+    let options = RunOptions {
+        scripts: plan
+            .scripts
+            .iter()
+            .map(|s| ScriptInfo {
+                name: s.name.clone(),
+                weight: s.weight,
+                commands: s.commands.iter().map(|c| c.first_line.clone()).collect(),
+            })
+            .collect(),
+        scale: prepared.scale.max(0) as u64,
+        partitioning: prepared
+            .partitioning
+            .clone()
+            .map(|(method, partitions)| Partitioning { method, partitions }),
+        query_mode: plan.query_mode.name().to_owned(),
+        clients: plan.clients,
+        threads: plan.threads,
+        max_tries: plan.max_tries,
+        limit: match bench.length {
+            RunLength::Transactions(n) => RunLimit::TransactionsPerClient(u64::from(n)),
+            RunLength::Duration(s) => RunLimit::DurationSeconds(u64::from(s)),
+        },
+        rate: bench.rate,
+        latency_limit_us: plan.latency_limit_us,
+        progress_s: bench.progress,
+        connect_per_transaction: plan.connect_per_transaction,
+        failures_detailed: bench.failures_detailed,
+        report_per_command: plan.report_per_command,
+        continue_on_error: plan.continue_on_error,
+    };
+    let timings = Timings {
+        bench_duration_us: (now - bench_start).max(1),
+        initial_connection_us: bench_start - start_time,
+        total_connection_us: conn_total,
+    };
+    let incomplete = aborted > 0 || interrupted > 0 || interrupted_by.is_some();
+    let result = RunResult::build(options, timings, incomplete, &stats)
+        .map_err(|e| EngineError::Report(e.to_string()))?;
+    let text = report::render_text(&result, bench.pgbench_output);
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+    if let Some(path) = &bench.json {
+        match report::to_json(&result) {
+            Ok(json) => {
+                if let Err(e) = std::fs::write(path, json) {
+                    log::error(format_args!("could not write \"{}\": {e}", path.display()));
+                }
+            }
+            Err(e) => log::error(format_args!("{e}")),
+        }
+    }
+    if let Some(signo) = interrupted_by {
+        log::error(format_args!(
+            "Run was interrupted; the above results are incomplete."
+        ));
+        return Ok(128 + signo);
+    }
+    if aborted > 0 || interrupted > 0 {
+        log::error(format_args!(
+            "Run was aborted; the above results are incomplete."
+        ));
+        return Ok(2);
+    }
+    Ok(0)
+}

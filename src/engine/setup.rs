@@ -1,0 +1,217 @@
+//! The set-up connection: what pgbench does on one blocking connection
+//! before the clients connect. It prints the version line, checks that the
+//! server can take the clients (pgbolt's preflight), reads the scale and
+//! partitioning from the pgbench tables when a builtin script runs, and
+//! vacuums.
+
+use std::io::Write;
+
+use pgwire::blocking::Client;
+use pgwire::Connector;
+
+use crate::cli::{Connection, VacuumBeforeRun};
+
+use super::error::{EngineError, Preflight};
+use super::log;
+
+/// How `pgbench_accounts` is partitioned, as [`table_info`] found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableInfo {
+    pub scale: i64,
+    /// `range` or `hash`, with the number of partitions.
+    pub partitioning: Option<(String, u32)>,
+}
+
+/// The connector for the command line's connection options.
+pub fn connector(conn: &Connection) -> Result<Connector, EngineError> {
+    let config = crate::cli::connection::resolve(conn).map_err(EngineError::ConnOptions)?;
+    Connector::new(&config).map_err(EngineError::SetupConnection)
+}
+
+/// Opens the set-up connection.
+pub fn connect(connector: &Connector) -> Result<Client, EngineError> {
+    let mut warnings = Vec::new();
+    let client = Client::connect_with(connector, &mut warnings);
+    for w in warnings {
+        eprintln!("{w}");
+    }
+    client.map_err(EngineError::SetupConnection)
+}
+
+/// pgbench's version line, with pgbolt's name and version.
+pub fn print_version(client: &Client) {
+    let server = client.parameter("server_version").unwrap_or("unknown");
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "{} ({}, server {server})",
+        crate::cli::PROGRAM,
+        env!("CARGO_PKG_VERSION")
+    );
+    let _ = out.flush();
+}
+
+/// Checks that the server can accept `clients` more connections from this
+/// user once the set-up connection is closed.
+pub fn preflight(client: &mut Client, clients: u32) -> Result<(), EngineError> {
+    const QUERY: &str = "select current_setting('max_connections')::int, \
+        case when r.rolsuper then 0 else \
+          current_setting('superuser_reserved_connections')::int + \
+          case when exists (select 1 from pg_catalog.pg_roles where rolname = 'pg_use_reserved_connections') \
+               and pg_catalog.pg_has_role(current_user, 'pg_use_reserved_connections', 'member') \
+            then 0 else coalesce(current_setting('reserved_connections', true)::int, 0) end \
+        end, \
+        (select count(*) from pg_catalog.pg_stat_activity where backend_type = 'client backend') - 1 \
+        from pg_catalog.pg_roles r where r.rolname = current_user";
+    let rows = client
+        .simple_query(QUERY)
+        .map_err(EngineError::PreflightQuery)?;
+    let number = |row: &[Option<String>], i: usize| -> i64 {
+        row.get(i)
+            .and_then(|v| v.as_deref())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    let Some(row) = rows.first() else {
+        return Ok(());
+    };
+    let check = Preflight {
+        clients,
+        max_connections: number(row, 0),
+        reserved: number(row, 1),
+        in_use: number(row, 2),
+    };
+    if i64::from(clients) > check.available() {
+        return Err(EngineError::Preflight(check));
+    }
+    Ok(())
+}
+
+/// pgbench's `GetTableInfo`: the scale is the number of branches, and the
+/// partitioning of the first `pgbench_accounts` in the search path.
+pub fn table_info(
+    client: &mut Client,
+    dbname: &str,
+    scale_given: bool,
+) -> Result<TableInfo, EngineError> {
+    let rows = client
+        .simple_query("select count(*) from pgbench_branches")
+        .map_err(|error| {
+            let missing_table_in = (error.sqlstate() == Some("42P01")).then(|| dbname.to_owned());
+            EngineError::CountBranches {
+                error,
+                missing_table_in,
+            }
+        })?;
+    let text = rows
+        .first()
+        .and_then(|r| r.first().cloned().flatten())
+        .unwrap_or_default();
+    let scale = c_atoi(&text);
+    if scale < 0 {
+        return Err(EngineError::InvalidBranchCount(text));
+    }
+    if scale_given {
+        log::warning(format_args!(
+            "scale option ignored, using count from pgbench_branches table ({scale})"
+        ));
+    }
+    let partition_query = "select o.n, p.partstrat, pg_catalog.count(i.inhparent) \
+        from pg_catalog.pg_class as c \
+        join pg_catalog.pg_namespace as n on (n.oid = c.relnamespace) \
+        cross join lateral (select pg_catalog.array_position(pg_catalog.current_schemas(true), n.nspname)) as o(n) \
+        left join pg_catalog.pg_partitioned_table as p on (p.partrelid = c.oid) \
+        left join pg_catalog.pg_inherits as i on (c.oid = i.inhparent) \
+        where c.relname = 'pgbench_accounts' and o.n is not null \
+        group by 1, 2 order by 1 asc limit 1";
+    let partitioning = match client.simple_query(partition_query) {
+        Err(_) => None,
+        Ok(rows) => {
+            let Some(row) = rows.first() else {
+                return Err(EngineError::NoAccountsTable {
+                    dbname: dbname.to_owned(),
+                });
+            };
+            let count = row.get(2).cloned().flatten().unwrap_or_default();
+            match row.get(1).cloned().flatten().as_deref() {
+                None => None,
+                Some("r") => Some(("range".to_owned(), c_atoi(&count) as u32)),
+                Some("h") => Some(("hash".to_owned(), c_atoi(&count) as u32)),
+                Some(other) => return Err(EngineError::PartitionMethod(other.to_owned())),
+            }
+        }
+    };
+    Ok(TableInfo {
+        scale,
+        partitioning,
+    })
+}
+
+/// The vacuum pgbench runs before a benchmark; failures are reported and
+/// ignored, as pgbench's `tryExecuteStatement` does.
+pub fn vacuum(client: &mut Client, vacuum: VacuumBeforeRun) {
+    if vacuum == VacuumBeforeRun::Skip {
+        return;
+    }
+    eprint!("starting vacuum...");
+    for sql in [
+        "vacuum pgbench_branches",
+        "vacuum pgbench_tellers",
+        "truncate pgbench_history",
+    ] {
+        try_execute(client, sql);
+    }
+    eprintln!("end.");
+    if vacuum == VacuumBeforeRun::IncludingAccounts {
+        eprint!("starting vacuum pgbench_accounts...");
+        try_execute(client, "vacuum analyze pgbench_accounts");
+        eprintln!("end.");
+    }
+}
+
+fn try_execute(client: &mut Client, sql: &str) {
+    if let Err(e) = client.execute(sql) {
+        log::error(format_args!("{e}"));
+        log::detail(format_args!("(ignoring this error and continuing anyway)"));
+    }
+}
+
+/// C's `atoi`: leading blanks, a sign, digits; anything else ends it.
+pub fn c_atoi(text: &str) -> i64 {
+    let t = text.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    let (negative, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let mut value: i64 = 0;
+    for b in digits.bytes().take_while(u8::is_ascii_digit) {
+        value = value.wrapping_mul(10).wrapping_add(i64::from(b - b'0'));
+    }
+    if negative {
+        -value
+    } else {
+        value
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::c_atoi;
+
+    #[test]
+    fn atoi_reads_like_c() {
+        let cases: &[(&str, i64)] = &[
+            ("12", 12),
+            ("  7x", 7),
+            ("-3", -3),
+            ("+4", 4),
+            ("", 0),
+            ("abc", 0),
+            ("\t\n 9 9", 9),
+        ];
+        for (text, want) in cases {
+            assert_eq!(c_atoi(text), *want, "{text:?}");
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! What the worker threads share: the start gate (pgbench's barrier), the
+//! end of a timed run, and the flags that stop the run. Nothing here is
+//! touched per transaction.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
+
+use crate::stats::Snapshot;
+
+use super::error::EngineError;
+use super::signals;
+
+#[derive(Default)]
+struct Gate {
+    arrived: usize,
+    failed: bool,
+    error: Option<EngineError>,
+}
+
+pub struct Shared {
+    threads: usize,
+    gate: Mutex<Gate>,
+    opened: Condvar,
+    /// `-T`: when the run ends, µs since the epoch.
+    pub end_us: Option<i64>,
+    exit_on_abort: AtomicBool,
+    /// The thread whose client aborted first under `--exit-on-abort`.
+    abort_thread: AtomicUsize,
+    /// Under `-P`: each thread's running totals, published every
+    /// [`PUBLISH_EVERY_US`] (never per transaction), for thread 0's lines.
+    progress: Vec<Mutex<Snapshot>>,
+}
+
+/// How often threads publish their totals for progress reports.
+pub const PUBLISH_EVERY_US: i64 = 100_000;
+
+impl Shared {
+    pub fn new(threads: usize, end_us: Option<i64>) -> Shared {
+        Shared {
+            threads,
+            gate: Mutex::new(Gate::default()),
+            opened: Condvar::new(),
+            end_us,
+            exit_on_abort: AtomicBool::new(false),
+            abort_thread: AtomicUsize::new(usize::MAX),
+            progress: (0..threads)
+                .map(|_| Mutex::new(Snapshot::default()))
+                .collect(),
+        }
+    }
+
+    pub fn publish(&self, tid: usize, snapshot: Snapshot) {
+        if let Some(Ok(mut slot)) = self.progress.get(tid).map(|m| m.lock()) {
+            *slot = snapshot;
+        }
+    }
+
+    /// The sum of the published totals, with `own` in place of thread
+    /// `tid`'s.
+    pub fn progress_total(&self, tid: usize, own: &Snapshot) -> Snapshot {
+        let mut total = *own;
+        for (i, slot) in self.progress.iter().enumerate() {
+            if i != tid {
+                if let Ok(s) = slot.lock() {
+                    total.merge(&s);
+                }
+            }
+        }
+        total
+    }
+
+    /// Waits until every thread has connected its clients; false when one
+    /// of them failed (the run does not start).
+    pub fn wait_start(&self) -> bool {
+        let Ok(mut gate) = self.gate.lock() else {
+            return false;
+        };
+        gate.arrived += 1;
+        if gate.arrived == self.threads {
+            self.opened.notify_all();
+        }
+        while gate.arrived < self.threads && !gate.failed {
+            gate = match self.opened.wait(gate) {
+                Ok(g) => g,
+                Err(_) => return false,
+            };
+        }
+        !gate.failed
+    }
+
+    /// Reports a failure before the start; the first one is kept.
+    pub fn fail_start(&self, error: EngineError) {
+        if let Ok(mut gate) = self.gate.lock() {
+            gate.failed = true;
+            gate.error.get_or_insert(error);
+        }
+        self.opened.notify_all();
+    }
+
+    pub fn take_start_error(&self) -> Option<EngineError> {
+        self.gate.lock().ok().and_then(|mut g| g.error.take())
+    }
+
+    pub fn stop_requested(&self) -> bool {
+        signals::stop_requested() || self.exit_on_abort.load(Ordering::Relaxed)
+    }
+
+    pub fn trigger_exit_on_abort(&self, tid: usize) {
+        let _ = self.abort_thread.compare_exchange(
+            usize::MAX,
+            tid,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
+        self.exit_on_abort.store(true, Ordering::Relaxed);
+        signals::wake();
+    }
+
+    pub fn exit_on_abort_triggered(&self) -> bool {
+        self.exit_on_abort.load(Ordering::Relaxed)
+    }
+
+    /// The thread named in `Run was aborted due to an error in thread N`.
+    pub fn abort_thread(&self) -> Option<usize> {
+        match self.abort_thread.load(Ordering::Relaxed) {
+            usize::MAX => None,
+            t => Some(t),
+        }
+    }
+}

@@ -1,0 +1,309 @@
+//! `\shell` and `\setshell` without stalling the thread's other clients.
+//!
+//! pgbench runs `system()`/`popen()` and blocks its whole thread until the
+//! command ends. pgbolt starts `/bin/sh -c COMMAND` and lets the event loop
+//! wait: for `\setshell` on the child's standard output (read to its end,
+//! then the child is reaped), for `\shell` on a pidfd that becomes readable
+//! when the child exits. Where `pidfd_open` is not available the thread
+//! waits for the child, as pgbench would.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::process::{Child, Command, Stdio};
+
+use crate::script::{ShellWord, Target};
+
+use super::client::{Client, State};
+use super::log;
+use super::plan::Plan;
+use super::sql::command_failed;
+use super::worker::ThreadEnv;
+
+/// pgbench's limit on the length of a shell command.
+const SHELL_COMMAND_SIZE: usize = 256;
+
+/// A child being waited for.
+pub struct ShellJob {
+    child: Child,
+    /// The program word, pgbench's prefix for these errors.
+    program: String,
+    target: Option<Target>,
+    /// `\setshell`: the output read so far (the first 63 bytes count).
+    output: Vec<u8>,
+    /// What the poller watches: the output pipe or a pidfd.
+    watched: Option<OwnedFd>,
+}
+
+impl ShellJob {
+    pub fn fd(&self) -> Option<RawFd> {
+        self.watched.as_ref().map(AsRawFd::as_raw_fd)
+    }
+
+    /// Stops the child at the end of the run.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Builds the command line and starts the child.
+pub fn start(
+    c: &mut Client,
+    idx: usize,
+    plan: &Plan,
+    env: &mut ThreadEnv,
+    words: &[ShellWord],
+    target: Option<Target>,
+) {
+    let what = if target.is_some() {
+        "setshell"
+    } else {
+        "shell"
+    };
+    let program = match words.first() {
+        Some(ShellWord::Literal(w)) => w.clone(),
+        Some(ShellWord::Var(slot)) => format!(":{}", plan.names.name(*slot)),
+        None => String::new(),
+    };
+    let mut line = String::new();
+    for (i, word) in words.iter().enumerate() {
+        let mut scratch = Vec::new();
+        let arg = match word {
+            ShellWord::Literal(w) => w.as_str(),
+            ShellWord::Var(slot) => {
+                if !c.vars.write_sql(*slot, &mut scratch) {
+                    log::error(format_args!(
+                        "{program}: undefined variable \":{}\"",
+                        plan.names.name(*slot)
+                    ));
+                    return fail(c, what);
+                }
+                std::str::from_utf8(&scratch).unwrap_or_default()
+            }
+        };
+        if line.len() + arg.len() + usize::from(i > 0) >= SHELL_COMMAND_SIZE - 1 {
+            log::error(format_args!("{program}: shell command is too long"));
+            return fail(c, what);
+        }
+        if i > 0 {
+            line.push(' ');
+        }
+        line.push_str(arg);
+    }
+    let mut command = Command::new("/bin/sh");
+    command.arg("-c").arg(&line);
+    if target.is_some() {
+        command.stdout(Stdio::piped());
+    }
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(_) => {
+            log::error(format_args!("{program}: could not launch shell command"));
+            return fail(c, what);
+        }
+    };
+    let watched = match child.stdout.take() {
+        Some(out) => {
+            let fd = OwnedFd::from(out);
+            set_nonblocking(fd.as_raw_fd());
+            Some(fd)
+        }
+        None => pidfd(child.id()),
+    };
+    let job = ShellJob {
+        child,
+        program,
+        target,
+        output: Vec::new(),
+        watched,
+    };
+    if let Some(fd) = job.fd() {
+        env.watch_shell(fd, idx);
+    }
+    c.shell = Some(job);
+    c.state = State::WaitShell;
+}
+
+fn fail(c: &mut Client, what: &str) {
+    command_failed(c, what, "execution of meta-command failed");
+    c.state = State::Aborted;
+}
+
+fn set_nonblocking(fd: RawFd) {
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+    }
+}
+
+fn read_fd(fd: RawFd, buf: &mut [u8]) -> std::io::Result<usize> {
+    // SAFETY: reads into a buffer we own, of the length we pass.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+    if n < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+fn pidfd(pid: u32) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: the descriptor was just created and is owned by nobody else.
+    Some(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// Makes progress on the client's child; true when it is done (the client's
+/// state says how it went).
+pub fn poll(c: &mut Client, idx: usize, env: &mut ThreadEnv) -> bool {
+    let Some(job) = c.shell.as_mut() else {
+        c.state = State::EndCommand;
+        return true;
+    };
+    if job.target.is_some() {
+        if let Some(fd) = job.watched.as_ref() {
+            let mut buf = [0u8; 4096];
+            loop {
+                match read_fd(fd.as_raw_fd(), &mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        let room = 63usize.saturating_sub(job.output.len());
+                        job.output.extend_from_slice(&buf[..n.min(room)]);
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+        }
+    } else if job.watched.is_some() {
+        if let Ok(None) = job.child.try_wait() {
+            return false;
+        }
+    }
+    let Some(mut job) = c.shell.take() else {
+        return true;
+    };
+    if let Some(fd) = job.fd() {
+        env.unwatch_shell(fd, idx);
+    }
+    let status = job.child.wait();
+    match job.target {
+        None => {
+            if !matches!(status, Ok(s) if s.success()) {
+                if !env.over {
+                    log::error(format_args!(
+                        "{}: could not launch shell command",
+                        job.program
+                    ));
+                }
+                return finish_failed(c, "shell");
+            }
+        }
+        Some(target) => {
+            if !store_result(c, &job, target, env) {
+                return finish_failed(c, "setshell");
+            }
+        }
+    }
+    c.state = State::EndCommand;
+    true
+}
+
+fn finish_failed(c: &mut Client, what: &str) -> bool {
+    fail(c, what);
+    true
+}
+
+/// pgbench's check of `\setshell` output: the first line must be an
+/// integer, blanks allowed after it.
+fn store_result(c: &mut Client, job: &ShellJob, target: Target, env: &ThreadEnv) -> bool {
+    let line_end = job
+        .output
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(job.output.len(), |i| i + 1);
+    let res = String::from_utf8_lossy(&job.output[..line_end]).into_owned();
+    if res.is_empty() {
+        if !env.over {
+            log::error(format_args!(
+                "{}: could not read result of shell command",
+                job.program
+            ));
+        }
+        return false;
+    }
+    let (value, end) = c_strtol(&res);
+    let rest = &res[end..];
+    if !rest.chars().all(|ch| ch.is_ascii_whitespace()) {
+        log::error(format_args!(
+            "{}: shell command must return an integer (not \"{res}\")",
+            job.program
+        ));
+        return false;
+    }
+    if !target.valid_name {
+        return false;
+    }
+    c.vars.set(
+        target.slot,
+        crate::expr::Value::Int(i64::from(value as i32)),
+    );
+    true
+}
+
+/// C's `strtol(text, &end, 10)`: the value and where parsing stopped (0
+/// when there are no digits).
+fn c_strtol(text: &str) -> (i64, usize) {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() && (bytes[i] as char).is_ascii_whitespace() {
+        i += 1;
+    }
+    let negative = match bytes.get(i) {
+        Some(b'-') => {
+            i += 1;
+            true
+        }
+        Some(b'+') => {
+            i += 1;
+            false
+        }
+        _ => false,
+    };
+    let digits_start = i;
+    let mut value: i64 = 0;
+    while i < bytes.len() && bytes[i].is_ascii_digit() {
+        value = value
+            .saturating_mul(10)
+            .saturating_add(i64::from(bytes[i] - b'0'));
+        i += 1;
+    }
+    if i == digits_start {
+        return (0, 0);
+    }
+    (if negative { -value } else { value }, i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::c_strtol;
+
+    #[test]
+    fn strtol_reports_where_it_stopped() {
+        let cases: &[(&str, (i64, usize))] = &[
+            ("42\n", (42, 2)),
+            ("  -5 ", (-5, 4)),
+            ("+8", (8, 2)),
+            ("x1", (0, 0)),
+            ("", (0, 0)),
+            ("7abc", (7, 1)),
+        ];
+        for (text, want) in cases {
+            assert_eq!(c_strtol(text), *want, "{text:?}");
+        }
+    }
+}

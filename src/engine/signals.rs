@@ -1,0 +1,103 @@
+//! SIGINT and SIGTERM during a run: stop starting transactions, let the
+//! ones in flight finish (they are cancelled after a second), then report.
+//!
+//! The handler only stores the signal number and writes a byte to a pipe
+//! whose read end every worker's poller watches, so a thread asleep in
+//! `epoll_wait` wakes at once. The previous handlers come back when the
+//! run ends.
+
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+
+static STOP: AtomicBool = AtomicBool::new(false);
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
+static WAKE_WRITE: AtomicI32 = AtomicI32::new(-1);
+
+extern "C" fn on_signal(signo: libc::c_int) {
+    SIGNAL.store(signo, Ordering::SeqCst);
+    STOP.store(true, Ordering::SeqCst);
+    wake();
+}
+
+/// Whether a stop was requested by a signal.
+pub fn stop_requested() -> bool {
+    STOP.load(Ordering::Relaxed)
+}
+
+/// The signal that stopped the run, if any.
+pub fn received() -> Option<i32> {
+    match SIGNAL.load(Ordering::SeqCst) {
+        0 => None,
+        s => Some(s),
+    }
+}
+
+/// Wakes every worker (async-signal-safe: one `write`).
+pub fn wake() {
+    let fd = WAKE_WRITE.load(Ordering::SeqCst);
+    if fd >= 0 {
+        let byte = 1u8;
+        // SAFETY: writes one byte from a local to a descriptor we own.
+        unsafe { libc::write(fd, (&byte as *const u8).cast(), 1) };
+    }
+}
+
+/// The installed handlers; dropping restores the previous ones.
+pub struct Guard {
+    read_fd: RawFd,
+    write_fd: RawFd,
+    old: [libc::sigaction; 2],
+}
+
+impl Guard {
+    /// The descriptor workers register to be woken.
+    pub fn wake_fd(&self) -> RawFd {
+        self.read_fd
+    }
+}
+
+const SIGNALS: [libc::c_int; 2] = [libc::SIGINT, libc::SIGTERM];
+
+/// Installs the handlers.
+pub fn install() -> std::io::Result<Guard> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into the array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    STOP.store(false, Ordering::SeqCst);
+    SIGNAL.store(0, Ordering::SeqCst);
+    WAKE_WRITE.store(fds[1], Ordering::SeqCst);
+    // SAFETY: zeroed sigaction structs are valid "default" values.
+    let mut old: [libc::sigaction; 2] = unsafe { std::mem::zeroed() };
+    for (i, &signo) in SIGNALS.iter().enumerate() {
+        // SAFETY: installs a handler that only touches atomics and write().
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signo, &action, &mut old[i]);
+        }
+    }
+    Ok(Guard {
+        read_fd: fds[0],
+        write_fd: fds[1],
+        old,
+    })
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        for (i, &signo) in SIGNALS.iter().enumerate() {
+            // SAFETY: restores the action saved at installation.
+            unsafe { libc::sigaction(signo, &self.old[i], std::ptr::null_mut()) };
+        }
+        WAKE_WRITE.store(-1, Ordering::SeqCst);
+        // SAFETY: closes the pipe we created.
+        unsafe {
+            libc::close(self.read_fd);
+            libc::close(self.write_fd);
+        }
+    }
+}

@@ -1,0 +1,471 @@
+//! Sending SQL commands in the three query modes and reading their results.
+//!
+//! Everything is encoded into the connection's reused write buffer and sent
+//! with one write per command (or per pipeline, at `\endpipeline`):
+//! - simple: one Query whose text has the variables substituted in place;
+//! - extended: Parse (unnamed), Bind, Execute, Sync;
+//! - prepared: Parse of `P_<n>` the first time a command runs on a
+//!   connection, in the same write as its Bind, Execute and Sync (pgbench
+//!   prepares with a separate round trip).
+//!
+//! `\gset` and `\aset` commands also send Describe so the column names come
+//! back with the extended protocols. Results are framed in place; only the
+//! values stored by `\gset`/`\aset` are copied, into reused buffers.
+
+use pgwire::{Message, TxStatus};
+
+use crate::cli::QueryMode;
+use crate::script::{ResultVars, SqlCommand, SqlPiece};
+
+use super::client::{Client, ErrorStatus, State};
+use super::log;
+use super::machine::Now;
+use super::plan::Plan;
+use super::worker::ThreadEnv;
+
+/// Flush a pipeline's buffer once it holds this much.
+const PIPELINE_FLUSH_BYTES: usize = 64 * 1024;
+
+/// pgbench's `commandFailed`.
+pub fn command_failed(c: &Client, what: &str, message: &str) {
+    log::error(format_args!(
+        "client {} aborted in command {} ({what}) of script {}; {message}",
+        c.id, c.command, c.script
+    ));
+}
+
+/// Sends SQL command `command` of the client's script.
+pub fn send(c: &mut Client, plan: &Plan, env: &mut ThreadEnv, command: &SqlCommand) {
+    let stores = !matches!(command.results, ResultVars::Discard);
+    if c.pipeline.is_some() && stores {
+        let (what, text) = match command.results {
+            ResultVars::Gset { .. } => ("gset", "\\gset is not allowed in pipeline mode"),
+            _ => ("aset", "\\aset is not allowed in pipeline mode"),
+        };
+        command_failed(c, what, text);
+        c.state = State::Aborted;
+        return;
+    }
+    if encode(c, plan, command, stores).is_err() {
+        command_failed(c, "SQL", "SQL command send failed");
+        c.state = State::Aborted;
+        return;
+    }
+    let Some(conn) = c.conn.as_mut() else {
+        c.state = State::Aborted;
+        return;
+    };
+    if c.pipeline.is_some() {
+        if conn.pending_output() >= PIPELINE_FLUSH_BYTES && conn.flush().is_err() {
+            command_failed(c, "SQL", "SQL command send failed");
+            c.state = State::Aborted;
+            return;
+        }
+        c.state = State::EndCommand;
+        return;
+    }
+    if conn.flush().is_err() {
+        command_failed(c, "SQL", "SQL command send failed");
+        c.state = State::Aborted;
+        return;
+    }
+    c.response.reset(1);
+    if plan.debug {
+        log::debug(format_args!("client {} receiving", c.id));
+    }
+    let _ = env;
+    c.state = State::WaitResult;
+}
+
+/// Encodes the command for the query mode; Sync is added outside a pipeline.
+fn encode(
+    c: &mut Client,
+    plan: &Plan,
+    command: &SqlCommand,
+    describe: bool,
+) -> Result<(), pgwire::Error> {
+    let Client {
+        conn,
+        vars,
+        sql,
+        params,
+        param_ends,
+        prepared,
+        pipeline,
+        id,
+        script,
+        command: index,
+        ..
+    } = c;
+    let Some(conn) = conn.as_mut() else {
+        return Ok(());
+    };
+    match plan.query_mode {
+        QueryMode::Simple => {
+            sql.clear();
+            for piece in &command.pieces {
+                match piece {
+                    SqlPiece::Text(text) => sql.extend_from_slice(text.as_bytes()),
+                    SqlPiece::Var { slot, written } => {
+                        if !vars.write_sql(*slot, sql) {
+                            sql.extend_from_slice(written.as_bytes());
+                        }
+                    }
+                }
+            }
+            let text = String::from_utf8_lossy(sql);
+            if plan.debug {
+                log::debug(format_args!("client {id} sending {text}"));
+            }
+            conn.query(&text)?;
+            return Ok(());
+        }
+        QueryMode::Extended => {
+            if plan.debug {
+                log::debug(format_args!(
+                    "client {id} sending {}",
+                    command.extended_text
+                ));
+            }
+            conn.parse("", &command.extended_text, &[])?;
+        }
+        QueryMode::Prepared => {
+            let name = plan.prepared_names[*script][*index]
+                .as_deref()
+                .unwrap_or_default();
+            let done = &mut prepared[*script][*index];
+            if !*done {
+                if plan.debug {
+                    log::debug(format_args!("client {id} preparing {name}"));
+                }
+                conn.parse(name, &command.extended_text, &[])?;
+                *done = true;
+            }
+            if plan.debug {
+                log::debug(format_args!("client {id} sending {name}"));
+            }
+        }
+    }
+    params.clear();
+    param_ends.clear();
+    for &slot in &command.params {
+        if vars.write_sql(slot, params) {
+            param_ends.push(Some(params.len()));
+        } else {
+            param_ends.push(None);
+        }
+    }
+    let statement = match plan.query_mode {
+        QueryMode::Prepared => plan.prepared_names[*script][*index]
+            .as_deref()
+            .unwrap_or_default(),
+        _ => "",
+    };
+    let mut start = 0;
+    let values = param_ends.iter().map(|end| {
+        end.map(|end| {
+            let v = &params[start..end];
+            start = end;
+            v
+        })
+    });
+    conn.bind("", statement, values)?;
+    if describe {
+        conn.describe_portal("")?;
+    }
+    conn.execute("", 0)?;
+    if pipeline.is_none() {
+        conn.sync();
+    }
+    Ok(())
+}
+
+/// Reads what has arrived; true when the client moved on (results complete
+/// or the client aborted), false to wait for more.
+pub fn read_results(c: &mut Client, plan: &Plan, env: &mut ThreadEnv) -> bool {
+    match drain(c, plan) {
+        Ok(false) => false,
+        Ok(true) => {
+            finish_results(c, plan);
+            true
+        }
+        Err(e) => {
+            if let Some((_, qry, message)) = c.response.error.take() {
+                log::error(format_args!(
+                    "client {} script {} aborted in command {} query {qry}: {message}",
+                    c.id, c.script, c.command
+                ));
+            } else {
+                log::error(format_args!("{e}"));
+                command_failed(c, "SQL", "perhaps the backend died while processing");
+            }
+            let _ = env;
+            c.state = State::Aborted;
+            true
+        }
+    }
+}
+
+/// Flushes pending output, then reads and handles messages until all the
+/// expected ReadyForQuery messages are in (true) or the socket is drained
+/// (false).
+fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
+    let Client {
+        conn,
+        response,
+        vars,
+        script,
+        command,
+        ..
+    } = c;
+    let Some(conn) = conn.as_mut() else {
+        response.abort = Some("the connection is closed".to_owned());
+        return Ok(true);
+    };
+    if conn.pending_output() > 0 {
+        // A partial write continues on writability; reading goes on
+        // meanwhile, as the server may be waiting for us to read first.
+        conn.flush()?;
+    }
+    let store = match &plan.scripts[*script].commands[*command].kind {
+        crate::script::CommandKind::Sql(sql) => &sql.results,
+        _ => &ResultVars::Discard,
+    };
+    loop {
+        while let Some(msg) = conn.next_message()? {
+            if handle(msg, response, vars, store, plan) {
+                return Ok(true);
+            }
+        }
+        if response.abort.is_some() && !response.copy_failed {
+            response.copy_failed = true;
+            conn.copy_fail("COPY is not supported")?;
+            conn.flush()?;
+        }
+        match conn.fill()? {
+            pgwire::Fill::WouldBlock => return Ok(false),
+            pgwire::Fill::Drained => {
+                while let Some(msg) = conn.next_message()? {
+                    if handle(msg, response, vars, store, plan) {
+                        return Ok(true);
+                    }
+                }
+                return Ok(false);
+            }
+            pgwire::Fill::More => {}
+        }
+    }
+}
+
+/// Handles one message; true once the last expected ReadyForQuery came.
+fn handle(
+    msg: Message<'_>,
+    r: &mut super::client::Response,
+    vars: &mut crate::script::vars::Variables,
+    store: &ResultVars,
+    plan: &Plan,
+) -> bool {
+    let (prefix, aset) = match store {
+        ResultVars::Discard => (None, false),
+        ResultVars::Gset { prefix } => (Some(prefix.as_str()), false),
+        ResultVars::Aset { prefix } => (Some(prefix.as_str()), true),
+    };
+    match msg {
+        Message::RowDescription(desc) => {
+            r.rows = 0;
+            if let Some(prefix) = prefix {
+                r.columns.clear();
+                for field in desc.fields() {
+                    let name = field.map(|(n, _)| n).unwrap_or_default();
+                    r.name_buf.clear();
+                    r.name_buf.push_str(prefix);
+                    r.name_buf.push_str(name);
+                    r.columns.push(plan.names.lookup(&r.name_buf));
+                }
+                if r.values.len() < r.columns.len() {
+                    r.values.resize_with(r.columns.len(), Vec::new);
+                }
+            }
+        }
+        Message::DataRow(row) => {
+            r.rows += 1;
+            if prefix.is_some() && r.error.is_none() {
+                for (i, value) in row.columns().enumerate() {
+                    if let Some(buf) = r.values.get_mut(i) {
+                        buf.clear();
+                        if let Ok(Some(v)) = value {
+                            buf.extend_from_slice(v);
+                        }
+                    }
+                }
+            }
+        }
+        Message::CommandComplete(_) | Message::EmptyQueryResponse => {
+            if r.error.is_none() {
+                if aset && r.rows > 0 {
+                    store_row(r, vars);
+                }
+                r.last_rows = r.rows;
+                r.results += 1;
+            }
+            r.rows = 0;
+        }
+        Message::ErrorResponse(fields) if r.error.is_none() => {
+            let status = ErrorStatus::from_sqlstate(fields.get(b'C'));
+            let text = pgwire::DbError::from_fields(fields)
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            r.error = Some((status, r.results, text));
+        }
+        Message::NoticeResponse(fields) => {
+            if let Ok(notice) = pgwire::DbError::from_fields(fields) {
+                eprintln!("{notice}");
+            }
+        }
+        Message::CopyInResponse { .. }
+        | Message::CopyOutResponse { .. }
+        | Message::CopyBothResponse { .. }
+            if r.abort.is_none() =>
+        {
+            r.abort = Some("COPY is not supported in pgbench, aborting".to_owned());
+        }
+        Message::ReadyForQuery(_) => {
+            r.syncs_left = r.syncs_left.saturating_sub(1);
+            return r.syncs_left == 0;
+        }
+        _ => {}
+    }
+    false
+}
+
+/// Stores the last row of the current result into the variables.
+fn store_row(r: &super::client::Response, vars: &mut crate::script::vars::Variables) {
+    for (slot, value) in r.columns.iter().zip(&r.values) {
+        if let Some(slot) = slot {
+            vars.set_text(*slot, &String::from_utf8_lossy(value));
+        }
+    }
+}
+
+/// All results are in: decide what comes next.
+fn finish_results(c: &mut Client, plan: &Plan) {
+    c.pipeline = None;
+    if let Some(message) = c.response.abort.take() {
+        log::error(format_args!("{message}"));
+        c.state = State::Aborted;
+        return;
+    }
+    if let Some((status, qry, message)) = c.response.error.take() {
+        c.status = status;
+        if status.can_retry() || (plan.continue_on_error && status == ErrorStatus::OtherSql) {
+            if plan.verbose_errors {
+                log::info(format_args!(
+                    "client {} got an error in command {} (SQL) of script {}; {message}",
+                    c.id, c.command, c.script
+                ));
+            }
+            c.state = State::Error;
+        } else {
+            log::error(format_args!(
+                "client {} script {} aborted in command {} query {qry}: {message}",
+                c.id, c.script, c.command
+            ));
+            c.state = State::Aborted;
+        }
+        return;
+    }
+    let command = &plan.scripts[c.script].commands[c.command];
+    if let crate::script::CommandKind::Sql(sql) = &command.kind {
+        if let ResultVars::Gset { .. } = sql.results {
+            let last = c.response.results.saturating_sub(1);
+            if c.response.last_rows != 1 {
+                log::error(format_args!(
+                    "client {} script {} command {} query {last}: expected one row, got {}",
+                    c.id, c.script, c.command, c.response.last_rows
+                ));
+                c.state = State::Aborted;
+                return;
+            }
+            store_row(&c.response, &mut c.vars);
+        }
+    }
+    c.state = State::EndCommand;
+}
+
+/// pgbench's `CSTATE_ERROR`: roll back an open transaction block, then
+/// retry or fail the transaction.
+pub fn after_error(c: &mut Client, plan: &Plan, env: &mut ThreadEnv, now: &mut Now) {
+    let status = c.conn.as_ref().map(|conn| conn.transaction_status());
+    match status {
+        Some(TxStatus::InTransaction | TxStatus::Failed) => {
+            let Some(conn) = c.conn.as_mut() else {
+                return;
+            };
+            let sent = conn.query("ROLLBACK").and_then(|()| conn.flush());
+            if sent.is_err() {
+                log::error(format_args!(
+                    "client {} aborted: failed to send sql command for rolling back the failed transaction",
+                    c.id
+                ));
+                c.state = State::Aborted;
+                return;
+            }
+            c.response.reset(1);
+            c.state = State::WaitRollback;
+        }
+        Some(TxStatus::Idle) => c.state = retry_or_fail(c, plan, env, now),
+        None => {
+            log::error(format_args!(
+                "client {} aborted while receiving the transaction status",
+                c.id
+            ));
+            c.state = State::Aborted;
+        }
+    }
+}
+
+/// Reads the answer to the ROLLBACK; true when the client moved on.
+pub fn read_rollback(c: &mut Client, plan: &Plan, env: &mut ThreadEnv, now: &mut Now) -> bool {
+    let status = c.status;
+    match drain(c, plan) {
+        Ok(false) => false,
+        Ok(true) => {
+            if let Some((_, _, message)) = c.response.error.take() {
+                log::error(format_args!(
+                    "client {} aborted while rolling back the transaction after an error; {message}",
+                    c.id
+                ));
+                c.state = State::Aborted;
+            } else {
+                c.status = status;
+                c.state = retry_or_fail(c, plan, env, now);
+            }
+            true
+        }
+        Err(_) => {
+            log::error(format_args!(
+                "client {} aborted while rolling back the transaction after an error; perhaps the backend died while processing",
+                c.id
+            ));
+            c.state = State::Aborted;
+            true
+        }
+    }
+}
+
+/// pgbench's `doRetry`, and the end of the run winning over both.
+fn retry_or_fail(c: &Client, plan: &Plan, env: &ThreadEnv, now: &mut Now) -> State {
+    if env.over {
+        return State::Finished;
+    }
+    let can_retry = c.status.can_retry()
+        && !(plan.max_tries != 0 && c.tries >= plan.max_tries)
+        && !plan
+            .latency_limit_us
+            .is_some_and(|limit| now.get(env) - c.scheduled > limit);
+    if can_retry {
+        State::Retry
+    } else {
+        State::Failure
+    }
+}

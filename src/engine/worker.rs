@@ -1,0 +1,527 @@
+//! One worker thread: its clients, one mio poller, a timer heap, and its
+//! own statistics.
+//!
+//! Tokens are client indices within the thread; a client's `\shell` child
+//! is watched under `clients + index`, and the stop signal under
+//! [`SIGNAL`]. Sockets are registered once, edge-triggered, for reading
+//! and writing, so a client waiting for results never re-registers. The
+//! loop: wait (no longer than the nearest timer, not at all when a client
+//! is ready to run), advance the clients that have events, then those
+//! whose timers are due, then those that yielded; clock read once per
+//! turn.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::fs::File;
+use std::os::fd::RawFd;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Registry, Token};
+use pgwire::{ConnectProgress, Connector};
+
+use crate::random::PrngState;
+use crate::stats::{LogEntry, ProgressOptions, ProgressReporter, ThreadStats, TransactionLog};
+
+use super::client::{Client, State};
+use super::error::EngineError;
+use super::log;
+use super::machine;
+use super::plan::Plan;
+use super::shared::Shared;
+
+/// Token of the stop signal's pipe.
+pub const SIGNAL: Token = Token(usize::MAX - 1);
+
+/// Microseconds since the Unix epoch from a monotonic clock.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    base: Instant,
+    base_epoch_us: i64,
+}
+
+impl Clock {
+    pub fn new() -> Clock {
+        let epoch = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as i64);
+        Clock {
+            base: Instant::now(),
+            base_epoch_us: epoch,
+        }
+    }
+
+    #[inline]
+    pub fn now_us(&self) -> i64 {
+        self.base_epoch_us + self.base.elapsed().as_micros() as i64
+    }
+}
+
+/// What the state machine may touch besides its client.
+pub struct ThreadEnv {
+    pub tid: usize,
+    pub clock: Clock,
+    pub registry: Registry,
+    pub connector: Connector,
+    pub clients: usize,
+    pub timers: BinaryHeap<Reverse<(i64, usize)>>,
+    pub runq: VecDeque<usize>,
+    pub stats: ThreadStats,
+    pub log: Option<TransactionLog<File>>,
+    pub log_failed: bool,
+    pub choose: PrngState,
+    pub throttle: PrngState,
+    pub sample: PrngState,
+    pub throttle_trigger: i64,
+    pub conn_duration: i64,
+    /// The run is over (`-T` elapsed or a stop was requested).
+    pub over: bool,
+    pub end_us: Option<i64>,
+    /// `-P`: progress lines (thread 0 prints them).
+    pub progress: Option<Progress>,
+}
+
+/// Progress reporting state of a thread.
+pub struct Progress {
+    pub interval_us: i64,
+    pub options: ProgressOptions,
+    next_publish: i64,
+    next_report: i64,
+    reporter: Option<ProgressReporter>,
+}
+
+impl Progress {
+    pub fn new(interval_s: u32, options: ProgressOptions) -> Progress {
+        Progress {
+            interval_us: i64::from(interval_s) * 1_000_000,
+            options,
+            next_publish: 0,
+            next_report: 0,
+            reporter: None,
+        }
+    }
+
+    fn start(&mut self, tid: usize, thread_start: i64) {
+        self.next_publish = thread_start;
+        self.next_report = thread_start + self.interval_us;
+        if tid == 0 {
+            self.reporter = Some(ProgressReporter::new(self.options, thread_start));
+        }
+    }
+
+    fn next_wake(&self) -> i64 {
+        if self.reporter.is_some() {
+            self.next_publish.min(self.next_report)
+        } else {
+            self.next_publish
+        }
+    }
+
+    /// Publishes this thread's totals when due, and on thread 0 prints the
+    /// line of each interval that has ended.
+    fn tick(&mut self, tid: usize, now: i64, stats: &ThreadStats, shared: &Shared) {
+        if now >= self.next_publish {
+            shared.publish(tid, stats.snapshot());
+            while self.next_publish <= now {
+                self.next_publish += super::shared::PUBLISH_EVERY_US;
+            }
+        }
+        let Some(reporter) = self.reporter.as_mut() else {
+            return;
+        };
+        if now >= self.next_report {
+            let total = shared.progress_total(tid, &stats.snapshot());
+            let line = reporter.report(now, &total);
+            eprintln!("{line}");
+            while self.next_report <= now {
+                self.next_report += self.interval_us;
+            }
+        }
+    }
+}
+
+impl ThreadEnv {
+    pub fn add_timer(&mut self, at_us: i64, idx: usize) {
+        self.timers.push(Reverse((at_us, idx)));
+    }
+
+    /// Logs a transaction under `-l`; a write error is reported once.
+    pub fn log_transaction(&mut self, entry: &LogEntry) {
+        let Some(log) = self.log.as_mut() else {
+            return;
+        };
+        let sample = &mut self.sample;
+        if let Err(e) = log.log(entry, &mut || sample.next_f64()) {
+            if !self.log_failed {
+                log::error(format_args!("{e}"));
+                self.log_failed = true;
+            }
+        }
+    }
+
+    pub fn watch_shell(&mut self, fd: RawFd, idx: usize) {
+        let _ = self.registry.register(
+            &mut SourceFd(&fd),
+            Token(self.clients + idx),
+            Interest::READABLE,
+        );
+    }
+
+    pub fn unwatch_shell(&mut self, fd: RawFd, _idx: usize) {
+        let _ = self.registry.deregister(&mut SourceFd(&fd));
+    }
+
+    /// Drives the client's pending connection (`-C`); true when the client
+    /// moved on (connected, or aborted), false to wait.
+    pub fn poll_connect(&mut self, c: &mut Client, idx: usize) -> bool {
+        let Some(connecting) = c.connecting.as_mut() else {
+            c.state = State::StartTx;
+            return true;
+        };
+        match connecting.poll() {
+            Ok(ConnectProgress::Wait { fd, new_socket, .. }) => {
+                if new_socket {
+                    let _ = self.registry.register(
+                        &mut SourceFd(&fd),
+                        Token(idx),
+                        Interest::READABLE | Interest::WRITABLE,
+                    );
+                }
+                if let Some(deadline) = connecting.deadline() {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    self.add_timer(self.clock.now_us() + left.as_micros() as i64, idx);
+                }
+                false
+            }
+            Ok(ConnectProgress::Ready(conn)) => {
+                c.connecting = None;
+                read_only(&self.registry, conn.fd(), idx);
+                c.writing = false;
+                c.conn = Some(conn);
+                true
+            }
+            Err(e) => {
+                c.connecting = None;
+                log::error(format_args!("{e}"));
+                log::error(format_args!(
+                    "client {} aborted while establishing connection",
+                    c.id
+                ));
+                c.state = State::Aborted;
+                true
+            }
+        }
+    }
+
+    /// Closes the client's connection (and child), if any.
+    pub fn close(&mut self, c: &mut Client, _idx: usize) {
+        if let Some(conn) = c.conn.take() {
+            let fd = conn.fd();
+            let _ = self.registry.deregister(&mut SourceFd(&fd));
+            conn.close();
+        }
+        c.connecting = None;
+        if let Some(job) = c.shell.take() {
+            if let Some(fd) = job.fd() {
+                self.unwatch_shell(fd, 0);
+            }
+            job.kill();
+        }
+    }
+}
+
+/// What a worker hands back when it is done.
+pub struct WorkerResult {
+    pub stats: ThreadStats,
+    pub conn_duration_us: i64,
+    /// When this thread's clients started (after all connected), µs.
+    pub bench_start_us: i64,
+    pub aborted: usize,
+    /// Clients still running when a stop cut the run short.
+    pub interrupted: usize,
+}
+
+/// The thread's body: connect every client concurrently, wait for the
+/// other threads, then run.
+pub fn run(
+    plan: Arc<Plan>,
+    shared: Arc<Shared>,
+    mut clients: Vec<Client>,
+    mut env: ThreadEnv,
+    mut poll: Poll,
+) -> Option<WorkerResult> {
+    let mut events = Events::with_capacity(clients.len() * 2 + 4);
+    let thread_start = env.clock.now_us();
+    if let Some(p) = env.progress.as_mut() {
+        p.start(env.tid, thread_start);
+    }
+    if !plan.connect_per_transaction {
+        if let Err(e) = connect_all(&mut clients, &mut env, &mut poll, &mut events) {
+            shared.fail_start(e);
+            return None;
+        }
+    }
+    if !shared.wait_start() {
+        return None;
+    }
+    let start = env.clock.now_us();
+    env.throttle_trigger = start;
+    env.end_us = shared.end_us;
+    for idx in 0..clients.len() {
+        env.runq.push_back(idx);
+    }
+    let mut remaining = clients.len();
+    let mut stop_seen: Option<i64> = None;
+    while remaining > 0 {
+        let timeout = wait_timeout(&env, stop_seen);
+        if let Err(e) = poll.poll(&mut events, timeout) {
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            log::error(format_args!("epoll_wait() failed: {e}"));
+            break;
+        }
+        let now = env.clock.now_us();
+        if shared.stop_requested() && stop_seen.is_none() {
+            stop_seen = Some(now);
+        }
+        env.over = stop_seen.is_some() || env.end_us.is_some_and(|end| now >= end);
+        let mut turn = Turn {
+            plan: &plan,
+            shared: &shared,
+            clients: &mut clients,
+            env: &mut env,
+            remaining: &mut remaining,
+        };
+        turn.run(&events, now);
+        if let Some(p) = env.progress.as_mut() {
+            p.tick(env.tid, env.clock.now_us(), &env.stats, &shared);
+        }
+        if shared.exit_on_abort_triggered() || stop_seen.is_some_and(|s| now - s > 1_000_000) {
+            break;
+        }
+    }
+    Some(finish(clients, env, start))
+}
+
+/// How long the loop may sleep: not at all when a client is ready, else
+/// until the nearest timer, the end of a timed run, the next progress
+/// tick, or (while stopping) a tenth of a second.
+fn wait_timeout(env: &ThreadEnv, stop_seen: Option<i64>) -> Option<Duration> {
+    if !env.runq.is_empty() {
+        return Some(Duration::ZERO);
+    }
+    let mut next = env.timers.peek().map(|Reverse((t, _))| *t);
+    let mut earliest = |t: i64| next = Some(next.map_or(t, |n| n.min(t)));
+    if let (Some(end), false) = (env.end_us, env.over) {
+        earliest(end);
+    }
+    if let Some(p) = env.progress.as_ref() {
+        earliest(p.next_wake());
+    }
+    let now = env.clock.now_us();
+    if stop_seen.is_some() {
+        earliest(now + 100_000);
+    }
+    next.map(|t| Duration::from_micros((t - now).max(0) as u64))
+}
+
+/// One turn of the loop: the clients with events, then those whose timers
+/// are due, then those that yielded.
+struct Turn<'a> {
+    plan: &'a Plan,
+    shared: &'a Shared,
+    clients: &'a mut [Client],
+    env: &'a mut ThreadEnv,
+    remaining: &'a mut usize,
+}
+
+impl Turn<'_> {
+    fn run(&mut self, events: &Events, now: i64) {
+        for event in events.iter() {
+            let token = event.token();
+            if token == SIGNAL {
+                continue;
+            }
+            let idx = token.0 % self.env.clients.max(1);
+            if self
+                .clients
+                .get(idx)
+                .is_some_and(|c| c.state.waits_for_io())
+            {
+                self.step(idx);
+            }
+        }
+        while let Some(Reverse((t, idx))) = self.env.timers.peek().copied() {
+            if t > now {
+                break;
+            }
+            self.env.timers.pop();
+            if self
+                .clients
+                .get(idx)
+                .is_some_and(|c| c.state.waits_for_time())
+            {
+                self.step(idx);
+            }
+        }
+        for _ in 0..self.env.runq.len() {
+            let Some(idx) = self.env.runq.pop_front() else {
+                break;
+            };
+            self.step(idx);
+        }
+    }
+
+    fn step(&mut self, idx: usize) {
+        step(
+            self.plan,
+            self.shared,
+            self.clients,
+            idx,
+            self.env,
+            self.remaining,
+        );
+    }
+}
+
+/// Cancels what is still running after a stop, closes everything, and
+/// hands back the thread's results.
+fn finish(mut clients: Vec<Client>, mut env: ThreadEnv, start: i64) -> WorkerResult {
+    let mut interrupted = 0;
+    for (idx, c) in clients.iter_mut().enumerate() {
+        if !c.state.is_done() {
+            interrupted += 1;
+            if let Some(conn) = c.conn.as_ref() {
+                let _ = conn.cancel_token().cancel();
+            }
+        }
+        env.close(c, idx);
+    }
+    if let Some(log) = env.log.as_mut() {
+        if let Err(e) = log.finish(env.clock.now_us()) {
+            log::error(format_args!("{e}"));
+        }
+    }
+    let aborted = clients.iter().filter(|c| c.state == State::Aborted).count();
+    WorkerResult {
+        stats: env.stats,
+        conn_duration_us: env.conn_duration,
+        bench_start_us: start,
+        aborted,
+        interrupted,
+    }
+}
+
+fn step(
+    plan: &Plan,
+    shared: &Shared,
+    clients: &mut [Client],
+    idx: usize,
+    env: &mut ThreadEnv,
+    remaining: &mut usize,
+) {
+    let Some(c) = clients.get_mut(idx) else {
+        return;
+    };
+    if c.state.is_done() {
+        return;
+    }
+    machine::advance(c, idx, plan, env);
+    if let Some(conn) = c.conn.as_ref() {
+        let wants = conn.pending_output() > 0;
+        if wants != c.writing {
+            let interest = if wants {
+                Interest::READABLE | Interest::WRITABLE
+            } else {
+                Interest::READABLE
+            };
+            let fd = conn.fd();
+            let _ = env
+                .registry
+                .reregister(&mut SourceFd(&fd), Token(idx), interest);
+            c.writing = wants;
+        }
+    }
+    if c.state.is_done() {
+        machine::advance(c, idx, plan, env);
+        *remaining -= 1;
+        if c.state == State::Aborted && plan.exit_on_abort {
+            shared.trigger_exit_on_abort(env.tid);
+        }
+    }
+}
+
+/// Watches an established connection for readability only: writability
+/// is asked for only while a write is incomplete, so that the server
+/// reading our query does not wake us.
+fn read_only(registry: &Registry, fd: RawFd, idx: usize) {
+    let _ = registry.reregister(&mut SourceFd(&fd), Token(idx), Interest::READABLE);
+}
+
+/// Opens every client's connection at once; the first failure is returned
+/// with the client's number.
+fn connect_all(
+    clients: &mut [Client],
+    env: &mut ThreadEnv,
+    poll: &mut Poll,
+    events: &mut Events,
+) -> Result<(), EngineError> {
+    let mut pending: Vec<Option<pgwire::Connecting>> = clients
+        .iter()
+        .map(|_| Some(env.connector.connect()))
+        .collect();
+    let mut left = clients.len();
+    let mut ready: Vec<usize> = (0..clients.len()).collect();
+    while left > 0 {
+        for idx in ready.drain(..) {
+            let Some(connecting) = pending[idx].as_mut() else {
+                continue;
+            };
+            match connecting.poll() {
+                Ok(ConnectProgress::Wait { fd, new_socket, .. }) => {
+                    if new_socket {
+                        let _ = env.registry.register(
+                            &mut SourceFd(&fd),
+                            Token(idx),
+                            Interest::READABLE | Interest::WRITABLE,
+                        );
+                    }
+                }
+                Ok(ConnectProgress::Ready(conn)) => {
+                    read_only(&env.registry, conn.fd(), idx);
+                    clients[idx].conn = Some(conn);
+                    pending[idx] = None;
+                    left -= 1;
+                }
+                Err(error) => {
+                    return Err(EngineError::ClientConnection {
+                        client: clients[idx].id,
+                        error,
+                    })
+                }
+            }
+        }
+        if left == 0 {
+            break;
+        }
+        let deadline = pending.iter().flatten().filter_map(|p| p.deadline()).min();
+        let timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        if let Err(e) = poll.poll(events, timeout) {
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(EngineError::Thread(e));
+            }
+        }
+        ready.extend(
+            events
+                .iter()
+                .map(|e| e.token().0)
+                .filter(|&t| t < clients.len()),
+        );
+        if events.is_empty() {
+            ready.extend(0..clients.len());
+        }
+    }
+    Ok(())
+}

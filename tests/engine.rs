@@ -1,0 +1,467 @@
+//! The benchmark engine against a real server, with the real pgbench as the
+//! oracle.
+
+mod engine_support;
+
+use engine_support::*;
+
+#[test]
+fn transactions_processed_match_pgbench() {
+    let db = database(Some(1));
+    for args in [
+        &["-n", "-t", "5", "-c", "1"][..],
+        &["-n", "-t", "7", "-c", "3", "-j", "2"],
+        &["-n", "-t", "4", "-c", "4", "-j", "4", "-M", "extended"],
+        &["-n", "-t", "4", "-c", "2", "-M", "prepared", "-S"],
+        &["-n", "-t", "3", "-c", "2", "-N"],
+    ] {
+        let ours = pgbolt(&db, args);
+        let theirs = pgbench(&db, args);
+        assert_eq!(ours.status.code(), Some(0), "{args:?}: {}", stderr(&ours));
+        assert_eq!(
+            theirs.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            stderr(&theirs)
+        );
+        let key = "number of transactions actually processed:";
+        assert_eq!(
+            line(&stdout(&ours), key),
+            line(&stdout(&theirs), key),
+            "{args:?}\n{}",
+            stdout(&ours)
+        );
+        for prefix in [
+            "transaction type:",
+            "query mode:",
+            "number of clients:",
+            "number of threads:",
+        ] {
+            assert_eq!(line(&stdout(&ours), prefix), line(&stdout(&theirs), prefix));
+        }
+    }
+}
+
+#[test]
+fn tpcb_ledger_balances_for_several_client_and_thread_counts() {
+    let db = database(Some(1));
+    for args in [
+        &["-n", "-t", "10", "-c", "1"][..],
+        &["-n", "-t", "10", "-c", "5", "-j", "2"],
+        &["-n", "-t", "6", "-c", "8", "-j", "3", "-M", "prepared"],
+        &["-n", "-t", "5", "-c", "3", "-j", "3", "-M", "extended"],
+    ] {
+        let out = pgbolt(&db, args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        let l = ledger(&db);
+        assert!(
+            l.iter().all(|v| v == &l[0]),
+            "{args:?}: ledger does not balance: {l:?}"
+        );
+    }
+    let history = sql(&db, "select count(*) from pgbench_history");
+    assert_eq!(history, (10 + 50 + 48 + 15).to_string());
+}
+
+/// `(tid, bid, aid, delta)` of every history row, sorted.
+fn history(db: &str) -> String {
+    sql(
+        db,
+        "select tid, bid, aid, delta from pgbench_history order by 1, 2, 3, 4",
+    )
+}
+
+#[test]
+fn fixed_seed_gives_pgbench_history() {
+    let db = database(Some(1));
+    let args = ["-t", "15", "-c", "3", "-j", "3", "--random-seed=7"];
+    let theirs = pgbench(&db, &args);
+    assert!(theirs.status.success(), "{}", stderr(&theirs));
+    let expected = history(&db);
+    let ours = pgbolt(&db, &args);
+    assert!(ours.status.success(), "{}", stderr(&ours));
+    assert!(stderr(&ours).contains("pgbolt: setting random seed to 7"));
+    assert_eq!(history(&db), expected);
+    assert_eq!(expected.lines().count(), 45);
+}
+
+#[test]
+fn weighted_scripts_are_chosen_as_pgbench_chooses() {
+    let db = database(Some(1));
+    let args = [
+        "-n",
+        "-t",
+        "40",
+        "-c",
+        "2",
+        "-j",
+        "2",
+        "--random-seed=3",
+        "-b",
+        "select-only@1",
+        "-b",
+        "simple-update@3",
+    ];
+    let ours = stdout(&pgbolt(&db, &args));
+    let theirs = stdout(&pgbench(&db, &args));
+    let counts = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.starts_with(" - ") && l.contains(" transactions ("))
+            .map(|l| l.split(" (").next().unwrap_or_default().to_owned())
+            .collect()
+    };
+    assert_eq!(counts(&ours), counts(&theirs), "{ours}");
+    assert_eq!(counts(&ours).len(), 2);
+}
+
+#[test]
+fn connect_per_transaction() {
+    let db = database(Some(1));
+    let args = ["-n", "-C", "-t", "5", "-c", "3", "-j", "2", "-S"];
+    let ours = pgbolt(&db, &args);
+    assert!(ours.status.success(), "{}", stderr(&ours));
+    let out = stdout(&ours);
+    assert_eq!(
+        line(&out, "number of transactions actually processed:"),
+        Some("number of transactions actually processed: 15/15")
+    );
+    assert!(line(&out, "average connection time = ").is_some(), "{out}");
+}
+
+/// Runs the same script with both programs into fresh tables and returns
+/// (pgbolt's rows, pgbench's rows).
+fn both_into_table(script_text: &str, args: &[&str]) -> (String, String) {
+    let db = database(None);
+    sql(
+        &db,
+        "create table t (client int, a text, b text, c text, d text)",
+    );
+    let file = script(script_text);
+    let mut full = vec!["-n", "-f", file.path.as_str()];
+    full.extend_from_slice(args);
+    let ours = pgbolt(&db, &full);
+    assert!(ours.status.success(), "{}", stderr(&ours));
+    let mine = sql(&db, "select * from t order by 1, 2, 3, 4, 5");
+    sql(&db, "truncate t");
+    let theirs = pgbench(&db, &full);
+    assert!(theirs.status.success(), "{}", stderr(&theirs));
+    (mine, sql(&db, "select * from t order by 1, 2, 3, 4, 5"))
+}
+
+#[test]
+fn meta_commands_match_pgbench() {
+    let text = r"\set a 5
+SELECT :a + 1 AS b \gset
+\if :b = 7
+  \set c 100
+\elif :b = 6
+  \set c 200
+\else
+  \set c 300
+\endif
+\setshell d expr 40 + :a
+\shell true
+SELECT 10 AS x, 20 AS y \aset
+\sleep 1 ms
+INSERT INTO t VALUES (:client_id, :b, :c, :d, :x || '-' || :y);
+";
+    for mode in ["simple", "extended", "prepared"] {
+        let (ours, theirs) = both_into_table(text, &["-t", "3", "-c", "2", "-M", mode]);
+        assert_eq!(ours, theirs, "-M {mode}");
+        assert_eq!(ours.lines().count(), 6);
+        assert!(ours.contains("|6|200|45|10-20"), "{ours}");
+    }
+    let compound = r"SELECT 10 AS x \; SELECT 1 WHERE false \; SELECT 20 AS y \aset
+INSERT INTO t VALUES (:client_id, :x, :y, NULL, NULL);
+";
+    let (ours, theirs) = both_into_table(compound, &["-t", "2", "-c", "2"]);
+    assert_eq!(ours, theirs);
+    assert!(ours.contains("|10|20||"), "{ours}");
+}
+
+#[test]
+fn pipelines_match_pgbench() {
+    let text = r"\startpipeline
+BEGIN;
+INSERT INTO t VALUES (:client_id, 'one', NULL, NULL, NULL);
+INSERT INTO t VALUES (:client_id, 'two', NULL, NULL, NULL);
+END;
+\endpipeline
+";
+    for mode in ["extended", "prepared"] {
+        let (ours, theirs) = both_into_table(text, &["-t", "4", "-c", "2", "-M", mode]);
+        assert_eq!(ours, theirs, "-M {mode}");
+        assert_eq!(ours.lines().count(), 16);
+    }
+    // \syncpipeline came with pgbench 17, so pgbolt alone runs it.
+    let synced = r"\startpipeline
+INSERT INTO t VALUES (:client_id, 'one', NULL, NULL, NULL);
+\syncpipeline
+INSERT INTO t VALUES (:client_id, 'two', NULL, NULL, NULL);
+\endpipeline
+";
+    let db = database(None);
+    sql(
+        &db,
+        "create table t (client int, a text, b text, c text, d text)",
+    );
+    let file = script(synced);
+    for mode in ["extended", "prepared"] {
+        let out = pgbolt(
+            &db,
+            &["-n", "-t", "3", "-c", "2", "-M", mode, "-f", &file.path],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    assert_eq!(sql(&db, "select count(*) from t"), "24");
+    let db = database(None);
+    let file = script(text);
+    let ours = pgbolt(&db, &["-n", "-t", "1", "-f", &file.path]);
+    assert_eq!(ours.status.code(), Some(2));
+    assert!(
+        stderr(&ours).contains(
+            "client 0 aborted in command 0 (startpipeline) of script 0; cannot use pipeline mode \
+             with the simple query protocol"
+        ),
+        "{}",
+        stderr(&ours)
+    );
+}
+
+/// The exit status and standard error of both programs.
+fn both_fail(script_text: &str, args: &[&str]) -> ((Option<i32>, String), (Option<i32>, String)) {
+    let db = database(None);
+    let file = script(script_text);
+    let mut full = vec!["-n", "-f", file.path.as_str()];
+    full.extend_from_slice(args);
+    let ours = pgbolt(&db, &full);
+    let theirs = pgbench(&db, &full);
+    (
+        (ours.status.code(), stderr(&ours).replace("pgbolt", "PROG")),
+        (
+            theirs.status.code(),
+            stderr(&theirs).replace("pgbench", "PROG"),
+        ),
+    )
+}
+
+#[test]
+fn run_time_errors_match_pgbench() {
+    let cases: &[(&str, &str)] = &[
+        ("SELECT 1 WHERE false \\gset\n", "expected one row, got 0"),
+        (
+            "SELECT 1 AS a UNION SELECT 2 \\gset\n",
+            "expected one row, got 2",
+        ),
+        (
+            "BEGIN;\n",
+            "end of script reached without completing the last transaction",
+        ),
+        (
+            "\\setshell x echo nope\n",
+            "shell command must return an integer",
+        ),
+        ("\\set x 1 / 0\n", "division by zero"),
+        ("\\sleep :undefined_var\n", "undefined variable"),
+    ];
+    for (text, phrase) in cases {
+        let (ours, theirs) = both_fail(text, &["-t", "2", "-c", "1"]);
+        assert_eq!(ours.0, theirs.0, "{text}: {}", ours.1);
+        assert_eq!(ours.0, Some(2), "{text}");
+        assert!(ours.1.contains(phrase), "{text}: {}", ours.1);
+        let first = |s: &str| {
+            s.lines()
+                .find(|l| l.contains("error:") && !l.contains("Run was aborted"))
+                .map(str::to_owned)
+        };
+        assert_eq!(first(&ours.1), first(&theirs.1), "{text}");
+    }
+}
+
+#[test]
+fn one_client_aborting_lets_the_others_finish() {
+    let text = "SELECT CASE WHEN :client_id = 0 THEN 1/0 ELSE 1 END;\n";
+    let db = database(None);
+    let file = script(text);
+    let args = ["-n", "-t", "5", "-c", "3", "-f", file.path.as_str()];
+    let ours = pgbolt(&db, &args);
+    let theirs = pgbench(&db, &args);
+    assert_eq!(ours.status.code(), Some(2));
+    assert_eq!(theirs.status.code(), Some(2));
+    let key = "number of transactions actually processed:";
+    assert_eq!(line(&stdout(&ours), key), line(&stdout(&theirs), key));
+    let err = stderr(&ours);
+    assert!(
+        err.contains(
+            "pgbolt: error: client 0 script 0 aborted in command 0 query 0: ERROR:  division by zero"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("pgbolt: error: Run was aborted; the above results are incomplete."));
+
+    let exit = pgbolt(&db, &[&args[..], &["--exit-on-abort"]].concat());
+    assert_eq!(exit.status.code(), Some(2));
+    assert!(stderr(&exit).contains("Run was aborted due to an error in thread 0"));
+
+    let cont = pgbolt(&db, &[&args[..], &["--continue-on-error"]].concat());
+    assert_eq!(cont.status.code(), Some(0), "{}", stderr(&cont));
+    assert_eq!(
+        line(&stdout(&cont), "number of failed transactions:"),
+        Some("number of failed transactions: 5 (33.333%)")
+    );
+}
+
+#[test]
+fn serialization_failures_are_retried() {
+    let db = database(Some(1));
+    let out = pgbolt_command(
+        &db,
+        &[
+            "-n",
+            "-t",
+            "25",
+            "-c",
+            "6",
+            "-j",
+            "2",
+            "--max-tries=100",
+            "-b",
+            "simple-update",
+        ],
+    )
+    .env("PGOPTIONS", "-c default_transaction_isolation=serializable")
+    .output()
+    .expect("pgbolt runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert_eq!(
+        line(&text, "number of transactions actually processed:"),
+        Some("number of transactions actually processed: 150/150"),
+        "{text}"
+    );
+    assert!(
+        line(&text, "number of transactions retried:").is_some(),
+        "{text}"
+    );
+    assert_eq!(sql(&db, "select count(*) from pgbench_history"), "150");
+}
+
+#[test]
+fn late_transactions_are_skipped_under_rate_and_latency_limit() {
+    let db = database(Some(1));
+    let out = pgbolt(&db, &["-n", "-S", "-t", "50", "-R", "20000", "-L", "0.001"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let skipped = line(&text, "number of transactions skipped:").expect("skipped line");
+    assert!(
+        !skipped.starts_with("number of transactions skipped: 0 "),
+        "{text}"
+    );
+    assert!(
+        line(
+            &text,
+            "number of transactions above the 0.0 ms latency limit:"
+        )
+        .is_some()
+            || text.contains("latency limit"),
+        "{text}"
+    );
+}
+
+#[test]
+fn more_clients_than_the_server_accepts_is_refused_before_connecting() {
+    let db = database(None);
+    let out = pgbolt(&db, &["-n", "-S", "-t", "1", "-c", "500"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "pgbolt: error: the server cannot accept 500 more connections: max_connections is"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("--no-preflight"), "{err}");
+    assert!(stdout(&out).lines().all(|l| !l.starts_with("number of")));
+}
+
+#[test]
+fn sigint_prints_the_results_so_far() {
+    let db = database(Some(1));
+    let mut child = pgbolt_command(&db, &["-n", "-S", "-T", "30", "-c", "2"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("pgbolt starts");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: sends SIGINT to the child we started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let started = std::time::Instant::now();
+    let out = loop {
+        if child.try_wait().expect("wait").is_some() {
+            break child.wait_with_output().expect("output");
+        }
+        if started.elapsed() > std::time::Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("pgbolt did not stop after SIGINT");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_ne!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    assert!(
+        line(&text, "number of transactions actually processed:").is_some(),
+        "{text}"
+    );
+    assert!(
+        stderr(&out).contains("Run was interrupted"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn progress_lines_and_transaction_logs() {
+    let db = database(Some(1));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let prefix = dir.path().join("tx").to_string_lossy().into_owned();
+    let out = pgbolt(
+        &db,
+        &[
+            "-n",
+            "-S",
+            "-T",
+            "3",
+            "-c",
+            "2",
+            "-j",
+            "2",
+            "-P",
+            "1",
+            "-l",
+            "--log-prefix",
+            &prefix,
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let progress: Vec<String> = stderr(&out)
+        .lines()
+        .filter(|l| l.starts_with("progress: "))
+        .map(str::to_owned)
+        .collect();
+    assert!(progress.len() >= 2, "{}", stderr(&out));
+    let shape = regex::Regex::new(
+        r"^progress: \d+\.\d s, \d+\.\d tps, lat \d+\.\d{3} ms stddev \d+\.\d{3}, 0 failed$",
+    )
+    .expect("regex");
+    assert!(progress.iter().all(|l| shape.is_match(l)), "{progress:?}");
+    let processed: u64 = line(&stdout(&out), "number of transactions actually processed: ")
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect("processed count");
+    let mut logged = 0;
+    for entry in std::fs::read_dir(dir.path()).expect("log dir") {
+        let text = std::fs::read_to_string(entry.expect("entry").path()).expect("log file");
+        logged += text.lines().count() as u64;
+    }
+    assert_eq!(logged, processed);
+}

@@ -1,0 +1,116 @@
+//! Shared helpers of the engine tests: one throwaway server per test
+//! binary, a fresh database per test initialized with the real pgbench,
+//! and runners for pgbolt and pgbench with the same arguments.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use pgbolt::tempdb::{self, TempDb};
+
+pub const PGBENCH: &str = "/usr/lib/postgresql/15/bin/pgbench";
+
+pub fn server() -> &'static TempDb {
+    tempdb::shared().expect("throwaway server starts")
+}
+
+/// A fresh database, initialized with `pgbench -i -s scale` when `scale`
+/// is given.
+pub fn database(scale: Option<u32>) -> String {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let name = format!(
+        "engine_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    );
+    let db = server();
+    db.psql(&format!("CREATE DATABASE {name}"))
+        .expect("create database");
+    if let Some(scale) = scale {
+        let out = pgbench(&name, &["-i", "-q", "-s", &scale.to_string()]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    name
+}
+
+fn command(program: &str, dbname: &str, args: &[&str]) -> Command {
+    let db = server();
+    let mut cmd = db.command(program);
+    cmd.env("PGDATABASE", dbname);
+    cmd.env_remove("PGBENCH_RANDOM_SEED");
+    cmd.args(args);
+    cmd
+}
+
+pub fn pgbolt_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_pgbolt"))
+}
+
+pub fn pgbolt_command(dbname: &str, args: &[&str]) -> Command {
+    command(&pgbolt_path().to_string_lossy(), dbname, args)
+}
+
+pub fn pgbolt(dbname: &str, args: &[&str]) -> Output {
+    pgbolt_command(dbname, args).output().expect("pgbolt runs")
+}
+
+pub fn pgbench(dbname: &str, args: &[&str]) -> Output {
+    command(PGBENCH, dbname, args)
+        .output()
+        .expect("pgbench runs")
+}
+
+/// Runs SQL in `dbname` and returns psql's unaligned output.
+pub fn sql(dbname: &str, query: &str) -> String {
+    server()
+        .psql(&format!("\\c {dbname}\n{query}"))
+        .expect("psql runs")
+        .trim()
+        .to_owned()
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The report line starting with `prefix`, if any.
+pub fn line<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    text.lines().find(|l| l.starts_with(prefix))
+}
+
+/// A script file in a temporary directory that lives as long as the value.
+pub struct ScriptFile {
+    _dir: tempfile::TempDir,
+    pub path: String,
+}
+
+pub fn script(text: &str) -> ScriptFile {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("script.sql");
+    std::fs::write(&path, text).expect("write script");
+    // The server's OS user may need to read nothing; pgbolt reads it.
+    ScriptFile {
+        path: path.to_string_lossy().into_owned(),
+        _dir: dir,
+    }
+}
+
+/// `sum(abalance)`, `sum(tbalance)`, `sum(bbalance)`, `sum(delta)`.
+pub fn ledger(dbname: &str) -> Vec<String> {
+    sql(
+        dbname,
+        "select (select coalesce(sum(abalance),0) from pgbench_accounts), \
+         (select coalesce(sum(tbalance),0) from pgbench_tellers), \
+         (select coalesce(sum(bbalance),0) from pgbench_branches), \
+         (select coalesce(sum(delta),0) from pgbench_history)",
+    )
+    .split('|')
+    .map(str::to_owned)
+    .collect()
+}
