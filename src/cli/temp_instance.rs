@@ -71,9 +71,11 @@ pub(super) fn run(
         user: Some(db.superuser().to_string()),
         dbname: Some("postgres".to_string()),
     };
-    let tables = match &config.mode {
+    // In a benchmark, `-s` is the scale of the tables created here; the run
+    // then reads it back from them, as pgbench does without `-s`.
+    let tables = match &mut local.mode {
         Mode::Run(benchmark) => {
-            let scale = benchmark.scale.unwrap_or(DEFAULT_SCALE);
+            let scale = benchmark.scale.take().unwrap_or(DEFAULT_SCALE);
             eprintln!(
                 "pgbolt: creating pgbench's tables at scale {scale} in the throwaway instance"
             );

@@ -1,0 +1,262 @@
+//! `--temp-instance`: a benchmark on a throwaway server from one command,
+//! and nothing left behind (no process, no directory) whatever happens.
+//!
+//! Each test gives pgbolt a temporary directory of its own as `TMPDIR`, so
+//! "nothing left behind" means that directory is empty afterwards and no
+//! process mentions it on its command line.
+
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+struct Scratch(tempfile::TempDir);
+
+impl Scratch {
+    /// A `TMPDIR` the server's OS user can reach (pgbolt runs the server as
+    /// `postgres` when the tests run as root).
+    fn new() -> Scratch {
+        let dir = tempfile::Builder::new()
+            .prefix("pgbolt-temp-instance-test-")
+            .tempdir_in("/tmp")
+            .expect("temporary directory");
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).expect("chmod");
+        Scratch(dir)
+    }
+
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_pgbolt"));
+        command
+            .args(args)
+            .env("TMPDIR", self.path())
+            .env("LC_ALL", "C")
+            .env_remove("PGHOST")
+            .env_remove("PGPORT")
+            .env_remove("PGDATABASE")
+            .env_remove("PGUSER")
+            .stdin(Stdio::null());
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("run pgbolt")
+    }
+
+    /// Asserts that the throwaway instance is gone: its directory and its
+    /// processes.
+    fn assert_nothing_left(&self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let entries: Vec<PathBuf> = fs::read_dir(self.path())
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .collect();
+            let processes = processes_mentioning(self.path());
+            if entries.is_empty() && processes.is_empty() {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "left behind: {entries:?}, processes {processes:?}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// Command lines of running processes that mention `dir`.
+fn processes_mentioning(dir: &Path) -> Vec<String> {
+    let needle = dir.to_string_lossy().into_owned();
+    let mut found = Vec::new();
+    for entry in fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if text.contains(&needle) {
+            found.push(text);
+        }
+    }
+    found
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn a_run_initializes_benchmarks_reports_and_cleans_up() {
+    let scratch = Scratch::new();
+    let out = scratch.run(&[
+        "--temp-instance",
+        "--temp-instance-setting=shared_buffers=48MB",
+        "-s",
+        "1",
+        "-c",
+        "2",
+        "-t",
+        "20",
+    ]);
+    let stdout = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.starts_with("throwaway instance: PostgreSQL "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("server settings: shared_buffers=48MB\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("scaling factor: 1\n"), "{stdout}");
+    assert!(
+        stdout.contains("number of transactions actually processed: 40/40\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("latency percentiles: p50 = "), "{stdout}");
+    assert!(
+        stderr.contains("creating pgbench's tables at scale 1"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("scale option ignored"), "{stderr}");
+    scratch.assert_nothing_left();
+}
+
+#[test]
+fn initialization_alone_runs_no_benchmark() {
+    let scratch = Scratch::new();
+    let out = scratch.run(&["--temp-instance", "-i", "-s", "1"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("done in "), "{stderr}");
+    assert!(!text(&out.stdout).contains("tps = "));
+    scratch.assert_nothing_left();
+}
+
+#[test]
+fn a_setting_the_server_rejects_shows_the_servers_message() {
+    let scratch = Scratch::new();
+    let out = scratch.run(&[
+        "--temp-instance",
+        "--temp-instance-setting=shared_buffers=lots",
+        "-i",
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with("pgbolt: error: could not start the throwaway instance: "),
+        "{stderr}"
+    );
+    assert!(stderr.contains("shared_buffers"), "{stderr}");
+    scratch.assert_nothing_left();
+}
+
+#[test]
+fn a_failing_option_starts_nothing() {
+    let scratch = Scratch::new();
+    let out = scratch.run(&["--temp-instance", "-c", "0"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("-c/--clients must be in range"));
+    scratch.assert_nothing_left();
+}
+
+#[test]
+fn missing_server_binaries_say_where_we_looked_and_how_to_install() {
+    let scratch = Scratch::new();
+    let out = scratch
+        .command(&["--temp-instance", "-i"])
+        .env("PATH", "")
+        .env("PGBOLT_TEMP_INSTANCE_BIN_DIRS", "/nonexistent/pgbolt-bin")
+        .output()
+        .expect("run pgbolt");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("/nonexistent/pgbolt-bin"), "{stderr}");
+    assert!(stderr.contains("apt-get install postgresql"), "{stderr}");
+    scratch.assert_nothing_left();
+}
+
+#[test]
+fn a_kept_instance_can_be_used_and_stopped_with_the_printed_commands() {
+    let scratch = Scratch::new();
+    let out = scratch.run(&["--temp-instance", "--temp-instance-keep", "-i", "-s", "1"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let command_after = |label: &str| {
+        stderr
+            .lines()
+            .find_map(|line| line.trim_start().strip_prefix(label))
+            .unwrap_or_else(|| panic!("no {label} line in {stderr}"))
+            .trim()
+            .to_string()
+    };
+    let connect = command_after("connect:");
+    let stop = command_after("stop:");
+
+    let query = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "{connect} -Atc 'select count(*) from pgbench_branches'"
+        ))
+        .output()
+        .expect("run the connect command");
+    assert_eq!(text(&query.stdout).trim(), "1", "{}", text(&query.stderr));
+
+    let stopped = Command::new("sh").arg("-c").arg(&stop).output().unwrap();
+    assert!(stopped.status.success(), "{}", text(&stopped.stderr));
+    scratch.assert_nothing_left();
+}
+
+#[test]
+fn ctrl_c_during_a_run_prints_the_report_and_cleans_up() {
+    let scratch = Scratch::new();
+    let mut child = scratch
+        .command(&[
+            "--temp-instance",
+            "-s",
+            "1",
+            "-c",
+            "2",
+            "-T",
+            "60",
+            "-P",
+            "1",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn pgbolt");
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    let progress = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find(|line| line.starts_with("progress: "));
+    assert!(progress.is_some(), "the run never reported progress");
+
+    let sent = Instant::now();
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().unwrap();
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
+    assert!(
+        sent.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        sent.elapsed()
+    );
+    assert_ne!(status.code(), Some(0), "{rest:?}");
+    assert!(
+        stdout.contains("number of transactions actually processed: "),
+        "{stdout}\n{rest:?}"
+    );
+    scratch.assert_nothing_left();
+}
