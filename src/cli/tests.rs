@@ -197,6 +197,7 @@ static CASES: &[Case] = &[
         bench(c).json == Some(PathBuf::from("out.json"))
     }),
     case("pgbench-output", None, &[], |c| bench(c).pgbench_output),
+    case("init-jobs", Some("3"), &["-i"], |c| init(c).jobs == Some(3)),
     case("no-preflight", None, &[], |c| !c.preflight),
     case("temp-instance", None, &[], |c| c.temp_instance.is_some()),
     case(
