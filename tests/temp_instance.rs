@@ -129,6 +129,18 @@ fn a_run_initializes_benchmarks_reports_and_cleans_up() {
 }
 
 #[test]
+fn pgbench_output_leaves_out_the_header() {
+    let scratch = Scratch::new();
+    let out = scratch.run(&["--temp-instance", "-s", "1", "-t", "5", "--pgbench-output"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(stdout.starts_with("pgbolt ("), "{stdout}");
+    assert!(!stdout.contains("throwaway instance"), "{stdout}");
+    assert!(!stdout.contains("percentiles"), "{stdout}");
+    scratch.assert_nothing_left();
+}
+
+#[test]
 fn initialization_alone_runs_no_benchmark() {
     let scratch = Scratch::new();
     let out = scratch.run(&["--temp-instance", "-i", "-s", "1"]);

@@ -62,7 +62,10 @@ pub(super) fn run(
 ) -> Result<i32, RunError> {
     tempdb::install_signal_cleanup().map_err(start_error)?;
     let db = builder(config, temp).start().map_err(start_error)?;
-    print_header(&db);
+    let pgbench_output = matches!(&config.mode, Mode::Run(b) if b.pgbench_output);
+    if !pgbench_output {
+        print_header(&db);
+    }
 
     let mut local = config.clone();
     local.connection = Connection {
@@ -150,7 +153,8 @@ fn start_error(err: tempdb::Error) -> RunError {
     RunError::TempInstance(err.to_string())
 }
 
-/// The report's header: the server's version and every setting that
+/// The report's header (left out under `--pgbench-output`, which prints
+/// pgbench's lines only): the server's version and every setting that
 /// differs from PostgreSQL's built-in default. A failed query only loses
 /// the header, never the run.
 fn print_header(db: &TempDb) {
