@@ -46,6 +46,8 @@ pub enum EngineError {
     Log(LogError),
     /// A worker thread could not be started.
     Thread(std::io::Error),
+    /// A worker's poller failed (waiting, or watching a socket).
+    Poll(std::io::Error),
     /// A worker thread panicked (a bug).
     ThreadPanicked,
     /// The results could not be put together.
@@ -132,6 +134,7 @@ impl fmt::Display for EngineError {
             }
             EngineError::Log(e) => write!(f, "{e}"),
             EngineError::Thread(e) => write!(f, "could not create thread: {e}"),
+            EngineError::Poll(e) => write!(f, "waiting for the clients' sockets failed: {e}"),
             EngineError::ThreadPanicked => f.write_str("a worker thread failed unexpectedly"),
             EngineError::Report(e) => write!(f, "could not build the report: {e}"),
         }

@@ -220,15 +220,15 @@ fn thread_parts(
     bench: &Benchmark,
     t: &ThreadStart,
 ) -> Result<(Vec<Client>, ThreadEnv, Poll), EngineError> {
-    let poll = Poll::new().map_err(EngineError::Thread)?;
+    let poll = Poll::new().map_err(EngineError::Poll)?;
     poll.registry()
         .register(
             &mut SourceFd(&t.wake_fd),
             worker::SIGNAL,
             Interest::READABLE,
         )
-        .map_err(EngineError::Thread)?;
-    let registry = poll.registry().try_clone().map_err(EngineError::Thread)?;
+        .map_err(EngineError::Poll)?;
+    let registry = poll.registry().try_clone().map_err(EngineError::Poll)?;
     let per_script = plan.commands_per_script();
     let clients: Vec<Client> = t
         .range

@@ -196,7 +196,15 @@ impl ThreadEnv {
             }
             Ok(ConnectProgress::Ready(conn)) => {
                 c.connecting = None;
-                read_only(&self.registry, conn.fd(), idx);
+                if let Err(e) = read_only(&self.registry, conn.fd(), idx) {
+                    log::error(format_args!("could not watch the connection: {e}"));
+                    log::error(format_args!(
+                        "client {} aborted while establishing connection",
+                        c.id
+                    ));
+                    c.state = State::Aborted;
+                    return true;
+                }
                 c.writing = false;
                 c.conn = Some(conn);
                 true
@@ -456,8 +464,19 @@ fn step(
 /// Watches an established connection for readability only: writability
 /// is asked for only while a write is incomplete, so that the server
 /// reading our query does not wake us.
-fn read_only(registry: &Registry, fd: RawFd, idx: usize) {
-    let _ = registry.reregister(&mut SourceFd(&fd), Token(idx), Interest::READABLE);
+///
+/// A connection that completed on its very first poll (a fast local
+/// server with trust authentication) was never registered while it
+/// connected, so it is registered here; without that, its client would
+/// wait forever for results no event announces.
+fn read_only(registry: &Registry, fd: RawFd, idx: usize) -> std::io::Result<()> {
+    let token = Token(idx);
+    match registry.reregister(&mut SourceFd(&fd), token, Interest::READABLE) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            registry.register(&mut SourceFd(&fd), token, Interest::READABLE)
+        }
+        other => other,
+    }
 }
 
 /// Opens every client's connection at once; the first failure is returned
@@ -490,7 +509,7 @@ fn connect_all(
                     }
                 }
                 Ok(ConnectProgress::Ready(conn)) => {
-                    read_only(&env.registry, conn.fd(), idx);
+                    read_only(&env.registry, conn.fd(), idx).map_err(EngineError::Poll)?;
                     clients[idx].conn = Some(conn);
                     pending[idx] = None;
                     left -= 1;
@@ -510,7 +529,7 @@ fn connect_all(
         let timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()));
         if let Err(e) = poll.poll(events, timeout) {
             if e.kind() != std::io::ErrorKind::Interrupted {
-                return Err(EngineError::Thread(e));
+                return Err(EngineError::Poll(e));
             }
         }
         ready.extend(
@@ -524,4 +543,51 @@ fn connect_all(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::net::UnixStream;
+
+    use super::*;
+
+    /// Regression: a connection that finished connecting on its first poll
+    /// was never registered, and its client waited forever for results.
+    #[test]
+    fn a_connection_never_registered_while_connecting_is_still_watched() {
+        let mut poll = Poll::new().unwrap();
+        let (ours, mut server) = UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        read_only(poll.registry(), ours.as_raw_fd(), 7).unwrap();
+        server.write_all(b"Z").unwrap();
+        let mut events = Events::with_capacity(4);
+        poll.poll(&mut events, Some(Duration::from_secs(5)))
+            .unwrap();
+        let tokens: Vec<Token> = events.iter().map(|e| e.token()).collect();
+        assert_eq!(tokens, vec![Token(7)]);
+    }
+
+    #[test]
+    fn watching_a_registered_connection_keeps_one_registration() {
+        let mut poll = Poll::new().unwrap();
+        let (ours, mut server) = UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let fd = ours.as_raw_fd();
+        poll.registry()
+            .register(
+                &mut SourceFd(&fd),
+                Token(3),
+                Interest::READABLE | Interest::WRITABLE,
+            )
+            .unwrap();
+        read_only(poll.registry(), fd, 3).unwrap();
+        server.write_all(b"Z").unwrap();
+        let mut events = Events::with_capacity(4);
+        poll.poll(&mut events, Some(Duration::from_secs(5)))
+            .unwrap();
+        let readable: Vec<bool> = events.iter().map(|e| e.is_readable()).collect();
+        assert_eq!(readable, vec![true]);
+    }
 }
