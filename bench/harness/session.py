@@ -1,0 +1,148 @@
+"""One comparison session: a server, an initial data set, and alternating runs.
+
+The two tools run alternately, A B A B ..., on the same server and data, so
+slow drifts of the machine (page cache, CPU frequency, neighbours, table
+growth under tpcb) hit both alike; each adjacent pair (A run, B run) gives one
+ratio per metric, and the summary takes the median of those ratios.
+
+Before every run the harness does, identically for both tools, the
+housekeeping pgbench would do itself without `-n` (for tpcb: truncate
+pgbench_history, vacuum pgbench_branches and pgbench_tellers), then a
+CHECKPOINT, so no run inherits dirty buffers from the other tool's run.
+"""
+
+import os
+import sys
+
+from . import runner
+from .server import HarnessError
+
+DBNAME = "postgres"
+
+
+def client_env():
+    """The environment both tools get: ours without any PG* variable."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+
+
+def tool_version(path):
+    done = runner.spawn_measured([path, "--version"], client_env())
+    text = (done[1] or done[2]).strip()
+    return text.splitlines()[0] if text else f"(exit {done[0]}, no output)"
+
+
+class Session:
+    def __init__(self, server, tools, pairs, seconds, scale, syscalls, log=print):
+        self.server = server
+        self.tools = tools  # {"a": (label, path), "b": (label, path)}
+        self.pairs = pairs
+        self.seconds = seconds
+        self.scale = scale
+        self.syscalls = syscalls  # None, "perf" or "strace"
+        self.log = log
+        self.runs = []
+        self.syscall_runs = []
+
+    # -- set-up ----------------------------------------------------------
+
+    def initialize(self, pgbench):
+        """Creates the data set once with the reference pgbench, then vacuums."""
+        self.log(f"initializing: pgbench -i -s {self.scale} ...")
+        argv = [pgbench, "-i", "-s", str(self.scale), "-q", *self.server.conn_args(), DBNAME]
+        code, out, err, _, _ = runner.spawn_measured(argv, client_env())
+        if code != 0:
+            raise HarnessError(f"pgbench -i failed: {runner.last_lines(err or out, 10)}")
+        self.server.sql("VACUUM ANALYZE")
+        self.server.sql("CHECKPOINT")
+
+    def _prepare(self, workload):
+        if workload.name == "tpcb":
+            self.server.sql("TRUNCATE pgbench_history")
+            self.server.sql("VACUUM pgbench_branches")
+            self.server.sql("VACUUM pgbench_tellers")
+        self.server.sql("CHECKPOINT")
+
+    def _settings(self, workload, apply):
+        for key, value in workload.server_settings.items():
+            if apply:
+                self.server.sql(f"ALTER SYSTEM SET {key} = '{value}'")
+            else:
+                self.server.sql(f"ALTER SYSTEM RESET {key}")
+        if workload.server_settings:
+            self.server.sql("SELECT pg_reload_conf()")
+
+    # -- runs ------------------------------------------------------------
+
+    def argv(self, side, workload, script_path):
+        path = self.tools[side][1]
+        args = list(workload.args)
+        if workload.kind == "run":
+            args += ["-n", "-T", str(self.seconds)]
+            if script_path:
+                args += ["-f", script_path]
+        return [path, *args, *self.server.conn_args(), DBNAME]
+
+    def run_workload(self, workload, script_path):
+        """All pairs of one workload; stops early once a tool cannot run it."""
+        self._settings(workload, True)
+        try:
+            for pair in range(self.pairs):
+                failed = False
+                for side in ("a", "b"):
+                    rec = self._one_run(workload, script_path, side, pair)
+                    failed = failed or "error" in rec
+                if failed:
+                    self.log(f"  {workload.name}: stopping after pair {pair + 1}: a tool failed")
+                    break
+            else:
+                if self.syscalls and workload.kind == "run":
+                    for side in ("a", "b"):
+                        self._syscall_run(workload, script_path, side)
+        finally:
+            self._settings(workload, False)
+
+    def _one_run(self, workload, script_path, side, pair):
+        self._prepare(workload)
+        label = self.tools[side][0]
+        rec = runner.measure(self.argv(side, workload, script_path), self.server, client_env())
+        runner.derive(rec, workload.kind)
+        rec.update(workload=workload.name, side=side, tool=label, pair=pair)
+        self.runs.append(rec)
+        self.log(f"  {workload.name} pair {pair + 1}/{self.pairs} {label}: {brief(rec)}")
+        return rec
+
+    def _syscall_run(self, workload, script_path, side):
+        self._prepare(workload)
+        argv = self.argv(side, workload, script_path)
+        calls, txns, error = runner.count_syscalls(self.syscalls, argv, client_env())
+        rec = {"workload": workload.name, "side": side, "tool": self.tools[side][0],
+               "method": self.syscalls, "syscalls": calls, "transactions": txns}
+        if error:
+            rec["error"] = error
+        elif txns:
+            rec["syscalls_per_txn"] = calls / txns
+        self.syscall_runs.append(rec)
+        self.log(f"  {workload.name} syscalls {rec['tool']}: "
+                 f"{rec.get('syscalls_per_txn', rec.get('error'))}")
+        self.server.wait_quiet()
+
+
+def brief(rec):
+    """One progress line for a run record."""
+    if "error" in rec:
+        return f"FAILED (exit {rec['exit_code']}): {rec['error']}"
+    parts = [f"wall {rec['wall_s']:.2f} s"]
+    if rec.get("tps") is not None:
+        parts.insert(0, f"tps {rec['tps']:.0f}")
+        parts.append(f"client {rec['client_cpu_per_txn'] * 1e6:.1f} us/txn")
+        parts.append(f"server {rec['server_cpu_per_txn'] * 1e6:.1f} us/txn")
+    else:
+        parts.append(f"client CPU {rec['client_cpu_s']:.2f} s")
+        parts.append(f"server CPU {rec['server_cpu_s']:.2f} s")
+    if "warning" in rec:
+        parts.append(f"warning: {rec['warning']}")
+    return ", ".join(parts)
+
+
+def progress(msg):
+    print(msg, file=sys.stderr, flush=True)
