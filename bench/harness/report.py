@@ -7,9 +7,12 @@ that pair's ratio; absolute figures are the median over a tool's runs.
 
 The server-bound limit is the tps the server could reach if it had every
 core of the machine and the client cost nothing: cores / server CPU per
-transaction. A tool's share of it is its tps divided by that limit, which is
-also the fraction of the machine's CPU the server got during the run; the
-rest went to the client and to idle time.
+transaction (equivalently, cores x wall / server CPU per transaction
+transactions in a run's wall time). A tool's share of it is the transactions
+it completed divided by that many, which reduces to server CPU / (cores x
+wall): the fraction of the machine the server got while that tool drove it.
+The rest went to the client and to idle time. It is computed per run over
+the whole wall time (connection set-up included) and its median is shown.
 """
 
 from statistics import median
@@ -47,7 +50,8 @@ def summarize_workload(workload, runs, syscall_runs, cores):
         figures["runs"] = len(ok)
         srv = figures["server_cpu_per_txn"]
         figures["server_limit_tps"] = cores / srv if srv else None
-        figures["limit_share"] = _ratio(figures["tps"], figures["server_limit_tps"])
+        figures["limit_share"] = _median(
+            [r["server_cpu_s"] / (cores * r["wall_s"]) for r in ok if r.get("tps") is not None])
         out["tools"][side] = figures
     pairs = {}
     for r in runs:
@@ -126,7 +130,7 @@ def goals_table(summaries, labels):
     for s in summaries:
         for g in s["goals"]:
             if g["met"] is None:
-                status = "n/a: " + (failure_text(s, labels) or "not measured")
+                status = "n/a: " + ("see the failure above" if s["failures"] else "not measured")
             else:
                 status = "met" if g["met"] else "UNMET"
             rows.append([s["workload"], g["goal"], _fmt(g["ratio"]) + ("x" if g["ratio"] else ""),
@@ -141,13 +145,17 @@ def render(summaries, labels, context):
         f"server: PostgreSQL {context['server_version']}; machine: {context['machine']['cores']} "
         f"cores, {context['machine']['cpu']}; {context['settings']['pairs']} pairs of "
         f"{context['settings']['seconds']} s, scale {context['settings']['scale']}",
+        f"load average at start: {context['machine']['loadavg_start']}; at end: "
+        f"{context['machine'].get('loadavg_end', 'unknown')}"
+        + (f"; syscalls counted with {context['syscall_method']}"
+           if context.get("syscall_method") else ""),
         "",
         "Ratios B/A, median of per-pair ratios (tps: higher is better; all others: lower is "
         "better)",
         ratio_table(summaries, labels),
         "",
-        "Medians per tool (server-bound tps = cores / server CPU per transaction; share = tps / "
-        "server-bound tps)",
+        "Medians per tool (server-bound tps = cores / server CPU per transaction; share = server CPU /"
+        " (cores x wall), the part of that limit the tool reached)",
         absolute_table(summaries, labels),
         "",
         "Goals",

@@ -25,6 +25,7 @@ TXNS = re.compile(r"^number of transactions actually processed: (\d+)", re.M)
 LATENCY = re.compile(r"^latency average = ([0-9.]+) ms", re.M)
 CONN = re.compile(r"^initial connection time = ([0-9.]+) ms", re.M)
 
+
 def last_lines(text, n=3):
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return " | ".join(lines[-n:]) if lines else "(no output)"
@@ -100,15 +101,18 @@ def measure(argv, server, env):
 
 def derive(rec, kind):
     """Adds the per-transaction figures of a successful run record."""
-    if kind == "run":
-        if rec.get("error") is None and rec["tps"] is None:
-            rec["error"] = "no 'tps = ...' line in the output: " + last_lines(rec["stdout"])
-        txns = rec.get("transactions")
-        if rec.get("error") is None and txns:
-            rec["client_cpu_per_txn"] = rec["client_cpu_s"] / txns
-            rec["server_cpu_per_txn"] = rec["server_cpu_s"] / txns
-        elif rec.get("error") is None:
-            rec["error"] = "the run completed no transactions"
+    if kind != "run" or "error" in rec:
+        return rec
+    txns = rec.get("transactions")
+    if txns == 0:
+        rec["error"] = ("the run completed no transactions (connecting all clients may take "
+                        "longer than -T)")
+    elif txns is None or rec["tps"] is None:
+        rec["error"] = "no transaction count or tps line in the output: " + last_lines(
+            rec["stdout"])
+    else:
+        rec["client_cpu_per_txn"] = rec["client_cpu_s"] / txns
+        rec["server_cpu_per_txn"] = rec["server_cpu_s"] / txns
     return rec
 
 

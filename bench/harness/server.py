@@ -16,10 +16,16 @@ the server's total CPU at a moment is
 and the difference between two such readings is everything the server spent
 in between: backends that came and went (connection start-up and teardown
 included), background processes (WAL writer, checkpointer, autovacuum), and
-the postmaster itself. A backend that is being reaped between reading the
-postmaster and reading its children would be counted twice or not at all, so
-readings are only taken when the server is quiet: no client backend alive
-and no unreaped (zombie) child. The harness waits for that after every run.
+the postmaster itself.
+
+Two races are closed. A child reaped while the reading is being taken would
+be counted twice or not at all, so the postmaster is read before and after
+the scan of its children and the reading is retried when its reaped-children
+time moved in between. And a backend still running after its client left
+would have part of its work charged to the next run, so after every run the
+harness waits until no client backend is left: none whose title shows a
+client connection, none exiting (an exiting process has no command line any
+more) and no zombie waiting to be reaped.
 """
 
 import glob
@@ -232,13 +238,14 @@ class Server:
     # -- CPU accounting ------------------------------------------------------
 
     def wait_quiet(self, timeout=60.0):
-        """Waits until no client backend or zombie child is left; False on timeout."""
+        """Waits until no client backend is left (see the module doc); False on timeout."""
         deadline = time.monotonic() + timeout
         while True:
-            busy = [
-                pid for pid, st in children(self.pid).items()
-                if st[0] == "Z" or "[local]" in cmdline(pid)
-            ]
+            busy = []
+            for pid, st in children(self.pid).items():
+                title = cmdline(pid)
+                if st[0] == "Z" or not title.strip() or "[local]" in title:
+                    busy.append(pid)
             if not busy:
                 return True
             if time.monotonic() > deadline:
@@ -247,10 +254,15 @@ class Server:
 
     def cpu_seconds(self):
         """Total CPU the server has used so far (see the module doc)."""
-        pm = read_stat(self.pid)
-        if pm is None:
-            raise HarnessError(f"the server (pid {self.pid}) is gone:\n{self.log_tail()}")
-        ticks = pm[2] + pm[3]
-        for st in children(self.pid).values():
-            ticks += st[2] + st[3]
-        return ticks / CLK_TCK
+        for _ in range(100):
+            before = read_stat(self.pid)
+            if before is None:
+                raise HarnessError(f"the server (pid {self.pid}) is gone:\n{self.log_tail()}")
+            ticks = before[2] + before[3]
+            for st in children(self.pid).values():
+                ticks += st[2] + st[3]
+            after = read_stat(self.pid)
+            if after is not None and after[3] == before[3]:
+                return ticks / CLK_TCK
+            time.sleep(0.01)
+        raise HarnessError("server CPU could not be read: children kept exiting during the reading")
