@@ -2,8 +2,10 @@
 
 Ratios are B / A (pgbolt / pgbench by default): above 1 is better for tps,
 below 1 is better for every cost (CPU, latency, connection time, memory, wall
-time, syscalls). A workload's ratio for a metric is the median over pairs of
-that pair's ratio; absolute figures are the median over a tool's runs.
+time, syscalls). A pair's ratio compares a B run with the mean of the A runs
+just before and after it (only the one before when the closing run is
+missing); a workload's ratio for a metric is the median over its pairs.
+Absolute figures are the median over a tool's runs.
 
 The server-bound limit is the tps the server could reach if it had every
 core of the machine and the client cost nothing: cores / server CPU per
@@ -34,6 +36,14 @@ def _ratio(b, a):
     return b / a
 
 
+def _bracket(a_runs, metric):
+    """The mean of a metric over the A runs around one B run (None if any lacks it)."""
+    values = [r.get(metric) for r in a_runs]
+    if any(v is None for v in values):
+        return None
+    return sum(values) / len(values)
+
+
 def summarize_workload(workload, runs, syscall_runs, cores):
     runs = [r for r in runs if r["workload"] == workload.name]
     sys_runs = {r["side"]: r for r in syscall_runs if r["workload"] == workload.name}
@@ -53,13 +63,17 @@ def summarize_workload(workload, runs, syscall_runs, cores):
         figures["limit_share"] = _median(
             [r["server_cpu_s"] / (cores * r["wall_s"]) for r in ok if r.get("tps") is not None])
         out["tools"][side] = figures
-    pairs = {}
-    for r in runs:
-        if "error" not in r:
-            pairs.setdefault(r["pair"], {})[r["side"]] = r
-    whole = [p for p in pairs.values() if "a" in p and "b" in p]
+    by_pair = {(r["side"], r["pair"]): r for r in runs if "error" not in r}
+    whole = []
+    for (side, pair), b in sorted(by_pair.items()):
+        if side != "b" or ("a", pair) not in by_pair:
+            continue
+        a_runs = [by_pair[("a", pair)]]
+        if ("a", pair + 1) in by_pair:
+            a_runs.append(by_pair[("a", pair + 1)])
+        whole.append((b, a_runs))
     for m in RATIO_COLUMNS:
-        out["ratios"][m] = _median([_ratio(p["b"].get(m), p["a"].get(m)) for p in whole])
+        out["ratios"][m] = _median([_ratio(b.get(m), _bracket(a_runs, m)) for b, a_runs in whole])
     out["ratios"]["syscalls_per_txn"] = _ratio(out["tools"]["b"]["syscalls_per_txn"],
                                                out["tools"]["a"]["syscalls_per_txn"])
     out["pairs"] = len(whole)

@@ -1,14 +1,18 @@
 """One comparison session: a server, an initial data set, and alternating runs.
 
-The two tools run alternately, A B A B ..., on the same server and data, so
-slow drifts of the machine (page cache, CPU frequency, neighbours, table
-growth under tpcb) hit both alike; each adjacent pair (A run, B run) gives one
-ratio per metric, and the summary takes the median of those ratios.
+The two tools run alternately, A B A B ... A, on the same server and data:
+every B run is bracketed by an A run before and after it (a closing A run
+ends each workload). Pair i is B run i with A runs i and i+1; its ratio for a
+metric is B / the mean of the two A runs, which cancels any drift of the
+machine that is linear over the three runs (other work on the machine
+starting or stopping, page cache, CPU frequency, table growth under tpcb).
+The summary takes the median of those per-pair ratios.
 
 Before every run the harness does, identically for both tools, the
 housekeeping pgbench would do itself without `-n` (for tpcb: truncate
 pgbench_history, vacuum pgbench_branches and pgbench_tellers), then a
-CHECKPOINT, so no run inherits dirty buffers from the other tool's run.
+CHECKPOINT, so no run inherits dirty buffers from the other tool's run. Each
+workload starts with a short unmeasured warm-up run of tool A.
 """
 
 import os
@@ -32,8 +36,9 @@ def tool_version(path):
 
 
 class Session:
-    def __init__(self, server, tools, pairs, seconds, scale, syscalls, log=print):
+    def __init__(self, server, tools, pairs, seconds, scale, syscalls, warmup, log=print):
         self.server = server
+        self.warmup = warmup
         self.tools = tools  # {"a": (label, path), "b": (label, path)}
         self.pairs = pairs
         self.seconds = seconds
@@ -82,10 +87,28 @@ class Session:
                 args += ["-f", script_path]
         return [path, *args, *self.server.conn_args(), DBNAME]
 
+    def warm_up(self, workload, script_path):
+        """One unmeasured run of the reference tool before a workload's pairs.
+
+        The first run of a workload otherwise pays for first touches (pages of
+        shared memory that 1000 backends map for the first time, cold caches)
+        and the first run is always tool A's, which would favour tool B.
+        """
+        if self.warmup <= 0 or workload.kind != "run":
+            return
+        self._prepare(workload)
+        argv = self.argv("a", workload, script_path)
+        i = argv.index("-T")
+        argv[i + 1] = str(self.warmup)
+        code, out, err, _, wall = runner.spawn_measured(argv, client_env())
+        self.server.wait_quiet()
+        self.log(f"  {workload.name} warm-up {self.tools['a'][0]}: {wall:.1f} s, exit {code}")
+
     def run_workload(self, workload, script_path):
         """All pairs of one workload; stops early once a tool cannot run it."""
         self._settings(workload, True)
         try:
+            self.warm_up(workload, script_path)
             for pair in range(self.pairs):
                 failed = False
                 for side in ("a", "b"):
@@ -95,6 +118,7 @@ class Session:
                     self.log(f"  {workload.name}: stopping after pair {pair + 1}: a tool failed")
                     break
             else:
+                self._one_run(workload, script_path, "a", self.pairs)
                 if self.syscalls and workload.kind == "run":
                     for side in ("a", "b"):
                         self._syscall_run(workload, script_path, side)
@@ -108,7 +132,8 @@ class Session:
         runner.derive(rec, workload.kind)
         rec.update(workload=workload.name, side=side, tool=label, pair=pair)
         self.runs.append(rec)
-        self.log(f"  {workload.name} pair {pair + 1}/{self.pairs} {label}: {brief(rec)}")
+        step = f"pair {pair + 1}/{self.pairs}" if pair < self.pairs else "closing run"
+        self.log(f"  {workload.name} {step} {label}: {brief(rec)}")
         return rec
 
     def _syscall_run(self, workload, script_path, side):
