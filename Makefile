@@ -29,4 +29,5 @@ test: deps check
 BENCH_ARGS ?=
 bench:
 	$(CARGO) build --release
+	python3 -m unittest discover -s bench -q
 	python3 bench/compare --json bench/results/latest.json $(BENCH_ARGS)

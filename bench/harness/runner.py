@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 
 from .server import HarnessError, apt_install
@@ -31,10 +32,12 @@ def last_lines(text, n=3):
     return " | ".join(lines[-n:]) if lines else "(no output)"
 
 
-def spawn_measured(argv, env):
+def spawn_measured(argv, env, timeout=None):
     """Runs argv; returns (exit code, stdout, stderr, rusage, wall seconds).
 
-    If the harness is interrupted while waiting, the child is killed first.
+    A child still running after `timeout` seconds is killed and reported as
+    timed out; if the harness is interrupted while waiting, the child is
+    killed first.
     """
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.monotonic()
@@ -43,18 +46,26 @@ def spawn_measured(argv, env):
                                     stdin=subprocess.DEVNULL)
         except OSError as e:
             return 127, "", f"cannot start {argv[0]}: {e}", None, 0.0
+        timer = threading.Timer(timeout, proc.kill) if timeout else None
+        if timer:
+            timer.start()
         try:
             _, status, usage = os.wait4(proc.pid, 0)
         except BaseException:
             proc.kill()
             proc.wait()
             raise
+        finally:
+            if timer:
+                timer.cancel()
         wall = time.monotonic() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        return (proc.returncode, out.read().decode(errors="replace"),
-                err.read().decode(errors="replace"), usage, wall)
+        stderr = err.read().decode(errors="replace")
+        if timeout and wall >= timeout and proc.returncode < 0:
+            stderr += f"\n(killed by the harness: still running after {timeout:.0f} s)"
+        return proc.returncode, out.read().decode(errors="replace"), stderr, usage, wall
 
 
 def parse_report(stdout):
@@ -70,12 +81,12 @@ def parse_report(stdout):
     }
 
 
-def measure(argv, server, env):
+def measure(argv, server, env, timeout):
     """One measured run: the record with every raw figure, or an error."""
     if not server.wait_quiet():
         raise HarnessError("the server still has client backends from an earlier step")
     server_before = server.cpu_seconds()
-    code, stdout, stderr, usage, wall = spawn_measured(argv, env)
+    code, stdout, stderr, usage, wall = spawn_measured(argv, env, timeout)
     quiet = server.wait_quiet()
     server_cpu = server.cpu_seconds() - server_before
     rec = {
@@ -132,7 +143,7 @@ def syscall_method():
     return "strace"
 
 
-def count_syscalls(method, argv, env):
+def count_syscalls(method, argv, env, timeout):
     """Runs argv under the counter; (syscalls, transactions, error)."""
     with tempfile.NamedTemporaryFile(suffix=".txt") as counts:
         if method == "perf":
@@ -140,11 +151,12 @@ def count_syscalls(method, argv, env):
                       "--", *argv]
         else:
             traced = ["strace", "-f", "-c", "-o", counts.name, "--", *argv]
-        code, stdout, stderr, _, _ = spawn_measured(traced, env)
+        code, stdout, stderr, _, _ = spawn_measured(traced, env, timeout)
         if code != 0:
             return None, None, last_lines(stderr or stdout)
         txns = parse_report(stdout)["transactions"]
-        text = open(counts.name).read()
+        with open(counts.name) as f:
+            text = f.read()
     total = None
     for line in text.splitlines():
         fields = line.split(",") if method == "perf" else line.split()

@@ -22,6 +22,10 @@ from . import runner
 from .server import HarnessError
 
 DBNAME = "postgres"
+# How long a client may run past its -T before the harness kills it; -i runs
+# get a fixed budget.
+GRACE_S = 300
+INIT_TIMEOUT_S = 3600
 
 
 def client_env():
@@ -30,7 +34,7 @@ def client_env():
 
 
 def tool_version(path):
-    done = runner.spawn_measured([path, "--version"], client_env())
+    done = runner.spawn_measured([path, "--version"], client_env(), 30)
     text = (done[1] or done[2]).strip()
     return text.splitlines()[0] if text else f"(exit {done[0]}, no output)"
 
@@ -54,7 +58,7 @@ class Session:
         """Creates the data set once with the reference pgbench, then vacuums."""
         self.log(f"initializing: pgbench -i -s {self.scale} ...")
         argv = [pgbench, "-i", "-s", str(self.scale), "-q", *self.server.conn_args(), DBNAME]
-        code, out, err, _, _ = runner.spawn_measured(argv, client_env())
+        code, out, err, _, _ = runner.spawn_measured(argv, client_env(), INIT_TIMEOUT_S)
         if code != 0:
             raise HarnessError(f"pgbench -i failed: {runner.last_lines(err or out, 10)}")
         self.server.sql("VACUUM ANALYZE")
@@ -78,6 +82,9 @@ class Session:
 
     # -- runs ------------------------------------------------------------
 
+    def timeout(self, workload):
+        return self.seconds + GRACE_S if workload.kind == "run" else INIT_TIMEOUT_S
+
     def argv(self, side, workload, script_path):
         path = self.tools[side][1]
         args = list(workload.args)
@@ -100,7 +107,7 @@ class Session:
         argv = self.argv("a", workload, script_path)
         i = argv.index("-T")
         argv[i + 1] = str(self.warmup)
-        code, out, err, _, wall = runner.spawn_measured(argv, client_env())
+        code, _, _, _, wall = runner.spawn_measured(argv, client_env(), self.warmup + GRACE_S)
         self.server.wait_quiet()
         self.log(f"  {workload.name} warm-up {self.tools['a'][0]}: {wall:.1f} s, exit {code}")
 
@@ -128,7 +135,8 @@ class Session:
     def _one_run(self, workload, script_path, side, pair):
         self._prepare(workload)
         label = self.tools[side][0]
-        rec = runner.measure(self.argv(side, workload, script_path), self.server, client_env())
+        rec = runner.measure(self.argv(side, workload, script_path), self.server, client_env(),
+                             self.timeout(workload))
         runner.derive(rec, workload.kind)
         rec.update(workload=workload.name, side=side, tool=label, pair=pair)
         self.runs.append(rec)
@@ -139,7 +147,8 @@ class Session:
     def _syscall_run(self, workload, script_path, side):
         self._prepare(workload)
         argv = self.argv(side, workload, script_path)
-        calls, txns, error = runner.count_syscalls(self.syscalls, argv, client_env())
+        calls, txns, error = runner.count_syscalls(self.syscalls, argv, client_env(),
+                                                   self.timeout(workload))
         rec = {"workload": workload.name, "side": side, "tool": self.tools[side][0],
                "method": self.syscalls, "syscalls": calls, "transactions": txns}
         if error:
