@@ -98,16 +98,18 @@ class Session:
         """One unmeasured run of the reference tool before a workload's pairs.
 
         The first run of a workload otherwise pays for first touches (pages of
-        shared memory that 1000 backends map for the first time, cold caches)
-        and the first run is always tool A's, which would favour tool B.
+        shared memory that 1000 backends map for the first time, cold caches,
+        WAL segments that the first large -i creates rather than recycles)
+        and the first run is always tool A's, which would favour tool B. For
+        an -i workload the warm-up is one whole unmeasured initialization.
         """
-        if self.warmup <= 0 or workload.kind != "run":
+        if self.warmup <= 0:
             return
         self._prepare(workload)
         argv = self.argv("a", workload, script_path)
-        i = argv.index("-T")
-        argv[i + 1] = str(self.warmup)
-        code, _, _, _, wall = runner.spawn_measured(argv, client_env(), self.warmup + GRACE_S)
+        if workload.kind == "run":
+            argv[argv.index("-T") + 1] = str(self.warmup)
+        code, _, _, _, wall = runner.spawn_measured(argv, client_env(), self.timeout(workload))
         self.server.wait_quiet()
         self.log(f"  {workload.name} warm-up {self.tools['a'][0]}: {wall:.1f} s, exit {code}")
 
