@@ -88,8 +88,9 @@ class Summary(unittest.TestCase):
                          [("tps >= 1.15x", True), ("client CPU/txn <= 0.60x", True)])
 
     def test_a_failing_tool_b_gives_a_row_saying_so(self):
-        runs = [run("a", 0, 100), {"workload": "select-prepared", "side": "b", "pair": 0,
-                                   "error": "pgbolt: error: running a benchmark is not supported yet"}]
+        error = "pgbolt: error: running a benchmark is not supported yet"
+        runs = [run("a", 0, 100),
+                {"workload": "select-prepared", "side": "b", "pair": 0, "error": error}]
         s = report.summarize_workload(self.W, runs, [], cores=2)
         self.assertEqual(s["pairs"], 0)
         self.assertIsNone(s["goals"][0]["met"])

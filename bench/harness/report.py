@@ -147,8 +147,8 @@ def goals_table(summaries, labels):
                 status = "n/a: " + ("see the failure above" if s["failures"] else "not measured")
             else:
                 status = "met" if g["met"] else "UNMET"
-            rows.append([s["workload"], g["goal"], _fmt(g["ratio"]) + ("x" if g["ratio"] else ""),
-                         status])
+            measured = "-" if g["ratio"] is None else f"{g['ratio']:.3f}x"
+            rows.append([s["workload"], g["goal"], measured, status])
     return _table(header, rows)
 
 
@@ -168,8 +168,8 @@ def render(summaries, labels, context):
         "better)",
         ratio_table(summaries, labels),
         "",
-        "Medians per tool (server-bound tps = cores / server CPU per transaction; share = server CPU /"
-        " (cores x wall), the part of that limit the tool reached)",
+        "Medians per tool (server-bound tps = cores / server CPU per transaction; "
+        "share = server CPU / (cores x wall), the part of that limit the tool reached)",
         absolute_table(summaries, labels),
         "",
         "Goals",
