@@ -21,3 +21,13 @@ check:
 
 test: deps check
 	$(CARGO) test --workspace
+
+# `make bench`: builds pgbolt in release mode, then compares it with pgbench on
+# a throwaway server (see docs/performance.md). Pass options through BENCH_ARGS,
+# e.g. make bench BENCH_ARGS="--pairs 5 --workloads select-prepared,tpcb".
+.PHONY: bench
+BENCH_ARGS ?=
+bench:
+	$(CARGO) build --release
+	python3 -m unittest discover -s bench -q
+	python3 bench/compare --json bench/results/latest.json $(BENCH_ARGS)

@@ -1,0 +1,169 @@
+"""Runs one client process and measures it.
+
+Client CPU and peak RSS come from the rusage `wait4` returns for that one
+child: user + system time of all its threads (and of any process it waited
+for), and the largest resident set it reached. Nothing else on the machine is
+counted. Wall time is from spawn to reap.
+
+Syscalls are counted in a separate, untimed run (`--syscalls`), because any
+tracer slows the traced process down: with `perf stat -e
+raw_syscalls:sys_enter` (a kernel tracepoint counter, cheap, follows threads
+and children) where perf can open that event, otherwise with `strace -f -c`.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+
+from .server import HarnessError, apt_install
+
+TPS = re.compile(r"^tps = ([0-9.]+) \(without initial connection time\)", re.M)
+TXNS = re.compile(r"^number of transactions actually processed: (\d+)", re.M)
+LATENCY = re.compile(r"^latency average = ([0-9.]+) ms", re.M)
+CONN = re.compile(r"^initial connection time = ([0-9.]+) ms", re.M)
+
+
+def last_lines(text, n=3):
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return " | ".join(lines[-n:]) if lines else "(no output)"
+
+
+def spawn_measured(argv, env, timeout=None):
+    """Runs argv; returns (exit code, stdout, stderr, rusage, wall seconds).
+
+    A child still running after `timeout` seconds is killed and reported as
+    timed out; if the harness is interrupted while waiting, the child is
+    killed first.
+    """
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.monotonic()
+        try:
+            proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env,
+                                    stdin=subprocess.DEVNULL)
+        except OSError as e:
+            return 127, "", f"cannot start {argv[0]}: {e}", None, 0.0
+        timer = threading.Timer(timeout, proc.kill) if timeout else None
+        if timer:
+            timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        finally:
+            if timer:
+                timer.cancel()
+        wall = time.monotonic() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stderr = err.read().decode(errors="replace")
+        if timeout and wall >= timeout and proc.returncode < 0:
+            stderr += f"\n(killed by the harness: still running after {timeout:.0f} s)"
+        return proc.returncode, out.read().decode(errors="replace"), stderr, usage, wall
+
+
+def parse_report(stdout):
+    """The figures of a pgbench-style report; missing ones are None."""
+    def grab(rx, conv=float):
+        m = rx.search(stdout)
+        return conv(m.group(1)) if m else None
+    return {
+        "tps": grab(TPS),
+        "transactions": grab(TXNS, int),
+        "latency_ms": grab(LATENCY),
+        "conn_ms": grab(CONN),
+    }
+
+
+def measure(argv, server, env, timeout):
+    """One measured run: the record with every raw figure, or an error."""
+    if not server.wait_quiet():
+        raise HarnessError("the server still has client backends from an earlier step")
+    server_before = server.cpu_seconds()
+    code, stdout, stderr, usage, wall = spawn_measured(argv, env, timeout)
+    quiet = server.wait_quiet()
+    server_cpu = server.cpu_seconds() - server_before
+    rec = {
+        "argv": argv,
+        "exit_code": code,
+        "wall_s": wall,
+        "client_user_s": usage.ru_utime if usage else None,
+        "client_sys_s": usage.ru_stime if usage else None,
+        "client_cpu_s": (usage.ru_utime + usage.ru_stime) if usage else None,
+        "rss_kb": usage.ru_maxrss if usage else None,
+        "server_cpu_s": server_cpu,
+        "server_quiet_after": quiet,
+        "stdout": stdout,
+        "stderr": stderr,
+    }
+    rec.update(parse_report(stdout))
+    if code != 0:
+        rec["error"] = last_lines(stderr or stdout)
+    if not quiet:
+        rec["warning"] = "client backends outlived the run; server CPU may be undercounted"
+    return rec
+
+
+def derive(rec, kind):
+    """Adds the per-transaction figures of a successful run record."""
+    if kind != "run" or "error" in rec:
+        return rec
+    txns = rec.get("transactions")
+    if txns == 0:
+        rec["error"] = ("the run completed no transactions (connecting all clients may take "
+                        "longer than -T)")
+    elif txns is None or rec["tps"] is None:
+        rec["error"] = "no transaction count or tps line in the output: " + last_lines(
+            rec["stdout"])
+    else:
+        rec["client_cpu_per_txn"] = rec["client_cpu_s"] / txns
+        rec["server_cpu_per_txn"] = rec["server_cpu_s"] / txns
+    return rec
+
+
+# -- syscall counting ---------------------------------------------------------
+
+def syscall_method():
+    """'perf' when perf can count the syscall tracepoint here, else 'strace'."""
+    perf = shutil.which("perf")
+    if perf:
+        probe = subprocess.run([perf, "stat", "-x,", "-e", "raw_syscalls:sys_enter", "--", "true"],
+                               capture_output=True, text=True)
+        if probe.returncode == 0 and "raw_syscalls:sys_enter" in probe.stderr \
+                and "<not" not in probe.stderr:
+            return "perf"
+    if not shutil.which("strace"):
+        apt_install(["strace"], "--syscalls needs perf or strace")
+    return "strace"
+
+
+def count_syscalls(method, argv, env, timeout):
+    """Runs argv under the counter; (syscalls, transactions, error)."""
+    with tempfile.NamedTemporaryFile(suffix=".txt") as counts:
+        if method == "perf":
+            traced = ["perf", "stat", "-x,", "-o", counts.name, "-e", "raw_syscalls:sys_enter",
+                      "--", *argv]
+        else:
+            traced = ["strace", "-f", "-c", "-o", counts.name, "--", *argv]
+        code, stdout, stderr, _, _ = spawn_measured(traced, env, timeout)
+        if code != 0:
+            return None, None, last_lines(stderr or stdout)
+        txns = parse_report(stdout)["transactions"]
+        with open(counts.name) as f:
+            text = f.read()
+    total = None
+    for line in text.splitlines():
+        fields = line.split(",") if method == "perf" else line.split()
+        if method == "perf" and len(fields) > 2 and fields[2] == "raw_syscalls:sys_enter":
+            total = int(fields[0]) if fields[0].isdigit() else None
+        elif method == "strace" and fields and fields[-1] == "total":
+            total = int(fields[3])
+    if total is None:
+        return None, txns, f"cannot read the {method} counts: " + last_lines(text)
+    return total, txns, None

@@ -1,0 +1,118 @@
+"""Tests of the comparison's arithmetic and parsing (no server needed).
+
+Run with: python3 -m unittest discover -s bench
+"""
+
+import unittest
+
+from harness import report, runner, workloads
+
+PGBENCH_OUTPUT = """\
+pgbench (15.18 (Debian 15.18-0+deb12u1))
+transaction type: <builtin: select only>
+scaling factor: 10
+query mode: prepared
+number of clients: 8
+number of threads: 2
+maximum number of tries: 1
+duration: 8 s
+number of transactions actually processed: 400000
+number of failed transactions: 0 (0.000%)
+latency average = 0.160 ms
+initial connection time = 17.125 ms
+tps = 50000.500000 (without initial connection time)
+"""
+
+
+def run(side, pair, tps, client_cpu=1.0, workload="select-prepared", **extra):
+    rec = {"workload": workload, "side": side, "pair": pair, "tps": tps, "transactions": 1000,
+           "latency_ms": 1.0, "conn_ms": 10.0, "rss_kb": 1000, "wall_s": 8.0,
+           "client_cpu_s": client_cpu, "server_cpu_s": 4.0,
+           "client_cpu_per_txn": client_cpu / 1000, "server_cpu_per_txn": 4.0 / 1000}
+    rec.update(extra)
+    return rec
+
+
+class ParseReport(unittest.TestCase):
+    def test_reads_every_figure_of_a_pgbench_report(self):
+        self.assertEqual(runner.parse_report(PGBENCH_OUTPUT), {
+            "tps": 50000.5, "transactions": 400000, "latency_ms": 0.160, "conn_ms": 17.125})
+
+    def test_missing_lines_are_none(self):
+        self.assertEqual(runner.parse_report("pgbolt: error: not supported yet\n"),
+                         {"tps": None, "transactions": None, "latency_ms": None, "conn_ms": None})
+
+    def test_a_run_without_transactions_is_an_error(self):
+        rec = {"stdout": "", "tps": None, "transactions": 0}
+        self.assertIn("no transactions", runner.derive(rec, "run")["error"])
+
+    def test_a_run_without_a_tps_line_is_an_error(self):
+        rec = {"stdout": "something else", "tps": None, "transactions": None}
+        self.assertIn("something else", runner.derive(rec, "run")["error"])
+
+
+class Summary(unittest.TestCase):
+    W = workloads.BY_NAME["select-prepared"]
+
+    def test_each_b_run_is_compared_with_the_mean_of_its_neighbouring_a_runs(self):
+        # A drifts up linearly 100, 200, 300, 400; B equals A's trend exactly.
+        runs = [run("a", 0, 100), run("b", 0, 150), run("a", 1, 200), run("b", 1, 250),
+                run("a", 2, 300), run("b", 2, 350), run("a", 3, 400)]
+        s = report.summarize_workload(self.W, runs, [], cores=2)
+        self.assertEqual(s["pairs"], 3)
+        self.assertAlmostEqual(s["ratios"]["tps"], 1.0)
+
+    def test_median_of_the_per_pair_ratios(self):
+        runs = [run("a", 0, 100), run("b", 0, 300), run("a", 1, 100), run("b", 1, 110),
+                run("a", 2, 100), run("b", 2, 120), run("a", 3, 100)]
+        s = report.summarize_workload(self.W, runs, [], cores=2)
+        self.assertAlmostEqual(s["ratios"]["tps"], 1.2)
+
+    def test_without_a_closing_run_the_a_run_before_is_used(self):
+        runs = [run("a", 0, 100), run("b", 0, 150)]
+        s = report.summarize_workload(self.W, runs, [], cores=2)
+        self.assertAlmostEqual(s["ratios"]["tps"], 1.5)
+
+    def test_server_bound_limit_and_share(self):
+        # 4 ms of server CPU per transaction on 2 cores: at most 500 tps.
+        # 4 s of server CPU in 8 s of wall on 2 cores: a quarter of the machine.
+        runs = [run("a", 0, 100), run("b", 0, 100)]
+        s = report.summarize_workload(self.W, runs, [], cores=2)
+        self.assertAlmostEqual(s["tools"]["a"]["server_limit_tps"], 500)
+        self.assertAlmostEqual(s["tools"]["a"]["limit_share"], 0.25)
+
+    def test_goals_are_met_or_not_on_the_ratio(self):
+        runs = [run("a", 0, 100, client_cpu=1.0), run("b", 0, 120, client_cpu=0.5)]
+        s = report.summarize_workload(self.W, runs, [], cores=2)
+        self.assertEqual([(g["goal"], g["met"]) for g in s["goals"]],
+                         [("tps >= 1.15x", True), ("client CPU/txn <= 0.60x", True)])
+
+    def test_a_failing_tool_b_gives_a_row_saying_so(self):
+        error = "pgbolt: error: running a benchmark is not supported yet"
+        runs = [run("a", 0, 100),
+                {"workload": "select-prepared", "side": "b", "pair": 0, "error": error}]
+        s = report.summarize_workload(self.W, runs, [], cores=2)
+        self.assertEqual(s["pairs"], 0)
+        self.assertIsNone(s["goals"][0]["met"])
+        table = report.ratio_table([s], {"a": "pgbench", "b": "pgbolt"})
+        self.assertIn("select-prepared: pgbolt cannot run this workload yet: pgbolt: error: "
+                      "running a benchmark is not supported yet", table)
+
+
+class Selection(unittest.TestCase):
+    def test_canonical_order_keeps_init_last(self):
+        chosen = workloads.select("init-50,tpcb,select-prepared")
+        self.assertEqual([w.name for w in chosen], ["select-prepared", "tpcb", "init-50"])
+
+    def test_unknown_workload_is_named(self):
+        with self.assertRaisesRegex(ValueError, "unknown workload nope"):
+            workloads.select("nope")
+
+    def test_pipeline_script_sends_ten_selects_in_one_pipeline(self):
+        lines = workloads.PIPELINE_SCRIPT.splitlines()
+        start, end = lines.index("\\startpipeline"), lines.index("\\endpipeline")
+        self.assertEqual(len([l for l in lines[start:end] if l.startswith("SELECT")]), 10)
+
+
+if __name__ == "__main__":
+    unittest.main()
