@@ -2,8 +2,6 @@
 # need on a Debian/Ubuntu machine (as root) before doing anything else.
 
 CARGO ?= cargo
-PG_BINDIR := $(shell ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
-
 .PHONY: demo test deps build check
 
 deps:
@@ -19,15 +17,19 @@ check:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
+# The whole suite: Rust tests (unit, integration against throwaway servers and
+# the real pgbench) and the bench harness's own unit tests. TMPDIR must be
+# reachable by the postgres OS user when running as root.
 test: deps check
-	$(CARGO) test --workspace
+	TMPDIR=/tmp $(CARGO) test --workspace
+	python3 -m unittest discover -s bench -q
 
 # `make bench`: builds pgbolt in release mode, then compares it with pgbench on
 # a throwaway server (see docs/performance.md). Pass options through BENCH_ARGS,
 # e.g. make bench BENCH_ARGS="--pairs 5 --workloads select-prepared,tpcb".
 .PHONY: bench
 BENCH_ARGS ?=
-bench:
+bench: deps
 	$(CARGO) build --release
 	python3 -m unittest discover -s bench -q
 	python3 bench/compare --json bench/results/latest.json $(BENCH_ARGS)
