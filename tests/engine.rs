@@ -465,3 +465,84 @@ fn progress_lines_and_transaction_logs() {
     }
     assert_eq!(logged, processed);
 }
+
+/// `--io=epoll` and `--io=uring` run the same transactions and leave the
+/// same rows: plain, prepared, pipelined, reconnecting (`-C`) and failing
+/// ones. Where the kernel forbids io_uring, `--io=uring` must say so and
+/// exit 1, and `--io=auto` must still run.
+#[test]
+fn both_io_drivers_run_the_same_transactions() {
+    let text = r"\set x random(1, 3)
+\startpipeline
+INSERT INTO t VALUES (:client_id, 'one', NULL, NULL, NULL);
+INSERT INTO t VALUES (:client_id, 'two', NULL, NULL, NULL);
+\endpipeline
+SELECT 1 / (:x - :x) \gset
+";
+    let file = script(text);
+    let cases: &[&[&str]] = &[
+        &[
+            "-t",
+            "20",
+            "-c",
+            "4",
+            "-j",
+            "2",
+            "-M",
+            "prepared",
+            "--continue-on-error",
+        ],
+        &[
+            "-t",
+            "5",
+            "-c",
+            "3",
+            "-C",
+            "-M",
+            "extended",
+            "--continue-on-error",
+        ],
+        &["-t", "3", "-c", "2", "-M", "prepared"],
+    ];
+    for args in cases {
+        let mut counts = Vec::new();
+        for io in ["--io=epoll", "--io=uring", "--io=auto"] {
+            let db = database(None);
+            sql(
+                &db,
+                "create table t (client int, a text, b text, c text, d text)",
+            );
+            let mut full = vec!["-n", io, "-f", file.path.as_str()];
+            full.extend_from_slice(args);
+            let out = pgbolt(&db, &full);
+            if io == "--io=uring" && out.status.code() == Some(1) {
+                assert!(
+                    stderr(&out).contains("io_uring cannot be used here"),
+                    "{}",
+                    stderr(&out)
+                );
+                continue;
+            }
+            let rows = sql(
+                &db,
+                "select client, a, count(*) from t group by 1, 2 order by 1, 2",
+            );
+            counts.push((
+                io,
+                out.status.code(),
+                line(&stdout(&out), "number of transactions actually processed:")
+                    .map(str::to_owned),
+                rows,
+            ));
+        }
+        for other in &counts[1..] {
+            assert_eq!(
+                (&other.1, &other.2, &other.3),
+                (&counts[0].1, &counts[0].2, &counts[0].3),
+                "{args:?}: {} against {}",
+                other.0,
+                counts[0].0
+            );
+        }
+    }
+}

@@ -48,6 +48,8 @@ pub enum EngineError {
     Thread(std::io::Error),
     /// A worker's poller failed (waiting, or watching a socket).
     Poll(std::io::Error),
+    /// `--io=uring` was asked for and the kernel does not allow it.
+    IoUring(std::io::Error),
     /// A worker thread panicked (a bug).
     ThreadPanicked,
     /// The results could not be put together.
@@ -135,6 +137,10 @@ impl fmt::Display for EngineError {
             EngineError::Log(e) => write!(f, "{e}"),
             EngineError::Thread(e) => write!(f, "could not create thread: {e}"),
             EngineError::Poll(e) => write!(f, "waiting for the clients' sockets failed: {e}"),
+            EngineError::IoUring(e) => write!(
+                f,
+                "io_uring cannot be used here ({e}); use --io=epoll or --io=auto"
+            ),
             EngineError::ThreadPanicked => f.write_str("a worker thread failed unexpectedly"),
             EngineError::Report(e) => write!(f, "could not build the report: {e}"),
         }

@@ -39,6 +39,7 @@ mod shared;
 mod shell;
 mod signals;
 mod sql;
+mod uring;
 mod worker;
 
 use std::collections::{BinaryHeap, VecDeque};
@@ -48,7 +49,7 @@ use std::sync::Arc;
 use mio::unix::SourceFd;
 use mio::{Interest, Poll};
 
-use crate::cli::{Benchmark, Config, RandomSeed as CliSeed, RunLength};
+use crate::cli::{Benchmark, Config, IoMethod, RandomSeed as CliSeed, RunLength};
 use crate::random::{RandomSeed, RandomStates};
 use crate::report::{self, Partitioning, RunLimit, RunOptions, RunResult, ScriptInfo, Timings};
 use crate::script::vars::Variables;
@@ -74,6 +75,7 @@ struct Prepared {
 /// Runs the benchmark and returns the exit status.
 pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
     let prepared = prepare(config, bench)?;
+    let io_uring = choose_io(config.io)?;
     let clock = Clock::new();
     let start_time = clock.now_us();
     let end_us = prepared
@@ -92,6 +94,7 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
             start_time,
             end_us,
             wake_fd: guard.wake_fd(),
+            io_uring,
         };
         let spawned =
             thread_parts(&prepared, &plan, bench, &thread).and_then(|(clients, env, poll)| {
@@ -211,6 +214,18 @@ struct ThreadStart {
     start_time: i64,
     end_us: Option<i64>,
     wake_fd: std::os::fd::RawFd,
+    io_uring: bool,
+}
+
+/// Whether the threads drive their connections with io_uring: `--io=uring`
+/// insists (and fails when the kernel or a seccomp filter forbids it),
+/// `auto` uses it when the probe succeeds.
+fn choose_io(io: IoMethod) -> Result<bool, EngineError> {
+    match io {
+        IoMethod::Epoll => Ok(false),
+        IoMethod::Auto => Ok(uring::probe().is_ok()),
+        IoMethod::Uring => uring::probe().map(|()| true).map_err(EngineError::IoUring),
+    }
 }
 
 /// A thread's clients, its environment and its poller.
@@ -272,6 +287,8 @@ fn thread_parts(
         conn_duration: 0,
         over: false,
         end_us: t.end_us,
+        io_uring: t.io_uring,
+        ring: None,
         progress: bench.progress.map(|interval| {
             worker::Progress::new(
                 interval,

@@ -13,7 +13,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::fs::File;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -30,6 +30,7 @@ use super::log;
 use super::machine;
 use super::plan::Plan;
 use super::shared::Shared;
+use super::uring::{Done, Ring};
 
 /// Token of the stop signal's pipe.
 pub const SIGNAL: Token = Token(usize::MAX - 1);
@@ -80,6 +81,10 @@ pub struct ThreadEnv {
     pub end_us: Option<i64>,
     /// `-P`: progress lines (thread 0 prints them).
     pub progress: Option<Progress>,
+    /// `--io` chose io_uring; the thread then creates [`ThreadEnv::ring`].
+    pub io_uring: bool,
+    /// The thread's ring, which does the I/O of its plain connections.
+    pub ring: Option<Ring>,
 }
 
 /// Progress reporting state of a thread.
@@ -194,9 +199,9 @@ impl ThreadEnv {
                 }
                 false
             }
-            Ok(ConnectProgress::Ready(conn)) => {
+            Ok(ConnectProgress::Ready(mut conn)) => {
                 c.connecting = None;
-                if let Err(e) = read_only(&self.registry, conn.fd(), idx) {
+                if let Err(e) = self.adopt(&mut conn, idx) {
                     log::error(format_args!("could not watch the connection: {e}"));
                     log::error(format_args!(
                         "client {} aborted while establishing connection",
@@ -219,6 +224,48 @@ impl ThreadEnv {
                 c.state = State::Aborted;
                 true
             }
+        }
+    }
+
+    /// Watches a newly established connection: through the ring when there
+    /// is one and the session is plain, else read-only on the poller.
+    fn adopt(&mut self, conn: &mut pgwire::Connection, idx: usize) -> std::io::Result<()> {
+        if self.ring.is_some() && conn.set_external_io(true) {
+            let _ = self.registry.deregister(&mut SourceFd(&conn.fd()));
+            return Ok(());
+        }
+        read_only(&self.registry, conn.fd(), idx)
+    }
+
+    /// After a step: the ring queues the client's output and, when it waits
+    /// for input, a read; on epoll, writability is watched only while a
+    /// write is incomplete.
+    fn sync_io(&mut self, c: &mut Client, idx: usize) {
+        let Some(conn) = c.conn.as_mut() else {
+            return;
+        };
+        if conn.is_external_io() {
+            let Some(ring) = self.ring.as_mut() else {
+                return;
+            };
+            let wants_input = matches!(c.state, State::WaitResult | State::WaitRollback);
+            if let Err(e) = ring.queue(idx, conn, wants_input) {
+                conn.received(Err(e));
+            }
+            return;
+        }
+        let wants = conn.pending_output() > 0;
+        if wants != c.writing {
+            let interest = if wants {
+                Interest::READABLE | Interest::WRITABLE
+            } else {
+                Interest::READABLE
+            };
+            let fd = conn.fd();
+            let _ = self
+                .registry
+                .reregister(&mut SourceFd(&fd), Token(idx), interest);
+            c.writing = wants;
         }
     }
 
@@ -260,6 +307,10 @@ pub fn run(
     mut poll: Poll,
 ) -> Option<WorkerResult> {
     let mut events = Events::with_capacity(clients.len() * 2 + 4);
+    if env.io_uring {
+        // A ring that cannot be made leaves the thread on epoll.
+        env.ring = Ring::new(clients.len(), poll.as_raw_fd()).ok();
+    }
     let thread_start = env.clock.now_us();
     if let Some(p) = env.progress.as_mut() {
         p.start(env.tid, thread_start);
@@ -283,13 +334,30 @@ pub fn run(
     let mut stop_seen: Option<i64> = None;
     while remaining > 0 {
         let timeout = wait_timeout(&env, stop_seen);
-        if let Err(e) = poll.poll(&mut events, timeout) {
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
+        let done = match env.ring.as_mut() {
+            Some(ring) => {
+                if let Err(e) = ring.wait(timeout, &mut clients) {
+                    log::error(format_args!("io_uring_enter() failed: {e}"));
+                    break;
+                }
+                let done = ring.take_done();
+                events.clear();
+                if done.iter().any(|d| matches!(d, Done::Epoll)) {
+                    let _ = poll.poll(&mut events, Some(Duration::ZERO));
+                }
+                done
             }
-            log::error(format_args!("epoll_wait() failed: {e}"));
-            break;
-        }
+            None => {
+                if let Err(e) = poll.poll(&mut events, timeout) {
+                    if e.kind() == std::io::ErrorKind::Interrupted {
+                        continue;
+                    }
+                    log::error(format_args!("epoll_wait() failed: {e}"));
+                    break;
+                }
+                Vec::new()
+            }
+        };
         let now = env.clock.now_us();
         if shared.stop_requested() && stop_seen.is_none() {
             stop_seen = Some(now);
@@ -302,7 +370,10 @@ pub fn run(
             env: &mut env,
             remaining: &mut remaining,
         };
-        turn.run(&events, now);
+        turn.run(&done, &events, now);
+        if let Some(ring) = env.ring.as_mut() {
+            ring.restore_done(done);
+        }
         if let Some(p) = env.progress.as_mut() {
             p.tick(env.tid, env.clock.now_us(), &env.stats, &shared);
         }
@@ -346,7 +417,21 @@ struct Turn<'a> {
 }
 
 impl Turn<'_> {
-    fn run(&mut self, events: &Events, now: i64) {
+    fn run(&mut self, done: &[Done], events: &Events, now: i64) {
+        for &d in done {
+            let Done::Client(idx) = d else {
+                continue;
+            };
+            let receiving = self.env.ring.as_ref().is_some_and(|r| r.receiving(idx));
+            let Some(c) = self.clients.get_mut(idx) else {
+                continue;
+            };
+            if !receiving && c.state.waits_for_io() {
+                self.step(idx);
+            } else {
+                self.env.sync_io(c, idx);
+            }
+        }
         for event in events.iter() {
             let token = event.token();
             if token == SIGNAL {
@@ -397,6 +482,9 @@ impl Turn<'_> {
 /// Cancels what is still running after a stop, closes everything, and
 /// hands back the thread's results.
 fn finish(mut clients: Vec<Client>, mut env: ThreadEnv, start: i64) -> WorkerResult {
+    if let Some(ring) = env.ring.as_mut() {
+        ring.quiesce();
+    }
     let mut interrupted = 0;
     for (idx, c) in clients.iter_mut().enumerate() {
         if !c.state.is_done() {
@@ -433,25 +521,11 @@ fn step(
     let Some(c) = clients.get_mut(idx) else {
         return;
     };
-    if c.state.is_done() {
+    if c.state.is_done() || env.ring.as_ref().is_some_and(|r| r.receiving(idx)) {
         return;
     }
     machine::advance(c, idx, plan, env);
-    if let Some(conn) = c.conn.as_ref() {
-        let wants = conn.pending_output() > 0;
-        if wants != c.writing {
-            let interest = if wants {
-                Interest::READABLE | Interest::WRITABLE
-            } else {
-                Interest::READABLE
-            };
-            let fd = conn.fd();
-            let _ = env
-                .registry
-                .reregister(&mut SourceFd(&fd), Token(idx), interest);
-            c.writing = wants;
-        }
-    }
+    env.sync_io(c, idx);
     if c.state.is_done() {
         machine::advance(c, idx, plan, env);
         *remaining -= 1;
@@ -508,8 +582,8 @@ fn connect_all(
                         );
                     }
                 }
-                Ok(ConnectProgress::Ready(conn)) => {
-                    read_only(&env.registry, conn.fd(), idx).map_err(EngineError::Poll)?;
+                Ok(ConnectProgress::Ready(mut conn)) => {
+                    env.adopt(&mut conn, idx).map_err(EngineError::Poll)?;
                     clients[idx].conn = Some(conn);
                     pending[idx] = None;
                     left -= 1;

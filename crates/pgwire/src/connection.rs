@@ -7,6 +7,13 @@
 //! it); on readability [`Connection::fill`] (one `recv`), then
 //! [`Connection::next_message`] until ReadyForQuery. No step allocates once
 //! the buffers have grown to the workload's size.
+//!
+//! An external driver (pgbolt's io_uring loop) can take the socket I/O over
+//! for a plain (non-TLS) session with [`Connection::set_external_io`]: then
+//! `flush` and `fill` make no system call; the driver takes the encoded
+//! output with [`Connection::take_output`], receives into
+//! [`Connection::recv_target`] and reports each read with
+//! [`Connection::received`]. Message framing is the same in both modes.
 
 use std::os::fd::RawFd;
 
@@ -42,6 +49,11 @@ pub struct Connection {
     cancel: CancelToken,
     tx: TxStatus,
     closed: bool,
+    /// Socket I/O is done by an external driver.
+    external: bool,
+    /// What the external driver's last read or write ended with, when it
+    /// ended the session (end of file or an error); `fill` reports it.
+    external_end: Option<std::io::Error>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -83,6 +95,8 @@ impl Connection {
             cancel,
             tx: TxStatus::Idle,
             closed: false,
+            external: false,
+            external_end: None,
         }
     }
 
@@ -105,6 +119,9 @@ impl Connection {
     /// Sends what is buffered, as far as the socket takes it. `Ok(true)`:
     /// all sent; `Ok(false)`: wait for writability and flush again.
     pub fn flush(&mut self) -> Result<bool, Error> {
+        if self.external {
+            return Ok(self.wbuf.is_empty());
+        }
         self.stream.write(&mut self.wbuf).map_err(Error::io)
     }
 
@@ -115,6 +132,13 @@ impl Connection {
 
     /// One read from the socket into the read buffer.
     pub fn fill(&mut self) -> Result<Fill, Error> {
+        if self.external {
+            return match self.external_end.take() {
+                None => Ok(Fill::WouldBlock),
+                Some(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(Error::closed()),
+                Some(e) => Err(Error::io(e)),
+            };
+        }
         match self.stream.read(self.rbuf.spare()).map_err(Error::io)? {
             Got::Data { n, drained } => {
                 self.rbuf.filled(n);
@@ -122,6 +146,50 @@ impl Connection {
             }
             Got::WouldBlock => Ok(Fill::WouldBlock),
             Got::Eof => Err(Error::closed()),
+        }
+    }
+
+    /// Hands the socket I/O of a plain session to an external driver (or
+    /// takes it back). Refused (false) for TLS sessions, whose records only
+    /// the TLS layer can read and write.
+    pub fn set_external_io(&mut self, on: bool) -> bool {
+        if on && self.is_tls() {
+            return false;
+        }
+        self.external = on;
+        true
+    }
+
+    /// Whether an external driver does the socket I/O.
+    pub fn is_external_io(&self) -> bool {
+        self.external
+    }
+
+    /// Moves the encoded output into `out` (which must be empty) for the
+    /// external driver to send, leaving `out`'s old, empty buffer in its
+    /// place: the two buffers take turns and nothing is allocated.
+    pub fn take_output(&mut self, out: &mut BytesMut) {
+        debug_assert!(out.is_empty());
+        std::mem::swap(&mut self.wbuf, out);
+    }
+
+    /// Where the external driver should receive into: free space after the
+    /// unread input. It must not be touched by anything else until the
+    /// driver reports the read with [`Connection::received`].
+    pub fn recv_target(&mut self) -> &mut [u8] {
+        self.rbuf.spare()
+    }
+
+    /// Reports an external read into [`Connection::recv_target`]: `Ok(0)` is
+    /// the end of the stream, an error ends the session; both surface from
+    /// the next [`Connection::fill`]. Also takes a failed external write.
+    pub fn received(&mut self, result: std::io::Result<usize>) {
+        match result {
+            Ok(0) => {
+                self.external_end = Some(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            Ok(n) => self.rbuf.filled(n),
+            Err(e) => self.external_end = Some(e),
         }
     }
 
