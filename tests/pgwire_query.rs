@@ -200,3 +200,52 @@ fn copy_from_stdin_outside_copy_in_fails_without_hanging() {
     assert!(out.is_empty());
     assert_eq!(value(&mut client, "SELECT 7"), "7");
 }
+
+/// External I/O, as pgbolt's io_uring driver does it: the caller sends what
+/// `take_output` hands over and receives into `recv_target` itself; the
+/// connection frames the same messages, makes no system call of its own in
+/// `flush` and `fill`, and reports the end of the stream from `fill`.
+#[test]
+fn external_io_frames_what_the_driver_reads() {
+    let mut conn = connect(&conninfo()).unwrap().into_connection();
+    assert!(conn.set_external_io(true));
+    conn.query("SELECT 1; SELECT 1/0").unwrap();
+    assert!(
+        !conn.flush().unwrap(),
+        "flush leaves the output to the driver"
+    );
+    let mut out = bytes::BytesMut::new();
+    conn.take_output(&mut out);
+    assert_eq!(conn.pending_output(), 0);
+    let fd = conn.fd();
+    let mut sent = 0;
+    while sent < out.len() {
+        pgwire::blocking::wait(fd, Interest::Write, None).unwrap();
+        // SAFETY: the slice is valid for reads of its length.
+        let n = unsafe { libc::send(fd, out[sent..].as_ptr().cast(), out.len() - sent, 0) };
+        assert!(n > 0, "send: {}", std::io::Error::last_os_error());
+        sent += n as usize;
+    }
+    let (mut rows, mut errors) = (0, Vec::new());
+    'reading: loop {
+        assert_eq!(conn.fill().unwrap(), Fill::WouldBlock);
+        pgwire::blocking::wait(fd, Interest::Read, None).unwrap();
+        let target = conn.recv_target();
+        // SAFETY: the target is valid for writes of its length.
+        let n = unsafe { libc::recv(fd, target.as_mut_ptr().cast(), target.len(), 0) };
+        assert!(n > 0, "recv: {}", std::io::Error::last_os_error());
+        conn.received(Ok(n as usize));
+        while let Some(msg) = conn.next_message().unwrap() {
+            match msg {
+                Message::DataRow(_) => rows += 1,
+                Message::ErrorResponse(f) => errors.push(f.get(b'C').unwrap_or("").to_owned()),
+                Message::ReadyForQuery(_) => break 'reading,
+                _ => {}
+            }
+        }
+    }
+    assert_eq!((rows, errors), (1, vec!["22012".to_owned()]));
+    conn.received(Ok(0));
+    let err = conn.fill().unwrap_err();
+    assert!(err.to_string().contains("closed"), "{err}");
+}
