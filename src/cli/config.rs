@@ -286,7 +286,7 @@ pub enum RandomSeed {
 /// `--io`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IoMethod {
-    /// io_uring where the kernel allows it, else epoll.
+    /// The measured better driver for this kind of machine (epoll today).
     Auto,
     Epoll,
     Uring,

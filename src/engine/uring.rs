@@ -10,6 +10,19 @@
 //! Recv into its read buffer; for one that waits for more input, a Recv.
 //! One `io_uring_enter` per turn submits all of it, waits for the first
 //! completion (or the nearest timer) and reaps everything that completed.
+//! Recv asks the kernel to wait for readiness first (`POLL_FIRST`): tried
+//! at once it would find nothing and then arm the same wait anyway.
+//!
+//! # Why it is not the default
+//! Measured on the project's machine (docs/performance.md), the system
+//! calls per transaction halve, but the client's CPU per transaction and
+//! the rate do not move beyond the noise: the kernel's work is the socket
+//! sends (waking a server backend) and this thread's own sleeps and
+//! wake-ups, and io_uring does that same work. Waiting for several
+//! completions per enter does not help either: a socket's readiness wakes
+//! the waiting thread for each completion, and doubled the CPU per
+//! transaction. So `--io=auto` picks epoll, and this driver is there for
+//! `--io=uring`.
 //!
 //! # What stays on epoll
 //! Connecting (also under `-C`), TLS sessions (their records are read and
