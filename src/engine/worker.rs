@@ -250,7 +250,10 @@ impl ThreadEnv {
             };
             let wants_input = matches!(c.state, State::WaitResult | State::WaitRollback);
             if let Err(e) = ring.queue(idx, conn, wants_input) {
+                // No completion will come: the client's next step reads
+                // the error and aborts.
                 conn.received(Err(e));
+                self.runq.push_back(idx);
             }
             return;
         }
