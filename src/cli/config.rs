@@ -205,23 +205,7 @@ pub enum RunLength {
 }
 
 /// `-M`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QueryMode {
-    Simple,
-    Extended,
-    Prepared,
-}
-
-impl QueryMode {
-    /// The name used by `-M`.
-    pub fn name(self) -> &'static str {
-        match self {
-            QueryMode::Simple => "simple",
-            QueryMode::Extended => "extended",
-            QueryMode::Prepared => "prepared",
-        }
-    }
-}
+pub use crate::script::QueryMode;
 
 /// What is vacuumed before a benchmark run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -272,16 +256,8 @@ pub struct TransactionLog {
     pub aggregate_interval: Option<u32>,
 }
 
-/// Where the base random seed comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RandomSeed {
-    /// `time` (the default): the current time.
-    Time,
-    /// `rand`: a strong random source.
-    Rand,
-    /// An explicit unsigned integer.
-    Value(u64),
-}
+/// `--random-seed`: `time`, `rand` or an unsigned integer.
+pub use crate::random::RandomSeed;
 
 /// `--io`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -48,7 +48,7 @@ use std::sync::Arc;
 use mio::unix::SourceFd;
 use mio::{Interest, Poll};
 
-use crate::cli::{Benchmark, Config, RandomSeed as CliSeed, RunLength};
+use crate::cli::{Benchmark, Config, RunLength};
 use crate::random::{RandomSeed, RandomStates};
 use crate::report::{self, Partitioning, RunLimit, RunOptions, RunResult, ScriptInfo, Timings};
 use crate::script::vars::Variables;
@@ -144,11 +144,7 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
 /// Everything up to the clients' connections: the seed, the scripts, the
 /// set-up connection's work, the random states and the starting variables.
 fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> {
-    let seed = match bench.random_seed {
-        CliSeed::Time => RandomSeed::Time,
-        CliSeed::Rand => RandomSeed::Rand,
-        CliSeed::Value(v) => RandomSeed::Value(v),
-    };
+    let seed = bench.random_seed;
     let seed_value = seed.resolve().map_err(EngineError::Seed)?;
     if !matches!(seed, RandomSeed::Time) {
         log::info(format_args!("setting random seed to {seed_value}"));
