@@ -20,21 +20,19 @@ pub fn skip_spaces(s: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// An optional sign at `i`: whether it is `-`, and the index after it.
+fn sign(s: &[u8], i: usize) -> (bool, usize) {
+    match s.get(i) {
+        Some(b'-') => (true, i + 1),
+        Some(b'+') => (false, i + 1),
+        _ => (false, i),
+    }
+}
+
 /// `strtol(s, &end, 10)`: the value (saturated on overflow), whether it
 /// overflowed, and where the number ended (0 when there was no number).
 pub fn strtol(s: &[u8]) -> (i64, bool, usize) {
-    let mut i = skip_spaces(s, 0);
-    let negative = match s.get(i) {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
+    let (negative, mut i) = sign(s, skip_spaces(s, 0));
     let digits_start = i;
     let mut magnitude: u64 = 0;
     let mut overflow = false;
@@ -80,18 +78,7 @@ pub fn atoi(value: &str) -> i32 {
 /// none. Accepts decimal and hexadecimal forms, `inf`, `infinity`, `nan`.
 pub fn atof(value: &str) -> f64 {
     let s = value.as_bytes();
-    let mut i = skip_spaces(s, 0);
-    let negative = match s.get(i) {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
+    let (negative, i) = sign(s, skip_spaces(s, 0));
     let rest = &s[i..];
     let magnitude = if starts_with_ignore_case(rest, b"inf") {
         f64::INFINITY
