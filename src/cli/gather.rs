@@ -376,11 +376,7 @@ pub fn init_jobs(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
 
 pub fn partition_method(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
     let value = text(value);
-    let method = if value.eq_ignore_ascii_case("range") {
-        PartitionMethod::Range
-    } else if value.eq_ignore_ascii_case("hash") {
-        PartitionMethod::Hash
-    } else {
+    let Some(method) = PartitionMethod::parse(&value) else {
         return Err(CliError::InvalidPartitionMethod(value));
     };
     g.partition_method = Some(method);

@@ -18,7 +18,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use super::config::{Config, Connection, Init, InitStep, Mode, PartitionMethod, TempInstance};
+use super::config::{Config, Connection, Init, InitStep, Mode, TempInstance};
 use super::dispatch::RunError;
 use crate::tempdb::{self, TempDb};
 
@@ -133,7 +133,7 @@ fn default_init(scale: u32) -> Init {
         steps: vec![
             InitStep::DropTables,
             InitStep::CreateTables,
-            InitStep::GenerateClientSide,
+            InitStep::ClientSideGenerate,
             InitStep::Vacuum,
             InitStep::PrimaryKeys,
         ],
@@ -144,7 +144,7 @@ fn default_init(scale: u32) -> Init {
         tablespace: None,
         index_tablespace: None,
         partitions: 0,
-        partition_method: PartitionMethod::None,
+        partition_method: None,
         jobs: None,
     }
 }
