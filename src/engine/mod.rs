@@ -277,6 +277,7 @@ fn thread_parts(
                     latency_limit: bench.latency_limit.is_some(),
                     max_tries: plan.max_tries,
                 },
+                t.start_time,
             )
         }),
     };

@@ -86,27 +86,32 @@ pub struct ThreadEnv {
 pub struct Progress {
     pub interval_us: i64,
     pub options: ProgressOptions,
+    /// When the run started (before any thread): pgbench counts progress
+    /// time from about then, and a `-T` run ends then plus its duration,
+    /// so the last interval's line is printed as the run ends.
+    run_start: i64,
     next_publish: i64,
     next_report: i64,
     reporter: Option<ProgressReporter>,
 }
 
 impl Progress {
-    pub fn new(interval_s: u32, options: ProgressOptions) -> Progress {
+    pub fn new(interval_s: u32, options: ProgressOptions, run_start: i64) -> Progress {
         Progress {
             interval_us: i64::from(interval_s) * 1_000_000,
             options,
+            run_start,
             next_publish: 0,
             next_report: 0,
             reporter: None,
         }
     }
 
-    fn start(&mut self, tid: usize, thread_start: i64) {
-        self.next_publish = thread_start;
-        self.next_report = thread_start + self.interval_us;
+    fn start(&mut self, tid: usize) {
+        self.next_publish = self.run_start;
+        self.next_report = self.run_start + self.interval_us;
         if tid == 0 {
-            self.reporter = Some(ProgressReporter::new(self.options, thread_start));
+            self.reporter = Some(ProgressReporter::new(self.options, self.run_start));
         }
     }
 
@@ -260,9 +265,8 @@ pub fn run(
     mut poll: Poll,
 ) -> Option<WorkerResult> {
     let mut events = Events::with_capacity(clients.len() * 2 + 4);
-    let thread_start = env.clock.now_us();
     if let Some(p) = env.progress.as_mut() {
-        p.start(env.tid, thread_start);
+        p.start(env.tid);
     }
     if !plan.connect_per_transaction {
         if let Err(e) = connect_all(&mut clients, &mut env, &mut poll, &mut events) {
