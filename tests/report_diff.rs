@@ -1,0 +1,671 @@
+//! The pgbolt binary against the real pgbench binary: the same command
+//! lines against one throwaway server, and what a user sees compared.
+//!
+//! Reports are compared line by line with every number masked, so both
+//! tools must print the same lines, in the same order, with the same
+//! labels; counts that do not depend on timing (transactions per client,
+//! weights, per-script counts under a fixed seed, command texts) are
+//! compared exactly. pgbench 15 is the oracle; where pgbench 18, which
+//! pgbolt follows, prints differently, pgbench 15's lines are rewritten to
+//! 18's by [`pgbench15_to_18`] before comparing. The lines pgbolt adds (its
+//! version line, the percentile lines) are checked on their own and then
+//! removed.
+
+mod report_support;
+
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
+use regex::Regex;
+use report_support::*;
+
+fn re(pattern: &str) -> Regex {
+    Regex::new(pattern).expect("valid regex")
+}
+
+fn number() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    R.get_or_init(|| re(r"\d+(\.\d+)?"))
+}
+
+/// Every number replaced by `N`.
+fn mask(line: &str) -> String {
+    number().replace_all(line, "N").into_owned()
+}
+
+/// The command text of a `-r` line in pgbench 18's layout
+/// (`   %11.3f  %10d[ %10d] %s`), or `None` if the line is not one.
+fn per_command(line: &str, retries: bool) -> Option<&str> {
+    let field = |from: usize, to: usize, float: bool| -> Option<()> {
+        let s = line.get(from..to)?;
+        let t = s.trim_start();
+        let ok = if float {
+            t.parse::<f64>().is_ok() && t.contains('.')
+        } else {
+            t.parse::<u64>().is_ok()
+        };
+        ok.then_some(())
+    };
+    if !line.starts_with("   ") {
+        return None;
+    }
+    field(3, 14, true)?;
+    if line.get(14..16)? != "  " {
+        return None;
+    }
+    field(16, 26, false)?;
+    let mut at = 26;
+    if retries {
+        if line.get(26..27)? != " " {
+            return None;
+        }
+        field(27, 37, false)?;
+        at = 37;
+    }
+    line.get(at..)?.strip_prefix(' ')
+}
+
+/// pgbench 15's report rewritten into pgbench 18's layout. Two mappings,
+/// both differences between the versions (docs/compatibility.md, "Reports
+/// and logs"):
+///
+/// 1. Per-script header. 15: ` - N transactions (P% of total, tps = X)`,
+///    N counting committed transactions only. 18: ` - T transactions (Q% of
+///    total)` with T = committed + failed + skipped of the script and Q its
+///    share of all transactions, then ` - number of transactions actually
+///    processed: N (tps = X)`. T is computed from the script's own failed
+///    and skipped lines that follow, Q from the summary's counts.
+/// 2. `-r` lines. 15: `   %11.3f  %10d  %s`, or with retries
+///    `   %11.3f  %10d  %10d  %s`; 18: one space instead of two before the
+///    retries column and before the command text.
+fn pgbench15_to_18(report: &str) -> Vec<String> {
+    let lines: Vec<&str> = report.lines().collect();
+    let retries = !lines.contains(&"maximum number of tries: 1");
+    let count = |prefix: &str, from: usize, to: usize| -> u64 {
+        lines[from..to]
+            .iter()
+            .find_map(|l| l.strip_prefix(prefix))
+            .and_then(|rest| rest.split([' ', '/']).next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    let all = count(
+        "number of transactions actually processed: ",
+        0,
+        lines.len(),
+    ) + count("number of failed transactions: ", 0, lines.len())
+        + count("number of transactions skipped: ", 0, lines.len());
+    let header = re(r"^ - (\d+) transactions \((\d+\.\d)% of total, tps = (\d+\.\d+)\)$");
+    let r15 = re(r"^   ( *-?\d+\.\d{3})  ( *\d+)(?:  ( *\d+))?  (.*)$");
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if let Some(c) = header.captures(l) {
+            let end = lines[i + 1..]
+                .iter()
+                .position(|l| !l.starts_with(" - ") || l.contains(" transactions ("))
+                .map_or(lines.len(), |p| i + 1 + p);
+            let committed: u64 = c[1].parse().expect("count");
+            let total = committed
+                + count(" - number of failed transactions: ", i + 1, end)
+                + count(" - number of transactions skipped: ", i + 1, end);
+            let share = if all > 0 {
+                100.0 * total as f64 / all as f64
+            } else {
+                0.0
+            };
+            out.push(format!(" - {total} transactions ({share:.1}% of total)"));
+            out.push(format!(
+                " - number of transactions actually processed: {committed} (tps = {})",
+                &c[3]
+            ));
+        } else if let Some(c) = r15.captures(l).filter(|c| c.get(3).is_some() == retries) {
+            let mut line = format!("   {:>11}  {:>10}", c[1].trim(), c[2].trim());
+            if let Some(r) = c.get(3) {
+                line.push_str(&format!(" {:>10}", r.as_str().trim()));
+            }
+            line.push(' ');
+            line.push_str(&c[4]);
+            out.push(line);
+        } else {
+            out.push((*l).to_owned());
+        }
+    }
+    out
+}
+
+/// pgbolt's report with its own lines checked and removed: the version
+/// line first, the percentile lines last.
+fn ours_without_additions(report: &str, rate: bool) -> Vec<String> {
+    let mut lines: Vec<&str> = report.lines().collect();
+    assert!(
+        re(r"^pgbolt \(\d+\.\d+\.\d+, server \d+\.\d+.*\)$").is_match(lines[0]),
+        "version line: {report}"
+    );
+    lines.remove(0);
+    let dist = r"p50 = \d+\.\d{3} ms, p90 = \d+\.\d{3} ms, p99 = \d+\.\d{3} ms, p99\.9 = \d+\.\d{3} ms, max = \d+\.\d{3} ms$";
+    let added = re(&format!(
+        r"^(latency|service time|schedule lag|SQL script \d+ latency) percentiles: {dist}"
+    ));
+    let first_added = lines
+        .iter()
+        .position(|l| added.is_match(l))
+        .unwrap_or(lines.len());
+    let extra: Vec<&str> = lines.split_off(first_added);
+    assert!(
+        extra.iter().all(|l| added.is_match(l)),
+        "pgbolt's lines come last: {report}"
+    );
+    let processed = line(report, "number of transactions actually processed: ")
+        .and_then(|l| l.split([' ', '/']).nth(5))
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or(0);
+    if processed > 0 {
+        let expected: Vec<&str> = if rate {
+            vec!["latency", "service time", "schedule lag"]
+        } else {
+            vec!["latency"]
+        };
+        let summary: Vec<&str> = extra
+            .iter()
+            .filter(|l| !l.starts_with("SQL script"))
+            .map(|l| l.split(" percentiles:").next().unwrap_or_default())
+            .collect();
+        assert_eq!(summary, expected, "{report}");
+        let scripts_run = lines
+            .iter()
+            .filter_map(|l| l.strip_prefix(" - number of transactions actually processed: "))
+            .filter(|rest| !rest.starts_with("0 "))
+            .count();
+        assert_eq!(
+            extra.iter().filter(|l| l.starts_with("SQL script")).count(),
+            scripts_run,
+            "{report}"
+        );
+    }
+    lines.into_iter().map(str::to_owned).collect()
+}
+
+/// The report with numbers masked, `-r` columns replaced by a marker.
+fn shape(lines: &[String], retries: bool) -> Vec<String> {
+    lines
+        .iter()
+        .map(|l| match per_command(l, retries) {
+            Some(command) => format!("[-r columns] {}", mask(command)),
+            None => mask(l),
+        })
+        .collect()
+}
+
+/// Report lines that never depend on timing, compared exactly: the run's
+/// parameters, weights, command texts, and the lines starting with one of
+/// `exact` (with `tps = X` masked).
+fn fixed_lines(lines: &[String], retries: bool, exact: &[&str]) -> Vec<String> {
+    const ALWAYS: &[&str] = &[
+        "transaction type:",
+        "scaling factor:",
+        "query mode:",
+        "number of clients:",
+        "number of threads:",
+        "maximum number of tries:",
+        "number of transactions per client:",
+        "duration:",
+        "SQL script ",
+        " - weight:",
+        "statement latencies",
+        " - statement latencies",
+    ];
+    let tps = re(r"tps = \d+\.\d+");
+    lines
+        .iter()
+        .filter_map(|l| {
+            if let Some(command) = per_command(l, retries) {
+                return Some(command.to_owned());
+            }
+            ALWAYS
+                .iter()
+                .chain(exact)
+                .any(|p| l.starts_with(p))
+                .then(|| tps.replace_all(l, "tps = N").into_owned())
+        })
+        .collect()
+}
+
+/// One command line run by both programs.
+struct Case<'a> {
+    args: &'a [&'a str],
+    /// Report lines (by prefix) whose numbers must be equal too.
+    exact: &'a [&'a str],
+}
+
+const PROCESSED: &str = "number of transactions actually processed:";
+const NO_FAILURES: &str = "number of failed transactions:";
+const PER_SCRIPT: &str = " - number of transactions actually processed:";
+
+/// What `compare` saw, for further checks.
+struct Seen {
+    ours: String,
+    ours_err: String,
+    theirs_err: String,
+}
+
+/// Runs both programs and compares what they print.
+fn compare(run: &Run, case: &Case<'_>) -> Seen {
+    let ours = run.pgbolt();
+    let theirs = run.pgbench();
+    let what = case.args.join(" ");
+    assert_eq!(
+        ours.status.code(),
+        theirs.status.code(),
+        "{what}: exit status\n{}\n{}",
+        stderr(&ours),
+        stderr(&theirs)
+    );
+    assert_eq!(ours.status.code(), Some(0), "{what}: {}", stderr(&ours));
+    let (ours_text, theirs_text) = (stdout(&ours), stdout(&theirs));
+    let rate = case.args.iter().any(|a| a.starts_with("-R"));
+    let mine = ours_without_additions(&ours_text, rate);
+    let mut expected = pgbench15_to_18(&theirs_text);
+    assert!(
+        re(r"^pgbench \(\d+\.\d+.*\)$").is_match(&expected[0]),
+        "{theirs_text}"
+    );
+    expected.remove(0);
+    let retries = !theirs_text.contains("maximum number of tries: 1\n");
+    assert_eq!(
+        shape(&mine, retries),
+        shape(&expected, retries),
+        "{what}: report lines differ\n--- pgbolt\n{ours_text}\n--- pgbench\n{theirs_text}"
+    );
+    assert_eq!(
+        fixed_lines(&mine, retries, case.exact),
+        fixed_lines(&expected, retries, case.exact),
+        "{what}\n--- pgbolt\n{ours_text}\n--- pgbench\n{theirs_text}"
+    );
+    let (ours_err, theirs_err) = (stderr(&ours), stderr(&theirs));
+    let other = |text: &str, name: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| !l.starts_with("progress: "))
+            .map(|l| mask(&l.replace(name, "PROG")))
+            .collect()
+    };
+    assert_eq!(
+        other(&ours_err, "pgbolt"),
+        other(&theirs_err, "pgbench"),
+        "{what}: standard error"
+    );
+    if case.args.contains(&"-t") {
+        let plain = Run {
+            args: [&run.args[..], &["--pgbench-output".to_owned()]].concat(),
+            ..run.clone()
+        };
+        let out = plain.pgbolt();
+        assert!(out.status.success(), "{what}: {}", stderr(&out));
+        let text = stdout(&out);
+        let lines: Vec<String> = text.lines().skip(1).map(str::to_owned).collect();
+        assert!(text.starts_with("pgbolt ("), "{text}");
+        assert_eq!(
+            shape(&lines, retries),
+            shape(&expected, retries),
+            "{what} --pgbench-output\n{text}"
+        );
+    }
+    Seen {
+        ours: ours_text,
+        ours_err,
+        theirs_err,
+    }
+}
+
+fn run_cases(dbname: &str, cases: &[Case<'_>], files: &[&ScriptFile]) -> usize {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for case in cases {
+        let args: Vec<String> = case
+            .args
+            .iter()
+            .map(|a| {
+                let mut a = (*a).to_owned();
+                for (i, f) in files.iter().enumerate() {
+                    a = a.replace(&format!("FILE{}", i + 1), &f.path);
+                }
+                a
+            })
+            .collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        compare(&Run::new(dbname, &args).in_dir(dir.path()), case);
+    }
+    cases.len()
+}
+
+const SEEDED: &[&str] = &[PROCESSED, NO_FAILURES, PER_SCRIPT, " - number of failed"];
+
+#[test]
+fn reports_under_transaction_counts_match_pgbench() {
+    let reads = script(
+        "reads.sql",
+        "\\set aid random(1, 100000)\nSELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n",
+    );
+    let touch = script(
+        "touch.sql",
+        "\\set tid random(1, 10)\nBEGIN;\nUPDATE pgbench_tellers SET tbalance = tbalance WHERE tid = :tid;\nEND;\n",
+    );
+    let exact = &[PROCESSED, NO_FAILURES][..];
+    let cases = [
+        Case {
+            args: &["-n", "-t", "20", "-S"],
+            exact,
+        },
+        Case {
+            args: &["-n", "-t", "10", "-c", "4", "-j", "2"],
+            exact,
+        },
+        Case {
+            args: &["-n", "-t", "10", "-c", "2", "-N"],
+            exact,
+        },
+        Case {
+            args: &["-n", "-t", "10", "-c", "2", "-r"],
+            exact,
+        },
+        Case {
+            args: &["-n", "-t", "10", "-c", "2", "-S", "-M", "extended"],
+            exact,
+        },
+        Case {
+            args: &["-n", "-t", "10", "-c", "2", "-M", "prepared", "-r"],
+            exact,
+        },
+        Case {
+            args: &["-n", "-t", "10", "-c", "2", "-S", "-C"],
+            exact,
+        },
+        Case {
+            args: &[
+                "-n",
+                "-t",
+                "5",
+                "-c",
+                "2",
+                "-C",
+                "-M",
+                "prepared",
+                "-r",
+                "-b",
+                "simple-update",
+            ],
+            exact,
+        },
+        Case {
+            args: &[
+                "-n",
+                "-t",
+                "30",
+                "-c",
+                "1",
+                "--random-seed=5",
+                "-b",
+                "simple-update@2",
+                "-b",
+                "select-only@3",
+            ],
+            exact: SEEDED,
+        },
+        Case {
+            args: &[
+                "-n",
+                "-t",
+                "12",
+                "-c",
+                "3",
+                "-j",
+                "3",
+                "--random-seed=9",
+                "-M",
+                "prepared",
+                "-r",
+                "-b",
+                "tpcb-like@1",
+                "-b",
+                "select-only@1",
+            ],
+            exact: SEEDED,
+        },
+        Case {
+            args: &[
+                "-n",
+                "-t",
+                "20",
+                "-c",
+                "2",
+                "-j",
+                "2",
+                "--random-seed=11",
+                "-f",
+                "FILE1@1",
+                "-f",
+                "FILE2@4",
+                "-r",
+            ],
+            exact: SEEDED,
+        },
+        Case {
+            args: &[
+                "-n",
+                "-t",
+                "10",
+                "-c",
+                "2",
+                "-j",
+                "2",
+                "-f",
+                "FILE1",
+                "-r",
+                "--max-tries=3",
+            ],
+            exact,
+        },
+        Case {
+            args: &["-n", "-t", "10", "-c", "2", "-S", "--failures-detailed"],
+            exact,
+        },
+        Case {
+            args: &["-n", "-t", "20", "-c", "2", "-S", "-R", "500"],
+            exact,
+        },
+        Case {
+            args: &["-n", "-t", "20", "-c", "2", "-S", "-R", "500", "-L", "50"],
+            exact: &[],
+        },
+        Case {
+            args: &["-n", "-t", "10", "-S", "-l"],
+            exact,
+        },
+        Case {
+            args: &["-n", "-t", "10", "-S", "-l", "--aggregate-interval=1"],
+            exact,
+        },
+        Case {
+            args: &["-n", "-t", "10", "-S", "-l", "--sampling-rate=0.5"],
+            exact,
+        },
+        Case {
+            args: &["-t", "5", "-S"],
+            exact,
+        },
+        Case {
+            args: &[
+                "-n", "-t", "10", "-c", "3", "-j", "3", "-M", "extended", "-N", "-r",
+            ],
+            exact,
+        },
+    ];
+    let n = run_cases(shared_database(), &cases, &[&reads, &touch]);
+    assert_eq!(n, 20);
+}
+
+#[test]
+fn reports_of_timed_runs_match_pgbench() {
+    let cases = [
+        Case {
+            args: &["-n", "-T", "2", "-S", "-c", "4", "-j", "2"],
+            exact: &[],
+        },
+        Case {
+            args: &["-n", "-T", "2", "-S", "-c", "2", "-R", "200"],
+            exact: &[NO_FAILURES],
+        },
+        Case {
+            args: &["-n", "-T", "2", "-S", "-c", "2", "-R", "200", "-L", "5"],
+            exact: &[NO_FAILURES],
+        },
+        Case {
+            args: &[
+                "-n",
+                "-T",
+                "2",
+                "-c",
+                "2",
+                "-b",
+                "simple-update@2",
+                "-b",
+                "select-only@3",
+                "-r",
+            ],
+            exact: &[NO_FAILURES],
+        },
+    ];
+    let n = run_cases(shared_database(), &cases, &[]);
+    assert_eq!(n, 4);
+}
+
+/// Progress lines every second: the same shape from both tools, one per
+/// elapsed second from pgbolt.
+#[test]
+fn progress_lines_match_pgbench() {
+    let db = shared_database();
+    for (args, seconds) in [
+        (&["-n", "-T", "2", "-S", "-c", "2", "-P", "1"][..], 2),
+        (
+            &[
+                "-n",
+                "-T",
+                "2",
+                "-S",
+                "-c",
+                "2",
+                "-j",
+                "2",
+                "-P",
+                "1",
+                "-R",
+                "300",
+                "-L",
+                "20",
+                "--max-tries=2",
+            ],
+            2,
+        ),
+    ] {
+        let case = Case {
+            args,
+            exact: &[NO_FAILURES],
+        };
+        let seen = compare(&Run::new(db, args), &case);
+        let (ours, theirs) = (seen.ours_err, seen.theirs_err);
+        let progress = |text: &str| -> Vec<String> {
+            text.lines()
+                .filter(|l| l.starts_with("progress: "))
+                .map(mask)
+                .collect()
+        };
+        let (mine, expected) = (progress(&ours), progress(&theirs));
+        assert_eq!(mine.len(), seconds, "{ours}");
+        assert!(!expected.is_empty(), "{theirs}");
+        let shapes = |lines: &[String]| lines.iter().cloned().collect::<BTreeSet<_>>();
+        assert_eq!(shapes(&mine), shapes(&expected), "{ours}\n{theirs}");
+        assert_eq!(shapes(&mine).len(), 1, "{ours}");
+    }
+}
+
+/// Serialization failures under SERIALIZABLE: failures, retries and
+/// their per-command columns are reported as pgbench reports them.
+#[test]
+fn reports_with_failures_and_retries_match_pgbench() {
+    let db = fresh_database();
+    let file = script("contended.sql", CONTENDED);
+    let f = file.path.as_str();
+    let cases: [&[&str]; 5] = [
+        &[
+            "-n",
+            "-t",
+            "30",
+            "-c",
+            "4",
+            "-j",
+            "2",
+            "-f",
+            f,
+            "--failures-detailed",
+            "-r",
+        ],
+        &["-n", "-t", "30", "-c", "4", "-j", "2", "-f", f],
+        &[
+            "-n",
+            "-T",
+            "2",
+            "-c",
+            "4",
+            "-j",
+            "2",
+            "-f",
+            f,
+            "--max-tries=5",
+            "--failures-detailed",
+            "-r",
+        ],
+        &[
+            "-n",
+            "-T",
+            "2",
+            "-c",
+            "4",
+            "-j",
+            "2",
+            "-f",
+            f,
+            "--max-tries=0",
+            "-b",
+            "select-only@1",
+        ],
+        &[
+            "-n",
+            "-t",
+            "20",
+            "-c",
+            "4",
+            "-j",
+            "2",
+            "-f",
+            f,
+            "--max-tries=3",
+            "-R",
+            "400",
+            "-L",
+            "20",
+            "--failures-detailed",
+        ],
+    ];
+    let mut failed = 0;
+    for args in cases {
+        let run = Run::new(&db, args).env("PGOPTIONS", SERIALIZABLE);
+        let out = compare(&run, &Case { args, exact: &[] }).ours;
+        // Under -t the number of transactions asked for is fixed.
+        if let Some(l) = line(&out, PROCESSED).filter(|_| args.contains(&"-t")) {
+            let asked: u64 = args[2].parse::<u64>().unwrap_or(0) * 4;
+            assert!(l.ends_with(&format!("/{asked}")), "{l}");
+        }
+        if line(&out, "number of failed transactions: 0 ").is_none() {
+            failed += 1;
+        }
+    }
+    assert!(failed > 0, "the contended script never failed");
+}
