@@ -669,3 +669,309 @@ fn reports_with_failures_and_retries_match_pgbench() {
     }
     assert!(failed > 0, "the contended script never failed");
 }
+
+/// One `-l` command line and what its log lines hold.
+struct LogCase<'a> {
+    args: &'a [&'a str],
+    prefix: Option<&'a str>,
+    serializable: bool,
+    /// Lines per run when every transaction is logged and counted by `-t`.
+    lines: Option<usize>,
+}
+
+/// The regular expression every line of a per-transaction log must match
+/// with these options.
+fn log_line_regex(args: &[&str]) -> Regex {
+    let has = |p: &str| args.iter().any(|a| a.starts_with(p));
+    let rate = has("-R");
+    let retries = args
+        .iter()
+        .any(|a| a.starts_with("--max-tries") && *a != "--max-tries=1");
+    let mut time = vec![r"\d+"];
+    if rate && has("-L") {
+        time.push("skipped");
+    }
+    if has("--failures-detailed") {
+        time.extend(["serialization", "deadlock"]);
+    } else {
+        time.push("failed");
+    }
+    re(&format!(
+        r"^\d+ \d+ ({}) \d+ \d+ \d+{}{}$",
+        time.join("|"),
+        if rate { r" \d+" } else { "" },
+        if retries { r" \d+" } else { "" },
+    ))
+}
+
+/// Checks an aggregated log line: 15 integer columns, and 0 in the
+/// columns that do not apply to the options.
+fn check_aggregate(line: &str, args: &[&str]) {
+    let has = |p: &str| args.iter().any(|a| a.starts_with(p));
+    let cols: Vec<&str> = line.split(' ').collect();
+    assert_eq!(cols.len(), 15, "{line}");
+    assert!(cols.iter().all(|c| c.parse::<u64>().is_ok()), "{line}");
+    let zero = |range: std::ops::Range<usize>| range.clone().all(|i| cols[i] == "0");
+    if !has("-R") {
+        assert!(zero(6..10), "lag columns without -R: {line}");
+    }
+    if !(has("-R") && has("-L")) {
+        assert!(zero(10..11), "skipped without -R and -L: {line}");
+    }
+    if !has("--max-tries") {
+        assert!(zero(11..13), "retry columns with one try: {line}");
+    }
+    if !has("--failures-detailed") {
+        assert!(
+            zero(13..15),
+            "failure columns without --failures-detailed: {line}"
+        );
+    }
+}
+
+/// Runs one tool in a fresh directory; returns its log files as
+/// (name suffix after the process id, lines).
+fn log_files(run: &Run, ours: bool, prefix: &str) -> Vec<(String, Vec<String>)> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let run = run.clone().in_dir(dir.path());
+    let (pid, out) = run.spawn(ours);
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        if ours { "pgbolt" } else { "pgbench" },
+        stderr(&out)
+    );
+    let name = re(&format!(r"^{}\.{pid}(\.\d+)?$", regex::escape(prefix)));
+    let mut files: Vec<(String, Vec<String>)> = std::fs::read_dir(dir.path())
+        .expect("read dir")
+        .map(|e| {
+            let e = e.expect("dir entry");
+            let file = e.file_name().to_string_lossy().into_owned();
+            let c = name
+                .captures(&file)
+                .unwrap_or_else(|| panic!("unexpected file {file} (pid {pid})"));
+            let text = std::fs::read_to_string(e.path()).expect("log file");
+            let suffix = c.get(1).map_or("", |m| m.as_str()).to_owned();
+            (suffix, text.lines().map(str::to_owned).collect())
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn transaction_logs_match_pgbench() {
+    let file = script("contended.sql", CONTENDED);
+    let f = file.path.as_str();
+    let contended_db = fresh_database();
+    let cases = [
+        LogCase {
+            args: &["-n", "-t", "20", "-c", "2", "-j", "2", "-S", "-l"],
+            prefix: None,
+            serializable: false,
+            lines: Some(40),
+        },
+        LogCase {
+            args: &[
+                "-n",
+                "-t",
+                "10",
+                "-c",
+                "4",
+                "-j",
+                "2",
+                "-M",
+                "prepared",
+                "-l",
+                "--log-prefix=mylog",
+            ],
+            prefix: Some("mylog"),
+            serializable: false,
+            lines: Some(40),
+        },
+        LogCase {
+            args: &[
+                "-n",
+                "-T",
+                "2",
+                "-c",
+                "2",
+                "-j",
+                "2",
+                "-S",
+                "-l",
+                "-R",
+                "200",
+                "-L",
+                "5",
+                "--log-prefix=rate",
+            ],
+            prefix: Some("rate"),
+            serializable: false,
+            lines: None,
+        },
+        LogCase {
+            args: &[
+                "-n",
+                "-t",
+                "20",
+                "-c",
+                "4",
+                "-j",
+                "2",
+                "-f",
+                f,
+                "-l",
+                "--max-tries=3",
+                "--failures-detailed",
+            ],
+            prefix: None,
+            serializable: true,
+            lines: Some(80),
+        },
+        LogCase {
+            args: &["-n", "-t", "20", "-c", "4", "-j", "2", "-f", f, "-l"],
+            prefix: None,
+            serializable: true,
+            lines: Some(80),
+        },
+        LogCase {
+            args: &[
+                "-n",
+                "-t",
+                "100",
+                "-c",
+                "2",
+                "-S",
+                "-l",
+                "--sampling-rate=0.5",
+            ],
+            prefix: None,
+            serializable: false,
+            lines: None,
+        },
+    ];
+    for case in &cases {
+        let db = if case.serializable {
+            contended_db.as_str()
+        } else {
+            shared_database()
+        };
+        let mut run = Run::new(db, case.args);
+        if case.serializable {
+            run = run.env("PGOPTIONS", SERIALIZABLE);
+        }
+        let prefix = case.prefix.unwrap_or("pgbench_log");
+        let what = case.args.join(" ");
+        let ours = log_files(&run, true, prefix);
+        let theirs = log_files(&run, false, prefix);
+        let suffixes = |files: &[(String, Vec<String>)]| -> Vec<String> {
+            files.iter().map(|(s, _)| s.clone()).collect()
+        };
+        assert_eq!(suffixes(&ours), suffixes(&theirs), "{what}: file names");
+        let shape = log_line_regex(case.args);
+        for (tool, files) in [("pgbolt", &ours), ("pgbench", &theirs)] {
+            let lines: Vec<&String> = files.iter().flat_map(|(_, l)| l).collect();
+            assert!(!lines.is_empty(), "{what}: {tool} logged nothing");
+            for l in &lines {
+                assert!(shape.is_match(l), "{what}: {tool} line {l:?} vs {shape}");
+            }
+            if let Some(n) = case.lines {
+                assert_eq!(lines.len(), n, "{what}: {tool}");
+            }
+            // Four clients updating four rows under SERIALIZABLE with one
+            // try each: some fail, and the log says so.
+            if case.serializable && !what.contains("--max-tries") {
+                assert!(
+                    lines.iter().any(|l| l.contains(" failed ")),
+                    "{what}: {tool} logged no failure"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn aggregated_logs_match_pgbench() {
+    let file = script("contended.sql", CONTENDED);
+    let f = file.path.as_str();
+    let contended_db = fresh_database();
+    let cases: [(&[&str], bool); 2] = [
+        (
+            &[
+                "-n",
+                "-T",
+                "2",
+                "-c",
+                "2",
+                "-j",
+                "2",
+                "-S",
+                "-l",
+                "--aggregate-interval=1",
+            ],
+            false,
+        ),
+        (
+            &[
+                "-n",
+                "-T",
+                "3",
+                "-c",
+                "4",
+                "-j",
+                "2",
+                "-f",
+                f,
+                "-l",
+                "--aggregate-interval=1",
+                "-R",
+                "300",
+                "-L",
+                "20",
+                "--max-tries=2",
+                "--failures-detailed",
+                "--log-prefix=agg",
+            ],
+            true,
+        ),
+    ];
+    for (args, serializable) in cases {
+        let (db, prefix) = if serializable {
+            (contended_db.as_str(), "agg")
+        } else {
+            (shared_database(), "pgbench_log")
+        };
+        let mut run = Run::new(db, args);
+        if serializable {
+            run = run.env("PGOPTIONS", SERIALIZABLE);
+        }
+        let ours = log_files(&run, true, prefix);
+        let theirs = log_files(&run, false, prefix);
+        let suffixes = |files: &[(String, Vec<String>)]| -> Vec<String> {
+            files.iter().map(|(s, _)| s.clone()).collect()
+        };
+        assert_eq!(suffixes(&ours), suffixes(&theirs), "{args:?}: file names");
+        assert_eq!(ours.len(), 2);
+        for (tool, files) in [("pgbolt", &ours), ("pgbench", &theirs)] {
+            let lines: Vec<&String> = files.iter().flat_map(|(_, l)| l).collect();
+            assert!(!lines.is_empty(), "{args:?}: {tool} wrote no interval");
+            for (_, file_lines) in files.iter() {
+                let starts: Vec<u64> = file_lines
+                    .iter()
+                    .map(|l| {
+                        check_aggregate(l, args);
+                        l.split(' ')
+                            .next()
+                            .and_then(|s| s.parse().ok())
+                            .unwrap_or(0)
+                    })
+                    .collect();
+                assert!(
+                    starts.windows(2).all(|w| w[1] > w[0]),
+                    "{tool}: interval starts increase: {file_lines:?}"
+                );
+            }
+        }
+    }
+}
