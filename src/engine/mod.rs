@@ -152,7 +152,7 @@ fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> 
     let plan = Plan::new(bench, config.debug)?;
     let connector = setup::connector(&config.connection)?;
     let mut setup_client = setup::connect(&connector)?;
-    setup::print_version(&setup_client);
+    setup::print_version(&setup_client, json_to_stdout(bench));
     if config.debug {
         let (what, n) = match bench.length {
             RunLength::Transactions(n) => ("nxacts", n),
@@ -346,6 +346,12 @@ fn raise_open_files_limit(clients: u64) {
     }
 }
 
+/// `--json=-`: the JSON results go to standard output, and the text that
+/// would have gone there (version line, report) to standard error.
+fn json_to_stdout(bench: &Benchmark) -> bool {
+    bench.json.as_deref() == Some(std::path::Path::new("-"))
+}
+
 /// Merges the threads' results, prints the report, and gives the status.
 fn report(prepared: &Prepared, bench: &Benchmark, ended: Ended) -> Result<i32, EngineError> {
     let plan = &prepared.plan;
@@ -412,11 +418,20 @@ fn report(prepared: &Prepared, bench: &Benchmark, ended: Ended) -> Result<i32, E
     let result = RunResult::build(options, timings, incomplete, &stats)
         .map_err(|e| EngineError::Report(e.to_string()))?;
     let text = report::render_text(&result, bench.pgbench_output);
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes());
-    let _ = out.flush();
+    if json_to_stdout(bench) {
+        let _ = std::io::stderr().lock().write_all(text.as_bytes());
+    } else {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+    }
     if let Some(path) = &bench.json {
         match report::to_json(&result) {
+            Ok(json) if json_to_stdout(bench) => {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{json}");
+                let _ = out.flush();
+            }
             Ok(json) => {
                 if let Err(e) = std::fs::write(path, json) {
                     log::error(format_args!("could not write \"{}\": {e}", path.display()));

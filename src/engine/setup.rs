@@ -38,17 +38,22 @@ pub fn connect(connector: &Connector) -> Result<Client, EngineError> {
     client.map_err(EngineError::SetupConnection)
 }
 
-/// pgbench's version line, with pgbolt's name and version.
-pub fn print_version(client: &Client) {
+/// pgbench's version line, with pgbolt's name and version; on standard
+/// error when standard output carries the JSON results (`--json=-`).
+pub fn print_version(client: &Client, to_stderr: bool) {
     let server = client.parameter("server_version").unwrap_or("unknown");
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(
-        out,
-        "{} ({}, server {server})",
+    let line = format!(
+        "{} ({}, server {server})\n",
         crate::cli::PROGRAM,
         env!("CARGO_PKG_VERSION")
     );
-    let _ = out.flush();
+    if to_stderr {
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    } else {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(line.as_bytes());
+        let _ = out.flush();
+    }
 }
 
 /// Checks that the server can accept `clients` more connections from this
