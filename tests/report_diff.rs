@@ -975,3 +975,161 @@ fn aggregated_logs_match_pgbench() {
         }
     }
 }
+
+/// The number after `prefix` on the report line starting with it.
+fn figure(report: &str, prefix: &str) -> String {
+    line(report, prefix)
+        .and_then(|l| l[prefix.len()..].split([' ', '/']).next())
+        .unwrap_or_else(|| panic!("no line {prefix:?} in\n{report}"))
+        .to_owned()
+}
+
+/// The JSON result agrees with the text report of the same run.
+fn check_json(json: &serde_json::Value, report: &str, rate: bool) {
+    const TOP: &[&str] = &[
+        "schema_version",
+        "tool",
+        "tool_version",
+        "merged_runs",
+        "options",
+        "timings",
+        "aborted",
+        "counts",
+        "tps",
+        "latency",
+        "service_time",
+        "lag",
+        "scripts",
+        "series",
+    ];
+    for field in TOP {
+        assert!(json.get(field).is_some(), "no {field} in {json}");
+    }
+    assert_eq!(json["schema_version"], 1);
+    assert_eq!(json["tool"], "pgbolt");
+    assert_eq!(json["merged_runs"], 1);
+    assert_eq!(json["aborted"], false);
+    let counts = &json["counts"];
+    let processed = figure(report, "number of transactions actually processed: ");
+    assert_eq!(counts["committed"].to_string(), processed);
+    assert_eq!(
+        counts["failed"].to_string(),
+        figure(report, "number of failed transactions: ")
+    );
+    let total = counts["total"].as_u64().expect("total");
+    assert_eq!(
+        total,
+        counts["committed"].as_u64().unwrap_or(0)
+            + counts["failed"].as_u64().unwrap_or(0)
+            + counts["skipped"].as_u64().unwrap_or(0)
+    );
+    let tps = json["tps"].as_f64().expect("tps");
+    assert_eq!(format!("{tps:.6}"), figure(report, "tps = "));
+    let average = if rate {
+        json["latency"]["average_ms"].as_f64().expect("average")
+    } else {
+        // Without -R, -P or -L pgbench's average is computed from the run
+        // time: duration × clients / transactions.
+        let duration = json["timings"]["bench_duration_us"]
+            .as_f64()
+            .expect("duration");
+        let clients = json["options"]["clients"].as_f64().expect("clients");
+        duration * clients / total as f64 / 1000.0
+    };
+    assert_eq!(
+        format!("{average:.3}"),
+        figure(report, "latency average = ")
+    );
+    if rate {
+        let stddev = json["latency"]["stddev_ms"].as_f64().expect("stddev");
+        assert_eq!(format!("{stddev:.3}"), figure(report, "latency stddev = "));
+    }
+    let per_script: Vec<String> = report
+        .lines()
+        .filter_map(|l| l.strip_prefix(" - number of transactions actually processed: "))
+        .map(|rest| rest.split(' ').next().unwrap_or_default().to_owned())
+        .collect();
+    let scripts = json["scripts"].as_array().expect("scripts");
+    if !per_script.is_empty() {
+        let committed: Vec<String> = scripts
+            .iter()
+            .map(|s| s["counts"]["committed"].to_string())
+            .collect();
+        assert_eq!(committed, per_script);
+    }
+}
+
+#[test]
+fn json_results_agree_with_the_text_report() {
+    let db = shared_database();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("result.json");
+    let json_arg = format!("--json={}", file.display());
+    for (args, rate) in [
+        (&["-n", "-t", "50", "-c", "2", "-j", "2", "-S"][..], false),
+        (
+            &[
+                "-n",
+                "-T",
+                "2",
+                "-c",
+                "2",
+                "-R",
+                "200",
+                "-b",
+                "simple-update@1",
+                "-b",
+                "select-only@1",
+                "-r",
+            ],
+            true,
+        ),
+    ] {
+        let full: Vec<&str> = args.iter().copied().chain([json_arg.as_str()]).collect();
+        let out = Run::new(db, &full).pgbolt();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let text = std::fs::read_to_string(&file).expect("JSON file written");
+        let json: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+        check_json(&json, &stdout(&out), rate);
+        let options = &json["options"];
+        assert_eq!(options["clients"], 2);
+        assert_eq!(
+            options["scripts"].as_array().map(Vec::len),
+            Some(if rate { 2 } else { 1 })
+        );
+        assert_eq!(options["report_per_command"], rate);
+        if rate {
+            assert_eq!(options["limit"]["duration_seconds"], 2);
+            assert_eq!(options["rate"], 200.0);
+        } else {
+            assert_eq!(options["limit"]["transactions_per_client"], 50);
+            assert_eq!(options["rate"], serde_json::Value::Null);
+        }
+    }
+}
+
+#[test]
+fn json_to_standard_output_moves_the_report_to_standard_error() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let run = Run::new(
+        shared_database(),
+        &["-n", "-t", "20", "-c", "2", "-S", "--json=-"],
+    )
+    .in_dir(dir.path());
+    let out = run.pgbolt();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("standard output is JSON");
+    let report = stderr(&out);
+    assert!(report.starts_with("pgbolt ("), "{report}");
+    check_json(&json, &report, false);
+    assert_eq!(
+        line(&report, "number of transactions actually processed: "),
+        Some("number of transactions actually processed: 40/40")
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).expect("dir").count(),
+        0,
+        "no file named -"
+    );
+}
