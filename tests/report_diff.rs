@@ -547,6 +547,19 @@ fn reports_of_timed_runs_match_pgbench() {
     assert_eq!(n, 5);
 }
 
+#[test]
+fn partitioned_tables_are_reported_as_pgbench_reports_them() {
+    let exact = &[PROCESSED, "partition method:", "partitions:"][..];
+    for method in ["range", "hash"] {
+        let db = initialized_database(&["--partitions=3", &format!("--partition-method={method}")]);
+        let cases = [Case {
+            args: &["-n", "-t", "10", "-c", "2", "-S"],
+            exact,
+        }];
+        run_cases(&db, &cases, &[]);
+    }
+}
+
 /// Progress lines every second: the same shape from both tools. A run at
 /// full speed ends at its duration, so pgbolt prints one line per second
 /// (pgbench does unless its last transaction ends before its alarm

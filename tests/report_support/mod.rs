@@ -22,12 +22,22 @@ pub fn server() -> &'static TempDb {
 
 /// A new database initialized with `pgbench -i -s 1`.
 pub fn fresh_database() -> String {
+    initialized_database(&[])
+}
+
+/// A new database initialized with `pgbench -i -s 1` and `more` options.
+pub fn initialized_database(more: &[&str]) -> String {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let name = format!("report_{}", NEXT.fetch_add(1, Ordering::SeqCst));
     server()
         .psql(&format!("CREATE DATABASE {name}"))
         .expect("create database");
-    let out = Run::new(&name, &["-i", "-q", "-s", "1"]).pgbench();
+    let args: Vec<&str> = ["-i", "-q", "-s", "1"]
+        .iter()
+        .chain(more)
+        .copied()
+        .collect();
+    let out = Run::new(&name, &args).pgbench();
     assert!(out.status.success(), "pgbench -i: {}", stderr(&out));
     name
 }
