@@ -7,6 +7,10 @@
 
 #![allow(dead_code)]
 
+pub mod compare;
+pub mod json;
+pub mod logs;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
