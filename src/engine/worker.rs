@@ -198,6 +198,7 @@ impl ThreadEnv {
                 c.connecting = None;
                 read_only(&self.registry, conn.fd(), idx);
                 c.writing = false;
+                c.peer_closed = false;
                 c.conn = Some(conn);
                 true
             }
@@ -345,6 +346,11 @@ impl Turn<'_> {
                 continue;
             }
             let idx = token.0 % self.env.clients.max(1);
+            if token.0 < self.env.clients && (event.is_read_closed() || event.is_error()) {
+                if let Some(c) = self.clients.get_mut(idx) {
+                    c.peer_closed = true;
+                }
+            }
             if self
                 .clients
                 .get(idx)

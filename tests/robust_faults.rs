@@ -1,0 +1,124 @@
+//! Server-side faults during a run: backends killed, the server shut
+//! down, the server frozen. Each asserts on what the user sees: the abort
+//! messages, the report, the logs, the exit status, and that pgbolt ends.
+
+mod robust_support;
+
+use std::time::Duration;
+
+use robust_support::*;
+
+/// Clients whose last logged transaction ended within a second of the
+/// latest one in the logs: the clients that ran until the end.
+fn clients_to_the_end(lines: &[String]) -> usize {
+    let parsed: Vec<(u32, f64)> = lines
+        .iter()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            let client = f.first()?.parse().ok()?;
+            let at = f.get(4)?.parse::<f64>().ok()? + f.get(5)?.parse::<f64>().ok()? / 1e6;
+            Some((client, at))
+        })
+        .collect();
+    let last = parsed.iter().map(|p| p.1).fold(0.0, f64::max);
+    let mut late: Vec<u32> = parsed
+        .iter()
+        .filter(|p| p.1 > last - 1.0)
+        .map(|p| p.0)
+        .collect();
+    late.sort_unstable();
+    late.dedup();
+    late.len()
+}
+
+/// Regression: a backend terminated while its client waited for results
+/// sent FATAL and closed the socket in one go; the client stopped reading
+/// after the short read and never saw the end of file, so the run hung
+/// instead of ending at `-T`.
+#[test]
+fn killed_backends_abort_their_clients_and_the_others_finish() {
+    let db = shared();
+    let dbname = database(db, true);
+    let logs = tempfile::tempdir().unwrap();
+    let prefix = logs.path().join("run");
+    let run = spawn(pgbolt(
+        db,
+        &dbname,
+        &[
+            "-T",
+            "6",
+            "-c",
+            "8",
+            "-j",
+            "2",
+            "-l",
+            &format!("--log-prefix={}", prefix.display()),
+        ],
+    ));
+    let pids = wait_for_backends(db, &dbname, 8);
+    std::thread::sleep(Duration::from_secs(1));
+    for pid in &pids[..3] {
+        db.psql(&format!("SELECT pg_terminate_backend({pid})"))
+            .unwrap();
+    }
+    let done = run.wait(Duration::from_secs(30));
+    let (out, err) = (done.stdout(), done.stderr());
+    assert_eq!(done.code(), Some(2), "{err}");
+    let aborts: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains(" aborted in command "))
+        .collect();
+    assert_eq!(aborts.len(), 3, "{err}");
+    for abort in aborts {
+        assert!(abort.starts_with("pgbolt: error: client "), "{abort}");
+        assert!(
+            abort.ends_with("FATAL:  terminating connection due to administrator command"),
+            "{abort}"
+        );
+    }
+    assert!(
+        err.contains("Run was aborted; the above results are incomplete."),
+        "{err}"
+    );
+    assert!(line(&out, "tps = ").is_some(), "{out}");
+    let lines = log_lines(logs.path(), "run");
+    assert_eq!(
+        lines.len() as u64,
+        processed(&out),
+        "every transaction logged"
+    );
+    assert_eq!(
+        clients_to_the_end(&lines),
+        5,
+        "the 5 other clients ran to the end"
+    );
+}
+
+/// `--exit-on-abort`: the first killed backend ends the whole run at
+/// once, with pgbench's message and exit status 2.
+#[test]
+fn exit_on_abort_stops_the_run_at_the_first_killed_backend() {
+    let db = shared();
+    let dbname = database(db, true);
+    let run = spawn(pgbolt(
+        db,
+        &dbname,
+        &["-T", "20", "-c", "8", "-j", "2", "--exit-on-abort"],
+    ));
+    let pids = wait_for_backends(db, &dbname, 8);
+    std::thread::sleep(Duration::from_millis(500));
+    let killed = std::time::Instant::now();
+    db.psql(&format!("SELECT pg_terminate_backend({})", pids[0]))
+        .unwrap();
+    let done = run.wait(Duration::from_secs(30));
+    let err = done.stderr();
+    assert_eq!(done.code(), Some(2), "{err}");
+    assert!(
+        err.contains("Run was aborted due to an error in thread "),
+        "{err}"
+    );
+    assert!(
+        done.ended.duration_since(killed) < Duration::from_secs(5),
+        "the run went on after the abort"
+    );
+}
