@@ -122,3 +122,58 @@ fn exit_on_abort_stops_the_run_at_the_first_killed_backend() {
         "the run went on after the abort"
     );
 }
+
+/// The distinct client numbers of the `client N ... aborted ...` lines.
+fn aborted_clients(stderr: &str) -> Vec<u32> {
+    let mut ids: Vec<u32> = stderr
+        .lines()
+        .filter(|l| l.contains(" aborted "))
+        .filter_map(|l| l.strip_prefix("pgbolt: error: client "))
+        .filter_map(|l| l.split(' ').next()?.parse().ok())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// Stops the server with `signal` (SIGINT: fast shutdown, SIGQUIT:
+/// immediate shutdown) in the middle of a `-T 20` run: every client
+/// aborts, the report is printed, exit status 2, and pgbolt ends soon
+/// after the server instead of at `-T`.
+fn server_stopped_mid_run(signal_number: i32) {
+    let db = own_server();
+    let dbname = database(&db, true);
+    let run = spawn(pgbolt(&db, &dbname, &["-T", "20", "-c", "8", "-j", "2"]));
+    wait_for_backends(&db, &dbname, 8);
+    std::thread::sleep(Duration::from_millis(500));
+    let stopped = std::time::Instant::now();
+    signal(db.pid(), signal_number);
+    let done = run.wait(Duration::from_secs(40));
+    let (out, err) = (done.stdout(), done.stderr());
+    assert_eq!(done.code(), Some(2), "{err}");
+    assert_eq!(aborted_clients(&err), (0..8).collect::<Vec<_>>(), "{err}");
+    assert!(
+        err.contains("Run was aborted; the above results are incomplete."),
+        "{err}"
+    );
+    assert!(processed(&out) > 0, "{out}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        done.ended.duration_since(stopped) < Duration::from_secs(5),
+        "pgbolt outlived the server by {:?}",
+        done.ended.duration_since(stopped)
+    );
+}
+
+/// Regression: backends that received the fast shutdown while their
+/// client waited sent FATAL and closed at once; the client never read the
+/// end of file and the run hung (the same bug as a terminated backend).
+#[test]
+fn fast_shutdown_aborts_every_client() {
+    server_stopped_mid_run(libc::SIGINT);
+}
+
+#[test]
+fn immediate_shutdown_aborts_every_client() {
+    server_stopped_mid_run(libc::SIGQUIT);
+}
