@@ -177,3 +177,92 @@ fn fast_shutdown_aborts_every_client() {
 fn immediate_shutdown_aborts_every_client() {
     server_stopped_mid_run(libc::SIGQUIT);
 }
+
+/// Processes frozen with SIGSTOP, resumed when dropped (before the
+/// server, which is declared first).
+struct Frozen(Vec<i32>);
+
+impl Frozen {
+    fn freeze(pids: Vec<i32>) -> Frozen {
+        for &pid in &pids {
+            signal(pid, libc::SIGSTOP);
+        }
+        Frozen(pids)
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        for &pid in &self.0 {
+            signal(pid, libc::SIGCONT);
+        }
+    }
+}
+
+/// A server that stops answering (backends and postmaster frozen) does
+/// not keep a `-T` run going: after the end and a grace period the
+/// queries in flight are cancelled, the connections closed, and the
+/// report says the run is incomplete. The cancel requests themselves go
+/// to the frozen postmaster and must not hold up the end either.
+#[test]
+fn frozen_server_ends_a_timed_run_after_the_grace_period() {
+    let db = own_server();
+    let dbname = database(&db, true);
+    let run = spawn(pgbolt(&db, &dbname, &["-T", "3", "-c", "4", "-j", "2"]));
+    let mut pids = wait_for_backends(&db, &dbname, 4);
+    std::thread::sleep(Duration::from_millis(500));
+    pids.push(db.pid());
+    let _frozen = Frozen::freeze(pids);
+    let done = run.wait(Duration::from_secs(40));
+    let (out, err) = (done.stdout(), done.stderr());
+    assert_eq!(done.code(), Some(2), "{err}");
+    assert!(
+        err.contains("4 of the clients were still in a transaction 5 s after the end of the run"),
+        "{err}"
+    );
+    assert!(
+        err.contains("Run was aborted; the above results are incomplete."),
+        "{err}"
+    );
+    assert!(processed(&out) > 0, "{out}");
+    assert!(
+        done.elapsed < Duration::from_secs(3 + 5 + 5),
+        "took {:?}",
+        done.elapsed
+    );
+}
+
+/// With `-t` there is no end to wait for: against a frozen server pgbolt
+/// waits, as pgbench does, until Ctrl-C, which ends it promptly with the
+/// partial report.
+#[test]
+fn frozen_server_and_ctrl_c_end_a_transaction_count_run() {
+    let db = own_server();
+    let dbname = database(&db, true);
+    let run = spawn(pgbolt(
+        &db,
+        &dbname,
+        &["-t", "1000000", "-c", "4", "-j", "2"],
+    ));
+    let mut pids = wait_for_backends(&db, &dbname, 4);
+    std::thread::sleep(Duration::from_millis(500));
+    pids.push(db.pid());
+    let _frozen = Frozen::freeze(pids);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(run.try_finish().is_none(), "a -t run ended on its own");
+    let interrupted = std::time::Instant::now();
+    run.signal(libc::SIGINT);
+    let done = run.wait(Duration::from_secs(30));
+    let (out, err) = (done.stdout(), done.stderr());
+    assert_eq!(done.code(), Some(130), "{err}");
+    assert!(
+        err.contains("Run was interrupted; the above results are incomplete."),
+        "{err}"
+    );
+    assert!(processed(&out) > 0, "{out}");
+    assert!(
+        done.ended.duration_since(interrupted) < Duration::from_secs(4),
+        "took {:?} after Ctrl-C",
+        done.ended.duration_since(interrupted)
+    );
+}

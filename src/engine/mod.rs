@@ -428,6 +428,12 @@ fn report(prepared: &Prepared, bench: &Benchmark, ended: Ended) -> Result<i32, E
             Err(e) => log::error(format_args!("{e}")),
         }
     }
+    if interrupted > 0 && interrupted_by.is_none() {
+        log::error(format_args!(
+            "{interrupted} of the clients were still in a transaction {} s after the end of the run: their queries were cancelled and their connections closed",
+            worker::END_GRACE_US / 1_000_000
+        ));
+    }
     if let Some(signo) = interrupted_by {
         log::error(format_args!(
             "Run was interrupted; the above results are incomplete."
