@@ -241,6 +241,8 @@ pub struct WorkerResult {
     pub aborted: usize,
     /// Clients still running when a stop cut the run short.
     pub interrupted: usize,
+    /// Writing the transaction log failed (the error was printed).
+    pub log_failed: bool,
 }
 
 /// The thread's body: connect every client concurrently, wait for the
@@ -440,7 +442,10 @@ fn finish(mut clients: Vec<Client>, mut env: ThreadEnv, start: i64) -> WorkerRes
     }
     if let Some(log) = env.log.as_mut() {
         if let Err(e) = log.finish(env.clock.now_us()) {
-            log::error(format_args!("{e}"));
+            if !env.log_failed {
+                log::error(format_args!("{e}"));
+                env.log_failed = true;
+            }
         }
     }
     let aborted = clients.iter().filter(|c| c.state == State::Aborted).count();
@@ -450,6 +455,7 @@ fn finish(mut clients: Vec<Client>, mut env: ThreadEnv, start: i64) -> WorkerRes
         bench_start_us: start,
         aborted,
         interrupted,
+        log_failed: env.log_failed,
     }
 }
 
