@@ -4,7 +4,7 @@
 CARGO ?= cargo
 PG_BINDIR := $(shell ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 
-.PHONY: demo test deps build check
+.PHONY: demo test deps build check fuzz
 
 deps:
 	@bash scripts/install-deps.sh
@@ -21,3 +21,10 @@ check:
 
 test: deps check
 	$(CARGO) test --workspace
+
+# Property-based fuzzing of every parser of outside input (see
+# tests/robust_fuzz.rs), many more cases than `make test` runs; raise
+# FUZZ_CASES for a longer hunt.
+FUZZ_CASES ?= 100000
+fuzz:
+	PGBOLT_FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test --release --test robust_fuzz
