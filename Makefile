@@ -27,4 +27,4 @@ test: deps check
 # FUZZ_CASES for a longer hunt.
 FUZZ_CASES ?= 100000
 fuzz:
-	PGBOLT_FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test --release --test robust_fuzz
+	PGBOLT_FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test --release --test robust_fuzz --test robust_fakeserver
