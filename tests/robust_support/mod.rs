@@ -170,20 +170,6 @@ pub fn wait_for_backends(db: &TempDb, dbname: &str, n: usize) -> Vec<i32> {
     }
 }
 
-/// Waits until a line of `path` holds `needle` (a transaction was logged,
-/// a progress line printed...).
-pub fn wait_for_file(path: &std::path::Path) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !path.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "{} never appeared",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
