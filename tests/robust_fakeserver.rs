@@ -157,3 +157,87 @@ fn startup_regressions() {
         assert!(!exchange(case, false));
     }
 }
+
+/// A server on a Unix socket that sends its whole startup answer as soon
+/// as it accepts, before reading anything, and answers every simple query
+/// with `SELECT 1`'s completion.
+fn eager_server(dir: &std::path::Path) -> std::thread::JoinHandle<()> {
+    use std::os::unix::net::{UnixListener, UnixStream};
+    let listener = UnixListener::bind(dir.join(".s.PGSQL.5432")).expect("bind");
+    fn answer(mut stream: UnixStream) {
+        let _ = stream.write_all(&handshake());
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(20)));
+        let mut len = [0u8; 4];
+        if stream.read_exact(&mut len).is_err() {
+            return;
+        }
+        let mut startup = vec![0u8; (u32::from_be_bytes(len) as usize).saturating_sub(4)];
+        let _ = stream.read_exact(&mut startup);
+        let mut header = [0u8; 5];
+        while stream.read_exact(&mut header).is_ok() {
+            let len = u32::from_be_bytes([header[1], header[2], header[3], header[4]]) as usize;
+            let mut body = vec![0u8; len.saturating_sub(4)];
+            if stream.read_exact(&mut body).is_err() || header[0] == b'X' {
+                return;
+            }
+            if header[0] == b'Q' {
+                let reply = [message(b'C', b"SELECT 1\0"), message(b'Z', b"I")].concat();
+                let _ = stream.write_all(&reply);
+            }
+        }
+    }
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || answer(stream));
+        }
+    })
+}
+
+/// Regression: a connection over a Unix socket whose every answer was
+/// already there when read was established without ever waiting, so the
+/// engine never registered its socket with the poller and the client
+/// waited forever for the results of its first query (seen with SCRAM on
+/// a busy machine). The eager server makes that likely; each run must end.
+#[test]
+fn connection_made_without_waiting_is_still_watched() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let script = dir.path().join("one.sql");
+    std::fs::write(&script, "SELECT 1;\n").expect("write script");
+    let _server = eager_server(dir.path());
+    for attempt in 0..20 {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pgbolt"))
+            .args(["-n", "--no-preflight", "-t", "2", "-c", "2", "-f"])
+            .arg(&script)
+            .env("PGHOST", dir.path())
+            .env("PGPORT", "5432")
+            .env("PGUSER", "fuzz")
+            .env("PGDATABASE", "fuzz")
+            .env_remove("PGPASSWORD")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("pgbolt starts");
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                break status;
+            }
+            if started.elapsed() > Duration::from_secs(20) {
+                let _ = child.kill();
+                panic!("attempt {attempt}: pgbolt hung on its first query");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let mut out = String::new();
+        let _ = child
+            .stdout
+            .take()
+            .expect("stdout")
+            .read_to_string(&mut out);
+        assert!(status.success(), "attempt {attempt}: {out}");
+        assert!(
+            out.contains("number of transactions actually processed: 4/4"),
+            "attempt {attempt}: {out}"
+        );
+    }
+}

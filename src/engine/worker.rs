@@ -516,8 +516,19 @@ fn step(
 /// Watches an established connection for readability only: writability
 /// is asked for only while a write is incomplete, so that the server
 /// reading our query does not wake us.
+///
+/// A connection may be established without ever waiting (over a Unix
+/// socket, when every answer of the server is already there when read;
+/// likely with SCRAM on a busy client), and then it was never
+/// registered: register it now, or its results would never wake us.
 fn read_only(registry: &Registry, fd: RawFd, idx: usize) {
-    let _ = registry.reregister(&mut SourceFd(&fd), Token(idx), Interest::READABLE);
+    let mut source = SourceFd(&fd);
+    if registry
+        .reregister(&mut source, Token(idx), Interest::READABLE)
+        .is_err()
+    {
+        let _ = registry.register(&mut source, Token(idx), Interest::READABLE);
+    }
 }
 
 /// Opens every client's connection at once; the first failure is returned
