@@ -363,7 +363,9 @@ fn report(prepared: &Prepared, bench: &Benchmark, ended: Ended) -> Result<i32, E
     } = ended;
     let mut merged: Option<ThreadStats> = None;
     let (mut conn_total, mut bench_start, mut aborted, mut interrupted) = (0, i64::MAX, 0, 0);
+    let mut output_failed = false;
     for r in results {
+        output_failed |= r.log_failed;
         conn_total += r.conn_duration_us;
         bench_start = bench_start.min(r.bench_start_us);
         aborted += r.aborted;
@@ -435,10 +437,20 @@ fn report(prepared: &Prepared, bench: &Benchmark, ended: Ended) -> Result<i32, E
             Ok(json) => {
                 if let Err(e) = std::fs::write(path, json) {
                     log::error(format_args!("could not write \"{}\": {e}", path.display()));
+                    output_failed = true;
                 }
             }
-            Err(e) => log::error(format_args!("{e}")),
+            Err(e) => {
+                log::error(format_args!("{e}"));
+                output_failed = true;
+            }
         }
+    }
+    if interrupted > 0 && interrupted_by.is_none() {
+        log::error(format_args!(
+            "{interrupted} of the clients were still in a transaction {} s after the end of the run: their queries were cancelled and their connections closed",
+            worker::END_GRACE_US / 1_000_000
+        ));
     }
     if let Some(signo) = interrupted_by {
         log::error(format_args!(
@@ -452,5 +464,6 @@ fn report(prepared: &Prepared, bench: &Benchmark, ended: Ended) -> Result<i32, E
         ));
         return Ok(2);
     }
-    Ok(0)
+    // The results are complete but some of them could not be written.
+    Ok(if output_failed { 2 } else { 0 })
 }
