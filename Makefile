@@ -2,7 +2,7 @@
 # need on a Debian/Ubuntu machine (as root) before doing anything else.
 
 CARGO ?= cargo
-.PHONY: demo test deps build check
+.PHONY: demo test deps build check fuzz
 
 deps:
 	@bash scripts/install-deps.sh
@@ -33,3 +33,10 @@ bench: deps
 	$(CARGO) build --release
 	python3 -m unittest discover -s bench -q
 	python3 bench/compare --json bench/results/latest.json $(BENCH_ARGS)
+
+# Property-based fuzzing of every parser of outside input (see
+# tests/robust_fuzz.rs), many more cases than `make test` runs; raise
+# FUZZ_CASES for a longer hunt.
+FUZZ_CASES ?= 100000
+fuzz:
+	PGBOLT_FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test --release --test robust_fuzz --test robust_fakeserver

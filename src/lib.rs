@@ -6,6 +6,7 @@
 //! -> merged statistics -> the report model -> renderers -> exit code.
 
 pub mod cli;
+pub mod cnum;
 pub mod engine;
 pub mod expr;
 pub mod init;

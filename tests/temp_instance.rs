@@ -141,6 +141,22 @@ fn pgbench_output_leaves_out_the_header() {
 }
 
 #[test]
+fn json_on_standard_output_stays_pure_json() {
+    let scratch = Scratch::new();
+    let out = scratch.run(&["--temp-instance", "-s", "1", "-t", "5", "--json=-"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("standard output is JSON");
+    assert!(json.get("schema_version").is_some());
+    assert!(
+        stderr.contains("throwaway instance: PostgreSQL "),
+        "{stderr}"
+    );
+    scratch.assert_nothing_left();
+}
+
+#[test]
 fn initialization_alone_runs_no_benchmark() {
     let scratch = Scratch::new();
     let out = scratch.run(&["--temp-instance", "-i", "-s", "1"]);

@@ -130,70 +130,17 @@ pub struct Init {
     pub index_tablespace: Option<String>,
     /// `--partitions` (0: not partitioned).
     pub partitions: u32,
-    /// `--partition-method`; `Range` by default when partitioned.
-    pub partition_method: PartitionMethod,
+    /// `--partition-method`: `None` when not partitioned, `Range` by
+    /// default when partitioned.
+    pub partition_method: Option<PartitionMethod>,
     /// pgbolt's `--init-jobs`: connections used at once (`None`: the
     /// number of CPUs, at most 8).
     pub jobs: Option<u32>,
 }
 
-/// One `-I` step letter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InitStep {
-    /// `d`: drop existing pgbench tables.
-    DropTables,
-    /// `t`: create the tables.
-    CreateTables,
-    /// `g`: generate data in the client (COPY).
-    GenerateClientSide,
-    /// `G`: generate data in the server (INSERT ... SELECT).
-    GenerateServerSide,
-    /// `v`: vacuum the tables.
-    Vacuum,
-    /// `p`: create primary keys.
-    PrimaryKeys,
-    /// `f`: create foreign keys.
-    ForeignKeys,
-}
-
-impl InitStep {
-    /// Every step, in the order of pgbench's list of step letters.
-    pub const ALL: [InitStep; 7] = [
-        InitStep::DropTables,
-        InitStep::CreateTables,
-        InitStep::GenerateClientSide,
-        InitStep::GenerateServerSide,
-        InitStep::Vacuum,
-        InitStep::PrimaryKeys,
-        InitStep::ForeignKeys,
-    ];
-
-    /// The letter that selects this step in `-I`.
-    pub fn letter(self) -> char {
-        match self {
-            InitStep::DropTables => 'd',
-            InitStep::CreateTables => 't',
-            InitStep::GenerateClientSide => 'g',
-            InitStep::GenerateServerSide => 'G',
-            InitStep::Vacuum => 'v',
-            InitStep::PrimaryKeys => 'p',
-            InitStep::ForeignKeys => 'f',
-        }
-    }
-
-    /// The step a letter selects.
-    pub fn from_letter(letter: char) -> Option<InitStep> {
-        InitStep::ALL.into_iter().find(|s| s.letter() == letter)
-    }
-}
-
-/// How `pgbench_accounts` is partitioned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PartitionMethod {
-    None,
-    Range,
-    Hash,
-}
+/// One `-I` step letter, and how `pgbench_accounts` is partitioned: the
+/// initialization module's own types.
+pub use crate::init::{InitStep, PartitionMethod};
 
 /// How long a run lasts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -205,23 +152,7 @@ pub enum RunLength {
 }
 
 /// `-M`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QueryMode {
-    Simple,
-    Extended,
-    Prepared,
-}
-
-impl QueryMode {
-    /// The name used by `-M`.
-    pub fn name(self) -> &'static str {
-        match self {
-            QueryMode::Simple => "simple",
-            QueryMode::Extended => "extended",
-            QueryMode::Prepared => "prepared",
-        }
-    }
-}
+pub use crate::script::QueryMode;
 
 /// What is vacuumed before a benchmark run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -272,16 +203,8 @@ pub struct TransactionLog {
     pub aggregate_interval: Option<u32>,
 }
 
-/// Where the base random seed comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RandomSeed {
-    /// `time` (the default): the current time.
-    Time,
-    /// `rand`: a strong random source.
-    Rand,
-    /// An explicit unsigned integer.
-    Value(u64),
-}
+/// `--random-seed`: `time`, `rand` or an unsigned integer.
+pub use crate::random::RandomSeed;
 
 /// `--io`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use std::io::Write;
 
 use std::num::NonZeroUsize;
 
-use super::config::{Benchmark, Config, Init, IoMethod, Mode, PartitionMethod};
+use super::config::{Benchmark, Config, Init, IoMethod, Mode};
 use super::{connection, PROGRAM};
 use super::{help, temp_instance};
 use crate::init::{InitOptions, InitSteps};
@@ -111,25 +111,21 @@ fn initialize(config: &Config, init: &Init) -> Result<i32, RunError> {
             return Ok(1);
         }
     };
-    let letters: String = init.steps.iter().map(|step| step.letter()).collect();
     let options = InitOptions {
         scale: init.scale,
-        steps: InitSteps::parse(&letters).ok(),
+        steps: Some(init.steps.iter().copied().collect::<InitSteps>()),
         fillfactor: init.fillfactor,
         no_vacuum: false,
         foreign_keys: false,
         tablespace: init.tablespace.clone(),
         index_tablespace: init.index_tablespace.clone(),
-        partition_method: match init.partition_method {
-            PartitionMethod::None => None,
-            PartitionMethod::Range => Some(crate::init::PartitionMethod::Range),
-            PartitionMethod::Hash => Some(crate::init::PartitionMethod::Hash),
-        },
+        partition_method: init.partition_method,
         partitions: init.partitions,
         unlogged_tables: init.unlogged_tables,
         quiet: init.quiet,
         jobs: init.jobs.and_then(|n| NonZeroUsize::new(n as usize)),
     };
+    let _interrupt = super::interrupt::watch().map_err(|e| RunError::Engine(e.to_string()))?;
     let mut stderr = std::io::stderr().lock();
     match crate::init::run(&options, &conn, &mut stderr) {
         Ok(()) => Ok(0),

@@ -101,16 +101,10 @@ fn positive(value: &OsStr, option: &'static str) -> Result<u32, CliError> {
 }
 
 fn parse_seed(value: &str, from_environment: bool) -> Result<RandomSeed, CliError> {
-    match value {
-        "time" => Ok(RandomSeed::Time),
-        "rand" => Ok(RandomSeed::Rand),
-        _ => values::unsigned_seed(value)
-            .map(RandomSeed::Value)
-            .ok_or_else(|| CliError::InvalidRandomSeed {
-                value: value.to_string(),
-                from_environment,
-            }),
-    }
+    crate::random::parse_seed(value).map_err(|_| CliError::InvalidRandomSeed {
+        value: value.to_string(),
+        from_environment,
+    })
 }
 
 /// Splits `NAME[@W]` at its last `@`, as pgbench does.
@@ -185,24 +179,13 @@ pub fn dbname(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
     Ok(())
 }
 
-/// pgbench's rule for variable names: a letter, `_` or non-ASCII byte, then
-/// also digits.
-fn valid_variable_name(name: &str) -> bool {
-    let mut bytes = name.bytes();
-    let first_ok = |b: u8| b.is_ascii_alphabetic() || b == b'_' || b >= 0x80;
-    match bytes.next() {
-        Some(b) if first_ok(b) => bytes.all(|b| first_ok(b) || b.is_ascii_digit()),
-        _ => false,
-    }
-}
-
 pub fn define(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
     let definition = text(value);
     let (name, value) = match definition.split_once('=') {
         Some((name, value)) if !name.is_empty() && !value.is_empty() => (name, value),
         _ => return Err(CliError::InvalidVariableDefinition(definition)),
     };
-    if !valid_variable_name(name) {
+    if !crate::script::valid_variable_name(name) {
         return Err(CliError::InvalidVariableName(name.to_string()));
     }
     match g.variables.iter_mut().find(|v| v.name == name) {
@@ -255,7 +238,7 @@ pub fn log(g: &mut Gathered) {
 
 pub fn latency_limit(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
     let value = text(value);
-    let limit_ms = values::atof(&value);
+    let limit_ms = crate::cnum::atof(&value);
     if limit_ms.is_nan() || limit_ms <= 0.0 {
         return Err(CliError::InvalidLatencyLimit(value));
     }
@@ -297,7 +280,7 @@ pub fn report_per_command(g: &mut Gathered) {
 
 pub fn rate(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
     let value = text(value);
-    let rate = values::atof(&value);
+    let rate = crate::cnum::atof(&value);
     if rate.is_nan() || rate <= 0.0 {
         return Err(CliError::InvalidRate(value));
     }
@@ -345,7 +328,7 @@ pub fn index_tablespace(g: &mut Gathered, value: &OsStr) -> Result<(), CliError>
 
 pub fn sampling_rate(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
     let value = text(value);
-    let rate = values::atof(&value);
+    let rate = crate::cnum::atof(&value);
     if rate.is_nan() || rate <= 0.0 || rate > 1.0 {
         return Err(CliError::InvalidSamplingRate(value));
     }
@@ -393,11 +376,7 @@ pub fn init_jobs(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
 
 pub fn partition_method(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
     let value = text(value);
-    let method = if value.eq_ignore_ascii_case("range") {
-        PartitionMethod::Range
-    } else if value.eq_ignore_ascii_case("hash") {
-        PartitionMethod::Hash
-    } else {
+    let Some(method) = PartitionMethod::parse(&value) else {
         return Err(CliError::InvalidPartitionMethod(value));
     };
     g.partition_method = Some(method);
@@ -410,7 +389,7 @@ pub fn failures_detailed(g: &mut Gathered) {
 
 pub fn max_tries(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
     let value = text(value);
-    let tries = values::atoi(&value);
+    let tries = crate::cnum::atoi(&value);
     if tries < 0 {
         return Err(CliError::InvalidMaxTries(value));
     }

@@ -243,7 +243,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt!(Some('?'), "help", "", Common, Pgbench, FirstArgument,
         [line(C, 7, "print this help and exit")]),
     opt!(None, "json", "FILE", Benchmark, Pgbolt, Value(g::json),
-        [line(X, 2, "also write the results to FILE as JSON")]),
+        [line(X, 2, "also write the results to FILE as JSON (- for standard output)")]),
     opt!(None, "pgbench-output", "", Benchmark, Pgbolt, Flag(g::pgbench_output),
         [line(X, 4, "print exactly what pgbench prints, nothing more")]),
     opt!(None, "init-jobs", "NUM", Init, Pgbolt, Value(g::init_jobs),

@@ -18,7 +18,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use super::config::{Config, Connection, Init, InitStep, Mode, PartitionMethod, TempInstance};
+use super::config::{Config, Connection, Init, InitStep, Mode, TempInstance};
 use super::dispatch::RunError;
 use crate::tempdb::{self, TempDb};
 
@@ -62,9 +62,13 @@ pub(super) fn run(
 ) -> Result<i32, RunError> {
     tempdb::install_signal_cleanup().map_err(start_error)?;
     let db = builder(config, temp).start().map_err(start_error)?;
-    let pgbench_output = matches!(&config.mode, Mode::Run(b) if b.pgbench_output);
-    if !pgbench_output {
-        print_header(&db);
+    match &config.mode {
+        Mode::Run(b) if b.pgbench_output => {}
+        // `--json=-` owns standard output; the report goes to standard error.
+        Mode::Run(b) if b.json.as_deref() == Some(std::path::Path::new("-")) => {
+            print_header(&db, &mut std::io::stderr())
+        }
+        _ => print_header(&db, &mut std::io::stdout()),
     }
 
     let mut local = config.clone();
@@ -133,7 +137,7 @@ fn default_init(scale: u32) -> Init {
         steps: vec![
             InitStep::DropTables,
             InitStep::CreateTables,
-            InitStep::GenerateClientSide,
+            InitStep::ClientSideGenerate,
             InitStep::Vacuum,
             InitStep::PrimaryKeys,
         ],
@@ -144,7 +148,7 @@ fn default_init(scale: u32) -> Init {
         tablespace: None,
         index_tablespace: None,
         partitions: 0,
-        partition_method: PartitionMethod::None,
+        partition_method: None,
         jobs: None,
     }
 }
@@ -157,7 +161,7 @@ fn start_error(err: tempdb::Error) -> RunError {
 /// pgbench's lines only): the server's version and every setting that
 /// differs from PostgreSQL's built-in default. A failed query only loses
 /// the header, never the run.
-fn print_header(db: &TempDb) {
+fn print_header(db: &TempDb, out: &mut impl std::io::Write) {
     let sql = "SELECT current_setting('server_version') \
                UNION ALL \
                SELECT string_agg(name || '=' || current_setting(name), ', ' ORDER BY name) \
@@ -178,10 +182,10 @@ fn print_header(db: &TempDb) {
             !name.is_empty() && !UNINTERESTING_SETTINGS.contains(&name)
         })
         .collect();
-    println!("throwaway instance: PostgreSQL {version}");
-    if settings.is_empty() {
-        println!("server settings: PostgreSQL's defaults");
+    let _ = writeln!(out, "throwaway instance: PostgreSQL {version}");
+    let _ = if settings.is_empty() {
+        writeln!(out, "server settings: PostgreSQL's defaults")
     } else {
-        println!("server settings: {}", settings.join(", "));
-    }
+        writeln!(out, "server settings: {}", settings.join(", "))
+    };
 }

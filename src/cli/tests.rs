@@ -100,7 +100,7 @@ static CASES: &[Case] = &[
             == [
                 InitStep::DropTables,
                 InitStep::CreateTables,
-                InitStep::GenerateClientSide,
+                InitStep::ClientSideGenerate,
             ]
     }),
     case("jobs", Some("2"), &["-c", "4"], |c| bench(c).threads == 2),
@@ -173,13 +173,13 @@ static CASES: &[Case] = &[
         c.mode == Mode::ShowScript("tpcb".into())
     }),
     case("partitions", Some("4"), &["-i"], |c| {
-        init(c).partitions == 4 && init(c).partition_method == PartitionMethod::Range
+        init(c).partitions == 4 && init(c).partition_method == Some(PartitionMethod::Range)
     }),
     case(
         "partition-method",
         Some("hash"),
         &["-i", "--partitions=2"],
-        |c| init(c).partition_method == PartitionMethod::Hash,
+        |c| init(c).partition_method == Some(PartitionMethod::Hash),
     ),
     case("failures-detailed", None, &[], |c| {
         bench(c).failures_detailed
@@ -325,7 +325,7 @@ fn defaults_are_pgbench_defaults() {
     let letters: String = i.steps.iter().map(|s| s.letter()).collect();
     assert_eq!(letters, "dtgvp");
     assert_eq!((i.scale, i.fillfactor, i.partitions), (1, 100, 0));
-    assert_eq!(i.partition_method, PartitionMethod::None);
+    assert_eq!(i.partition_method, None);
 }
 
 #[test]
@@ -402,7 +402,7 @@ fn the_last_value_wins() {
         QueryMode::Prepared
     );
     let config = parse_ok(&["-i", "-I", "dt", "-I", "g"]);
-    assert_eq!(init(&config).steps, [InitStep::GenerateClientSide]);
+    assert_eq!(init(&config).steps, [InitStep::ClientSideGenerate]);
     let config = parse_ok(&["-D", "a=1", "-D", "b=2", "-D", "a=3"]);
     let vars: Vec<(&str, &str)> = bench(&config)
         .variables
@@ -460,7 +460,7 @@ fn values_pgbench_derives() {
     assert_eq!(letters, "fd");
     // Partition methods are case-insensitive.
     let config = parse_ok(&["-i", "--partitions=3", "--partition-method=RANGE"]);
-    assert_eq!(init(&config).partition_method, PartitionMethod::Range);
+    assert_eq!(init(&config).partition_method, Some(PartitionMethod::Range));
     // -d takes the place of the positional database name.
     assert!(matches!(
         parse_err(&["-d", "a", "b"]),

@@ -66,8 +66,8 @@ fn init(g: &Gathered) -> Result<Init, CliError> {
     let partitions = g.partitions.unwrap_or(0);
     let partition_method = match (partitions, g.partition_method) {
         (0, Some(_)) => return Err(CliError::PartitionMethodWithoutPartitions),
-        (0, None) => PartitionMethod::None,
-        (_, method) => method.unwrap_or(PartitionMethod::Range),
+        (0, None) => None,
+        (_, method) => Some(method.unwrap_or(PartitionMethod::Range)),
     };
     let letters = g.init_steps.as_deref().unwrap_or(DEFAULT_INIT_STEPS);
     let mut steps: Vec<InitStep> = letters

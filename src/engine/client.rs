@@ -140,6 +140,11 @@ pub struct Client {
     pub conn: Option<Connection>,
     /// The socket is registered for writability too (a write was partial).
     pub writing: bool,
+    /// The poller saw the server close its end. The close may have come
+    /// with the last bytes (a FATAL error, then end of file), and an
+    /// edge-triggered poller will not report it again: read to the end
+    /// instead of stopping after a short read.
+    pub peer_closed: bool,
     pub connecting: Option<Connecting>,
     /// When the current connection attempt started (µs).
     pub connect_start: i64,
@@ -188,6 +193,7 @@ impl Client {
             state: State::ChooseScript,
             conn: None,
             writing: false,
+            peer_closed: false,
             connecting: None,
             connect_start: 0,
             vars,

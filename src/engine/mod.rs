@@ -49,7 +49,7 @@ use std::sync::Arc;
 use mio::unix::SourceFd;
 use mio::{Interest, Poll};
 
-use crate::cli::{Benchmark, Config, IoMethod, RandomSeed as CliSeed, RunLength};
+use crate::cli::{Benchmark, Config, IoMethod, RunLength};
 use crate::random::{RandomSeed, RandomStates};
 use crate::report::{self, Partitioning, RunLimit, RunOptions, RunResult, ScriptInfo, Timings};
 use crate::script::vars::Variables;
@@ -147,11 +147,7 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
 /// Everything up to the clients' connections: the seed, the scripts, the
 /// set-up connection's work, the random states and the starting variables.
 fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> {
-    let seed = match bench.random_seed {
-        CliSeed::Time => RandomSeed::Time,
-        CliSeed::Rand => RandomSeed::Rand,
-        CliSeed::Value(v) => RandomSeed::Value(v),
-    };
+    let seed = bench.random_seed;
     let seed_value = seed.resolve().map_err(EngineError::Seed)?;
     if !matches!(seed, RandomSeed::Time) {
         log::info(format_args!("setting random seed to {seed_value}"));
@@ -159,7 +155,7 @@ fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> 
     let plan = Plan::new(bench, config.debug)?;
     let connector = setup::connector(&config.connection)?;
     let mut setup_client = setup::connect(&connector)?;
-    setup::print_version(&setup_client);
+    setup::print_version(&setup_client, json_to_stdout(bench));
     if config.debug {
         let (what, n) = match bench.length {
             RunLength::Transactions(n) => ("nxacts", n),
@@ -299,6 +295,7 @@ fn thread_parts(
                     latency_limit: bench.latency_limit.is_some(),
                     max_tries: plan.max_tries,
                 },
+                t.start_time,
             )
         }),
     };
@@ -367,6 +364,12 @@ fn raise_open_files_limit(clients: u64) {
     }
 }
 
+/// `--json=-`: the JSON results go to standard output, and the text that
+/// would have gone there (version line, report) to standard error.
+fn json_to_stdout(bench: &Benchmark) -> bool {
+    bench.json.as_deref() == Some(std::path::Path::new("-"))
+}
+
 /// Merges the threads' results, prints the report, and gives the status.
 fn report(prepared: &Prepared, bench: &Benchmark, ended: Ended) -> Result<i32, EngineError> {
     let plan = &prepared.plan;
@@ -378,7 +381,9 @@ fn report(prepared: &Prepared, bench: &Benchmark, ended: Ended) -> Result<i32, E
     } = ended;
     let mut merged: Option<ThreadStats> = None;
     let (mut conn_total, mut bench_start, mut aborted, mut interrupted) = (0, i64::MAX, 0, 0);
+    let mut output_failed = false;
     for r in results {
+        output_failed |= r.log_failed;
         conn_total += r.conn_duration_us;
         bench_start = bench_start.min(r.bench_start_us);
         aborted += r.aborted;
@@ -433,18 +438,37 @@ fn report(prepared: &Prepared, bench: &Benchmark, ended: Ended) -> Result<i32, E
     let result = RunResult::build(options, timings, incomplete, &stats)
         .map_err(|e| EngineError::Report(e.to_string()))?;
     let text = report::render_text(&result, bench.pgbench_output);
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes());
-    let _ = out.flush();
+    if json_to_stdout(bench) {
+        let _ = std::io::stderr().lock().write_all(text.as_bytes());
+    } else {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+    }
     if let Some(path) = &bench.json {
         match report::to_json(&result) {
+            Ok(json) if json_to_stdout(bench) => {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{json}");
+                let _ = out.flush();
+            }
             Ok(json) => {
                 if let Err(e) = std::fs::write(path, json) {
                     log::error(format_args!("could not write \"{}\": {e}", path.display()));
+                    output_failed = true;
                 }
             }
-            Err(e) => log::error(format_args!("{e}")),
+            Err(e) => {
+                log::error(format_args!("{e}"));
+                output_failed = true;
+            }
         }
+    }
+    if interrupted > 0 && interrupted_by.is_none() {
+        log::error(format_args!(
+            "{interrupted} of the clients were still in a transaction {} s after the end of the run: their queries were cancelled and their connections closed",
+            worker::END_GRACE_US / 1_000_000
+        ));
     }
     if let Some(signo) = interrupted_by {
         log::error(format_args!(
@@ -458,5 +482,6 @@ fn report(prepared: &Prepared, bench: &Benchmark, ended: Ended) -> Result<i32, E
         ));
         return Ok(2);
     }
-    Ok(0)
+    // The results are complete but some of them could not be written.
+    Ok(if output_failed { 2 } else { 0 })
 }

@@ -73,7 +73,7 @@ impl Plan {
                     script::load_file(&path.to_string_lossy(), *weight, &mut names)?
                 }
             };
-            loaded.check_query_mode(script_mode(bench.query_mode))?;
+            loaded.check_query_mode(bench.query_mode)?;
             scripts.push(loaded);
         }
         let total_weight = scripts.iter().map(|s| i64::from(s.weight)).sum();
@@ -143,14 +143,6 @@ pub fn split_clients(clients: u32, threads: u32) -> Vec<std::ops::Range<u32>> {
         dealt += n;
     }
     ranges
-}
-
-fn script_mode(mode: QueryMode) -> script::QueryMode {
-    match mode {
-        QueryMode::Simple => script::QueryMode::Simple,
-        QueryMode::Extended => script::QueryMode::Extended,
-        QueryMode::Prepared => script::QueryMode::Prepared,
-    }
 }
 
 /// pgbench numbers prepared statements `P_0`, `P_1`, ... over the SQL

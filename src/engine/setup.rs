@@ -38,17 +38,22 @@ pub fn connect(connector: &Connector) -> Result<Client, EngineError> {
     client.map_err(EngineError::SetupConnection)
 }
 
-/// pgbench's version line, with pgbolt's name and version.
-pub fn print_version(client: &Client) {
+/// pgbench's version line, with pgbolt's name and version; on standard
+/// error when standard output carries the JSON results (`--json=-`).
+pub fn print_version(client: &Client, to_stderr: bool) {
     let server = client.parameter("server_version").unwrap_or("unknown");
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(
-        out,
-        "{} ({}, server {server})",
+    let line = format!(
+        "{} ({}, server {server})\n",
         crate::cli::PROGRAM,
         env!("CARGO_PKG_VERSION")
     );
-    let _ = out.flush();
+    if to_stderr {
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    } else {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(line.as_bytes());
+        let _ = out.flush();
+    }
 }
 
 /// Checks that the server can accept `clients` more connections from this
@@ -107,7 +112,7 @@ pub fn table_info(
         .first()
         .and_then(|r| r.first().cloned().flatten())
         .unwrap_or_default();
-    let scale = c_atoi(&text);
+    let scale = i64::from(crate::cnum::atoi(&text));
     if scale < 0 {
         return Err(EngineError::InvalidBranchCount(text));
     }
@@ -135,8 +140,8 @@ pub fn table_info(
             let count = row.get(2).cloned().flatten().unwrap_or_default();
             match row.get(1).cloned().flatten().as_deref() {
                 None => None,
-                Some("r") => Some(("range".to_owned(), c_atoi(&count) as u32)),
-                Some("h") => Some(("hash".to_owned(), c_atoi(&count) as u32)),
+                Some("r") => Some(("range".to_owned(), crate::cnum::atoi(&count) as u32)),
+                Some("h") => Some(("hash".to_owned(), crate::cnum::atoi(&count) as u32)),
                 Some(other) => return Err(EngineError::PartitionMethod(other.to_owned())),
             }
         }
@@ -173,45 +178,5 @@ fn try_execute(client: &mut Client, sql: &str) {
     if let Err(e) = client.execute(sql) {
         log::error(format_args!("{e}"));
         log::detail(format_args!("(ignoring this error and continuing anyway)"));
-    }
-}
-
-/// C's `atoi`: leading blanks, a sign, digits; anything else ends it.
-pub fn c_atoi(text: &str) -> i64 {
-    let t = text.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
-    let (negative, digits) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let mut value: i64 = 0;
-    for b in digits.bytes().take_while(u8::is_ascii_digit) {
-        value = value.wrapping_mul(10).wrapping_add(i64::from(b - b'0'));
-    }
-    if negative {
-        -value
-    } else {
-        value
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::c_atoi;
-
-    #[test]
-    fn atoi_reads_like_c() {
-        let cases: &[(&str, i64)] = &[
-            ("12", 12),
-            ("  7x", 7),
-            ("-3", -3),
-            ("+4", 4),
-            ("", 0),
-            ("abc", 0),
-            ("\t\n 9 9", 9),
-        ];
-        for (text, want) in cases {
-            assert_eq!(c_atoi(text), *want, "{text:?}");
-        }
     }
 }

@@ -236,7 +236,7 @@ fn store_result(c: &mut Client, job: &ShellJob, target: Target, env: &ThreadEnv)
         }
         return false;
     }
-    let (value, end) = c_strtol(&res);
+    let (value, _, end) = crate::cnum::strtol(res.as_bytes());
     let rest = &res[end..];
     if !rest.chars().all(|ch| ch.is_ascii_whitespace()) {
         log::error(format_args!(
@@ -253,57 +253,4 @@ fn store_result(c: &mut Client, job: &ShellJob, target: Target, env: &ThreadEnv)
         crate::expr::Value::Int(i64::from(value as i32)),
     );
     true
-}
-
-/// C's `strtol(text, &end, 10)`: the value and where parsing stopped (0
-/// when there are no digits).
-fn c_strtol(text: &str) -> (i64, usize) {
-    let bytes = text.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() && (bytes[i] as char).is_ascii_whitespace() {
-        i += 1;
-    }
-    let negative = match bytes.get(i) {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
-    let digits_start = i;
-    let mut value: i64 = 0;
-    while i < bytes.len() && bytes[i].is_ascii_digit() {
-        value = value
-            .saturating_mul(10)
-            .saturating_add(i64::from(bytes[i] - b'0'));
-        i += 1;
-    }
-    if i == digits_start {
-        return (0, 0);
-    }
-    (if negative { -value } else { value }, i)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::c_strtol;
-
-    #[test]
-    fn strtol_reports_where_it_stopped() {
-        let cases: &[(&str, (i64, usize))] = &[
-            ("42\n", (42, 2)),
-            ("  -5 ", (-5, 4)),
-            ("+8", (8, 2)),
-            ("x1", (0, 0)),
-            ("", (0, 0)),
-            ("7abc", (7, 1)),
-        ];
-        for (text, want) in cases {
-            assert_eq!(c_strtol(text), *want, "{text:?}");
-        }
-    }
 }

@@ -216,6 +216,7 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
         vars,
         script,
         command,
+        peer_closed,
         ..
     } = c;
     let Some(conn) = conn.as_mut() else {
@@ -244,7 +245,7 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
         }
         match conn.fill()? {
             pgwire::Fill::WouldBlock => return Ok(false),
-            pgwire::Fill::Drained => {
+            pgwire::Fill::Drained if !*peer_closed => {
                 while let Some(msg) = conn.next_message()? {
                     if handle(msg, response, vars, store, plan) {
                         return Ok(true);
@@ -252,7 +253,7 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
                 }
                 return Ok(false);
             }
-            pgwire::Fill::More => {}
+            pgwire::Fill::Drained | pgwire::Fill::More => {}
         }
     }
 }

@@ -91,27 +91,32 @@ pub struct ThreadEnv {
 pub struct Progress {
     pub interval_us: i64,
     pub options: ProgressOptions,
+    /// When the run started (before any thread): pgbench counts progress
+    /// time from about then, and a `-T` run ends then plus its duration,
+    /// so the last interval's line is printed as the run ends.
+    run_start: i64,
     next_publish: i64,
     next_report: i64,
     reporter: Option<ProgressReporter>,
 }
 
 impl Progress {
-    pub fn new(interval_s: u32, options: ProgressOptions) -> Progress {
+    pub fn new(interval_s: u32, options: ProgressOptions, run_start: i64) -> Progress {
         Progress {
             interval_us: i64::from(interval_s) * 1_000_000,
             options,
+            run_start,
             next_publish: 0,
             next_report: 0,
             reporter: None,
         }
     }
 
-    fn start(&mut self, tid: usize, thread_start: i64) {
-        self.next_publish = thread_start;
-        self.next_report = thread_start + self.interval_us;
+    fn start(&mut self, tid: usize) {
+        self.next_publish = self.run_start;
+        self.next_report = self.run_start + self.interval_us;
         if tid == 0 {
-            self.reporter = Some(ProgressReporter::new(self.options, thread_start));
+            self.reporter = Some(ProgressReporter::new(self.options, self.run_start));
         }
     }
 
@@ -211,6 +216,7 @@ impl ThreadEnv {
                     return true;
                 }
                 c.writing = false;
+                c.peer_closed = false;
                 c.conn = Some(conn);
                 true
             }
@@ -298,6 +304,8 @@ pub struct WorkerResult {
     pub aborted: usize,
     /// Clients still running when a stop cut the run short.
     pub interrupted: usize,
+    /// Writing the transaction log failed (the error was printed).
+    pub log_failed: bool,
 }
 
 /// The thread's body: connect every client concurrently, wait for the
@@ -314,9 +322,8 @@ pub fn run(
         // A ring that cannot be made leaves the thread on epoll.
         env.ring = Ring::new(clients.len(), poll.as_raw_fd()).ok();
     }
-    let thread_start = env.clock.now_us();
     if let Some(p) = env.progress.as_mut() {
-        p.start(env.tid, thread_start);
+        p.start(env.tid);
     }
     if !plan.connect_per_transaction {
         if let Err(e) = connect_all(&mut clients, &mut env, &mut poll, &mut events) {
@@ -336,7 +343,7 @@ pub fn run(
     let mut remaining = clients.len();
     let mut stop_seen: Option<i64> = None;
     while remaining > 0 {
-        let timeout = wait_timeout(&env, stop_seen);
+        let timeout = wait_timeout(&env, cut_off(stop_seen, env.end_us));
         let done = match env.ring.as_mut() {
             Some(ring) => {
                 if let Err(e) = ring.wait(timeout, &mut clients) {
@@ -380,17 +387,39 @@ pub fn run(
         if let Some(p) = env.progress.as_mut() {
             p.tick(env.tid, env.clock.now_us(), &env.stats, &shared);
         }
-        if shared.exit_on_abort_triggered() || stop_seen.is_some_and(|s| now - s > 1_000_000) {
+        if shared.exit_on_abort_triggered()
+            || cut_off(stop_seen, env.end_us).is_some_and(|t| now >= t)
+        {
             break;
         }
     }
     Some(finish(clients, env, start))
 }
 
+/// How long transactions in flight may take to finish after a stop
+/// request (SIGINT, SIGTERM).
+const STOP_GRACE_US: i64 = 1_000_000;
+/// The same after the end of a `-T` run. pgbench waits for them however
+/// long they take; a server that stopped answering would then keep the
+/// run going forever, so pgbolt gives up after this long.
+pub const END_GRACE_US: i64 = 5_000_000;
+
+/// When the clients still running are cut off (their queries cancelled,
+/// their connections closed): a grace period after a stop request or
+/// after the end of a timed run, whichever comes first.
+fn cut_off(stop_seen: Option<i64>, end_us: Option<i64>) -> Option<i64> {
+    let after_stop = stop_seen.map(|s| s + STOP_GRACE_US);
+    let after_end = end_us.map(|e| e + END_GRACE_US);
+    match (after_stop, after_end) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// How long the loop may sleep: not at all when a client is ready, else
 /// until the nearest timer, the end of a timed run, the next progress
-/// tick, or (while stopping) a tenth of a second.
-fn wait_timeout(env: &ThreadEnv, stop_seen: Option<i64>) -> Option<Duration> {
+/// tick, or (once the run is over) the cut-off.
+fn wait_timeout(env: &ThreadEnv, cut_off: Option<i64>) -> Option<Duration> {
     if !env.runq.is_empty() {
         return Some(Duration::ZERO);
     }
@@ -403,8 +432,8 @@ fn wait_timeout(env: &ThreadEnv, stop_seen: Option<i64>) -> Option<Duration> {
         earliest(p.next_wake());
     }
     let now = env.clock.now_us();
-    if stop_seen.is_some() {
-        earliest(now + 100_000);
+    if let (Some(t), true) = (cut_off, env.over) {
+        earliest(t);
     }
     next.map(|t| Duration::from_micros((t - now).max(0) as u64))
 }
@@ -441,6 +470,11 @@ impl Turn<'_> {
                 continue;
             }
             let idx = token.0 % self.env.clients.max(1);
+            if token.0 < self.env.clients && (event.is_read_closed() || event.is_error()) {
+                if let Some(c) = self.clients.get_mut(idx) {
+                    c.peer_closed = true;
+                }
+            }
             if self
                 .clients
                 .get(idx)
@@ -484,23 +518,37 @@ impl Turn<'_> {
 
 /// Cancels what is still running after a stop, closes everything, and
 /// hands back the thread's results.
+///
+/// The cancel requests go out from a thread of their own: a server that
+/// stopped answering accepts the request's connection but never reads it,
+/// and must not hold up the report. They are given a second, while the
+/// connections are closed.
 fn finish(mut clients: Vec<Client>, mut env: ThreadEnv, start: i64) -> WorkerResult {
     if let Some(ring) = env.ring.as_mut() {
         ring.quiesce();
     }
+    let tokens: Vec<pgwire::CancelToken> = clients
+        .iter()
+        .filter(|c| !c.state.is_done())
+        .filter_map(|c| c.conn.as_ref().map(|conn| conn.cancel_token()))
+        .collect();
+    let cancelled = (!tokens.is_empty()).then(|| cancel_in_background(tokens));
     let mut interrupted = 0;
     for (idx, c) in clients.iter_mut().enumerate() {
         if !c.state.is_done() {
             interrupted += 1;
-            if let Some(conn) = c.conn.as_ref() {
-                let _ = conn.cancel_token().cancel();
-            }
         }
         env.close(c, idx);
     }
+    if let Some(done) = cancelled {
+        let _ = done.recv_timeout(Duration::from_secs(1));
+    }
     if let Some(log) = env.log.as_mut() {
         if let Err(e) = log.finish(env.clock.now_us()) {
-            log::error(format_args!("{e}"));
+            if !env.log_failed {
+                log::error(format_args!("{e}"));
+                env.log_failed = true;
+            }
         }
     }
     let aborted = clients.iter().filter(|c| c.state == State::Aborted).count();
@@ -510,7 +558,23 @@ fn finish(mut clients: Vec<Client>, mut env: ThreadEnv, start: i64) -> WorkerRes
         bench_start_us: start,
         aborted,
         interrupted,
+        log_failed: env.log_failed,
     }
+}
+
+/// Sends the cancel requests one after another on a detached thread; the
+/// receiver hears when all are delivered (or the thread could not start).
+fn cancel_in_background(tokens: Vec<pgwire::CancelToken>) -> std::sync::mpsc::Receiver<()> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let _ = std::thread::Builder::new()
+        .name("pgbolt-cancel".to_owned())
+        .spawn(move || {
+            for token in &tokens {
+                let _ = token.cancel();
+            }
+            let _ = tx.send(());
+        });
+    rx
 }
 
 fn step(

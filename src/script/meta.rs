@@ -374,7 +374,7 @@ fn sleep(
                     return Err(line.error(kind, command, Shown::Caret(time_at)));
                 }
             }
-            SleepTime::Constant(atoi(&time[..rest]))
+            SleepTime::Constant(i64::from(crate::cnum::atoi(&time[..rest])))
         }
     };
     let unit = match unit {
@@ -388,33 +388,4 @@ fn sleep(
         }
     };
     Ok(CommandKind::Sleep { duration, unit })
-}
-
-/// C's `atoi` on an optionally signed run of digits: `strtol`, saturating
-/// at the range of a 64-bit long, then truncated to a 32-bit int.
-fn atoi(text: &str) -> i64 {
-    let (negative, digits) = match text.as_bytes().first() {
-        Some(b'-') => (true, &text[1..]),
-        Some(b'+') => (false, &text[1..]),
-        _ => (false, text),
-    };
-    let mut value: i64 = 0;
-    for b in digits.bytes() {
-        let d = i64::from(b - b'0');
-        value = match value.checked_mul(10).and_then(|v| {
-            if negative {
-                v.checked_sub(d)
-            } else {
-                v.checked_add(d)
-            }
-        }) {
-            Some(v) => v,
-            None if negative => i64::MIN,
-            None => i64::MAX,
-        };
-        if value == i64::MIN || value == i64::MAX {
-            break;
-        }
-    }
-    i64::from(value as i32)
 }

@@ -38,7 +38,7 @@ pub use builtin::{
 pub use define::{parse_define, AUTOMATIC_VARIABLES};
 pub use error::{ConditionErrorKind, ScriptError, SyntaxError, SyntaxErrorKind};
 pub use parse::parse_script;
-pub use sql::{SqlPiece, MAX_PARAMETERS};
+pub use sql::{valid_variable_name, SqlPiece, MAX_PARAMETERS};
 pub use vars::VarNames;
 
 use crate::expr::Expr;
@@ -50,6 +50,17 @@ pub enum QueryMode {
     Simple,
     Extended,
     Prepared,
+}
+
+impl QueryMode {
+    /// The name used by `-M` and in the report.
+    pub fn name(self) -> &'static str {
+        match self {
+            QueryMode::Simple => "simple",
+            QueryMode::Extended => "extended",
+            QueryMode::Prepared => "prepared",
+        }
+    }
 }
 
 /// One parsed script with its selection weight.

@@ -88,7 +88,7 @@ pub(crate) fn sql_command(text: String, vars: &mut VarNames) -> SqlCommand {
 
 /// Whether pgbench accepts `name` as a variable name when it creates a
 /// variable.
-pub(crate) fn valid_variable_name(name: &str) -> bool {
+pub fn valid_variable_name(name: &str) -> bool {
     match name.as_bytes().first() {
         Some(b) if !b.is_ascii_digit() => name.bytes().all(is_var_char),
         _ => false,

@@ -1,0 +1,111 @@
+//! SIGINT and SIGTERM during `-i`: say so, then exit with 128 plus the
+//! signal number.
+//!
+//! Without a handler the process would simply vanish mid-step, leaving
+//! the user to guess what state the tables are in. With one, the user
+//! reads that initialization was interrupted and that `-i` starts over:
+//! its first step drops the four tables, whatever state they are in. The
+//! server ends the statement that was running when it sees the
+//! connection close (a COPY at once; a statement that sends nothing
+//! until it ends, such as an index build, when it ends).
+//!
+//! The handler only writes the signal number to a pipe; a watcher thread
+//! reads it, writes the message straight to descriptor 2 (the
+//! initialization holds the lock of `std::io::stderr` while it prints its
+//! progress), and exits, which also runs the clean-up of
+//! `--temp-instance`. Dropping the [`Watch`] restores the previous
+//! handlers and ends the watcher.
+
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::thread::JoinHandle;
+
+use super::PROGRAM;
+
+static WRITE_FD: AtomicI32 = AtomicI32::new(-1);
+
+const SIGNALS: [libc::c_int; 2] = [libc::SIGINT, libc::SIGTERM];
+
+extern "C" fn on_signal(signo: libc::c_int) {
+    let fd = WRITE_FD.load(Ordering::SeqCst);
+    if fd >= 0 {
+        let byte = signo as u8;
+        // SAFETY: writes one byte from a local to a descriptor we own.
+        unsafe { libc::write(fd, (&byte as *const u8).cast(), 1) };
+    }
+}
+
+/// The installed handlers and their watcher.
+pub struct Watch {
+    write_fd: RawFd,
+    old: [libc::sigaction; 2],
+    watcher: Option<JoinHandle<()>>,
+}
+
+/// Installs the handlers for the duration of an initialization.
+pub fn watch() -> std::io::Result<Watch> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into the array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let read_fd = fds[0];
+    let watcher = std::thread::Builder::new()
+        .name("pgbolt-interrupt".to_owned())
+        .spawn(move || wait_for_signal(read_fd))?;
+    WRITE_FD.store(fds[1], Ordering::SeqCst);
+    // SAFETY: zeroed sigaction structs are valid "default" values.
+    let mut old: [libc::sigaction; 2] = unsafe { std::mem::zeroed() };
+    for (i, &signo) in SIGNALS.iter().enumerate() {
+        // SAFETY: installs a handler that only touches an atomic and write().
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signo, &action, &mut old[i]);
+        }
+    }
+    Ok(Watch {
+        write_fd: fds[1],
+        old,
+        watcher: Some(watcher),
+    })
+}
+
+/// The watcher: a signal number ends the process; 0 or end of file ends
+/// the watcher.
+fn wait_for_signal(read_fd: RawFd) {
+    let mut byte = 0u8;
+    // SAFETY: reads one byte into a local from a descriptor we own.
+    let n = unsafe { libc::read(read_fd, (&mut byte as *mut u8).cast(), 1) };
+    // SAFETY: closes the read end, used by nobody else.
+    unsafe { libc::close(read_fd) };
+    if n == 1 && byte != 0 {
+        let message = format!(
+            "{PROGRAM}: error: initialization was interrupted; the tables may be incomplete: run -i again to start over (it drops them first)\n"
+        );
+        // SAFETY: writes a local buffer to standard error.
+        unsafe { libc::write(2, message.as_ptr().cast(), message.len()) };
+        std::process::exit(128 + i32::from(byte));
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        for (i, &signo) in SIGNALS.iter().enumerate() {
+            // SAFETY: restores the action saved at installation.
+            unsafe { libc::sigaction(signo, &self.old[i], std::ptr::null_mut()) };
+        }
+        WRITE_FD.store(-1, Ordering::SeqCst);
+        let done = 0u8;
+        // SAFETY: writes one byte to, then closes, the pipe we created.
+        unsafe {
+            libc::write(self.write_fd, (&done as *const u8).cast(), 1);
+            libc::close(self.write_fd);
+        }
+        if let Some(watcher) = self.watcher.take() {
+            let _ = watcher.join();
+        }
+    }
+}

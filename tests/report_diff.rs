@@ -1,0 +1,769 @@
+//! The pgbolt binary against the real pgbench binary: the same command
+//! lines against one throwaway server, and what a user sees compared.
+//!
+//! Reports are compared line by line with every number masked, so both
+//! tools must print the same lines, in the same order, with the same
+//! labels; counts that do not depend on timing (transactions per client,
+//! weights, per-script counts under a fixed seed, command texts) are
+//! compared exactly. pgbench 15 is the oracle; where pgbench 18, which
+//! pgbolt follows, prints differently, pgbench 15's lines are rewritten to
+//! 18's by [`pgbench15_to_18`] before comparing. The lines pgbolt adds (its
+//! version line, the percentile lines) are checked on their own and then
+//! removed.
+
+mod report_support;
+
+use std::collections::BTreeSet;
+
+use report_support::compare::*;
+use report_support::json::*;
+use report_support::logs::*;
+use report_support::*;
+
+#[test]
+fn reports_under_transaction_counts_match_pgbench() {
+    let reads = script(
+        "reads.sql",
+        "\\set aid random(1, 100000)\nSELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n",
+    );
+    let touch = script(
+        "touch.sql",
+        "\\set tid random(1, 10)\nBEGIN;\nUPDATE pgbench_tellers SET tbalance = tbalance WHERE tid = :tid;\nEND;\n",
+    );
+    let aborts = script(
+        "aborts.sql",
+        "SELECT CASE WHEN :client_id = 0 THEN 1/0 ELSE 1 END;\n",
+    );
+    let exact = &[PROCESSED, NO_FAILURES][..];
+    let cases = [
+        // Custom scripts report -s as the scale; builtins warn and use the
+        // table's.
+        Case {
+            args: &["-n", "-t", "3", "-f", "FILE1", "-s", "5"],
+            exact,
+        },
+        Case {
+            args: &["-n", "-t", "3", "-S", "-s", "5"],
+            exact,
+        },
+        // Client 0 aborts at once; the others finish.
+        Case {
+            args: &["-n", "-t", "5", "-c", "3", "-f", "FILE3"],
+            exact,
+        },
+        Case {
+            args: &["-n", "-t", "5", "-c", "1", "-f", "FILE3", "-r"],
+            exact,
+        },
+        Case {
+            args: &["-n", "-t", "20", "-S"],
+            exact,
+        },
+        Case {
+            args: &["-n", "-t", "10", "-c", "4", "-j", "2"],
+            exact,
+        },
+        Case {
+            args: &["-n", "-t", "10", "-c", "2", "-N"],
+            exact,
+        },
+        Case {
+            args: &["-n", "-t", "10", "-c", "2", "-r"],
+            exact,
+        },
+        Case {
+            args: &["-n", "-t", "10", "-c", "2", "-S", "-M", "extended"],
+            exact,
+        },
+        Case {
+            args: &["-n", "-t", "10", "-c", "2", "-M", "prepared", "-r"],
+            exact,
+        },
+        Case {
+            args: &["-n", "-t", "10", "-c", "2", "-S", "-C"],
+            exact,
+        },
+        Case {
+            args: &[
+                "-n",
+                "-t",
+                "5",
+                "-c",
+                "2",
+                "-C",
+                "-M",
+                "prepared",
+                "-r",
+                "-b",
+                "simple-update",
+            ],
+            exact,
+        },
+        Case {
+            args: &[
+                "-n",
+                "-t",
+                "30",
+                "-c",
+                "1",
+                "--random-seed=5",
+                "-b",
+                "simple-update@2",
+                "-b",
+                "select-only@3",
+            ],
+            exact: SEEDED,
+        },
+        Case {
+            args: &[
+                "-n",
+                "-t",
+                "12",
+                "-c",
+                "3",
+                "-j",
+                "3",
+                "--random-seed=9",
+                "-M",
+                "prepared",
+                "-r",
+                "-b",
+                "tpcb-like@1",
+                "-b",
+                "select-only@1",
+            ],
+            exact: SEEDED,
+        },
+        Case {
+            args: &[
+                "-n",
+                "-t",
+                "20",
+                "-c",
+                "2",
+                "-j",
+                "2",
+                "--random-seed=11",
+                "-f",
+                "FILE1@1",
+                "-f",
+                "FILE2@4",
+                "-r",
+            ],
+            exact: SEEDED,
+        },
+        Case {
+            args: &[
+                "-n",
+                "-t",
+                "10",
+                "-c",
+                "2",
+                "-j",
+                "2",
+                "-f",
+                "FILE1",
+                "-r",
+                "--max-tries=3",
+            ],
+            exact,
+        },
+        Case {
+            args: &["-n", "-t", "10", "-c", "2", "-S", "--failures-detailed"],
+            exact,
+        },
+        Case {
+            args: &["-n", "-t", "20", "-c", "2", "-S", "-R", "500"],
+            exact,
+        },
+        Case {
+            args: &["-n", "-t", "20", "-c", "2", "-S", "-R", "500", "-L", "50"],
+            exact: &[],
+        },
+        Case {
+            args: &["-n", "-t", "10", "-S", "-l"],
+            exact,
+        },
+        Case {
+            args: &["-n", "-t", "10", "-S", "-l", "--aggregate-interval=1"],
+            exact,
+        },
+        Case {
+            args: &["-n", "-t", "10", "-S", "-l", "--sampling-rate=0.5"],
+            exact,
+        },
+        Case {
+            args: &["-t", "5", "-S"],
+            exact,
+        },
+        Case {
+            args: &[
+                "-n", "-t", "10", "-c", "3", "-j", "3", "-M", "extended", "-N", "-r",
+            ],
+            exact,
+        },
+    ];
+    let n = run_cases(shared_database(), &cases, &[&reads, &touch, &aborts]);
+    assert_eq!(n, 24);
+}
+
+#[test]
+fn reports_of_timed_runs_match_pgbench() {
+    let cases = [
+        Case {
+            args: &["-n", "-T", "2", "-S", "-c", "4", "-j", "2"],
+            exact: &[],
+        },
+        Case {
+            args: &["-n", "-T", "2", "-S", "-c", "2", "-R", "200"],
+            exact: &[NO_FAILURES],
+        },
+        Case {
+            args: &["-n", "-T", "2", "-S", "-c", "2", "-R", "200", "-L", "5"],
+            exact: &[NO_FAILURES],
+        },
+        Case {
+            args: &[
+                "-n",
+                "-T",
+                "2",
+                "-c",
+                "2",
+                "-b",
+                "simple-update@2",
+                "-b",
+                "select-only@3",
+                "-r",
+            ],
+            exact: &[NO_FAILURES],
+        },
+        // At one transaction per 1000 s the first one is almost surely
+        // scheduled after the end: nothing runs, the report stops early.
+        Case {
+            args: &["-n", "-T", "1", "-S", "-R", "0.001"],
+            exact: &[PROCESSED],
+        },
+    ];
+    let n = run_cases(shared_database(), &cases, &[]);
+    assert_eq!(n, 5);
+}
+
+#[test]
+fn partitioned_tables_are_reported_as_pgbench_reports_them() {
+    let exact = &[PROCESSED, "partition method:", "partitions:"][..];
+    for method in ["range", "hash"] {
+        let db = initialized_database(&["--partitions=3", &format!("--partition-method={method}")]);
+        let cases = [Case {
+            args: &["-n", "-t", "10", "-c", "2", "-S"],
+            exact,
+        }];
+        run_cases(&db, &cases, &[]);
+    }
+}
+
+/// Progress lines every second: the same shape from both tools. A run at
+/// full speed ends at its duration, so pgbolt prints one line per second
+/// (pgbench does unless its last transaction ends before its alarm
+/// fires). Under `-R` a client stops once its next scheduled start falls
+/// after the end, so the last second may end without a line, in both.
+#[test]
+fn progress_lines_match_pgbench() {
+    let db = shared_database();
+    for (args, lines) in [
+        (&["-n", "-T", "2", "-S", "-c", "2", "-P", "1"][..], 2..=2),
+        (
+            &[
+                "-n",
+                "-T",
+                "2",
+                "-S",
+                "-c",
+                "2",
+                "-j",
+                "2",
+                "-P",
+                "1",
+                "-R",
+                "300",
+                "-L",
+                "20",
+                "--max-tries=2",
+            ],
+            1..=2,
+        ),
+    ] {
+        let case = Case {
+            args,
+            exact: &[NO_FAILURES],
+        };
+        let seen = compare(&Run::new(db, args), &case);
+        let (ours, theirs) = (seen.ours_err, seen.theirs_err);
+        let progress = |text: &str| -> Vec<String> {
+            text.lines()
+                .filter(|l| l.starts_with("progress: "))
+                .map(mask)
+                .collect()
+        };
+        let (mine, expected) = (progress(&ours), progress(&theirs));
+        assert!(lines.contains(&mine.len()), "{ours}");
+        assert!(!expected.is_empty(), "{theirs}");
+        let shapes = |lines: &[String]| lines.iter().cloned().collect::<BTreeSet<_>>();
+        assert_eq!(shapes(&mine), shapes(&expected), "{ours}\n{theirs}");
+        assert_eq!(shapes(&mine).len(), 1, "{ours}");
+    }
+}
+
+/// Serialization failures under SERIALIZABLE: failures, retries and
+/// their per-command columns are reported as pgbench reports them.
+#[test]
+fn reports_with_failures_and_retries_match_pgbench() {
+    let db = fresh_database();
+    let file = script("contended.sql", CONTENDED);
+    let f = file.path.as_str();
+    let cases: [&[&str]; 5] = [
+        &[
+            "-n",
+            "-t",
+            "30",
+            "-c",
+            "4",
+            "-j",
+            "2",
+            "-f",
+            f,
+            "--failures-detailed",
+            "-r",
+        ],
+        &["-n", "-t", "30", "-c", "4", "-j", "2", "-f", f],
+        &[
+            "-n",
+            "-T",
+            "2",
+            "-c",
+            "4",
+            "-j",
+            "2",
+            "-f",
+            f,
+            "--max-tries=5",
+            "--failures-detailed",
+            "-r",
+        ],
+        &[
+            "-n",
+            "-T",
+            "2",
+            "-c",
+            "4",
+            "-j",
+            "2",
+            "-f",
+            f,
+            "--max-tries=0",
+            "-b",
+            "select-only@1",
+        ],
+        &[
+            "-n",
+            "-t",
+            "20",
+            "-c",
+            "4",
+            "-j",
+            "2",
+            "-f",
+            f,
+            "--max-tries=3",
+            "-R",
+            "400",
+            "-L",
+            "20",
+            "--failures-detailed",
+        ],
+    ];
+    let mut failed = 0;
+    for args in cases {
+        let run = Run::new(&db, args).env("PGOPTIONS", SERIALIZABLE);
+        let out = compare(&run, &Case { args, exact: &[] }).ours;
+        // Under -t the number of transactions asked for is fixed.
+        if let Some(l) = line(&out, PROCESSED).filter(|_| args.contains(&"-t")) {
+            let asked: u64 = args[2].parse::<u64>().unwrap_or(0) * 4;
+            assert!(l.ends_with(&format!("/{asked}")), "{l}");
+        }
+        if line(&out, "number of failed transactions: 0 ").is_none() {
+            failed += 1;
+        }
+    }
+    assert!(failed > 0, "the contended script never failed");
+}
+
+#[test]
+fn transaction_logs_match_pgbench() {
+    let file = script("contended.sql", CONTENDED);
+    let f = file.path.as_str();
+    let contended_db = fresh_database();
+    let cases = [
+        LogCase {
+            args: &["-n", "-t", "20", "-c", "2", "-j", "2", "-S", "-l"],
+            prefix: None,
+            serializable: false,
+            lines: Some(40),
+        },
+        LogCase {
+            args: &[
+                "-n",
+                "-t",
+                "10",
+                "-c",
+                "4",
+                "-j",
+                "2",
+                "-M",
+                "prepared",
+                "-l",
+                "--log-prefix=mylog",
+            ],
+            prefix: Some("mylog"),
+            serializable: false,
+            lines: Some(40),
+        },
+        LogCase {
+            args: &[
+                "-n",
+                "-T",
+                "2",
+                "-c",
+                "2",
+                "-j",
+                "2",
+                "-S",
+                "-l",
+                "-R",
+                "200",
+                "-L",
+                "5",
+                "--log-prefix=rate",
+            ],
+            prefix: Some("rate"),
+            serializable: false,
+            lines: None,
+        },
+        LogCase {
+            args: &[
+                "-n",
+                "-t",
+                "20",
+                "-c",
+                "4",
+                "-j",
+                "2",
+                "-f",
+                f,
+                "-l",
+                "--max-tries=3",
+                "--failures-detailed",
+            ],
+            prefix: None,
+            serializable: true,
+            lines: Some(80),
+        },
+        LogCase {
+            args: &["-n", "-t", "20", "-c", "4", "-j", "2", "-f", f, "-l"],
+            prefix: None,
+            serializable: true,
+            lines: Some(80),
+        },
+        LogCase {
+            args: &[
+                "-n",
+                "-t",
+                "100",
+                "-c",
+                "2",
+                "-S",
+                "-l",
+                "--sampling-rate=0.5",
+            ],
+            prefix: None,
+            serializable: false,
+            lines: None,
+        },
+    ];
+    for case in &cases {
+        let db = if case.serializable {
+            contended_db.as_str()
+        } else {
+            shared_database()
+        };
+        let mut run = Run::new(db, case.args);
+        if case.serializable {
+            run = run.env("PGOPTIONS", SERIALIZABLE);
+        }
+        let prefix = case.prefix.unwrap_or("pgbench_log");
+        let what = case.args.join(" ");
+        let ours = log_files(&run, true, prefix);
+        let theirs = log_files(&run, false, prefix);
+        let suffixes = |files: &[(String, Vec<String>)]| -> Vec<String> {
+            files.iter().map(|(s, _)| s.clone()).collect()
+        };
+        assert_eq!(suffixes(&ours), suffixes(&theirs), "{what}: file names");
+        let shape = log_line_regex(case.args);
+        for (tool, files) in [("pgbolt", &ours), ("pgbench", &theirs)] {
+            let lines: Vec<&String> = files.iter().flat_map(|(_, l)| l).collect();
+            assert!(!lines.is_empty(), "{what}: {tool} logged nothing");
+            for l in &lines {
+                assert!(shape.is_match(l), "{what}: {tool} line {l:?} vs {shape}");
+            }
+            if let Some(n) = case.lines {
+                assert_eq!(lines.len(), n, "{what}: {tool}");
+            }
+            // Four clients updating four rows under SERIALIZABLE with one
+            // try each: some fail, and the log says so.
+            if case.serializable && !what.contains("--max-tries") {
+                assert!(
+                    lines.iter().any(|l| l.contains(" failed ")),
+                    "{what}: {tool} logged no failure"
+                );
+            }
+        }
+    }
+}
+
+/// Under a fixed seed each thread chooses the same scripts in the same
+/// order, so the logs agree on client, transaction number and script.
+#[test]
+fn seeded_logs_agree_on_every_transaction() {
+    let args = [
+        "-n",
+        "-t",
+        "15",
+        "-c",
+        "2",
+        "-j",
+        "2",
+        "--random-seed=4",
+        "-b",
+        "select-only@1",
+        "-b",
+        "simple-update@2",
+        "-l",
+    ];
+    let run = Run::new(shared_database(), &args);
+    let columns = |files: Vec<(String, Vec<String>)>| -> Vec<(String, Vec<String>)> {
+        files
+            .into_iter()
+            .map(|(suffix, lines)| {
+                let kept = lines
+                    .iter()
+                    .map(|l| {
+                        let f: Vec<&str> = l.split(' ').collect();
+                        format!("{} {} {}", f[0], f[1], f[3])
+                    })
+                    .collect();
+                (suffix, kept)
+            })
+            .collect()
+    };
+    let ours = columns(log_files(&run, true, "pgbench_log"));
+    let theirs = columns(log_files(&run, false, "pgbench_log"));
+    assert_eq!(ours, theirs);
+    assert_eq!(ours.len(), 2);
+    assert!(ours.iter().all(|(_, l)| l.len() == 15));
+}
+
+#[test]
+fn aggregated_logs_match_pgbench() {
+    let file = script("contended.sql", CONTENDED);
+    let f = file.path.as_str();
+    let contended_db = fresh_database();
+    let cases: [(&[&str], bool); 2] = [
+        (
+            &[
+                "-n",
+                "-T",
+                "2",
+                "-c",
+                "2",
+                "-j",
+                "2",
+                "-S",
+                "-l",
+                "--aggregate-interval=1",
+            ],
+            false,
+        ),
+        (
+            &[
+                "-n",
+                "-T",
+                "3",
+                "-c",
+                "4",
+                "-j",
+                "2",
+                "-f",
+                f,
+                "-l",
+                "--aggregate-interval=1",
+                "-R",
+                "300",
+                "-L",
+                "20",
+                "--max-tries=2",
+                "--failures-detailed",
+                "--log-prefix=agg",
+            ],
+            true,
+        ),
+    ];
+    for (args, serializable) in cases {
+        let (db, prefix) = if serializable {
+            (contended_db.as_str(), "agg")
+        } else {
+            (shared_database(), "pgbench_log")
+        };
+        let mut run = Run::new(db, args);
+        if serializable {
+            run = run.env("PGOPTIONS", SERIALIZABLE);
+        }
+        let ours = log_files(&run, true, prefix);
+        let theirs = log_files(&run, false, prefix);
+        let suffixes = |files: &[(String, Vec<String>)]| -> Vec<String> {
+            files.iter().map(|(s, _)| s.clone()).collect()
+        };
+        assert_eq!(suffixes(&ours), suffixes(&theirs), "{args:?}: file names");
+        assert_eq!(ours.len(), 2);
+        for (tool, files) in [("pgbolt", &ours), ("pgbench", &theirs)] {
+            let lines: Vec<&String> = files.iter().flat_map(|(_, l)| l).collect();
+            assert!(!lines.is_empty(), "{args:?}: {tool} wrote no interval");
+            for (_, file_lines) in files.iter() {
+                let starts: Vec<u64> = file_lines
+                    .iter()
+                    .map(|l| {
+                        check_aggregate(l, args);
+                        l.split(' ')
+                            .next()
+                            .and_then(|s| s.parse().ok())
+                            .unwrap_or(0)
+                    })
+                    .collect();
+                assert!(
+                    starts.windows(2).all(|w| w[1] == w[0] + 1),
+                    "{tool}: one line per second, none left out: {file_lines:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn json_results_agree_with_the_text_report() {
+    let db = shared_database();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("result.json");
+    let json_arg = format!("--json={}", file.display());
+    for (args, rate) in [
+        (&["-n", "-t", "50", "-c", "2", "-j", "2", "-S"][..], false),
+        (
+            &[
+                "-n",
+                "-T",
+                "2",
+                "-c",
+                "2",
+                "-R",
+                "200",
+                "-b",
+                "simple-update@1",
+                "-b",
+                "select-only@1",
+                "-r",
+            ],
+            true,
+        ),
+    ] {
+        let full: Vec<&str> = args.iter().copied().chain([json_arg.as_str()]).collect();
+        let out = Run::new(db, &full).pgbolt();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let text = std::fs::read_to_string(&file).expect("JSON file written");
+        let json: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+        check_json(&json, &stdout(&out), rate);
+        let options = &json["options"];
+        assert_eq!(options["clients"], 2);
+        assert_eq!(
+            options["scripts"].as_array().map(Vec::len),
+            Some(if rate { 2 } else { 1 })
+        );
+        assert_eq!(options["report_per_command"], rate);
+        if rate {
+            assert_eq!(options["limit"]["duration_seconds"], 2);
+            assert_eq!(options["rate"], 200.0);
+        } else {
+            assert_eq!(options["limit"]["transactions_per_client"], 50);
+            assert_eq!(options["rate"], serde_json::Value::Null);
+        }
+    }
+}
+
+#[test]
+fn json_to_standard_output_moves_the_report_to_standard_error() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let run = Run::new(
+        shared_database(),
+        &["-n", "-t", "20", "-c", "2", "-S", "--json=-"],
+    )
+    .in_dir(dir.path());
+    let out = run.pgbolt();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("standard output is JSON");
+    let report = stderr(&out);
+    assert!(report.starts_with("pgbolt ("), "{report}");
+    check_json(&json, &report, false);
+    assert_eq!(
+        line(&report, "number of transactions actually processed: "),
+        Some("number of transactions actually processed: 40/40")
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).expect("dir").count(),
+        0,
+        "no file named -"
+    );
+}
+
+/// A minute at full speed: statistics are fixed-size histograms and
+/// counters, so memory does not grow with the number of transactions.
+#[test]
+fn memory_stays_constant_over_a_long_run() {
+    use std::time::{Duration, Instant};
+    let run = Run::new(
+        shared_database(),
+        &["-n", "-S", "-T", "60", "-c", "4", "-j", "2"],
+    );
+    let child = run
+        .pgbolt_command()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("pgbolt starts");
+    let started = Instant::now();
+    let pid = child.id();
+    let at = |seconds: u64| {
+        let wait = Duration::from_secs(seconds).saturating_sub(started.elapsed());
+        std::thread::sleep(wait);
+        rss_kb(pid)
+    };
+    let early = at(10);
+    let late = at(58);
+    let out = child.wait_with_output().expect("pgbolt ends");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let processed: u64 = figure(&stdout(&out), "number of transactions actually processed: ")
+        .parse()
+        .expect("count");
+    assert!(processed > 0);
+    let growth = late.abs_diff(early);
+    assert!(
+        growth <= 2048 || growth * 20 <= early,
+        "RSS {early} kB at 10 s, {late} kB at 58 s after {processed} transactions"
+    );
+}

@@ -1,0 +1,98 @@
+//! JSON results checked against the text report of the same run, and the
+//! resident memory of a process.
+
+use super::*;
+
+/// The number after `prefix` on the report line starting with it.
+pub fn figure(report: &str, prefix: &str) -> String {
+    line(report, prefix)
+        .and_then(|l| l[prefix.len()..].split([' ', '/']).next())
+        .unwrap_or_else(|| panic!("no line {prefix:?} in\n{report}"))
+        .to_owned()
+}
+
+/// The JSON result agrees with the text report of the same run.
+pub fn check_json(json: &serde_json::Value, report: &str, rate: bool) {
+    const TOP: &[&str] = &[
+        "schema_version",
+        "tool",
+        "tool_version",
+        "merged_runs",
+        "options",
+        "timings",
+        "aborted",
+        "counts",
+        "tps",
+        "latency",
+        "service_time",
+        "lag",
+        "scripts",
+        "series",
+    ];
+    for field in TOP {
+        assert!(json.get(field).is_some(), "no {field} in {json}");
+    }
+    assert_eq!(json["schema_version"], 1);
+    assert_eq!(json["tool"], "pgbolt");
+    assert_eq!(json["merged_runs"], 1);
+    assert_eq!(json["aborted"], false);
+    let counts = &json["counts"];
+    let processed = figure(report, "number of transactions actually processed: ");
+    assert_eq!(counts["committed"].to_string(), processed);
+    assert_eq!(
+        counts["failed"].to_string(),
+        figure(report, "number of failed transactions: ")
+    );
+    let total = counts["total"].as_u64().expect("total");
+    assert_eq!(
+        total,
+        counts["committed"].as_u64().unwrap_or(0)
+            + counts["failed"].as_u64().unwrap_or(0)
+            + counts["skipped"].as_u64().unwrap_or(0)
+    );
+    let tps = json["tps"].as_f64().expect("tps");
+    assert_eq!(format!("{tps:.6}"), figure(report, "tps = "));
+    let average = if rate {
+        json["latency"]["average_ms"].as_f64().expect("average")
+    } else {
+        // Without -R, -P or -L pgbench's average is computed from the run
+        // time: duration × clients / transactions.
+        let duration = json["timings"]["bench_duration_us"]
+            .as_f64()
+            .expect("duration");
+        let clients = json["options"]["clients"].as_f64().expect("clients");
+        duration * clients / total as f64 / 1000.0
+    };
+    assert_eq!(
+        format!("{average:.3}"),
+        figure(report, "latency average = ")
+    );
+    if rate {
+        let stddev = json["latency"]["stddev_ms"].as_f64().expect("stddev");
+        assert_eq!(format!("{stddev:.3}"), figure(report, "latency stddev = "));
+    }
+    let per_script: Vec<String> = report
+        .lines()
+        .filter_map(|l| l.strip_prefix(" - number of transactions actually processed: "))
+        .map(|rest| rest.split(' ').next().unwrap_or_default().to_owned())
+        .collect();
+    let scripts = json["scripts"].as_array().expect("scripts");
+    if !per_script.is_empty() {
+        let committed: Vec<String> = scripts
+            .iter()
+            .map(|s| s["counts"]["committed"].to_string())
+            .collect();
+        assert_eq!(committed, per_script);
+    }
+}
+
+/// The resident set size of a process in kB, from `/proc/PID/status`.
+pub fn rss_kb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("process status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .expect("VmRSS line")
+}

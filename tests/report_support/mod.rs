@@ -1,0 +1,168 @@
+//! Shared helpers of the binary-level report tests: one throwaway server
+//! per test binary, one database initialized once with the real
+//! `pgbench -i -s 1` for the tests that only read or whose writes do not
+//! matter, fresh initialized databases for the tests that contend, and
+//! runners that start the pgbolt binary and the real pgbench with the same
+//! arguments, environment and working directory.
+
+#![allow(dead_code)]
+
+pub mod compare;
+pub mod json;
+pub mod logs;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+use pgbolt::tempdb::{self, TempDb};
+
+pub const PGBENCH: &str = "/usr/lib/postgresql/15/bin/pgbench";
+
+pub fn server() -> &'static TempDb {
+    tempdb::shared().expect("throwaway server starts")
+}
+
+/// A new database initialized with `pgbench -i -s 1`.
+pub fn fresh_database() -> String {
+    initialized_database(&[])
+}
+
+/// A new database initialized with `pgbench -i -s 1` and `more` options.
+pub fn initialized_database(more: &[&str]) -> String {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let name = format!("report_{}", NEXT.fetch_add(1, Ordering::SeqCst));
+    server()
+        .psql(&format!("CREATE DATABASE {name}"))
+        .expect("create database");
+    let args: Vec<&str> = ["-i", "-q", "-s", "1"]
+        .iter()
+        .chain(more)
+        .copied()
+        .collect();
+    let out = Run::new(&name, &args).pgbench();
+    assert!(out.status.success(), "pgbench -i: {}", stderr(&out));
+    name
+}
+
+/// The database every test may share: initialized once.
+pub fn shared_database() -> &'static str {
+    static DB: OnceLock<String> = OnceLock::new();
+    DB.get_or_init(fresh_database)
+}
+
+/// One command line, run by either program.
+#[derive(Clone)]
+pub struct Run {
+    pub dbname: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub dir: Option<PathBuf>,
+}
+
+impl Run {
+    pub fn new(dbname: &str, args: &[&str]) -> Run {
+        Run {
+            dbname: dbname.to_owned(),
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            env: Vec::new(),
+            dir: None,
+        }
+    }
+
+    pub fn env(mut self, name: &str, value: &str) -> Run {
+        self.env.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    pub fn in_dir(mut self, dir: &Path) -> Run {
+        self.dir = Some(dir.to_owned());
+        self
+    }
+
+    fn command(&self, program: &Path) -> Command {
+        let mut cmd = server().command(program);
+        cmd.env("PGDATABASE", &self.dbname);
+        cmd.env_remove("PGBENCH_RANDOM_SEED");
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        if let Some(dir) = &self.dir {
+            cmd.current_dir(dir);
+        }
+        cmd.args(&self.args);
+        cmd
+    }
+
+    pub fn pgbolt_command(&self) -> Command {
+        self.command(Path::new(env!("CARGO_BIN_EXE_pgbolt")))
+    }
+
+    pub fn pgbolt(&self) -> Output {
+        self.pgbolt_command().output().expect("pgbolt runs")
+    }
+
+    pub fn pgbench(&self) -> Output {
+        self.command(Path::new(PGBENCH))
+            .output()
+            .expect("pgbench runs")
+    }
+
+    /// Runs pgbolt (`ours`) or pgbench and returns its output with its
+    /// process id, which log file names carry.
+    pub fn spawn(&self, ours: bool) -> (u32, Output) {
+        let mut cmd = if ours {
+            self.pgbolt_command()
+        } else {
+            self.command(Path::new(PGBENCH))
+        };
+        let child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("program starts");
+        let pid = child.id();
+        (pid, child.wait_with_output().expect("program ends"))
+    }
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The report line starting with `prefix`, if any.
+pub fn line<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    text.lines().find(|l| l.starts_with(prefix))
+}
+
+/// A script file that lives as long as the value.
+pub struct ScriptFile {
+    _dir: tempfile::TempDir,
+    pub path: String,
+}
+
+pub fn script(name: &str, text: &str) -> ScriptFile {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).expect("write script");
+    ScriptFile {
+        path: path.to_string_lossy().into_owned(),
+        _dir: dir,
+    }
+}
+
+/// Updates of a handful of rows in one transaction: under SERIALIZABLE,
+/// concurrent clients get serialization failures.
+pub const CONTENDED: &str = "\\set aid random(1, 4)
+BEGIN;
+SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
+UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = :aid;
+END;
+";
+
+pub const SERIALIZABLE: &str = "-c default_transaction_isolation=serializable";

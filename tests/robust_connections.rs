@@ -1,0 +1,169 @@
+//! Connection storms: more clients than the server takes, refused before
+//! the run (the preflight), while connecting (`--no-preflight`), and
+//! during the run (`-C` while other sessions take the free slots). The
+//! real pgbench in the same situation is the oracle for the exit status
+//! and the key phrases.
+
+mod robust_support;
+
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use pgbolt::tempdb::TempDb;
+use robust_support::*;
+
+fn small_server(max_connections: u32) -> TempDb {
+    TempDb::builder()
+        .max_connections(max_connections)
+        .start()
+        .expect("throwaway server starts")
+}
+
+/// Sessions that sit in `pg_sleep`, holding connection slots; killed
+/// when dropped.
+struct Holders(Vec<Child>);
+
+impl Holders {
+    fn open(db: &TempDb, n: usize) -> Holders {
+        let children = (0..n)
+            .map(|_| {
+                db.command("psql")
+                    .args(["-X", "-q", "-c", "SELECT pg_sleep(60)"])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("psql starts")
+            })
+            .collect();
+        Holders(children)
+    }
+}
+
+impl Drop for Holders {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Waits until the server has `n` sessions running `pg_sleep`.
+fn wait_for_sleepers(db: &TempDb, n: usize) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let count: usize = db
+            .psql("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep%'")
+            .map(|s| s.trim().parse().unwrap_or(0))
+            .unwrap_or(0);
+        if count >= n {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "holders never connected"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The client number in `could not create connection for client N`.
+fn failed_client(stderr: &str) -> Option<u32> {
+    stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("pgbolt: error: could not create connection for client "))
+        .or_else(|| {
+            stderr.lines().find_map(|l| {
+                l.strip_prefix("pgbench: error: could not create connection for client ")
+            })
+        })
+        .and_then(|n| n.trim().parse().ok())
+}
+
+/// More clients than the server has free slots (two are held by other
+/// sessions): pgbolt refuses before opening any client connection and
+/// gives the numbers; pgbench fails while connecting. Both exit 1.
+#[test]
+fn preflight_refuses_more_clients_than_free_slots() {
+    let db = small_server(10);
+    let dbname = database(&db, true);
+    let _holders = Holders::open(&db, 2);
+    wait_for_sleepers(&db, 2);
+    let args = ["-n", "-t", "10", "-c", "9"];
+    let bolt = spawn(pgbolt(&db, &dbname, &args)).wait(Duration::from_secs(60));
+    let bench = spawn(pgbench(&db, &dbname, &args)).wait(Duration::from_secs(60));
+    let err = bolt.stderr();
+    assert_eq!(bolt.code(), Some(1), "{err}");
+    assert_eq!(bench.code(), Some(1), "{}", bench.stderr());
+    assert!(
+        err.contains("the server cannot accept 9 more connections: max_connections is 10"),
+        "{err}"
+    );
+    assert!(err.contains("2 are in use, which leaves 8"), "{err}");
+    assert!(err.contains("Run with fewer clients (-c 8)"), "{err}");
+    assert!(
+        !bolt.stdout().contains("tps = "),
+        "no report before the run"
+    );
+}
+
+/// `--no-preflight` with more clients than `max_connections`: the server
+/// refuses one of them (53300). The message names the client and carries
+/// the server's error, as pgbench's does; exit 1, no report.
+#[test]
+fn refused_connection_names_the_client_and_the_server_error() {
+    let db = small_server(6);
+    let dbname = database(&db, true);
+    let args = ["-n", "-t", "10", "-c", "12", "-j", "2"];
+    let mut with = args.to_vec();
+    with.push("--no-preflight");
+    let bolt = spawn(pgbolt(&db, &dbname, &with)).wait(Duration::from_secs(60));
+    let bench = spawn(pgbench(&db, &dbname, &args)).wait(Duration::from_secs(60));
+    for (run, name) in [(&bolt, "pgbolt"), (&bench, "pgbench")] {
+        let err = run.stderr();
+        assert_eq!(run.code(), Some(1), "{name}: {err}");
+        assert!(
+            err.contains("FATAL:  sorry, too many clients already"),
+            "{name}: {err}"
+        );
+        let client = failed_client(&err).unwrap_or_else(|| panic!("{name}: {err}"));
+        assert!(client < 12, "{name}: {err}");
+        assert!(!run.stdout().contains("tps = "), "{name}: no report");
+    }
+}
+
+/// Under `-C` each transaction connects again; when other sessions take
+/// every free slot in the middle of the run, the clients abort with
+/// pgbench's message, the report is printed and the exit status is 2.
+#[test]
+fn slots_taken_mid_run_abort_reconnecting_clients() {
+    let db = small_server(8);
+    let dbname = database(&db, true);
+    let run = spawn(pgbolt(
+        &db,
+        &dbname,
+        &["-n", "-C", "-T", "20", "-c", "2", "-S"],
+    ));
+    wait_for_backends(&db, &dbname, 1);
+    let _holders = Holders::open(&db, 10);
+    let done = run.wait(Duration::from_secs(60));
+    let (out, err) = (done.stdout(), done.stderr());
+    assert_eq!(done.code(), Some(2), "{err}");
+    assert!(
+        err.contains("FATAL:  sorry, too many clients already"),
+        "{err}"
+    );
+    assert!(
+        err.contains("aborted while establishing connection"),
+        "{err}"
+    );
+    assert!(
+        err.contains("Run was aborted; the above results are incomplete."),
+        "{err}"
+    );
+    assert!(processed(&out) > 0, "{out}");
+    assert!(
+        done.elapsed < Duration::from_secs(20),
+        "the clients did not abort"
+    );
+}

@@ -1,0 +1,268 @@
+//! Server-side faults during a run: backends killed, the server shut
+//! down, the server frozen. Each asserts on what the user sees: the abort
+//! messages, the report, the logs, the exit status, and that pgbolt ends.
+
+mod robust_support;
+
+use std::time::Duration;
+
+use robust_support::*;
+
+/// Clients whose last logged transaction ended within a second of the
+/// latest one in the logs: the clients that ran until the end.
+fn clients_to_the_end(lines: &[String]) -> usize {
+    let parsed: Vec<(u32, f64)> = lines
+        .iter()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            let client = f.first()?.parse().ok()?;
+            let at = f.get(4)?.parse::<f64>().ok()? + f.get(5)?.parse::<f64>().ok()? / 1e6;
+            Some((client, at))
+        })
+        .collect();
+    let last = parsed.iter().map(|p| p.1).fold(0.0, f64::max);
+    let mut late: Vec<u32> = parsed
+        .iter()
+        .filter(|p| p.1 > last - 1.0)
+        .map(|p| p.0)
+        .collect();
+    late.sort_unstable();
+    late.dedup();
+    late.len()
+}
+
+/// Regression: a backend terminated while its client waited for results
+/// sent FATAL and closed the socket in one go; the client stopped reading
+/// after the short read and never saw the end of file, so the run hung
+/// instead of ending at `-T`.
+#[test]
+fn killed_backends_abort_their_clients_and_the_others_finish() {
+    let db = shared();
+    let dbname = database(db, true);
+    let logs = tempfile::tempdir().unwrap();
+    let prefix = logs.path().join("run");
+    let run = spawn(pgbolt(
+        db,
+        &dbname,
+        &[
+            "-T",
+            "6",
+            "-c",
+            "8",
+            "-j",
+            "2",
+            "-l",
+            &format!("--log-prefix={}", prefix.display()),
+        ],
+    ));
+    let pids = wait_for_backends(db, &dbname, 8);
+    std::thread::sleep(Duration::from_secs(1));
+    for pid in &pids[..3] {
+        db.psql(&format!("SELECT pg_terminate_backend({pid})"))
+            .unwrap();
+    }
+    let done = run.wait(Duration::from_secs(30));
+    let (out, err) = (done.stdout(), done.stderr());
+    assert_eq!(done.code(), Some(2), "{err}");
+    let aborts: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains(" aborted in command "))
+        .collect();
+    assert_eq!(aborts.len(), 3, "{err}");
+    for abort in aborts {
+        assert!(abort.starts_with("pgbolt: error: client "), "{abort}");
+        assert!(
+            abort.ends_with("FATAL:  terminating connection due to administrator command"),
+            "{abort}"
+        );
+    }
+    assert!(
+        err.contains("Run was aborted; the above results are incomplete."),
+        "{err}"
+    );
+    assert!(line(&out, "tps = ").is_some(), "{out}");
+    let lines = log_lines(logs.path(), "run");
+    assert_eq!(
+        lines.len() as u64,
+        processed(&out),
+        "every transaction logged"
+    );
+    assert_eq!(
+        clients_to_the_end(&lines),
+        5,
+        "the 5 other clients ran to the end"
+    );
+}
+
+/// `--exit-on-abort`: the first killed backend ends the whole run at
+/// once, with pgbench's message and exit status 2.
+#[test]
+fn exit_on_abort_stops_the_run_at_the_first_killed_backend() {
+    let db = shared();
+    let dbname = database(db, true);
+    let run = spawn(pgbolt(
+        db,
+        &dbname,
+        &["-T", "20", "-c", "8", "-j", "2", "--exit-on-abort"],
+    ));
+    let pids = wait_for_backends(db, &dbname, 8);
+    std::thread::sleep(Duration::from_millis(500));
+    let killed = std::time::Instant::now();
+    db.psql(&format!("SELECT pg_terminate_backend({})", pids[0]))
+        .unwrap();
+    let done = run.wait(Duration::from_secs(30));
+    let err = done.stderr();
+    assert_eq!(done.code(), Some(2), "{err}");
+    assert!(
+        err.contains("Run was aborted due to an error in thread "),
+        "{err}"
+    );
+    assert!(
+        done.ended.duration_since(killed) < Duration::from_secs(5),
+        "the run went on after the abort"
+    );
+}
+
+/// The distinct client numbers of the `client N ... aborted ...` lines.
+fn aborted_clients(stderr: &str) -> Vec<u32> {
+    let mut ids: Vec<u32> = stderr
+        .lines()
+        .filter(|l| l.contains(" aborted "))
+        .filter_map(|l| l.strip_prefix("pgbolt: error: client "))
+        .filter_map(|l| l.split(' ').next()?.parse().ok())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// Stops the server with `signal` (SIGINT: fast shutdown, SIGQUIT:
+/// immediate shutdown) in the middle of a `-T 20` run: every client
+/// aborts, the report is printed, exit status 2, and pgbolt ends soon
+/// after the server instead of at `-T`.
+fn server_stopped_mid_run(signal_number: i32) {
+    let db = own_server();
+    let dbname = database(&db, true);
+    let run = spawn(pgbolt(&db, &dbname, &["-T", "20", "-c", "8", "-j", "2"]));
+    wait_for_backends(&db, &dbname, 8);
+    std::thread::sleep(Duration::from_millis(500));
+    let stopped = std::time::Instant::now();
+    signal(db.pid(), signal_number);
+    let done = run.wait(Duration::from_secs(40));
+    let (out, err) = (done.stdout(), done.stderr());
+    assert_eq!(done.code(), Some(2), "{err}");
+    assert_eq!(aborted_clients(&err), (0..8).collect::<Vec<_>>(), "{err}");
+    assert!(
+        err.contains("Run was aborted; the above results are incomplete."),
+        "{err}"
+    );
+    assert!(processed(&out) > 0, "{out}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        done.ended.duration_since(stopped) < Duration::from_secs(5),
+        "pgbolt outlived the server by {:?}",
+        done.ended.duration_since(stopped)
+    );
+}
+
+/// Regression: backends that received the fast shutdown while their
+/// client waited sent FATAL and closed at once; the client never read the
+/// end of file and the run hung (the same bug as a terminated backend).
+#[test]
+fn fast_shutdown_aborts_every_client() {
+    server_stopped_mid_run(libc::SIGINT);
+}
+
+#[test]
+fn immediate_shutdown_aborts_every_client() {
+    server_stopped_mid_run(libc::SIGQUIT);
+}
+
+/// Processes frozen with SIGSTOP, resumed when dropped (before the
+/// server, which is declared first).
+struct Frozen(Vec<i32>);
+
+impl Frozen {
+    fn freeze(pids: Vec<i32>) -> Frozen {
+        for &pid in &pids {
+            signal(pid, libc::SIGSTOP);
+        }
+        Frozen(pids)
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        for &pid in &self.0 {
+            signal(pid, libc::SIGCONT);
+        }
+    }
+}
+
+/// A server that stops answering (backends and postmaster frozen) does
+/// not keep a `-T` run going: after the end and a grace period the
+/// queries in flight are cancelled, the connections closed, and the
+/// report says the run is incomplete. The cancel requests themselves go
+/// to the frozen postmaster and must not hold up the end either.
+#[test]
+fn frozen_server_ends_a_timed_run_after_the_grace_period() {
+    let db = own_server();
+    let dbname = database(&db, true);
+    let run = spawn(pgbolt(&db, &dbname, &["-T", "3", "-c", "4", "-j", "2"]));
+    let mut pids = wait_for_backends(&db, &dbname, 4);
+    std::thread::sleep(Duration::from_millis(500));
+    pids.push(db.pid());
+    let _frozen = Frozen::freeze(pids);
+    let done = run.wait(Duration::from_secs(40));
+    let (out, err) = (done.stdout(), done.stderr());
+    assert_eq!(done.code(), Some(2), "{err}");
+    assert!(
+        err.contains("4 of the clients were still in a transaction 5 s after the end of the run"),
+        "{err}"
+    );
+    assert!(
+        err.contains("Run was aborted; the above results are incomplete."),
+        "{err}"
+    );
+    assert!(processed(&out) > 0, "{out}");
+    assert!(
+        done.elapsed < Duration::from_secs(3 + 5 + 5),
+        "took {:?}",
+        done.elapsed
+    );
+}
+
+/// With `-t` there is no end to wait for: against a frozen server pgbolt
+/// waits, as pgbench does, until Ctrl-C, which ends it promptly with the
+/// partial report.
+#[test]
+fn frozen_server_and_ctrl_c_end_a_transaction_count_run() {
+    let db = own_server();
+    let dbname = database(&db, true);
+    let run = spawn(pgbolt(
+        &db,
+        &dbname,
+        &["-t", "1000000", "-c", "4", "-j", "2"],
+    ));
+    let mut pids = wait_for_backends(&db, &dbname, 4);
+    std::thread::sleep(Duration::from_millis(500));
+    pids.push(db.pid());
+    let _frozen = Frozen::freeze(pids);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(run.try_finish().is_none(), "a -t run ended on its own");
+    let interrupted = std::time::Instant::now();
+    run.signal(libc::SIGINT);
+    let done = run.wait(Duration::from_secs(30));
+    let (out, err) = (done.stdout(), done.stderr());
+    assert_eq!(done.code(), Some(130), "{err}");
+    assert!(
+        err.contains("Run was interrupted; the above results are incomplete."),
+        "{err}"
+    );
+    assert!(processed(&out) > 0, "{out}");
+    assert!(
+        done.ended.duration_since(interrupted) < Duration::from_secs(4),
+        "took {:?} after Ctrl-C",
+        done.ended.duration_since(interrupted)
+    );
+}

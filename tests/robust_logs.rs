@@ -1,0 +1,102 @@
+//! Writing results fails: a log directory that does not exist, a full
+//! disk (`/dev/full` in place of the log file or the JSON file). The
+//! error is clear, the report is still printed, the exit status says
+//! something went wrong.
+
+mod robust_support;
+
+use std::process::Command;
+use std::time::Duration;
+
+use robust_support::*;
+
+/// pgbolt started through `sh`, which first makes `DIR/full.PID` (the
+/// name of the first thread's log) a link to `/dev/full`, then `exec`s
+/// pgbolt under its own process id.
+fn pgbolt_with_full_log(dbname: &str, dir: &std::path::Path, args: &[&str]) -> Command {
+    let db = shared();
+    let link = dir.join("full");
+    let mut cmd = Command::new("/bin/sh");
+    cmd.arg("-c")
+        .arg(format!(
+            "ln -s /dev/full '{}.'$$ && exec \"$0\" \"$@\"",
+            link.display()
+        ))
+        .arg(pgbolt_path())
+        .args(args)
+        .arg(format!("--log-prefix={}", link.display()))
+        .envs(db.env())
+        .env("PGDATABASE", dbname)
+        .env("LC_ALL", "C");
+    cmd
+}
+
+#[test]
+fn log_prefix_in_a_missing_directory_fails_before_the_run_as_pgbench() {
+    let db = shared();
+    let dbname = database(db, true);
+    let args = ["-n", "-t", "5", "-l", "--log-prefix=/nonexistent/dir/run"];
+    for (run, name) in [
+        (spawn(pgbolt(db, &dbname, &args)), "pgbolt"),
+        (spawn(pgbench(db, &dbname, &args)), "pgbench"),
+    ] {
+        let done = run.wait(Duration::from_secs(30));
+        let err = done.stderr();
+        assert_eq!(done.code(), Some(1), "{name}: {err}");
+        assert!(
+            err.contains(&format!(
+                "{name}: error: could not open logfile \"/nonexistent/dir/run."
+            )),
+            "{name}: {err}"
+        );
+        assert!(err.contains("No such file or directory"), "{name}: {err}");
+    }
+}
+
+/// Regression: a transaction log on a full disk printed the error but
+/// pgbolt exited 0, so a script could not tell that the logs were lost.
+/// (pgbench does not notice at all.)
+#[test]
+fn full_disk_under_the_log_is_an_error_after_the_report() {
+    let db = shared();
+    let dbname = database(db, true);
+    let dir = tempfile::tempdir().unwrap();
+    let done = spawn(pgbolt_with_full_log(
+        &dbname,
+        dir.path(),
+        &["-n", "-t", "200", "-c", "2", "-l"],
+    ))
+    .wait(Duration::from_secs(60));
+    let (out, err) = (done.stdout(), done.stderr());
+    assert_eq!(done.code(), Some(2), "{err}");
+    assert!(err.contains("could not write to logfile"), "{err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    assert_eq!(
+        err.matches("could not write to logfile").count(),
+        1,
+        "said once: {err}"
+    );
+    assert_eq!(processed(&out), 400, "{out}");
+}
+
+#[test]
+fn full_disk_under_the_json_file_is_an_error_after_the_report() {
+    let db = shared();
+    let dbname = database(db, true);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("results.json");
+    std::os::unix::fs::symlink("/dev/full", &json).unwrap();
+    let done = spawn(pgbolt(
+        db,
+        &dbname,
+        &["-n", "-t", "20", &format!("--json={}", json.display())],
+    ))
+    .wait(Duration::from_secs(60));
+    let (out, err) = (done.stdout(), done.stderr());
+    assert_eq!(done.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("could not write \"{}\"", json.display())),
+        "{err}"
+    );
+    assert_eq!(processed(&out), 20, "{out}");
+}

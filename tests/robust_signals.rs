@@ -1,0 +1,111 @@
+//! SIGINT and SIGTERM during `-i` and during a run: pgbolt says what
+//! happened, leaves nothing a rerun cannot fix, prints what it measured,
+//! flushes its logs, and exits with 128 plus the signal number.
+
+mod robust_support;
+
+use std::time::{Duration, Instant};
+
+use robust_support::*;
+
+const SIGNALS: [(i32, &str); 2] = [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")];
+
+/// Waits until `pgbench_accounts` exists in `dbname` (the data is being
+/// generated).
+fn wait_for_accounts_table(dbname: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let found = shared()
+            .psql_in(
+                dbname,
+                "SELECT count(*) FROM pg_class WHERE relname = 'pgbench_accounts'",
+            )
+            .unwrap_or_default();
+        if found.trim() == "1" {
+            return;
+        }
+        assert!(Instant::now() < deadline, "pgbench_accounts never appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Regression: a signal during `-i` ended pgbolt without a word (the
+/// default action), leaving the user to guess the tables' state.
+#[test]
+fn signal_during_init_says_so_and_a_rerun_starts_over() {
+    let db = shared();
+    for (signo, name) in SIGNALS {
+        let dbname = database(db, false);
+        let run = spawn(pgbolt(db, &dbname, &["-i", "-s", "30"]));
+        wait_for_accounts_table(&dbname);
+        std::thread::sleep(Duration::from_millis(300));
+        run.signal(signo);
+        let done = run.wait(Duration::from_secs(30));
+        let err = done.stderr();
+        assert_eq!(done.code(), Some(128 + signo), "{name}: {err}");
+        assert!(
+            err.contains("pgbolt: error: initialization was interrupted"),
+            "{name}: {err}"
+        );
+        assert!(
+            !err.contains("\ndone in "),
+            "{name}: it finished before the signal"
+        );
+
+        let rerun =
+            spawn(pgbolt(db, &dbname, &["-i", "-q", "-s", "1"])).wait(Duration::from_secs(60));
+        assert_eq!(rerun.code(), Some(0), "{name}: {}", rerun.stderr());
+        let rows = db
+            .psql_in(&dbname, "SELECT count(*) FROM pgbench_accounts")
+            .unwrap();
+        assert_eq!(rows.trim(), "100000", "{name}");
+    }
+}
+
+/// A signal during a run: the partial report, every transaction it counts
+/// in the logs, `Run was interrupted`, exit 128 + signal.
+#[test]
+fn signal_during_a_run_reports_and_flushes_the_logs() {
+    let db = shared();
+    let dbname = database(db, true);
+    for (signo, name) in SIGNALS {
+        let logs = tempfile::tempdir().unwrap();
+        let prefix = logs.path().join("sig");
+        let run = spawn(pgbolt(
+            db,
+            &dbname,
+            &[
+                "-T",
+                "30",
+                "-c",
+                "4",
+                "-j",
+                "2",
+                "-l",
+                &format!("--log-prefix={}", prefix.display()),
+            ],
+        ));
+        wait_for_backends(db, &dbname, 4);
+        std::thread::sleep(Duration::from_millis(700));
+        run.signal(signo);
+        let done = run.wait(Duration::from_secs(20));
+        let (out, err) = (done.stdout(), done.stderr());
+        assert_eq!(done.code(), Some(128 + signo), "{name}: {err}");
+        assert!(
+            err.contains("Run was interrupted; the above results are incomplete."),
+            "{name}: {err}"
+        );
+        let n = processed(&out);
+        assert!(n > 0, "{name}: {out}");
+        let lines = log_lines(logs.path(), "sig");
+        assert_eq!(
+            lines.len() as u64,
+            n,
+            "{name}: every counted transaction is in the logs"
+        );
+        assert!(
+            lines.iter().all(|l| l.split(' ').count() == 6),
+            "{name}: whole lines only"
+        );
+    }
+}

@@ -1,0 +1,201 @@
+//! Shared helpers of the robustness tests: throwaway servers, pgbolt
+//! started in the background, and waits that fail a test instead of
+//! hanging it.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use pgbolt::tempdb::{self, TempDb};
+
+pub const PGBENCH: &str = "/usr/lib/postgresql/15/bin/pgbench";
+
+/// The test binary's shared server, for tests that neither stop nor
+/// freeze it.
+pub fn shared() -> &'static TempDb {
+    tempdb::shared().expect("throwaway server starts")
+}
+
+/// A server of the test's own, for tests that stop or freeze it.
+pub fn own_server() -> TempDb {
+    TempDb::builder().start().expect("throwaway server starts")
+}
+
+/// A fresh database on `db`, with pgbench's tables at scale 1 when `init`.
+pub fn database(db: &TempDb, init: bool) -> String {
+    let name = db.create_database().expect("create database");
+    if init {
+        let out = db
+            .command(PGBENCH)
+            .args(["-i", "-q", "-s", "1", &name])
+            .output()
+            .expect("pgbench runs");
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    name
+}
+
+pub fn pgbolt_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_pgbolt"))
+}
+
+/// pgbolt connecting to `db`'s database `dbname`.
+pub fn pgbolt(db: &TempDb, dbname: &str, args: &[&str]) -> Command {
+    program(db, &pgbolt_path().to_string_lossy(), dbname, args)
+}
+
+/// The real pgbench with the same environment as [`pgbolt`].
+pub fn pgbench(db: &TempDb, dbname: &str, args: &[&str]) -> Command {
+    program(db, PGBENCH, dbname, args)
+}
+
+fn program(db: &TempDb, path: &str, dbname: &str, args: &[&str]) -> Command {
+    let mut cmd = db.command(path);
+    cmd.env("PGDATABASE", dbname)
+        .env_remove("PGBENCH_RANDOM_SEED")
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null())
+        .args(args);
+    cmd
+}
+
+/// A program running in the background with its output collected.
+pub struct Running {
+    pub pid: i32,
+    pub started: Instant,
+    done: mpsc::Receiver<Output>,
+}
+
+/// What a finished run gave, and how long it took from its start.
+pub struct Finished {
+    pub out: Output,
+    pub elapsed: Duration,
+    /// When it ended.
+    pub ended: Instant,
+}
+
+impl Finished {
+    pub fn stdout(&self) -> String {
+        text(&self.out.stdout)
+    }
+    pub fn stderr(&self) -> String {
+        text(&self.out.stderr)
+    }
+    pub fn code(&self) -> Option<i32> {
+        self.out.status.code()
+    }
+}
+
+pub fn spawn(mut cmd: Command) -> Running {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let started = Instant::now();
+    let child: Child = cmd.spawn().expect("program starts");
+    let pid = child.id() as i32;
+    let (tx, done) = mpsc::channel();
+    std::thread::spawn(move || {
+        if let Ok(out) = child.wait_with_output() {
+            let _ = tx.send(out);
+        }
+    });
+    Running { pid, started, done }
+}
+
+impl Running {
+    /// Waits for the end; a program still running after `limit` is killed
+    /// and the test fails: it hung.
+    pub fn wait(self, limit: Duration) -> Finished {
+        match self.done.recv_timeout(limit) {
+            Ok(out) => Finished {
+                out,
+                elapsed: self.started.elapsed(),
+                ended: Instant::now(),
+            },
+            Err(_) => {
+                signal(self.pid, libc::SIGKILL);
+                let out = self.done.recv().ok();
+                panic!(
+                    "still running after {limit:?}: hung\nstderr: {}",
+                    out.map(|o| text(&o.stderr)).unwrap_or_default()
+                );
+            }
+        }
+    }
+
+    /// Whether the program has ended, without waiting.
+    pub fn try_finish(&self) -> Option<Output> {
+        self.done.try_recv().ok()
+    }
+
+    pub fn signal(&self, sig: i32) {
+        signal(self.pid, sig);
+    }
+}
+
+pub fn signal(pid: i32, sig: i32) {
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe {
+        libc::kill(pid, sig);
+    }
+}
+
+/// Process ids of pgbolt's backends in `dbname` (client backends whose
+/// application is pgbolt).
+pub fn backends(db: &TempDb, dbname: &str) -> Vec<i32> {
+    db.psql(&format!(
+        "SELECT pid FROM pg_stat_activity WHERE datname = '{dbname}' \
+         AND application_name = 'pgbolt' AND backend_type = 'client backend' ORDER BY pid"
+    ))
+    .unwrap_or_default()
+    .lines()
+    .filter_map(|l| l.trim().parse().ok())
+    .collect()
+}
+
+/// Waits until pgbolt has `n` backends in `dbname` and returns their pids.
+pub fn wait_for_backends(db: &TempDb, dbname: &str, n: usize) -> Vec<i32> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let pids = backends(db, dbname);
+        if pids.len() >= n {
+            return pids;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "pgbolt never connected {n} clients"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The report line starting with `prefix`.
+pub fn line<'a>(report: &'a str, prefix: &str) -> Option<&'a str> {
+    report.lines().find(|l| l.starts_with(prefix))
+}
+
+/// The number of transactions the report says were processed.
+pub fn processed(report: &str) -> u64 {
+    line(report, "number of transactions actually processed: ")
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|n| n.split('/').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no processed count in:\n{report}"))
+}
+
+/// Lines of every log file whose name starts with `prefix` in `dir`.
+pub fn log_lines(dir: &std::path::Path, prefix: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("log dir").flatten() {
+        if entry.file_name().to_string_lossy().starts_with(prefix) {
+            let body = std::fs::read_to_string(entry.path()).expect("log file");
+            lines.extend(body.lines().map(str::to_owned));
+        }
+    }
+    lines
+}
