@@ -13,5 +13,6 @@ pub mod init;
 pub mod random;
 pub mod report;
 pub mod script;
+pub mod sigstop;
 pub mod stats;
 pub mod tempdb;

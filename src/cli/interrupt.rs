@@ -24,8 +24,6 @@ use super::PROGRAM;
 
 static WRITE_FD: AtomicI32 = AtomicI32::new(-1);
 
-const SIGNALS: [libc::c_int; 2] = [libc::SIGINT, libc::SIGTERM];
-
 extern "C" fn on_signal(signo: libc::c_int) {
     let fd = WRITE_FD.load(Ordering::SeqCst);
     if fd >= 0 {
@@ -38,8 +36,8 @@ extern "C" fn on_signal(signo: libc::c_int) {
 /// The installed handlers and their watcher.
 pub struct Watch {
     write_fd: RawFd,
-    old: [libc::sigaction; 2],
     watcher: Option<JoinHandle<()>>,
+    handlers: Option<crate::sigstop::Installed>,
 }
 
 /// Installs the handlers for the duration of an initialization.
@@ -54,22 +52,10 @@ pub fn watch() -> std::io::Result<Watch> {
         .name("pgbolt-interrupt".to_owned())
         .spawn(move || wait_for_signal(read_fd))?;
     WRITE_FD.store(fds[1], Ordering::SeqCst);
-    // SAFETY: zeroed sigaction structs are valid "default" values.
-    let mut old: [libc::sigaction; 2] = unsafe { std::mem::zeroed() };
-    for (i, &signo) in SIGNALS.iter().enumerate() {
-        // SAFETY: installs a handler that only touches an atomic and write().
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
-            action.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(signo, &action, &mut old[i]);
-        }
-    }
     Ok(Watch {
         write_fd: fds[1],
-        old,
         watcher: Some(watcher),
+        handlers: Some(crate::sigstop::install(on_signal)),
     })
 }
 
@@ -93,10 +79,8 @@ fn wait_for_signal(read_fd: RawFd) {
 
 impl Drop for Watch {
     fn drop(&mut self) {
-        for (i, &signo) in SIGNALS.iter().enumerate() {
-            // SAFETY: restores the action saved at installation.
-            unsafe { libc::sigaction(signo, &self.old[i], std::ptr::null_mut()) };
-        }
+        // The previous handlers first, so that no signal falls between.
+        self.handlers.take();
         WRITE_FD.store(-1, Ordering::SeqCst);
         let done = 0u8;
         // SAFETY: writes one byte to, then closes, the pipe we created.

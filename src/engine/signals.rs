@@ -46,7 +46,7 @@ pub fn wake() {
 pub struct Guard {
     read_fd: RawFd,
     write_fd: RawFd,
-    old: [libc::sigaction; 2],
+    handlers: Option<crate::sigstop::Installed>,
 }
 
 impl Guard {
@@ -55,8 +55,6 @@ impl Guard {
         self.read_fd
     }
 }
-
-const SIGNALS: [libc::c_int; 2] = [libc::SIGINT, libc::SIGTERM];
 
 /// Installs the handlers.
 pub fn install() -> std::io::Result<Guard> {
@@ -68,31 +66,17 @@ pub fn install() -> std::io::Result<Guard> {
     STOP.store(false, Ordering::SeqCst);
     SIGNAL.store(0, Ordering::SeqCst);
     WAKE_WRITE.store(fds[1], Ordering::SeqCst);
-    // SAFETY: zeroed sigaction structs are valid "default" values.
-    let mut old: [libc::sigaction; 2] = unsafe { std::mem::zeroed() };
-    for (i, &signo) in SIGNALS.iter().enumerate() {
-        // SAFETY: installs a handler that only touches atomics and write().
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
-            action.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(signo, &action, &mut old[i]);
-        }
-    }
     Ok(Guard {
         read_fd: fds[0],
         write_fd: fds[1],
-        old,
+        handlers: Some(crate::sigstop::install(on_signal)),
     })
 }
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        for (i, &signo) in SIGNALS.iter().enumerate() {
-            // SAFETY: restores the action saved at installation.
-            unsafe { libc::sigaction(signo, &self.old[i], std::ptr::null_mut()) };
-        }
+        // The previous handlers first, so that no signal falls between.
+        self.handlers.take();
         WAKE_WRITE.store(-1, Ordering::SeqCst);
         // SAFETY: closes the pipe we created.
         unsafe {

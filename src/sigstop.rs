@@ -1,0 +1,43 @@
+//! Installing a handler for the signals that ask pgbolt to stop (SIGINT and
+//! SIGTERM), and putting the previous handlers back.
+//!
+//! The run engine (stop starting transactions, then report) and `-i` (say
+//! that initialization was interrupted) each install their own handler for
+//! as long as they run; the handlers themselves only touch atomics and
+//! `write(2)`, so they are async-signal-safe. Dropping [`Installed`]
+//! restores what was there before, such as the clean-up of a throwaway
+//! instance.
+
+/// The signals that ask pgbolt to stop.
+pub const SIGNALS: [libc::c_int; 2] = [libc::SIGINT, libc::SIGTERM];
+
+/// The previous actions of [`SIGNALS`], restored on drop.
+pub struct Installed {
+    old: [libc::sigaction; 2],
+}
+
+/// Installs `handler` for [`SIGNALS`] (with `SA_RESTART`).
+pub fn install(handler: extern "C" fn(libc::c_int)) -> Installed {
+    // SAFETY: zeroed sigaction structs are valid "default" values.
+    let mut old: [libc::sigaction; 2] = unsafe { std::mem::zeroed() };
+    for (i, &signo) in SIGNALS.iter().enumerate() {
+        // SAFETY: installs a handler the caller wrote to be async-signal-safe.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = handler as usize;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signo, &action, &mut old[i]);
+        }
+    }
+    Installed { old }
+}
+
+impl Drop for Installed {
+    fn drop(&mut self) {
+        for (i, &signo) in SIGNALS.iter().enumerate() {
+            // SAFETY: restores the action saved at installation.
+            unsafe { libc::sigaction(signo, &self.old[i], std::ptr::null_mut()) };
+        }
+    }
+}
