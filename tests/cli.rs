@@ -253,7 +253,14 @@ fn help_and_version() {
 /// by name, never run with an option ignored.
 #[test]
 fn unbuilt_features_are_refused_by_name() {
-    let cases: &[(&[&str], &str)] = &[(&["-i", "--io=uring"], "--io=uring")];
+    let cases: &[(&[&str], &str)] = &[
+        (&["-i", "--io=uring"], "--io=uring"),
+        (&["-i", "--busy-poll=on"], "--busy-poll=on"),
+        (
+            &["--io=uring", "--busy-poll=on", "-t", "1"],
+            "--busy-poll=on with --io=uring",
+        ),
+    ];
     for (args, feature) in cases {
         let ours = pgbolt(args);
         assert_eq!(ours.status.code(), Some(1), "{args:?}");

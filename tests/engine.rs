@@ -466,12 +466,13 @@ fn progress_lines_and_transaction_logs() {
     assert_eq!(logged, processed);
 }
 
-/// `--io=epoll` and `--io=uring` run the same transactions and leave the
-/// same rows: plain, prepared, pipelined, reconnecting (`-C`) and failing
-/// ones. Where the kernel forbids io_uring, `--io=uring` must say so and
-/// exit 1, and `--io=auto` must still run.
+/// `--io=epoll`, `--io=uring` and the spinning epoll loop
+/// (`--busy-poll=on`) run the same transactions and leave the same rows:
+/// plain, prepared, pipelined, reconnecting (`-C`) and failing ones. Where
+/// the kernel forbids io_uring, `--io=uring` must say so and exit 1, and
+/// `--io=auto` must still run.
 #[test]
-fn both_io_drivers_run_the_same_transactions() {
+fn every_io_driver_runs_the_same_transactions() {
     let text = r"\set x random(1, 3)
 \startpipeline
 INSERT INTO t VALUES (:client_id, 'one', NULL, NULL, NULL);
@@ -506,13 +507,21 @@ SELECT 1 / (:x - :x) \gset
     ];
     for args in cases {
         let mut counts = Vec::new();
-        for io in ["--io=epoll", "--io=uring", "--io=auto"] {
+        let drivers: &[&[&str]] = &[
+            &["--io=epoll", "--busy-poll=off"],
+            &["--io=uring"],
+            &["--io=auto"],
+            &["--io=epoll", "--busy-poll=on"],
+        ];
+        for &driver in drivers {
+            let io = driver.join(" ");
             let db = database(None);
             sql(
                 &db,
                 "create table t (client int, a text, b text, c text, d text)",
             );
-            let mut full = vec!["-n", io, "-f", file.path.as_str()];
+            let mut full = vec!["-n", "-f", file.path.as_str()];
+            full.extend_from_slice(driver);
             full.extend_from_slice(args);
             let out = pgbolt(&db, &full);
             if io == "--io=uring" && out.status.code() == Some(1) {

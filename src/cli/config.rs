@@ -23,6 +23,8 @@ pub struct Config {
     pub temp_instance: Option<TempInstance>,
     /// `--io`: the I/O driver of the worker threads.
     pub io: IoMethod,
+    /// `--busy-poll`: whether a thread spins before it sleeps.
+    pub busy_poll: BusyPoll,
     /// `false` under `--no-preflight`: skip the checks made before a run.
     pub preflight: bool,
 }
@@ -213,6 +215,16 @@ pub enum IoMethod {
     Auto,
     Epoll,
     Uring,
+}
+
+/// `--busy-poll`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BusyPoll {
+    /// Spin only where the spinning threads cannot take a core that the
+    /// clients' server backends need (see `engine::choose_busy_poll`).
+    Auto,
+    On,
+    Off,
 }
 
 /// `--temp-instance` and its companions.

@@ -9,7 +9,7 @@ use std::io::Write;
 
 use std::num::NonZeroUsize;
 
-use super::config::{Benchmark, Config, Init, IoMethod, Mode};
+use super::config::{Benchmark, BusyPoll, Config, Init, IoMethod, Mode};
 use super::{connection, PROGRAM};
 use super::{help, temp_instance};
 use crate::init::{InitOptions, InitSteps};
@@ -103,7 +103,7 @@ fn show_script(name: &str) -> i32 {
 /// `-i`: pgbench's initialization. Its errors are printed the way pgbench
 /// prints them, with exit status 1.
 fn initialize(config: &Config, init: &Init) -> Result<i32, RunError> {
-    refuse_io_uring(config)?;
+    refuse_run_only_drivers(config)?;
     let conn = match connection::resolve(&config.connection) {
         Ok(conn) => conn,
         Err(err) => {
@@ -137,13 +137,19 @@ fn initialize(config: &Config, init: &Init) -> Result<i32, RunError> {
 }
 
 fn run_benchmark(config: &Config, benchmark: &Benchmark) -> Result<i32, RunError> {
+    if config.busy_poll == BusyPoll::On && config.io == IoMethod::Uring {
+        return Err(RunError::Unsupported("--busy-poll=on with --io=uring"));
+    }
     crate::engine::run(config, benchmark).map_err(|e| RunError::Engine(e.to_string()))
 }
 
-/// Initialization has no io_uring driver.
-fn refuse_io_uring(config: &Config) -> Result<(), RunError> {
+/// Initialization has no io_uring driver and never spins.
+fn refuse_run_only_drivers(config: &Config) -> Result<(), RunError> {
     if config.io == IoMethod::Uring {
         return Err(RunError::Unsupported("--io=uring"));
+    }
+    if config.busy_poll == BusyPoll::On {
+        return Err(RunError::Unsupported("--busy-poll=on"));
     }
     Ok(())
 }

@@ -99,6 +99,7 @@ pub enum CliError {
 
     // pgbolt extensions.
     InvalidIoMethod(String),
+    InvalidBusyPoll(String),
     InvalidTempInstanceSetting(String),
     RequiresTempInstance(&'static str),
     TempInstanceWithServer(&'static str),
@@ -117,6 +118,7 @@ impl CliError {
                 | CliError::AmbiguousOption { .. }
                 | CliError::TooManyArguments(_)
                 | CliError::InvalidIoMethod(_)
+                | CliError::InvalidBusyPoll(_)
                 | CliError::InvalidTempInstanceSetting(_)
                 | CliError::RequiresTempInstance(_)
                 | CliError::TempInstanceWithServer(_)
@@ -297,6 +299,10 @@ impl fmt::Display for CliError {
             CliError::InvalidIoMethod(v) => write!(
                 f,
                 "invalid I/O method (--io): \"{v}\", expecting \"auto\", \"epoll\" or \"uring\""
+            ),
+            CliError::InvalidBusyPoll(v) => write!(
+                f,
+                "invalid busy-poll mode (--busy-poll): \"{v}\", expecting \"auto\", \"on\" or \"off\""
             ),
             CliError::InvalidTempInstanceSetting(v) => write!(
                 f,

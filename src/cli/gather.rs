@@ -7,8 +7,8 @@ use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
 use super::config::{
-    Connection, Environment, InitStep, IoMethod, Mode, PartitionMethod, QueryMode, RandomSeed,
-    ScriptSpec, VariableDefinition,
+    BusyPoll, Connection, Environment, InitStep, IoMethod, Mode, PartitionMethod, QueryMode,
+    RandomSeed, ScriptSpec, VariableDefinition,
 };
 use super::error::CliError;
 use super::values;
@@ -74,6 +74,7 @@ pub struct Gathered {
     pub temp_instance_settings: Vec<(String, String)>,
     pub temp_instance_keep: bool,
     pub io: Option<IoMethod>,
+    pub busy_poll: Option<BusyPoll>,
 }
 
 impl Gathered {
@@ -460,5 +461,16 @@ pub fn io(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
         _ => return Err(CliError::InvalidIoMethod(text(value))),
     };
     g.io = Some(method);
+    Ok(())
+}
+
+pub fn busy_poll(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let mode = match value.to_str() {
+        Some("auto") => BusyPoll::Auto,
+        Some("on") => BusyPoll::On,
+        Some("off") => BusyPoll::Off,
+        _ => return Err(CliError::InvalidBusyPoll(text(value))),
+    };
+    g.busy_poll = Some(mode);
     Ok(())
 }

@@ -97,6 +97,7 @@ impl Config {
             debug: false,
             temp_instance: None,
             io: IoMethod::Auto,
+            busy_poll: BusyPoll::Auto,
             preflight: true,
         }
     }

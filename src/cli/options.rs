@@ -258,6 +258,8 @@ pub static OPTIONS: &[OptionDef] = &[
         [line(X, 6, "keep the throwaway instance's directory afterwards")]),
     opt!(None, "io", "auto|epoll|uring", Common, Pgbolt, Value(g::io),
         [line(X, 1, "I/O driver of the worker threads (default: auto)")]),
+    opt!(None, "busy-poll", "auto|on|off", Common, Pgbolt, Value(g::busy_poll),
+        [line(X, 9, "spin instead of sleeping while waiting for the server (default: auto)")]),
 ];
 
 /// The option with this short name, if getopt knows it.

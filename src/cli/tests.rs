@@ -213,6 +213,9 @@ static CASES: &[Case] = &[
         c.temp_instance.as_ref().is_some_and(|t| t.keep)
     }),
     case("io", Some("epoll"), &[], |c| c.io == IoMethod::Epoll),
+    case("busy-poll", Some("off"), &[], |c| {
+        c.busy_poll == BusyPoll::Off
+    }),
 ];
 
 /// The shortest abbreviation of `long` that names it alone, if shorter.
@@ -318,6 +321,7 @@ fn defaults_are_pgbench_defaults() {
     assert_eq!(b.log, None);
     assert_eq!(config.connection, Connection::default());
     assert_eq!(config.io, IoMethod::Auto);
+    assert_eq!(config.busy_poll, BusyPoll::Auto);
     assert!(config.preflight && config.temp_instance.is_none());
 
     let config = parse_ok(&["-i"]);
@@ -531,6 +535,10 @@ fn environment() {
 fn extension_errors() {
     let cases: &[(&[&str], CliError)] = &[
         (&["--io=poll"], CliError::InvalidIoMethod("poll".into())),
+        (
+            &["--busy-poll=yes"],
+            CliError::InvalidBusyPoll("yes".into()),
+        ),
         (
             &["--temp-instance", "--temp-instance-setting=fsync"],
             CliError::InvalidTempInstanceSetting("fsync".into()),

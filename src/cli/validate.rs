@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use super::config::{
-    Benchmark, Config, Init, InitStep, IoMethod, Mode, PartitionMethod, QueryMode, RandomSeed,
-    RunLength, ScriptSpec, TempInstance, TransactionLog, VacuumBeforeRun,
+    Benchmark, BusyPoll, Config, Init, InitStep, IoMethod, Mode, PartitionMethod, QueryMode,
+    RandomSeed, RunLength, ScriptSpec, TempInstance, TransactionLog, VacuumBeforeRun,
 };
 use super::error::CliError;
 use super::gather::Gathered;
@@ -55,6 +55,7 @@ pub fn finish(mut g: Gathered) -> Result<Config, CliError> {
         debug: g.debug,
         temp_instance,
         io: g.io.unwrap_or(IoMethod::Auto),
+        busy_poll: g.busy_poll.unwrap_or(BusyPoll::Auto),
         preflight: !g.no_preflight,
     })
 }
