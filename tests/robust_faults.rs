@@ -69,14 +69,13 @@ fn killed_backends_abort_their_clients_and_the_others_finish() {
         .filter(|l| l.contains(" aborted in command "))
         .collect();
     assert_eq!(aborts.len(), 3, "{err}");
-    // A backend killed while its client waits for results gives the
-    // server's FATAL message; one killed between two statements makes the
-    // next send fail. Both are pgbench's abort messages.
+    // Killed while its client waits for results or between two
+    // statements, a backend's client reports the server's FATAL message,
+    // as pgbench does.
     for abort in aborts {
         assert!(abort.starts_with("pgbolt: error: client "), "{abort}");
         assert!(
-            abort.ends_with("FATAL:  terminating connection due to administrator command")
-                || abort.ends_with("(SQL) of script 0; SQL command send failed"),
+            abort.ends_with("FATAL:  terminating connection due to administrator command"),
             "{abort}"
         );
     }
@@ -95,6 +94,53 @@ fn killed_backends_abort_their_clients_and_the_others_finish() {
         clients_to_the_end(&lines),
         5,
         "the 5 other clients ran to the end"
+    );
+}
+
+/// A backend killed while its client sleeps between two statements: the
+/// next send finds the socket closed, and like libpq (and so pgbench)
+/// pgbolt reads the server's last message before it reports the failure.
+#[test]
+fn a_backend_killed_between_statements_is_reported_as_pgbench_reports_it() {
+    let db = shared();
+    let dbname = database(db, false);
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("sleepy.sql");
+    std::fs::write(&script, "SELECT 1;\n\\sleep 1500 ms\nSELECT 2;\n").unwrap();
+    let script = script.display().to_string();
+    let args = ["-n", "-c", "1", "-t", "1", "-f", script.as_str()];
+    let mut seen = Vec::new();
+    for (name, cmd) in [
+        ("pgbench", pgbench(db, &dbname, &args)),
+        ("pgbolt", pgbolt(db, &dbname, &args)),
+    ] {
+        let run = spawn(cmd);
+        let sleeping = format!(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{dbname}' \
+             AND state = 'idle' AND query = 'SELECT 1;'"
+        );
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while db.psql(&sleeping).unwrap().trim() != "t" {
+            assert!(std::time::Instant::now() < deadline, "{name} never slept");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let done = run.wait(Duration::from_secs(30));
+        let err = done.stderr();
+        let prefix = format!("{name}: ");
+        let lines: Vec<String> = err
+            .lines()
+            .map(|l| l.strip_prefix(&prefix).unwrap_or(l).to_owned())
+            .collect();
+        seen.push((done.code(), lines));
+    }
+    assert_eq!(seen[1], seen[0], "pgbolt against pgbench");
+    assert_eq!(seen[0].0, Some(2));
+    assert!(
+        seen[0].1.iter().any(|l| l.ends_with(
+            "aborted in command 2 query 0: FATAL:  terminating connection due to administrator command"
+        )),
+        "{:?}",
+        seen[0].1
     );
 }
 

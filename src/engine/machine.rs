@@ -91,7 +91,7 @@ pub fn advance(c: &mut Client, idx: usize, plan: &Plan, env: &mut ThreadEnv) {
             }
             State::StartCommand => {
                 start_command(c, idx, plan, env, &mut now);
-                if c.state == State::WaitResult {
+                if c.state == State::WaitResult && !c.peer_closed {
                     // The answer cannot be there yet: wait for the socket.
                     return;
                 }

@@ -64,10 +64,20 @@ pub fn send(c: &mut Client, plan: &Plan, env: &mut ThreadEnv, command: &SqlComma
         c.state = State::EndCommand;
         return;
     }
-    if conn.flush().is_err() {
-        command_failed(c, "SQL", "SQL command send failed");
-        c.state = State::Aborted;
-        return;
+    match conn.flush() {
+        Ok(_) => {}
+        Err(e) if e.peer_gone() => {
+            // As libpq does, the failure is reported by the read that
+            // follows: it finds the server's last message (the FATAL that
+            // says why the backend ended) before the end of the stream.
+            conn.discard_output();
+            c.peer_closed = true;
+        }
+        Err(_) => {
+            command_failed(c, "SQL", "SQL command send failed");
+            c.state = State::Aborted;
+            return;
+        }
     }
     c.response.reset(1);
     if plan.debug {

@@ -125,6 +125,12 @@ impl Connection {
         self.stream.write(&mut self.wbuf).map_err(Error::io)
     }
 
+    /// Drops the output not sent yet: after the server has closed its end,
+    /// nothing more can be delivered.
+    pub fn discard_output(&mut self) {
+        self.wbuf.clear();
+    }
+
     /// Bytes encoded but not yet handed to the socket.
     pub fn pending_output(&self) -> usize {
         self.wbuf.len()

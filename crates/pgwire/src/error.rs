@@ -270,6 +270,18 @@ impl Error {
         }
     }
 
+    /// Whether a send failed because the server had closed its end (broken
+    /// pipe, connection reset). Whatever the server sent before closing,
+    /// such as the FATAL message that says why, may still be read.
+    pub fn peer_gone(&self) -> bool {
+        self.io_error().is_some_and(|e| {
+            matches!(
+                e.kind(),
+                io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+            )
+        })
+    }
+
     /// The underlying I/O error, if this is one.
     pub fn io_error(&self) -> Option<&io::Error> {
         match &self.0.cause {
