@@ -278,6 +278,31 @@ fn run_time_errors_match_pgbench() {
     }
 }
 
+/// Server errors are worded as libpq words them for pgbench: the `LINE n:`
+/// excerpt with its caret (cut to libpq's window on long lines, on the
+/// substituted text in simple mode and on the `$n` text otherwise),
+/// `CONTEXT:` and `QUERY:` lines. Prepared mode is left out: pgbench
+/// reports those errors when it prepares, pgbolt when it executes (see
+/// docs/compatibility.md).
+#[test]
+fn server_error_texts_match_pgbench() {
+    let long = "x".repeat(80);
+    let cases = [
+        "SELECT 1;\nSELECT nocol FROM pg_class WHERE oid = 1;\n".to_owned(),
+        "\\set v 12345\nSELECT 1,\n\t:v +;\n".to_owned(),
+        format!("SELECT '{long}' || nocol FROM pg_class WHERE oid = 1 AND relpages >= 0;\n"),
+        "DO $$ BEGIN RAISE EXCEPTION 'boom' USING DETAIL = 'd', HINT = 'h'; END $$;\n".to_owned(),
+        "DO $$ BEGIN PERFORM nocol FROM pg_class; END $$;\n".to_owned(),
+        "DO $$ BEGIN RAISE NOTICE 'note'; END $$;\nSELECT 1/0;\n".to_owned(),
+    ];
+    for text in &cases {
+        for mode in ["simple", "extended"] {
+            let (ours, theirs) = both_fail(text, &["-t", "1", "-c", "1", "-M", mode]);
+            assert_eq!(ours, theirs, "{mode}: {text}");
+        }
+    }
+}
+
 #[test]
 fn one_client_aborting_lets_the_others_finish() {
     let text = "SELECT CASE WHEN :client_id = 0 THEN 1/0 ELSE 1 END;\n";

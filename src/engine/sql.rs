@@ -12,6 +12,7 @@
 //! back with the extended protocols. Results are framed in place; only the
 //! values stored by `\gset`/`\aset` are copied, into reused buffers.
 
+use pgwire::libpq_text::libpq_message;
 use pgwire::{Message, TxStatus};
 
 use crate::cli::QueryMode;
@@ -227,6 +228,8 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
         script,
         command,
         peer_closed,
+        sql,
+        pipeline,
         ..
     } = c;
     let Some(conn) = conn.as_mut() else {
@@ -238,13 +241,21 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
         // meanwhile, as the server may be waiting for us to read first.
         conn.flush()?;
     }
-    let store = match &plan.scripts[*script].commands[*command].kind {
-        crate::script::CommandKind::Sql(sql) => &sql.results,
-        _ => &ResultVars::Discard,
+    let (store, query) = match &plan.scripts[*script].commands[*command].kind {
+        crate::script::CommandKind::Sql(cmd) => (
+            &cmd.results,
+            Sent {
+                mode: plan.query_mode,
+                command: Some(cmd),
+                simple_text: sql,
+                in_pipeline: pipeline.is_some(),
+            },
+        ),
+        _ => (&ResultVars::Discard, Sent::default()),
     };
     loop {
         while let Some(msg) = conn.next_message()? {
-            if handle(msg, response, vars, store, plan) {
+            if handle(msg, response, vars, store, &query, plan) {
                 return Ok(true);
             }
         }
@@ -257,7 +268,7 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
             pgwire::Fill::WouldBlock => return Ok(false),
             pgwire::Fill::Drained if !*peer_closed => {
                 while let Some(msg) = conn.next_message()? {
-                    if handle(msg, response, vars, store, plan) {
+                    if handle(msg, response, vars, store, &query, plan) {
                         return Ok(true);
                     }
                 }
@@ -268,12 +279,40 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
     }
 }
 
+/// What was sent for the command whose results are read, kept for the
+/// `LINE n:` excerpt of a server error and only looked at then.
+#[derive(Default)]
+struct Sent<'a> {
+    mode: QueryMode,
+    command: Option<&'a SqlCommand>,
+    /// The substituted text of a simple-mode query.
+    simple_text: &'a [u8],
+    in_pipeline: bool,
+}
+
+impl<'a> Sent<'a> {
+    /// The text libpq would remember as the query: what was sent in simple
+    /// mode, the text with `$n` parameters otherwise. Inside a pipeline
+    /// several commands are in flight and the failing one is not known
+    /// here, so there is none.
+    fn text(&self) -> Option<&'a str> {
+        if self.in_pipeline {
+            return None;
+        }
+        match self.mode {
+            QueryMode::Simple => std::str::from_utf8(self.simple_text).ok(),
+            _ => self.command.map(|c| c.extended_text.as_str()),
+        }
+    }
+}
+
 /// Handles one message; true once the last expected ReadyForQuery came.
 fn handle(
     msg: Message<'_>,
     r: &mut super::client::Response,
     vars: &mut crate::script::vars::Variables,
     store: &ResultVars,
+    query: &Sent<'_>,
     plan: &Plan,
 ) -> bool {
     let (prefix, aset) = match store {
@@ -324,13 +363,17 @@ fn handle(
         Message::ErrorResponse(fields) if r.error.is_none() => {
             let status = ErrorStatus::from_sqlstate(fields.get(b'C'));
             let text = pgwire::DbError::from_fields(fields)
-                .map(|e| e.to_string())
+                .map(|e| {
+                    let mut text = libpq_message(&e, query.text(), true);
+                    text.pop();
+                    text
+                })
                 .unwrap_or_default();
             r.error = Some((status, r.results, text));
         }
         Message::NoticeResponse(fields) => {
             if let Ok(notice) = pgwire::DbError::from_fields(fields) {
-                eprintln!("{notice}");
+                eprint!("{}", libpq_message(&notice, query.text(), false));
             }
         }
         Message::CopyInResponse { .. }

@@ -30,7 +30,6 @@
 
 pub mod ddl;
 mod hash;
-mod message;
 mod parallel;
 mod progress;
 mod rows;

@@ -4,9 +4,9 @@
 use pgwire::blocking::Client;
 use pgwire::conninfo::Config;
 
-use super::message::libpq_message;
 use super::rows::CHUNK_BYTES;
 use super::InitError;
+use pgwire::libpq_text::libpq_message;
 
 pub struct Session {
     client: Client,

@@ -75,6 +75,7 @@ mod connection;
 pub mod conninfo;
 mod error;
 pub mod frame;
+pub mod libpq_text;
 mod tls;
 mod transport;
 

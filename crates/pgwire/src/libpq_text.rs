@@ -5,15 +5,16 @@
 //! statement) a `LINE n: ...` excerpt with a caret under the position, then
 //! `DETAIL:`, `HINT:`, `QUERY:` and, for errors, `CONTEXT:` lines. This
 //! module reproduces that layout, including libpq's 60-column excerpt
-//! window, for the statements pgbolt itself sends.
+//! window. Both the benchmark engine and `-i` word server errors with it.
 
-use pgwire::DbError;
+use crate::DbError;
 
 const DISPLAY_SIZE: usize = 60;
 const MIN_RIGHT_CUT: usize = 10;
 
 /// The text libpq would build for `err`, raised by `query`, ending in a
-/// newline. `is_error` selects the CONTEXT line (errors only).
+/// newline. `is_error` (an ErrorResponse, not a NoticeResponse) selects
+/// the CONTEXT line, which libpq shows for errors only.
 pub fn libpq_message(err: &DbError, query: Option<&str>, is_error: bool) -> String {
     let mut msg = format!("{}:  {}", err.severity, err.message);
     let mut cursor: Option<(&str, usize)> = None;
