@@ -453,24 +453,29 @@ pub fn temp_instance_keep(g: &mut Gathered) {
     g.temp_instance_keep = true;
 }
 
+/// The value of an option that takes one of a few exact words.
+fn one_of<T: Copy>(value: &OsStr, words: &[(&str, T)]) -> Option<T> {
+    let value = value.to_str()?;
+    words.iter().find(|(w, _)| *w == value).map(|&(_, t)| t)
+}
+
 pub fn io(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
-    let method = match value.to_str() {
-        Some("auto") => IoMethod::Auto,
-        Some("epoll") => IoMethod::Epoll,
-        Some("uring") => IoMethod::Uring,
-        _ => return Err(CliError::InvalidIoMethod(text(value))),
-    };
-    g.io = Some(method);
+    let words = [
+        ("auto", IoMethod::Auto),
+        ("epoll", IoMethod::Epoll),
+        ("uring", IoMethod::Uring),
+    ];
+    g.io = Some(one_of(value, &words).ok_or_else(|| CliError::InvalidIoMethod(text(value)))?);
     Ok(())
 }
 
 pub fn busy_poll(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
-    let mode = match value.to_str() {
-        Some("auto") => BusyPoll::Auto,
-        Some("on") => BusyPoll::On,
-        Some("off") => BusyPoll::Off,
-        _ => return Err(CliError::InvalidBusyPoll(text(value))),
-    };
-    g.busy_poll = Some(mode);
+    let words = [
+        ("auto", BusyPoll::Auto),
+        ("on", BusyPoll::On),
+        ("off", BusyPoll::Off),
+    ];
+    g.busy_poll =
+        Some(one_of(value, &words).ok_or_else(|| CliError::InvalidBusyPoll(text(value)))?);
     Ok(())
 }
