@@ -94,7 +94,7 @@ fn show_script(name: &str) -> i32 {
     match crate::script::show_builtin(name) {
         Ok(text) => print_stderr(&text),
         Err(err) => {
-            eprintln!("{err}");
+            eprintln!("{PROGRAM}: error: {err}");
             1
         }
     }

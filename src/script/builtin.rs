@@ -120,27 +120,3 @@ pub fn load_file(path: &str, weight: u32, vars: &mut VarNames) -> Result<Script,
     })?;
     parse_script(path, &text, weight, vars)
 }
-
-/// Split `name[@weight]` as `-b` and `-f` take it, at the last `@`. The
-/// weight is read like C's `strtol`: leading spaces and a sign are allowed,
-/// nothing may follow the digits.
-pub fn parse_weight(option: &str) -> Result<(&str, u32), ScriptError> {
-    let Some(at) = option.rfind('@') else {
-        return Ok((option, 1));
-    };
-    let (name, spec) = (&option[..at], &option[at..]);
-    let invalid = || ScriptError::InvalidWeight {
-        spec: spec.to_owned(),
-    };
-    let number = spec[1..].trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
-    let digits = number.strip_prefix(['+', '-']).unwrap_or(number);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(invalid());
-    }
-    let weight: i64 = number.parse().map_err(|_| invalid())?;
-    u32::try_from(weight)
-        .ok()
-        .filter(|&w| w <= i32::MAX as u32)
-        .map(|w| (name, w))
-        .ok_or(ScriptError::WeightOutOfRange { weight })
-}

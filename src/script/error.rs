@@ -46,14 +46,6 @@ pub enum ScriptError {
     NotUtf8 {
         path: String,
     },
-    /// `@W` that is not an integer.
-    InvalidWeight {
-        spec: String,
-    },
-    /// `@W` outside 0..=i32::MAX.
-    WeightOutOfRange {
-        weight: i64,
-    },
     UnknownBuiltin {
         name: String,
     },
@@ -61,15 +53,6 @@ pub enum ScriptError {
     TooManyScripts,
     /// Every script has weight 0.
     ZeroTotalWeight,
-    /// A `-D` argument that is not `name=value`.
-    InvalidDefinition {
-        definition: String,
-    },
-    /// A variable name pgbench refuses, in `context` (`option` for `-D`).
-    InvalidVariableName {
-        context: &'static str,
-        name: String,
-    },
     AmbiguousBuiltin {
         name: String,
         matches: usize,
@@ -164,17 +147,9 @@ impl ConditionErrorKind {
     }
 }
 
-const PREFIX: &str = "pgbolt: error: ";
-
 impl fmt::Display for SyntaxError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{PREFIX}{}:{}: {}",
-            self.source,
-            self.line,
-            self.kind.message()
-        )?;
+        write!(f, "{}:{}: {}", self.source, self.line, self.kind.message())?;
         if let Some(detail) = self.kind.detail() {
             write!(f, " ({detail})")?;
         }
@@ -204,56 +179,40 @@ impl fmt::Display for ScriptError {
                 kind,
             } => write!(
                 f,
-                "{PREFIX}condition error in script \"{script}\" command {command}: {}",
+                "condition error in script \"{script}\" command {command}: {}",
                 kind.message()
             ),
             ScriptError::TooManyParameters { sql } => write!(
                 f,
-                "{PREFIX}statement has too many arguments (maximum is {}): {sql}",
+                "statement has too many arguments (maximum is {}): {sql}",
                 super::MAX_PARAMETERS
             ),
             ScriptError::Empty { script } => {
-                write!(f, "{PREFIX}empty command list for script \"{script}\"")
+                write!(f, "empty command list for script \"{script}\"")
             }
             ScriptError::Open { path, source } => {
-                write!(f, "{PREFIX}could not open file \"{path}\": {}", os_message(source))
+                write!(f, "could not open file \"{path}\": {}", os_message(source))
             }
             ScriptError::Read { path, source } => {
-                write!(f, "{PREFIX}could not read file \"{path}\": {}", os_message(source))
+                write!(f, "could not read file \"{path}\": {}", os_message(source))
             }
             ScriptError::NotUtf8 { path } => {
-                write!(f, "{PREFIX}could not read file \"{path}\": not valid UTF-8")
+                write!(f, "could not read file \"{path}\": not valid UTF-8")
             }
-            ScriptError::InvalidWeight { spec } => {
-                write!(f, "{PREFIX}invalid weight specification: {spec}")
-            }
-            ScriptError::WeightOutOfRange { weight } => write!(
-                f,
-                "{PREFIX}weight specification out of range (0 .. {}): {weight}",
-                i32::MAX
-            ),
             ScriptError::UnknownBuiltin { name } => write!(
                 f,
-                "{PREFIX}no builtin script found for name \"{name}\"\n{}",
+                "no builtin script found for name \"{name}\"\n{}",
                 without_last_newline(&list_builtins())
             ),
-            ScriptError::TooManyScripts => write!(
-                f,
-                "{PREFIX}at most {} SQL scripts are allowed",
-                super::MAX_SCRIPTS
-            ),
+            ScriptError::TooManyScripts => {
+                write!(f, "at most {} SQL scripts are allowed", super::MAX_SCRIPTS)
+            }
             ScriptError::ZeroTotalWeight => {
-                write!(f, "{PREFIX}total script weight must not be zero")
-            }
-            ScriptError::InvalidDefinition { definition } => {
-                write!(f, "{PREFIX}invalid variable definition: \"{definition}\"")
-            }
-            ScriptError::InvalidVariableName { context, name } => {
-                write!(f, "{PREFIX}{context}: invalid variable name: \"{name}\"")
+                write!(f, "total script weight must not be zero")
             }
             ScriptError::AmbiguousBuiltin { name, matches } => write!(
                 f,
-                "{PREFIX}ambiguous builtin name: {matches} builtin scripts found for prefix \"{name}\"\n{}",
+                "ambiguous builtin name: {matches} builtin scripts found for prefix \"{name}\"\n{}",
                 without_last_newline(&list_builtins())
             ),
         }

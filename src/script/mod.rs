@@ -32,10 +32,10 @@ pub mod vars;
 mod tests;
 
 pub use builtin::{
-    find_builtin, list_builtins, load_builtin, load_file, parse_weight, show_builtin, Builtin,
-    BUILTINS, MAX_SCRIPTS,
+    find_builtin, list_builtins, load_builtin, load_file, show_builtin, Builtin, BUILTINS,
+    MAX_SCRIPTS,
 };
-pub use define::{parse_define, AUTOMATIC_VARIABLES};
+pub use define::AUTOMATIC_VARIABLES;
 pub use error::{ConditionErrorKind, ScriptError, SyntaxError, SyntaxErrorKind};
 pub use parse::parse_script;
 pub use sql::{valid_variable_name, SqlPiece, MAX_PARAMETERS};
