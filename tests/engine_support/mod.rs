@@ -4,17 +4,13 @@
 
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+#[path = "../common/mod.rs"]
+mod common;
+
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use pgbolt::tempdb::{self, TempDb};
-
-pub const PGBENCH: &str = "/usr/lib/postgresql/15/bin/pgbench";
-
-pub fn server() -> &'static TempDb {
-    tempdb::shared().expect("throwaway server starts")
-}
+pub use common::{line, pgbolt_path, server, stderr, stdout, ScriptFile, PGBENCH};
 
 /// A fresh database, initialized with `pgbench -i -s scale` when `scale`
 /// is given.
@@ -44,10 +40,6 @@ fn command(program: &str, dbname: &str, args: &[&str]) -> Command {
     cmd
 }
 
-pub fn pgbolt_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_pgbolt"))
-}
-
 pub fn pgbolt_command(dbname: &str, args: &[&str]) -> Command {
     command(&pgbolt_path().to_string_lossy(), dbname, args)
 }
@@ -71,34 +63,8 @@ pub fn sql(dbname: &str, query: &str) -> String {
         .to_owned()
 }
 
-pub fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-pub fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// The report line starting with `prefix`, if any.
-pub fn line<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
-    text.lines().find(|l| l.starts_with(prefix))
-}
-
-/// A script file in a temporary directory that lives as long as the value.
-pub struct ScriptFile {
-    _dir: tempfile::TempDir,
-    pub path: String,
-}
-
 pub fn script(text: &str) -> ScriptFile {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("script.sql");
-    std::fs::write(&path, text).expect("write script");
-    // The server's OS user may need to read nothing; pgbolt reads it.
-    ScriptFile {
-        path: path.to_string_lossy().into_owned(),
-        _dir: dir,
-    }
+    common::script_file("script.sql", text)
 }
 
 /// `sum(abalance)`, `sum(tbalance)`, `sum(bbalance)`, `sum(delta)`.

@@ -7,6 +7,8 @@
 
 #![allow(dead_code)]
 
+#[path = "../common/mod.rs"]
+mod common;
 pub mod compare;
 pub mod json;
 pub mod logs;
@@ -16,13 +18,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-use pgbolt::tempdb::{self, TempDb};
-
-pub const PGBENCH: &str = "/usr/lib/postgresql/15/bin/pgbench";
-
-pub fn server() -> &'static TempDb {
-    tempdb::shared().expect("throwaway server starts")
-}
+pub use common::{line, script_file as script, server, stderr, stdout, ScriptFile, PGBENCH};
 
 /// A new database initialized with `pgbench -i -s 1`.
 pub fn fresh_database() -> String {
@@ -124,35 +120,6 @@ impl Run {
             .expect("program starts");
         let pid = child.id();
         (pid, child.wait_with_output().expect("program ends"))
-    }
-}
-
-pub fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-pub fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// The report line starting with `prefix`, if any.
-pub fn line<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
-    text.lines().find(|l| l.starts_with(prefix))
-}
-
-/// A script file that lives as long as the value.
-pub struct ScriptFile {
-    _dir: tempfile::TempDir,
-    pub path: String,
-}
-
-pub fn script(name: &str, text: &str) -> ScriptFile {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join(name);
-    std::fs::write(&path, text).expect("write script");
-    ScriptFile {
-        path: path.to_string_lossy().into_owned(),
-        _dir: dir,
     }
 }
 

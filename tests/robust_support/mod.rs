@@ -4,19 +4,21 @@
 
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+#[path = "../common/mod.rs"]
+mod common;
+
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use pgbolt::tempdb::{self, TempDb};
+use pgbolt::tempdb::TempDb;
 
-pub const PGBENCH: &str = "/usr/lib/postgresql/15/bin/pgbench";
+pub use common::{line, pgbolt_path, text, PGBENCH};
 
 /// The test binary's shared server, for tests that neither stop nor
 /// freeze it.
 pub fn shared() -> &'static TempDb {
-    tempdb::shared().expect("throwaway server starts")
+    common::server()
 }
 
 /// A server of the test's own, for tests that stop or freeze it.
@@ -36,10 +38,6 @@ pub fn database(db: &TempDb, init: bool) -> String {
         assert!(out.status.success(), "{}", text(&out.stderr));
     }
     name
-}
-
-pub fn pgbolt_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_pgbolt"))
 }
 
 /// pgbolt connecting to `db`'s database `dbname`.
@@ -168,15 +166,6 @@ pub fn wait_for_backends(db: &TempDb, dbname: &str, n: usize) -> Vec<i32> {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-pub fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// The report line starting with `prefix`.
-pub fn line<'a>(report: &'a str, prefix: &str) -> Option<&'a str> {
-    report.lines().find(|l| l.starts_with(prefix))
 }
 
 /// The number of transactions the report says were processed.

@@ -1,0 +1,57 @@
+//! Helpers shared by the binary-level test suites (each suite's support
+//! module re-exports them): the real pgbench, the test binary's shared
+//! throwaway server, output as text, report lines and script files.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::Output;
+
+use pgbolt::tempdb::{self, TempDb};
+
+/// The pgbench every differential test uses as the oracle.
+pub const PGBENCH: &str = "/usr/lib/postgresql/15/bin/pgbench";
+
+/// The test binary's shared server (started on first use, removed when
+/// the binary exits).
+pub fn server() -> &'static TempDb {
+    tempdb::shared().expect("throwaway server starts")
+}
+
+pub fn pgbolt_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_pgbolt"))
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+pub fn stdout(out: &Output) -> String {
+    text(&out.stdout)
+}
+
+pub fn stderr(out: &Output) -> String {
+    text(&out.stderr)
+}
+
+/// The first line of `text` starting with `prefix`, if any.
+pub fn line<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    text.lines().find(|l| l.starts_with(prefix))
+}
+
+/// A script file in a temporary directory that lives as long as the value.
+pub struct ScriptFile {
+    _dir: tempfile::TempDir,
+    pub path: String,
+}
+
+/// Writes `text` to a file called `name` in a new temporary directory.
+pub fn script_file(name: &str, text: &str) -> ScriptFile {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).expect("write script");
+    ScriptFile {
+        path: path.to_string_lossy().into_owned(),
+        _dir: dir,
+    }
+}
