@@ -6,7 +6,7 @@
 //! as long as they run; the handlers themselves only touch atomics and
 //! `write(2)`, so they are async-signal-safe. Dropping [`Installed`]
 //! restores what was there before, such as the clean-up of a throwaway
-//! instance.
+//! instance, which installs its own with [`set_handler`].
 
 /// The signals that ask pgbolt to stop.
 pub const SIGNALS: [libc::c_int; 2] = [libc::SIGINT, libc::SIGTERM];
@@ -21,16 +21,32 @@ pub fn install(handler: extern "C" fn(libc::c_int)) -> Installed {
     // SAFETY: zeroed sigaction structs are valid "default" values.
     let mut old: [libc::sigaction; 2] = unsafe { std::mem::zeroed() };
     for (i, &signo) in SIGNALS.iter().enumerate() {
-        // SAFETY: installs a handler the caller wrote to be async-signal-safe.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = handler as usize;
-            action.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(signo, &action, &mut old[i]);
+        if let Ok(previous) = set_handler(signo, handler) {
+            old[i] = previous;
         }
     }
     Installed { old }
+}
+
+/// Installs `handler` for `signo` with `SA_RESTART` and an empty mask, and
+/// returns the action it replaced. The handler must be async-signal-safe.
+pub fn set_handler(
+    signo: libc::c_int,
+    handler: extern "C" fn(libc::c_int),
+) -> std::io::Result<libc::sigaction> {
+    // SAFETY: a zeroed sigaction is a valid value to fill in; the handler
+    // is a plain function, the mask is emptied before use.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = handler as usize;
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        if libc::sigaction(signo, &action, &mut old) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(old)
+    }
 }
 
 impl Drop for Installed {

@@ -262,19 +262,8 @@ fn install_signal_thread() -> Result<(), Error> {
         .spawn(move || signal_thread(read_fd))
         .map_err(|e| Error::io("starting the signal thread", e))?;
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: a zeroed sigaction with a valid handler and an emptied mask.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-            action.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut action.sa_mask);
-            if libc::sigaction(sig, &action, std::ptr::null_mut()) != 0 {
-                return Err(Error::io(
-                    "installing a signal handler",
-                    std::io::Error::last_os_error(),
-                ));
-            }
-        }
+        crate::sigstop::set_handler(sig, on_signal)
+            .map_err(|e| Error::io("installing a signal handler", e))?;
     }
     Ok(())
 }
