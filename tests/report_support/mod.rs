@@ -124,10 +124,13 @@ impl Run {
 }
 
 /// Updates of a handful of rows in one transaction: under SERIALIZABLE,
-/// concurrent clients get serialization failures.
+/// concurrent clients get serialization failures. The pause between the
+/// read and the write keeps transactions open long enough to overlap
+/// however the clients happen to be scheduled.
 pub const CONTENDED: &str = "\\set aid random(1, 4)
 BEGIN;
 SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
+\\sleep 1 ms
 UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = :aid;
 END;
 ";
