@@ -7,6 +7,7 @@
 mod robust_support;
 
 use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use pgbolt::tempdb::TempDb;
@@ -48,20 +49,43 @@ impl Drop for Holders {
     }
 }
 
-/// Waits until the server has `n` sessions running `pg_sleep`.
+/// Keeps up to `n` sessions sitting in `pg_sleep` until `stop`: a session
+/// refused for want of a slot is replaced by a new attempt, so every slot
+/// that a reconnecting client gives up is soon taken.
+fn take_free_slots(db: &TempDb, n: usize, stop: &AtomicBool) {
+    let mut sessions: Vec<Child> = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        sessions.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
+        if sessions.len() < n {
+            sessions.append(&mut Holders::open(db, 1).0);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(Holders(sessions));
+}
+
+/// Waits until the server has `n` sessions running `pg_sleep` and no
+/// other client session (the backends of earlier set-up commands end a
+/// little after their clients, and the preflight would count them).
 fn wait_for_sleepers(db: &TempDb, n: usize) {
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let query = "SELECT count(*) FILTER (WHERE query LIKE 'SELECT pg_sleep%') || ' ' || count(*) \
+                 FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()";
     loop {
-        let count: usize = db
-            .psql("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep%'")
-            .map(|s| s.trim().parse().unwrap_or(0))
-            .unwrap_or(0);
-        if count >= n {
+        let counts: Vec<usize> = db
+            .psql(query)
+            .map(|s| {
+                s.split_whitespace()
+                    .filter_map(|c| c.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if counts.len() == 2 && counts[0] >= n && counts[1] == counts[0] {
             return;
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "holders never connected"
+            "holders never connected alone: {counts:?}"
         );
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -145,8 +169,13 @@ fn slots_taken_mid_run_abort_reconnecting_clients() {
         &["-n", "-C", "-T", "20", "-c", "2", "-S"],
     ));
     wait_for_backends(&db, &dbname, 1);
-    let _holders = Holders::open(&db, 10);
-    let done = run.wait(Duration::from_secs(60));
+    let stop = AtomicBool::new(false);
+    let done = std::thread::scope(|s| {
+        s.spawn(|| take_free_slots(&db, 10, &stop));
+        let done = run.wait(Duration::from_secs(60));
+        stop.store(true, Ordering::Relaxed);
+        done
+    });
     let (out, err) = (done.stdout(), done.stderr());
     assert_eq!(done.code(), Some(2), "{err}");
     assert!(
