@@ -87,6 +87,23 @@ class Summary(unittest.TestCase):
         self.assertEqual([(g["goal"], g["met"]) for g in s["goals"]],
                          [("tps >= 1.15x", True), ("client CPU/txn <= 0.60x", True)])
 
+    def test_goals_show_their_pair_range_and_the_noise_of_the_a_runs(self):
+        # A runs 100, 110, 100, 90: the second lies 1.10x from its
+        # neighbours' mean, the third 1.0x: noise 0.10. B's pair ratios are
+        # 1.2/1.05, 1.2/1.05... a median of 1.12, within 0.10 of 1.15.
+        runs = [run("a", 0, 100), run("b", 0, 126), run("a", 1, 110), run("b", 1, 118),
+                run("a", 2, 100), run("b", 2, 106), run("a", 3, 90)]
+        s = report.summarize_workload(self.W, runs, [], cores=2)
+        tps = s["goals"][0]
+        self.assertAlmostEqual(tps["noise"], 0.10)
+        self.assertAlmostEqual(tps["pair_range"][0], 106 / 95)
+        self.assertAlmostEqual(tps["pair_range"][1], 126 / 105)
+        self.assertFalse(tps["met"])
+        self.assertTrue(tps["within_noise"])
+        table = report.goals_table([s], {"a": "pgbench", "b": "pgbolt"})
+        self.assertIn("+/-0.10", table)
+        self.assertIn("UNMET (within noise)", table)
+
     def test_a_failing_tool_b_gives_a_row_saying_so(self):
         error = "pgbolt: error: running a benchmark is not supported yet"
         runs = [run("a", 0, 100),

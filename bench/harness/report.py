@@ -15,6 +15,12 @@ it completed divided by that many, which reduces to server CPU / (cores x
 wall): the fraction of the machine the server got while that tool drove it.
 The rest went to the client and to idle time. It is computed per run over
 the whole wall time (connection set-up included) and its median is shown.
+
+Each goal also shows the range of its per-pair ratios and the machine's
+noise for that metric: every A run that has A runs on both sides is compared
+with their mean exactly as a B run is, and the largest distance of such an
+A/A ratio from 1 is the noise. A goal met or missed by less than that is
+marked "within noise": the same program would land on either side of it.
 """
 
 from statistics import median
@@ -42,6 +48,19 @@ def _bracket(a_runs, metric):
     if any(v is None for v in values):
         return None
     return sum(values) / len(values)
+
+
+def _a_noise(runs, metric):
+    """The largest distance from 1 of an A run's ratio to the mean of the A
+    runs on either side of it (None with fewer than three A runs)."""
+    a_runs = sorted((r for r in runs if r["side"] == "a" and "error" not in r),
+                    key=lambda r: r["pair"])
+    distances = []
+    for before, run, after in zip(a_runs, a_runs[1:], a_runs[2:]):
+        ratio = _ratio(run.get(metric), _bracket([before, after], metric))
+        if ratio is not None:
+            distances.append(abs(ratio - 1))
+    return max(distances) if distances else None
 
 
 def summarize_workload(workload, runs, syscall_runs, cores):
@@ -79,8 +98,17 @@ def summarize_workload(workload, runs, syscall_runs, cores):
     out["pairs"] = len(whole)
     for goal in workload.goals:
         ratio = out["ratios"][goal.metric]
-        out["goals"].append({"goal": goal.describe(), "metric": goal.metric, "op": goal.op,
-                             "target": goal.target, "ratio": ratio, "met": goal.met(ratio)})
+        pair_ratios = [r for r in (_ratio(b.get(goal.metric), _bracket(a_runs, goal.metric))
+                                   for b, a_runs in whole) if r is not None]
+        noise = None if goal.metric == "syscalls_per_txn" else _a_noise(runs, goal.metric)
+        out["goals"].append({
+            "goal": goal.describe(), "metric": goal.metric, "op": goal.op,
+            "target": goal.target, "ratio": ratio, "met": goal.met(ratio),
+            "pair_range": [min(pair_ratios), max(pair_ratios)] if pair_ratios else None,
+            "noise": noise,
+            "within_noise": (None if ratio is None or noise is None
+                             else abs(ratio - goal.target) < noise),
+        })
     return out
 
 
@@ -139,7 +167,7 @@ def absolute_table(summaries, labels):
 
 
 def goals_table(summaries, labels):
-    header = ["workload", "goal (B/A)", "measured", "status"]
+    header = ["workload", "goal (B/A)", "measured", "pairs", "A/A noise", "status"]
     rows = []
     for s in summaries:
         for g in s["goals"]:
@@ -147,8 +175,13 @@ def goals_table(summaries, labels):
                 status = "n/a: " + ("see the failure above" if s["failures"] else "not measured")
             else:
                 status = "met" if g["met"] else "UNMET"
+                if g.get("within_noise"):
+                    status += " (within noise)"
             measured = "-" if g["ratio"] is None else f"{g['ratio']:.3f}x"
-            rows.append([s["workload"], g["goal"], measured, status])
+            span = g.get("pair_range")
+            pairs = "-" if span is None else f"{span[0]:.2f}-{span[1]:.2f}"
+            noise = "-" if g.get("noise") is None else f"+/-{g['noise']:.2f}"
+            rows.append([s["workload"], g["goal"], measured, pairs, noise, status])
     return _table(header, rows)
 
 
