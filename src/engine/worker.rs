@@ -360,7 +360,11 @@ pub fn run(
                 done
             }
             None => {
-                let spun = env.busy_poll && spin(&mut poll, &mut events, timeout);
+                // Spinning only pays while an answer is awaited, not while
+                // every client sleeps until a timer (-R, \sleep).
+                let spun = env.busy_poll
+                    && clients.iter().any(|c| c.state.waits_for_io())
+                    && spin(&mut poll, &mut events, timeout);
                 if !spun {
                     if let Err(e) = poll.poll(&mut events, timeout) {
                         if e.kind() == std::io::ErrorKind::Interrupted {
