@@ -51,6 +51,7 @@ mod shared;
 mod shell;
 mod signals;
 mod sql;
+mod timer;
 mod uring;
 mod worker;
 
@@ -275,6 +276,8 @@ fn thread_parts(
         )
         .map_err(EngineError::Poll)?;
     let registry = poll.registry().try_clone().map_err(EngineError::Poll)?;
+    let precise_timer =
+        timer::PreciseTimer::new(&registry, worker::TIMER).map_err(EngineError::Poll)?;
     let per_script = plan.commands_per_script();
     let clients: Vec<Client> = t
         .range
@@ -320,6 +323,7 @@ fn thread_parts(
         end_us: t.end_us,
         io_uring: t.io_uring,
         busy_poll: t.busy_poll,
+        precise_timer,
         ring: None,
         progress: bench.progress.map(|interval| {
             worker::Progress::new(

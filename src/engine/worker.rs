@@ -30,10 +30,13 @@ use super::log;
 use super::machine;
 use super::plan::Plan;
 use super::shared::Shared;
+use super::timer::PreciseTimer;
 use super::uring::{Done, Ring};
 
 /// Token of the stop signal's pipe.
 pub const SIGNAL: Token = Token(usize::MAX - 1);
+/// Token of the thread's [`PreciseTimer`].
+pub const TIMER: Token = Token(usize::MAX - 2);
 
 /// Microseconds since the Unix epoch from a monotonic clock.
 #[derive(Debug, Clone, Copy)]
@@ -87,6 +90,9 @@ pub struct ThreadEnv {
     pub ring: Option<Ring>,
     /// `--busy-poll` chose to spin before sleeping (epoll only).
     pub busy_poll: bool,
+    /// Wakes the epoll loop on time for waits shorter than its
+    /// millisecond timeouts can express.
+    pub precise_timer: PreciseTimer,
 }
 
 /// Progress reporting state of a thread.
@@ -366,6 +372,9 @@ pub fn run(
                     && clients.iter().any(|c| c.state.waits_for_io())
                     && spin(&mut poll, &mut events, timeout);
                 if !spun {
+                    if let Some(t) = timeout {
+                        env.precise_timer.arm_if_short(t);
+                    }
                     if let Err(e) = poll.poll(&mut events, timeout) {
                         if e.kind() == std::io::ErrorKind::Interrupted {
                             continue;
@@ -500,7 +509,7 @@ impl Turn<'_> {
         }
         for event in events.iter() {
             let token = event.token();
-            if token == SIGNAL {
+            if token == SIGNAL || token == TIMER {
                 continue;
             }
             let idx = token.0 % self.env.clients.max(1);
