@@ -366,22 +366,9 @@ pub fn run(
                 done
             }
             None => {
-                // Spinning only pays while an answer is awaited, not while
-                // every client sleeps until a timer (-R, \sleep).
-                let spun = env.busy_poll
-                    && clients.iter().any(|c| c.state.waits_for_io())
-                    && spin(&mut poll, &mut events, timeout);
-                if !spun {
-                    if let Some(t) = timeout {
-                        env.precise_timer.arm_if_short(t);
-                    }
-                    if let Err(e) = poll.poll(&mut events, timeout) {
-                        if e.kind() == std::io::ErrorKind::Interrupted {
-                            continue;
-                        }
-                        log::error(format_args!("epoll_wait() failed: {e}"));
-                        break;
-                    }
+                if let Err(e) = wait_epoll(&mut poll, &mut events, &env, &clients, timeout) {
+                    log::error(format_args!("epoll_wait() failed: {e}"));
+                    break;
                 }
                 Vec::new()
             }
@@ -412,6 +399,35 @@ pub fn run(
         }
     }
     Some(finish(clients, env, start))
+}
+
+/// Waits for events or the timeout on epoll: spinning first when
+/// `--busy-poll` chose to and some client awaits an answer (not while every
+/// client sleeps until a timer), arming the precise timer for a short
+/// timeout. An interrupted wait returns no events.
+fn wait_epoll(
+    poll: &mut Poll,
+    events: &mut Events,
+    env: &ThreadEnv,
+    clients: &[Client],
+    timeout: Option<Duration>,
+) -> std::io::Result<()> {
+    if env.busy_poll
+        && clients.iter().any(|c| c.state.waits_for_io())
+        && spin(poll, events, timeout)
+    {
+        return Ok(());
+    }
+    if let Some(t) = timeout {
+        env.precise_timer.arm_if_short(t);
+    }
+    match poll.poll(events, timeout) {
+        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
+            events.clear();
+            Ok(())
+        }
+        other => other,
+    }
 }
 
 /// The longest a thread polls without sleeping before it sleeps in
