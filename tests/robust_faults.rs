@@ -97,51 +97,74 @@ fn killed_backends_abort_their_clients_and_the_others_finish() {
     );
 }
 
-/// A backend killed while its client sleeps between two statements: the
-/// next send finds the socket closed, and like libpq (and so pgbench)
-/// pgbolt reads the server's last message before it reports the failure.
+/// A backend killed while its client sleeps between two statements (or
+/// between two pipelines): the next send finds the socket closed, and like
+/// libpq (and so pgbench) pgbolt reads the server's last message before it
+/// reports the failure.
 #[test]
 fn a_backend_killed_between_statements_is_reported_as_pgbench_reports_it() {
     let db = shared();
     let dbname = database(db, false);
     let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("sleepy.sql");
-    std::fs::write(&script, "SELECT 1;\n\\sleep 1500 ms\nSELECT 2;\n").unwrap();
-    let script = script.display().to_string();
-    let args = ["-n", "-c", "1", "-t", "1", "-f", script.as_str()];
-    let mut seen = Vec::new();
-    for (name, cmd) in [
-        ("pgbench", pgbench(db, &dbname, &args)),
-        ("pgbolt", pgbolt(db, &dbname, &args)),
-    ] {
-        let run = spawn(cmd);
-        let sleeping = format!(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{dbname}' \
-             AND state = 'idle' AND query = 'SELECT 1;'"
-        );
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        while db.psql(&sleeping).unwrap().trim() != "t" {
-            assert!(std::time::Instant::now() < deadline, "{name} never slept");
-            std::thread::sleep(Duration::from_millis(20));
+    let cases = [
+        ("sleepy.sql", "SELECT 1;\n\\sleep 1500 ms\nSELECT 2;\n", "simple", 2),
+        (
+            "piped.sql",
+            "\\startpipeline\nSELECT 1;\n\\endpipeline\n\\sleep 1500 ms\n\\startpipeline\nSELECT 2;\n\\endpipeline\n",
+            "extended",
+            6,
+        ),
+    ];
+    for (file, text, mode, command) in cases {
+        let script = dir.path().join(file);
+        std::fs::write(&script, text).unwrap();
+        let script = script.display().to_string();
+        let args = [
+            "-n",
+            "-c",
+            "1",
+            "-t",
+            "1",
+            "-M",
+            mode,
+            "-f",
+            script.as_str(),
+        ];
+        let mut seen = Vec::new();
+        for (name, cmd) in [
+            ("pgbench", pgbench(db, &dbname, &args)),
+            ("pgbolt", pgbolt(db, &dbname, &args)),
+        ] {
+            let run = spawn(cmd);
+            let sleeping = format!(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{dbname}' \
+                 AND state = 'idle' AND query = 'SELECT 1;'"
+            );
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            while db.psql(&sleeping).unwrap().trim() != "t" {
+                assert!(std::time::Instant::now() < deadline, "{name} never slept");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let done = run.wait(Duration::from_secs(30));
+            let prefix = format!("{name}: ");
+            let lines: Vec<String> = done
+                .stderr()
+                .lines()
+                .map(|l| l.strip_prefix(&prefix).unwrap_or(l).to_owned())
+                .collect();
+            seen.push((done.code(), lines));
         }
-        let done = run.wait(Duration::from_secs(30));
-        let err = done.stderr();
-        let prefix = format!("{name}: ");
-        let lines: Vec<String> = err
-            .lines()
-            .map(|l| l.strip_prefix(&prefix).unwrap_or(l).to_owned())
-            .collect();
-        seen.push((done.code(), lines));
+        assert_eq!(seen[1], seen[0], "{file}: pgbolt against pgbench");
+        assert_eq!(seen[0].0, Some(2), "{file}");
+        let abort = format!(
+            "aborted in command {command} query 0: FATAL:  terminating connection due to administrator command"
+        );
+        assert!(
+            seen[0].1.iter().any(|l| l.ends_with(&abort)),
+            "{file}: {:?}",
+            seen[0].1
+        );
     }
-    assert_eq!(seen[1], seen[0], "pgbolt against pgbench");
-    assert_eq!(seen[0].0, Some(2));
-    assert!(
-        seen[0].1.iter().any(|l| l.ends_with(
-            "aborted in command 2 query 0: FATAL:  terminating connection due to administrator command"
-        )),
-        "{:?}",
-        seen[0].1
-    );
 }
 
 /// `--exit-on-abort`: the first killed backend ends the whole run at

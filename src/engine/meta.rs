@@ -11,7 +11,7 @@ use super::log;
 use super::machine::Now;
 use super::plan::Plan;
 use super::shell;
-use super::sql::command_failed;
+use super::sql::{command_failed, flush_or_defer};
 use super::worker::ThreadEnv;
 
 /// Runs meta command `kind` and sets the client's next state.
@@ -235,7 +235,7 @@ fn end_pipeline(c: &mut Client, plan: &Plan) {
         return;
     };
     conn.sync();
-    if conn.flush().is_err() {
+    if flush_or_defer(conn, &mut c.peer_closed).is_err() {
         command_failed(c, "endpipeline", "failed to send a pipeline sync");
         c.state = State::Aborted;
         return;

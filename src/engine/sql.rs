@@ -56,29 +56,19 @@ pub fn send(c: &mut Client, plan: &Plan, env: &mut ThreadEnv, command: &SqlComma
         c.state = State::Aborted;
         return;
     };
-    if c.pipeline.is_some() {
-        if conn.pending_output() >= PIPELINE_FLUSH_BYTES && conn.flush().is_err() {
-            command_failed(c, "SQL", "SQL command send failed");
-            c.state = State::Aborted;
-            return;
-        }
+    let in_pipeline = c.pipeline.is_some();
+    if in_pipeline && conn.pending_output() < PIPELINE_FLUSH_BYTES {
         c.state = State::EndCommand;
         return;
     }
-    match conn.flush() {
-        Ok(_) => {}
-        Err(e) if e.peer_gone() => {
-            // As libpq does, the failure is reported by the read that
-            // follows: it finds the server's last message (the FATAL that
-            // says why the backend ended) before the end of the stream.
-            conn.discard_output();
-            c.peer_closed = true;
-        }
-        Err(_) => {
-            command_failed(c, "SQL", "SQL command send failed");
-            c.state = State::Aborted;
-            return;
-        }
+    if flush_or_defer(conn, &mut c.peer_closed).is_err() {
+        command_failed(c, "SQL", "SQL command send failed");
+        c.state = State::Aborted;
+        return;
+    }
+    if in_pipeline {
+        c.state = State::EndCommand;
+        return;
     }
     c.response.reset(1);
     if plan.debug {
@@ -86,6 +76,26 @@ pub fn send(c: &mut Client, plan: &Plan, env: &mut ThreadEnv, command: &SqlComma
     }
     let _ = env;
     c.state = State::WaitResult;
+}
+
+/// Sends what is buffered. A server that has closed its end is not an
+/// error yet: as libpq does, the unsent output is dropped and the failure
+/// is reported by the read that follows, which finds the server's last
+/// message (the FATAL that says why the backend ended) before the end of
+/// the stream.
+pub fn flush_or_defer(
+    conn: &mut pgwire::Connection,
+    peer_closed: &mut bool,
+) -> Result<(), pgwire::Error> {
+    match conn.flush() {
+        Ok(_) => Ok(()),
+        Err(e) if e.peer_gone() => {
+            conn.discard_output();
+            *peer_closed = true;
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Encodes the command for the query mode; Sync is added outside a pipeline.
@@ -239,7 +249,7 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
     if conn.pending_output() > 0 {
         // A partial write continues on writability; reading goes on
         // meanwhile, as the server may be waiting for us to read first.
-        conn.flush()?;
+        flush_or_defer(conn, peer_closed)?;
     }
     let (store, query) = match &plan.scripts[*script].commands[*command].kind {
         crate::script::CommandKind::Sql(cmd) => (
@@ -262,7 +272,7 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
         if response.abort.is_some() && !response.copy_failed {
             response.copy_failed = true;
             conn.copy_fail("COPY is not supported")?;
-            conn.flush()?;
+            flush_or_defer(conn, peer_closed)?;
         }
         match conn.fill()? {
             pgwire::Fill::WouldBlock => return Ok(false),

@@ -410,13 +410,19 @@ fn wait_epoll(
     events: &mut Events,
     env: &ThreadEnv,
     clients: &[Client],
-    timeout: Option<Duration>,
+    mut timeout: Option<Duration>,
 ) -> std::io::Result<()> {
-    if env.busy_poll
-        && clients.iter().any(|c| c.state.waits_for_io())
-        && spin(poll, events, timeout)
-    {
-        return Ok(());
+    if env.busy_poll && clients.iter().any(|c| c.state.waits_for_io()) {
+        let started = Instant::now();
+        if spin(poll, events, timeout) {
+            return Ok(());
+        }
+        // The spin used part of the wait; a timer is not pushed back by it.
+        timeout = timeout.map(|t| t.saturating_sub(started.elapsed()));
+        if timeout.is_some_and(|t| t.is_zero()) {
+            events.clear();
+            return Ok(());
+        }
     }
     if let Some(t) = timeout {
         env.precise_timer.arm_if_short(t);
