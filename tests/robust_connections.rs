@@ -176,21 +176,10 @@ fn slots_taken_mid_run_abort_reconnecting_clients() {
         stop.store(true, Ordering::Relaxed);
         done
     });
-    let (out, err) = (done.stdout(), done.stderr());
-    assert_eq!(done.code(), Some(2), "{err}");
-    assert!(
-        err.contains("FATAL:  sorry, too many clients already"),
-        "{err}"
-    );
-    assert!(
-        err.contains("aborted while establishing connection"),
-        "{err}"
-    );
-    assert!(
-        err.contains("Run was aborted; the above results are incomplete."),
-        "{err}"
-    );
-    assert!(processed(&out) > 0, "{out}");
+    done.assert_aborted_with(&[
+        "FATAL:  sorry, too many clients already",
+        "aborted while establishing connection",
+    ]);
     assert!(
         done.elapsed < Duration::from_secs(20),
         "the clients did not abort"

@@ -85,6 +85,22 @@ impl Finished {
     pub fn code(&self) -> Option<i32> {
         self.out.status.code()
     }
+
+    /// What every run that ended in aborts shows: exit status 2, each of
+    /// `phrases` on standard error, pgbench's closing line, and a report
+    /// that counts at least one transaction.
+    pub fn assert_aborted_with(&self, phrases: &[&str]) {
+        let (out, err) = (self.stdout(), self.stderr());
+        assert_eq!(self.code(), Some(2), "{err}");
+        for phrase in phrases {
+            assert!(err.contains(phrase), "{phrase:?} missing in:\n{err}");
+        }
+        assert!(
+            err.contains("Run was aborted; the above results are incomplete."),
+            "{err}"
+        );
+        assert!(processed(&out) > 0, "{out}");
+    }
 }
 
 pub fn spawn(mut cmd: Command) -> Running {
