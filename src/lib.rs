@@ -7,6 +7,7 @@
 
 pub mod cli;
 pub mod cnum;
+pub mod decimal;
 pub mod engine;
 pub mod expr;
 pub mod init;

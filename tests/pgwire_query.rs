@@ -141,9 +141,11 @@ fn many_messages_pipelined_before_one_sync() {
     conn.parse("s", "SELECT generate_series(1, $1::int)", &[])
         .unwrap();
     for n in 1..=200 {
-        let text = n.to_string();
-        conn.bind("", "s", [Some(text.as_bytes())]).unwrap();
-        conn.execute("", 0).unwrap();
+        let write = |_, out: &mut Vec<u8>| {
+            out.extend_from_slice(n.to_string().as_bytes());
+            true
+        };
+        conn.bind_execute("s", 1, write, n % 2 == 0, false).unwrap();
     }
     conn.sync();
     while !conn.flush().unwrap() {

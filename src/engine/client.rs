@@ -174,10 +174,8 @@ pub struct Client {
     /// Syncs sent in the open pipeline; `None` outside a pipeline.
     pub pipeline: Option<u32>,
     pub response: Response,
-    /// Reused buffers for SQL text and Bind parameters.
+    /// Reused buffer for SQL text with variables substituted.
     pub sql: Vec<u8>,
-    pub params: Vec<u8>,
-    pub param_ends: Vec<Option<usize>>,
     pub shell: Option<ShellJob>,
 }
 
@@ -218,8 +216,6 @@ impl Client {
             pipeline: None,
             response: Response::default(),
             sql: Vec::with_capacity(1024),
-            params: Vec::with_capacity(256),
-            param_ends: Vec::with_capacity(16),
             shell: None,
         }
     }

@@ -109,8 +109,6 @@ fn encode(
         conn,
         vars,
         sql,
-        params,
-        param_ends,
         prepared,
         pipeline,
         id,
@@ -167,38 +165,19 @@ fn encode(
             }
         }
     }
-    params.clear();
-    param_ends.clear();
-    for &slot in &command.params {
-        if vars.write_sql(slot, params) {
-            param_ends.push(Some(params.len()));
-        } else {
-            param_ends.push(None);
-        }
-    }
     let statement = match plan.query_mode {
         QueryMode::Prepared => plan.prepared_names[*script][*index]
             .as_deref()
             .unwrap_or_default(),
         _ => "",
     };
-    let mut start = 0;
-    let values = param_ends.iter().map(|end| {
-        end.map(|end| {
-            let v = &params[start..end];
-            start = end;
-            v
-        })
-    });
-    conn.bind("", statement, values)?;
-    if describe {
-        conn.describe_portal("")?;
-    }
-    conn.execute("", 0)?;
-    if pipeline.is_none() {
-        conn.sync();
-    }
-    Ok(())
+    conn.bind_execute(
+        statement,
+        command.params.len(),
+        |i, out| vars.write_sql(command.params[i], out),
+        describe,
+        pipeline.is_none(),
+    )
 }
 
 /// Reads what has arrived; true when the client moved on (results complete

@@ -29,33 +29,19 @@ impl Table {
     }
 }
 
-fn push_decimal(buf: &mut Vec<u8>, mut value: i64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (value % 10) as u8;
-        value /= 10;
-        if value == 0 {
-            break;
-        }
-    }
-    buf.extend_from_slice(&digits[i..]);
-}
-
 /// Appends the row with 0-based index `k` of `table`.
 pub fn push_row(buf: &mut Vec<u8>, table: Table, k: i64) {
-    push_decimal(buf, k + 1);
+    crate::decimal::push_i64(buf, k + 1);
     match table {
         Table::Branches => buf.extend_from_slice(b"\t0\t\\N\n"),
         Table::Tellers => {
             buf.push(b'\t');
-            push_decimal(buf, k / NTELLERS + 1);
+            crate::decimal::push_i64(buf, k / NTELLERS + 1);
             buf.extend_from_slice(b"\t0\t\\N\n");
         }
         Table::Accounts => {
             buf.push(b'\t');
-            push_decimal(buf, k / NACCOUNTS + 1);
+            crate::decimal::push_i64(buf, k / NACCOUNTS + 1);
             buf.extend_from_slice(b"\t0\t\n");
         }
     }

@@ -161,6 +161,10 @@ impl Variables {
     pub fn write_sql(&self, slot: usize, out: &mut Vec<u8>) -> bool {
         use std::io::Write;
         match self.slots.get(slot) {
+            Some(Slot::Value(Value::Int(i))) => {
+                crate::decimal::push_i64(out, *i);
+                true
+            }
             None | Some(Slot::Unset) => false,
             Some(Slot::Text { text, .. }) => {
                 out.extend_from_slice(text.as_bytes());

@@ -341,31 +341,25 @@ impl LineBuf {
         }
     }
 
-    fn push_u128(&mut self, mut v: u128) {
-        let mut digits = [0u8; 40];
-        let mut n = 0;
-        loop {
-            digits[n] = b'0' + (v % 10) as u8;
-            n += 1;
-            v /= 10;
-            if v == 0 {
-                break;
-            }
-        }
-        for i in (0..n).rev() {
-            self.push_byte(digits[i]);
+    fn push_digits(&mut self, digits: &[u8]) {
+        for &b in digits {
+            self.push_byte(b);
         }
     }
 
+    fn push_u128(&mut self, v: u128) {
+        self.push_digits(crate::decimal::u128_digits(v, &mut [0; 39]));
+    }
+
     fn push_u64(&mut self, v: u64) {
-        self.push_u128(u128::from(v));
+        self.push_digits(crate::decimal::u64_digits(v, &mut [0; 20]));
     }
 
     fn push_i64(&mut self, v: i64) {
         if v < 0 {
             self.push_byte(b'-');
         }
-        self.push_u128(u128::from(v.unsigned_abs()));
+        self.push_u64(v.unsigned_abs());
     }
 
     fn push_fields(&mut self, values: &[u64]) {

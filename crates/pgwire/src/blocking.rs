@@ -198,10 +198,15 @@ impl Client {
         name: &str,
         params: &[Option<&str>],
     ) -> Result<Vec<Row>, Error> {
+        let write_param = |i: usize, out: &mut Vec<u8>| match params[i] {
+            Some(p) => {
+                out.extend_from_slice(p.as_bytes());
+                true
+            }
+            None => false,
+        };
         self.conn
-            .bind("", name, params.iter().map(|p| p.map(str::as_bytes)))?;
-        self.conn.execute("", 0)?;
-        self.conn.sync();
+            .bind_execute(name, params.len(), write_param, false, true)?;
         self.send()?;
         let mut rows = Vec::new();
         self.receive(|msg| collect_row(msg, &mut rows))?;

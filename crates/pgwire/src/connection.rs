@@ -19,7 +19,6 @@ use std::os::fd::RawFd;
 
 use bytes::{BufMut, BytesMut};
 use postgres_protocol::message::frontend;
-use postgres_protocol::IsNull;
 
 use crate::backend::{Message, TxStatus};
 use crate::cancel::CancelToken;
@@ -44,6 +43,8 @@ pub enum Fill {
 pub struct Connection {
     stream: Stream,
     wbuf: BytesMut,
+    /// Where [`Connection::bind_execute`] assembles its messages.
+    scratch: Vec<u8>,
     rbuf: ReadBuf,
     params: Vec<(String, String)>,
     cancel: CancelToken,
@@ -90,6 +91,7 @@ impl Connection {
         Connection {
             stream,
             wbuf,
+            scratch: Vec::new(),
             rbuf,
             params,
             cancel,
@@ -260,46 +262,67 @@ impl Connection {
             .map_err(encode_err)
     }
 
-    /// Encodes Bind with parameters and results in text format; `None` is
-    /// SQL NULL. Nothing is allocated: values are copied straight in.
-    pub fn bind<'v, I>(&mut self, portal: &str, statement: &str, params: I) -> Result<(), Error>
+    /// Encodes the run of one statement in the extended protocol: Bind of
+    /// the unnamed portal to `statement` (`""`: the unnamed one) with
+    /// `nparams` text parameters and text results, Describe of the portal
+    /// when `describe`, Execute of all rows, and Sync when `sync`.
+    ///
+    /// `write_param(i, out)` appends the text of parameter `i` to `out` and
+    /// returns true, or returns false for SQL NULL (appending nothing). The
+    /// values are written in place: this is every statement's hot path, so
+    /// the messages are assembled in a reused buffer and copied into the
+    /// output once.
+    pub fn bind_execute<F>(
+        &mut self,
+        statement: &str,
+        nparams: usize,
+        mut write_param: F,
+        describe: bool,
+        sync: bool,
+    ) -> Result<(), Error>
     where
-        I: IntoIterator<Item = Option<&'v [u8]>>,
+        F: FnMut(usize, &mut Vec<u8>) -> bool,
     {
-        frontend::bind(
-            portal,
-            statement,
-            std::iter::empty(),
-            params,
-            |value, buf| match value {
-                Some(v) => {
-                    buf.put_slice(v);
-                    Ok(IsNull::No)
-                }
-                None => Ok(IsNull::Yes),
-            },
-            std::iter::empty(),
-            &mut self.wbuf,
-        )
-        .map_err(|e| match e {
-            frontend::BindError::Conversion(e) => Error::state(&format!("cannot bind: {e}")),
-            frontend::BindError::Serialization(e) => encode_err(e),
-        })
+        let too_long = || Error::state("cannot encode message: value too large to transmit");
+        if statement.as_bytes().contains(&0) {
+            return Err(Error::state(
+                "cannot encode message: string contains embedded null",
+            ));
+        }
+        let count = i16::try_from(nparams).map_err(|_| too_long())?;
+        let m = &mut self.scratch;
+        m.clear();
+        m.extend_from_slice(b"B\0\0\0\0\0");
+        m.extend_from_slice(statement.as_bytes());
+        m.extend_from_slice(&[0, 0, 0]);
+        m.extend_from_slice(&count.to_be_bytes());
+        for i in 0..nparams {
+            let at = m.len();
+            m.extend_from_slice(&[0; 4]);
+            let len = if write_param(i, m) {
+                i32::try_from(m.len() - at - 4).map_err(|_| too_long())?
+            } else {
+                -1
+            };
+            m[at..at + 4].copy_from_slice(&len.to_be_bytes());
+        }
+        m.extend_from_slice(&[0, 0]);
+        let len = i32::try_from(m.len() - 1).map_err(|_| too_long())?;
+        m[1..5].copy_from_slice(&len.to_be_bytes());
+        if describe {
+            m.extend_from_slice(b"D\0\0\0\x06P\0");
+        }
+        m.extend_from_slice(b"E\0\0\0\x09\0\0\0\0\0");
+        if sync {
+            m.extend_from_slice(b"S\0\0\0\x04");
+        }
+        self.wbuf.extend_from_slice(m);
+        Ok(())
     }
 
     /// Encodes Describe of a prepared statement.
     pub fn describe_statement(&mut self, statement: &str) -> Result<(), Error> {
         frontend::describe(b'S', statement, &mut self.wbuf).map_err(encode_err)
-    }
-
-    /// Encodes Describe of a portal.
-    pub fn describe_portal(&mut self, portal: &str) -> Result<(), Error> {
-        frontend::describe(b'P', portal, &mut self.wbuf).map_err(encode_err)
-    }
-
-    /// Encodes Execute; `max_rows` 0 means all rows.
-    pub fn execute(&mut self, portal: &str, max_rows: i32) -> Result<(), Error> {
-        frontend::execute(portal, max_rows, &mut self.wbuf).map_err(encode_err)
     }
 
     /// Encodes Close of a prepared statement.

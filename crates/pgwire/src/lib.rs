@@ -32,14 +32,12 @@
 //!
 //! # The hot path
 //!
-//! For a prepared statement the engine encodes straight into the write
-//! buffer from values held in its own reused buffers, sends everything with
-//! one `send`, and reads the answer:
+//! For a prepared statement the engine writes the parameter values straight
+//! into the Bind message, sends everything with one `send`, and reads the
+//! answer:
 //!
 //! ```text
-//! conn.bind("", "P0_1", values.iter().map(|v| Some(v.as_bytes())))?;
-//! conn.execute("", 0)?;
-//! conn.sync();
+//! conn.bind_execute("P0_1", 1, |_, out| { out.extend_from_slice(b"42"); true }, false, true)?;
 //! if !conn.flush()? { /* wait for writability, flush again */ }
 //! // on readability:
 //! loop {
