@@ -57,6 +57,7 @@ mod worker;
 
 use std::collections::{BinaryHeap, VecDeque};
 use std::io::Write;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use mio::unix::SourceFd;
@@ -99,6 +100,11 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
     let guard = signals::install().map_err(EngineError::Thread)?;
     let shared = Arc::new(Shared::new(prepared.plan.threads as usize, end_us));
     let plan = prepared.plan.clone();
+    // Thread 0 runs on this thread, as pgbench's does: with `-j 1` the
+    // process stays single-threaded, which spares every system call the
+    // reference counting of a shared descriptor table and libc's
+    // cancellation-point bookkeeping.
+    let mut own = None;
     let mut handles = Vec::new();
     for (tid, range) in plan.client_ranges().into_iter().enumerate() {
         let thread = ThreadStart {
@@ -111,24 +117,36 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
             io_uring,
             busy_poll,
         };
-        let spawned =
-            thread_parts(&prepared, &plan, bench, &thread).and_then(|(clients, env, poll)| {
-                let (plan, shared) = (plan.clone(), shared.clone());
-                std::thread::Builder::new()
-                    .name(format!("pgbolt-{tid}"))
-                    .spawn(move || worker::run(plan, shared, clients, env, poll))
-                    .map_err(EngineError::Thread)
-            });
-        match spawned {
-            Ok(handle) => handles.push(handle),
-            Err(e) => {
-                shared.fail_start(e);
-                break;
+        let started = thread_parts(&prepared, &plan, bench, &thread).and_then(|parts| {
+            if tid == 0 {
+                own = Some(parts);
+                return Ok(());
             }
+            let (clients, env, poll) = parts;
+            let (plan, shared) = (plan.clone(), shared.clone());
+            std::thread::Builder::new()
+                .name(format!("pgbolt-{tid}"))
+                .spawn(move || worker::run(plan, shared, clients, env, poll))
+                .map(|handle| handles.push(handle))
+                .map_err(EngineError::Thread)
+        });
+        if let Err(e) = started {
+            shared.fail_start(e);
+            own = None;
+            break;
         }
     }
-    let mut results = Vec::with_capacity(handles.len());
+    let mut results = Vec::with_capacity(handles.len() + 1);
     let mut panicked = false;
+    if let Some((clients, env, poll)) = own {
+        let (plan, shared) = (plan.clone(), shared.clone());
+        let run = AssertUnwindSafe(move || worker::run(plan, shared, clients, env, poll));
+        match std::panic::catch_unwind(run) {
+            Ok(Some(r)) => results.push(r),
+            Ok(None) => {}
+            Err(_) => panicked = true,
+        }
+    }
     for h in handles {
         match h.join() {
             Ok(Some(r)) => results.push(r),
