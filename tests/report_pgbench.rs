@@ -390,6 +390,7 @@ fn synthetic(o: RunOptions) -> RunResult {
         commands_per_script: vec![2],
         latency_limit_us: o.latency_limit_us,
         start_us: 0,
+        throttled: true,
     };
     let mut stats = ThreadStats::new(&layout);
     for i in 0..10 {

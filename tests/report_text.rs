@@ -71,6 +71,7 @@ fn four_transactions(o: &RunOptions, extra: &[Transaction]) -> ThreadStats {
         commands_per_script: o.scripts.iter().map(|s| s.commands.len()).collect(),
         latency_limit_us: o.latency_limit_us,
         start_us: 0,
+        throttled: true,
     };
     let mut a = ThreadStats::new(&layout);
     let mut b = ThreadStats::new(&layout);
@@ -249,6 +250,7 @@ fn nothing_processed_stops_after_the_counts() {
         commands_per_script: vec![2],
         latency_limit_us: None,
         start_us: 0,
+        throttled: false,
     };
     let r = RunResult::build(o, timings(), true, &ThreadStats::new(&layout)).unwrap();
     assert!(render_text(&r, false).ends_with("number of transactions actually processed: 0/4\n"));
@@ -297,6 +299,7 @@ fn merged_results_equal_one_run_recording_everything() {
         commands_per_script: vec![2],
         latency_limit_us: None,
         start_us: 0,
+        throttled: false,
     };
     let (mut a, mut b, mut all) = (
         ThreadStats::new(&layout),

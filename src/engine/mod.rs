@@ -319,6 +319,7 @@ fn thread_parts(
         commands_per_script: per_script,
         latency_limit_us: plan.latency_limit_us,
         start_us: t.start_time,
+        throttled: plan.throttle_delay_us > 0.0,
     };
     let ts = prepared.states.threads[t.tid];
     let env = ThreadEnv {

@@ -328,11 +328,11 @@ impl RunResult {
         let seconds = timings.bench_duration_us as f64 / 1_000_000.0;
         let total = &stats.total;
         let empty = LatencyHistogram::new();
-        let service = total.service_histogram.as_ref().unwrap_or(&empty);
-        let lag = total.lag_histogram.as_ref().unwrap_or(&empty);
+        let service = total.service_histogram().unwrap_or(&empty);
+        let lag = total.lag_histogram().unwrap_or_default();
         let mut scripts = Vec::with_capacity(options.scripts.len());
         for (i, info) in options.scripts.iter().enumerate() {
-            let group = stats.scripts.get(i);
+            let group = stats.script(i);
             let commands = stats.commands.get(i).map(Vec::as_slice).unwrap_or(&[]);
             scripts.push(script_result(info, group, commands, seconds)?);
         }
@@ -344,8 +344,8 @@ impl RunResult {
             counts: Counts::new(total.counts, total.latency_late),
             tps: per_second(total.counts.committed, seconds),
             latency: Distribution::new(total.latency, &total.latency_histogram)?,
-            service_time: Distribution::new(total.service, service)?,
-            lag: Distribution::new(total.lag, lag)?,
+            service_time: Distribution::new(total.service(), service)?,
+            lag: Distribution::new(total.lag(), &lag)?,
             scripts,
             series: series(&stats.series),
             options,

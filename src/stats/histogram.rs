@@ -75,6 +75,13 @@ impl LatencyHistogram {
         LatencyHistogram { inner }
     }
 
+    /// A histogram of `count` values that are all 0.
+    pub fn zeros(count: u64) -> Self {
+        let mut h = LatencyHistogram::new();
+        h.inner.saturating_record_n(0, count);
+        h
+    }
+
     /// Records one value in microseconds: never allocates, never fails
     /// (negative values count as 0, values past 24 h as 24 h).
     #[inline]

@@ -109,6 +109,7 @@ mod tests {
             commands_per_script: vec![1],
             latency_limit_us: None,
             start_us: 0,
+            throttled: options.throttled,
         };
         let mut stats = ThreadStats::new(&layout);
         let mut p = ProgressReporter::new(options, 1_700_000_000_000_000);

@@ -142,6 +142,11 @@ pub struct StatsLayout {
     pub commands_per_script: Vec<usize>,
     /// `-L` in µs; transactions slower than this are counted as late.
     pub latency_limit_us: Option<i64>,
+    /// `-R`: transactions are scheduled, so their schedule lag and service
+    /// time are worth recording. Without it every transaction starts when
+    /// it is scheduled: the lag is 0 and the service time is the latency,
+    /// which the statistics then derive instead of recording them again.
+    pub throttled: bool,
     /// When the run started, µs since the Unix epoch (start of the series).
     pub start_us: i64,
 }
@@ -164,33 +169,75 @@ pub struct GroupStats {
     pub counts: Counters,
     /// Latency of committed transactions (exact sums).
     pub latency: SimpleStats,
-    /// Schedule lag of committed transactions (exact sums).
-    pub lag: SimpleStats,
-    /// Service time (latency less lag) of committed transactions (exact sums).
-    pub service: SimpleStats,
     /// Latency distribution (from the scheduled start).
     pub latency_histogram: LatencyHistogram,
-    /// Service-time distribution (from the actual start); whole run only.
-    pub service_histogram: Option<LatencyHistogram>,
-    /// Schedule-lag distribution; whole run only.
-    pub lag_histogram: Option<LatencyHistogram>,
     /// Committed transactions slower than `-L`.
     pub latency_late: u64,
+    /// Keeps the service-time and lag distributions (the whole run's group).
+    detailed: bool,
+    /// Records lag and service time (see [`StatsLayout::throttled`]); the
+    /// four fields below stay empty otherwise.
+    tracks_lag: bool,
+    lag: SimpleStats,
+    service: SimpleStats,
+    service_histogram: Option<LatencyHistogram>,
+    lag_histogram: Option<LatencyHistogram>,
 }
 
 impl GroupStats {
     /// `detailed` groups also keep service-time and lag histograms (the
     /// totals do; scripts keep only latency, to bound memory).
-    fn new(detailed: bool) -> Self {
+    fn new(detailed: bool, tracks_lag: bool) -> Self {
+        let kept = detailed && tracks_lag;
         GroupStats {
             counts: Counters::default(),
             latency: SimpleStats::default(),
+            latency_histogram: LatencyHistogram::new(),
+            latency_late: 0,
+            detailed,
+            tracks_lag,
             lag: SimpleStats::default(),
             service: SimpleStats::default(),
-            latency_histogram: LatencyHistogram::new(),
-            service_histogram: detailed.then(LatencyHistogram::new),
-            lag_histogram: detailed.then(LatencyHistogram::new),
-            latency_late: 0,
+            service_histogram: kept.then(LatencyHistogram::new),
+            lag_histogram: kept.then(LatencyHistogram::new),
+        }
+    }
+
+    /// Schedule lag of committed transactions (exact sums).
+    pub fn lag(&self) -> SimpleStats {
+        if self.tracks_lag {
+            self.lag
+        } else {
+            SimpleStats::zeros(self.latency.count)
+        }
+    }
+
+    /// Service time (latency less lag) of committed transactions (exact
+    /// sums).
+    pub fn service(&self) -> SimpleStats {
+        if self.tracks_lag {
+            self.service
+        } else {
+            self.latency
+        }
+    }
+
+    /// Service-time distribution (from the actual start); detailed groups
+    /// only.
+    pub fn service_histogram(&self) -> Option<&LatencyHistogram> {
+        match (self.detailed, self.tracks_lag) {
+            (false, _) => None,
+            (true, true) => self.service_histogram.as_ref(),
+            (true, false) => Some(&self.latency_histogram),
+        }
+    }
+
+    /// Schedule-lag distribution; detailed groups only.
+    pub fn lag_histogram(&self) -> Option<LatencyHistogram> {
+        match (self.detailed, self.tracks_lag) {
+            (false, _) => None,
+            (true, true) => self.lag_histogram.clone(),
+            (true, false) => Some(LatencyHistogram::zeros(self.latency.count)),
         }
     }
 
@@ -201,14 +248,16 @@ impl GroupStats {
             return;
         }
         self.latency.add(tx.latency_us);
-        self.lag.add(tx.lag_us);
-        self.service.add(tx.latency_us - tx.lag_us);
         self.latency_histogram.record(tx.latency_us);
-        if let Some(h) = &mut self.service_histogram {
-            h.record(tx.latency_us - tx.lag_us);
-        }
-        if let Some(h) = &mut self.lag_histogram {
-            h.record(tx.lag_us);
+        if self.tracks_lag {
+            self.lag.add(tx.lag_us);
+            self.service.add(tx.latency_us - tx.lag_us);
+            if let Some(h) = &mut self.service_histogram {
+                h.record(tx.latency_us - tx.lag_us);
+            }
+            if let Some(h) = &mut self.lag_histogram {
+                h.record(tx.lag_us);
+            }
         }
         if latency_limit_us.is_some_and(|limit| tx.latency_us > limit) {
             self.latency_late += 1;
@@ -279,7 +328,9 @@ pub struct ThreadStats {
     layout: StatsLayout,
     /// The whole thread.
     pub total: GroupStats,
-    /// One per script.
+    /// One per script when there are several; empty with a single script,
+    /// whose statistics are the totals (see [`ThreadStats::script`]), so
+    /// that each transaction is recorded once.
     pub scripts: Vec<GroupStats>,
     /// Per script, one per command.
     pub commands: Vec<Vec<CommandStats>>,
@@ -292,18 +343,27 @@ impl ThreadStats {
     pub fn new(layout: &StatsLayout) -> Self {
         ThreadStats {
             layout: layout.clone(),
-            total: GroupStats::new(true),
-            scripts: layout
-                .commands_per_script
-                .iter()
-                .map(|_| GroupStats::new(false))
-                .collect(),
+            total: GroupStats::new(true, layout.throttled),
+            scripts: match layout.commands_per_script.len() {
+                1 => Vec::new(),
+                n => (0..n)
+                    .map(|_| GroupStats::new(false, layout.throttled))
+                    .collect(),
+            },
             commands: layout
                 .commands_per_script
                 .iter()
                 .map(|&n| vec![CommandStats::default(); n])
                 .collect(),
             series: IntervalSeries::new(layout.start_us),
+        }
+    }
+
+    /// The statistics of script `i`: the totals when there is only one.
+    pub fn script(&self, i: usize) -> Option<&GroupStats> {
+        match self.layout.commands_per_script.len() {
+            1 => (i == 0).then_some(&self.total),
+            _ => self.scripts.get(i),
         }
     }
 
@@ -359,13 +419,15 @@ impl ThreadStats {
         Snapshot {
             counts: self.total.counts,
             latency: self.total.latency,
-            lag: self.total.lag,
+            lag: self.total.lag(),
         }
     }
 
     /// Adds everything `other` recorded; exact.
     pub fn merge(&mut self, other: &ThreadStats) -> Result<(), MergeError> {
-        if self.layout.commands_per_script != other.layout.commands_per_script {
+        if self.layout.commands_per_script != other.layout.commands_per_script
+            || self.layout.throttled != other.layout.throttled
+        {
             return Err(MergeError::LayoutMismatch);
         }
         self.total.merge(&other.total)?;
@@ -413,6 +475,7 @@ mod tests {
             commands_per_script: vec![2, 3],
             latency_limit_us: Some(1000),
             start_us: 0,
+            throttled: true,
         }
     }
 
@@ -455,10 +518,29 @@ mod tests {
         );
         assert_eq!(s.total.latency_late, 1);
         assert_eq!((s.total.latency.count, s.total.latency.sum), (2, 2000));
-        assert_eq!(s.total.service_histogram.as_ref().map(|h| h.len()), Some(2));
-        assert!(s.scripts[0].service_histogram.is_none());
+        assert_eq!(s.total.service_histogram().map(|h| h.len()), Some(2));
+        assert_eq!(s.total.lag().sum, 20);
+        assert!(s.scripts[0].service_histogram().is_none());
         assert_eq!(s.scripts[0].counts.committed, 2);
         assert_eq!(s.scripts[1].counts.failures(), 2);
+    }
+
+    #[test]
+    fn a_single_script_is_the_totals() {
+        let layout = StatsLayout {
+            commands_per_script: vec![1],
+            ..layout()
+        };
+        let mut s = ThreadStats::new(&layout);
+        s.record_transaction(&tx(0, Outcome::Committed, 1, 500, 0));
+        s.record_transaction(&tx(0, Outcome::Failed(FailureKind::Deadlock), 1, 0, 0));
+        let script = s.script(0).expect("script 0");
+        assert_eq!((script.counts.committed, script.counts.failures()), (1, 1));
+        assert_eq!(script.latency_histogram.len(), 1);
+        assert!(s.script(1).is_none());
+        let mut merged = ThreadStats::new(&layout);
+        merged.merge(&s).expect("same layout");
+        assert_eq!(merged.script(0).map(|g| g.counts.total()), Some(2));
     }
 
     #[test]

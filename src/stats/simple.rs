@@ -28,6 +28,14 @@ pub struct SimpleStats {
 }
 
 impl SimpleStats {
+    /// `count` values that are all 0.
+    pub fn zeros(count: u64) -> Self {
+        SimpleStats {
+            count,
+            ..SimpleStats::default()
+        }
+    }
+
     /// Adds one value; negative values (a clock that went backwards) count as 0.
     #[inline]
     pub fn add(&mut self, value_us: i64) {
