@@ -46,8 +46,10 @@ pub enum Message<'a> {
     },
     BindComplete,
     CloseComplete,
-    /// The command tag, e.g. `INSERT 0 1`.
-    CommandComplete(&'a str),
+    /// The command tag, e.g. `INSERT 0 1`, as sent: every statement ends
+    /// with one, and most readers never look at it, so it is not checked
+    /// for UTF-8 here.
+    CommandComplete(&'a [u8]),
     CopyData(&'a [u8]),
     CopyDone,
     CopyInResponse {
@@ -91,7 +93,7 @@ impl<'a> Message<'a> {
             },
             b'2' => Message::BindComplete,
             b'3' => Message::CloseComplete,
-            b'C' => Message::CommandComplete(r.cstr()?),
+            b'C' => Message::CommandComplete(r.cbytes()?),
             b'd' => Message::CopyData(r.rest()),
             b'c' => Message::CopyDone,
             b'G' => Message::CopyInResponse {
@@ -356,12 +358,18 @@ impl<'a> Reader<'a> {
         Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
 
-    pub(crate) fn cstr(&mut self) -> Result<&'a str, Error> {
-        let Some(nul) = memchr::memchr(0, self.data) else {
+    /// A NUL-terminated string's bytes, without the NUL.
+    pub(crate) fn cbytes(&mut self) -> Result<&'a [u8], Error> {
+        let Some(nul) = self.data.iter().position(|&b| b == 0) else {
             return Err(self.short());
         };
         let s = self.take(nul + 1)?;
-        std::str::from_utf8(&s[..nul]).map_err(|_| {
+        Ok(&s[..nul])
+    }
+
+    pub(crate) fn cstr(&mut self) -> Result<&'a str, Error> {
+        let s = self.cbytes()?;
+        std::str::from_utf8(s).map_err(|_| {
             Error::protocol(format!(
                 "message of type \"{}\" holds a string that is not UTF-8",
                 self.tag.escape_ascii()
@@ -446,7 +454,7 @@ mod tests {
             (b'R', b"\0\0\0\x05ab"),
             (b'A', b"\0\0\0\x01chan"),
             (b'?', b""),
-            (b'C', b"\xff\xfe\0"),
+            (b'S', b"\xff\xfe\0value\0"),
         ];
         for (tag, body) in cases {
             assert!(
@@ -455,6 +463,11 @@ mod tests {
                 tag.escape_ascii()
             );
         }
+        // A command tag is passed on as sent, unchecked.
+        assert_eq!(
+            parse(b'C', b"\xff\xfe\0").unwrap(),
+            Message::CommandComplete(b"\xff\xfe")
+        );
         let Message::DataRow(row) = parse(b'D', b"\0\x02\0\0\0\x09ab").unwrap() else {
             panic!("not a data row");
         };

@@ -301,9 +301,10 @@ fn collect_row(msg: Message<'_>, rows: &mut Vec<Row>) -> Result<(), Error> {
 }
 
 /// The row count at the end of a command tag (`INSERT 0 5`, `UPDATE 3`).
-fn tag_count(tag: &str) -> u64 {
-    tag.rsplit(' ')
-        .next()
+fn tag_count(tag: &[u8]) -> u64 {
+    let last = tag.rsplit(|&b| b == b' ').next().unwrap_or_default();
+    std::str::from_utf8(last)
+        .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(0)
 }
