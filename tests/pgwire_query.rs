@@ -109,6 +109,43 @@ fn prepared_statements_with_text_parameters_and_nulls() {
 }
 
 #[test]
+fn a_null_parameter_sends_nothing_its_writer_appended() {
+    let mut conn = connect(&conninfo()).unwrap().into_connection();
+    conn.parse("", "SELECT $1::text IS NULL, $2::text", &[])
+        .unwrap();
+    let write = |i: usize, out: &mut Vec<u8>| {
+        out.extend_from_slice(b"dropped");
+        i == 1
+    };
+    conn.bind_execute("", 2, write, false, true).unwrap();
+    while !conn.flush().unwrap() {
+        pgwire::blocking::wait(conn.fd(), Interest::Write, None).unwrap();
+    }
+    let mut row = Vec::new();
+    loop {
+        while let Some(msg) = conn.next_message().unwrap() {
+            match msg {
+                Message::DataRow(r) => {
+                    row = r
+                        .columns()
+                        .map(|c| c.unwrap().map(<[u8]>::to_vec))
+                        .collect();
+                }
+                Message::ErrorResponse(f) => panic!("{:?}", f.get(b'M')),
+                Message::ReadyForQuery(_) => {
+                    assert_eq!(row, vec![Some(b"t".to_vec()), Some(b"dropped".to_vec())]);
+                    return;
+                }
+                _ => {}
+            }
+        }
+        if conn.fill().unwrap() == Fill::WouldBlock {
+            pgwire::blocking::wait(conn.fd(), Interest::Read, None).unwrap();
+        }
+    }
+}
+
+#[test]
 fn parameter_status_updates_are_tracked() {
     let mut client = connect(&(conninfo() + " application_name=first")).unwrap();
     assert_eq!(client.parameter("application_name"), Some("first"));

@@ -126,7 +126,7 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
             let (plan, shared) = (plan.clone(), shared.clone());
             std::thread::Builder::new()
                 .name(format!("pgbolt-{tid}"))
-                .spawn(move || worker::run(plan, shared, clients, env, poll))
+                .spawn(move || run_worker(plan, shared, clients, env, poll))
                 .map(|handle| handles.push(handle))
                 .map_err(EngineError::Thread)
         });
@@ -136,19 +136,18 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
             break;
         }
     }
-    let mut results = Vec::with_capacity(handles.len() + 1);
-    let mut panicked = false;
+    let mut outcomes = Vec::with_capacity(handles.len() + 1);
     if let Some((clients, env, poll)) = own {
         let (plan, shared) = (plan.clone(), shared.clone());
-        let run = AssertUnwindSafe(move || worker::run(plan, shared, clients, env, poll));
-        match std::panic::catch_unwind(run) {
-            Ok(Some(r)) => results.push(r),
-            Ok(None) => {}
-            Err(_) => panicked = true,
-        }
+        outcomes.push(run_worker(plan, shared, clients, env, poll));
     }
     for h in handles {
-        match h.join() {
+        outcomes.push(h.join().and_then(|outcome| outcome));
+    }
+    let mut results = Vec::with_capacity(outcomes.len());
+    let mut panicked = false;
+    for outcome in outcomes {
+        match outcome {
             Ok(Some(r)) => results.push(r),
             Ok(None) => {}
             Err(_) => panicked = true,
@@ -175,6 +174,26 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
         interrupted_by,
     };
     report(&prepared, bench, ended)
+}
+
+/// Runs one worker thread's loop. A panic (a bug) is reported through the
+/// start gate too, so that threads still waiting there for every thread to
+/// connect give up instead of waiting forever.
+fn run_worker(
+    plan: Arc<Plan>,
+    shared: Arc<Shared>,
+    clients: Vec<Client>,
+    env: ThreadEnv,
+    poll: Poll,
+) -> std::thread::Result<Option<WorkerResult>> {
+    let gate = shared.clone();
+    let outcome = std::panic::catch_unwind(AssertUnwindSafe(move || {
+        worker::run(plan, shared, clients, env, poll)
+    }));
+    if outcome.is_err() {
+        gate.fail_start(EngineError::ThreadPanicked);
+    }
+    outcome
 }
 
 /// Everything up to the clients' connections: the seed, the scripts, the
@@ -448,9 +467,9 @@ fn report(prepared: &Prepared, bench: &Benchmark, ended: Ended) -> Result<i32, E
         interrupted += r.interrupted;
         match merged.as_mut() {
             None => merged = Some(r.stats),
-            Some(m) => {
-                let _ = m.merge(&r.stats);
-            }
+            Some(m) => m
+                .merge(&r.stats)
+                .map_err(|e| EngineError::Report(e.to_string()))?,
         }
     }
     let Some(stats) = merged else {

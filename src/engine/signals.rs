@@ -16,7 +16,13 @@ static WAKE_WRITE: AtomicI32 = AtomicI32::new(-1);
 extern "C" fn on_signal(signo: libc::c_int) {
     SIGNAL.store(signo, Ordering::SeqCst);
     STOP.store(true, Ordering::SeqCst);
+    // The handler may interrupt a worker between a system call and its
+    // reading of `errno` (thread 0 runs on the thread signals go to).
+    // SAFETY: reading and restoring errno is async-signal-safe.
+    let errno = unsafe { *libc::__errno_location() };
     wake();
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
 }
 
 /// Whether a stop was requested by a signal.

@@ -91,7 +91,7 @@ impl Connection {
         Connection {
             stream,
             wbuf,
-            scratch: Vec::new(),
+            scratch: Vec::with_capacity(256),
             rbuf,
             params,
             cancel,
@@ -268,7 +268,8 @@ impl Connection {
     /// when `describe`, Execute of all rows, and Sync when `sync`.
     ///
     /// `write_param(i, out)` appends the text of parameter `i` to `out` and
-    /// returns true, or returns false for SQL NULL (appending nothing). The
+    /// returns true, or returns false for SQL NULL (anything it appended is
+    /// then dropped). Up to 65,535 parameters, as the protocol allows. The
     /// values are written in place: this is every statement's hot path, so
     /// the messages are assembled in a reused buffer and copied into the
     /// output once.
@@ -289,7 +290,7 @@ impl Connection {
                 "cannot encode message: string contains embedded null",
             ));
         }
-        let count = i16::try_from(nparams).map_err(|_| too_long())?;
+        let count = u16::try_from(nparams).map_err(|_| too_long())?;
         let m = &mut self.scratch;
         m.clear();
         m.extend_from_slice(b"B\0\0\0\0\0");
@@ -302,6 +303,7 @@ impl Connection {
             let len = if write_param(i, m) {
                 i32::try_from(m.len() - at - 4).map_err(|_| too_long())?
             } else {
+                m.truncate(at + 4);
                 -1
             };
             m[at..at + 4].copy_from_slice(&len.to_be_bytes());
