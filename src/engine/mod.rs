@@ -15,16 +15,19 @@
 //!    once (non-blocking connect state machines on its mio poller), waits
 //!    at a gate until every thread is connected, then runs the client
 //!    state machine of [`machine`] until every client is finished or
-//!    aborted.
+//!    aborted. Thread 0 is the calling thread, as in pgbench: with `-j 1`
+//!    the process stays single-threaded, which the kernel and libc reward
+//!    on every system call.
 //! 5. The per-thread statistics are merged and rendered by
 //!    [`crate::report`]; the exit status is pgbench's (2 when a client
 //!    aborted).
 //!
 //! # The hot path
 //! After the start a transaction allocates nothing and takes no lock: SQL
-//! text and Bind parameters are written into reused buffers, each command
-//! (or pipeline) is one write, results are framed in place, statistics go
-//! to the thread's own recorder, and the clock is read once per step.
+//! text is written into a reused buffer and Bind parameters straight into
+//! the message, each command (or pipeline) is one write, results are
+//! framed in place, statistics go to the thread's own recorder (one
+//! histogram record per transaction), and the clock is read once per step.
 //! Formatting happens only for `--debug`, errors and `-l` log lines (into
 //! a buffered writer).
 //!
