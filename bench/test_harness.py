@@ -51,6 +51,25 @@ class ParseReport(unittest.TestCase):
         self.assertIn("something else", runner.derive(rec, "run")["error"])
 
 
+    def test_rescheduling_interrupts_are_summed_over_cpus(self):
+        import os
+        import tempfile
+        with tempfile.NamedTemporaryFile("w", delete=False) as f:
+            f.write("           CPU0       CPU1\n"
+                    "LOC:    5299540    5492823   Local timer interrupts\n"
+                    "RES:   18144666   19003314   Rescheduling interrupts\n")
+        try:
+            self.assertEqual(runner.rescheduling_interrupts(f.name), 18144666 + 19003314)
+        finally:
+            os.unlink(f.name)
+        self.assertIsNone(runner.rescheduling_interrupts("/nonexistent/interrupts"))
+
+    def test_ipis_per_transaction(self):
+        rec = {"stdout": "", "tps": 10.0, "transactions": 1000, "client_cpu_s": 1.0,
+               "server_cpu_s": 2.0, "resched_ipis": 40}
+        self.assertEqual(runner.derive(rec, "run")["ipis_per_txn"], 0.04)
+
+
 class Summary(unittest.TestCase):
     W = workloads.BY_NAME["select-prepared"]
 

@@ -16,6 +16,13 @@ wall): the fraction of the machine the server got while that tool drove it.
 The rest went to the client and to idle time. It is computed per run over
 the whole wall time (connection set-up included) and its median is shown.
 
+IPIs/txn counts the machine's rescheduling interrupts (a CPU waking a task
+on another CPU) per transaction. On a virtual machine each one is a VM
+exit, and at `-j 2` it tells the two speeds apart: runs where every client
+thread and its backends share a CPU make none and run fastest; runs that
+wake across CPUs make a few hundredths per transaction and pay for it on
+both sides (docs/performance.md, "Two speeds at -j 2").
+
 Each goal also shows the range of its per-pair ratios and the machine's
 noise for that metric: every A run that has A runs on both sides is compared
 with their mean exactly as a B run is, and the largest distance of such an
@@ -77,6 +84,7 @@ def summarize_workload(workload, runs, syscall_runs, cores):
         figures = {m: _median([r.get(m) for r in ok]) for m in RATIO_COLUMNS}
         figures["syscalls_per_txn"] = sys_runs.get(side, {}).get("syscalls_per_txn")
         figures["runs"] = len(ok)
+        figures["ipis_per_txn"] = _median([r.get("ipis_per_txn") for r in ok])
         srv = figures["server_cpu_per_txn"]
         figures["server_limit_tps"] = cores / srv if srv else None
         figures["limit_share"] = _median(
@@ -151,7 +159,8 @@ def ratio_table(summaries, labels):
 
 def absolute_table(summaries, labels):
     header = ["workload", "tool", "runs", "tps", "client us/txn", "server us/txn", "latency ms",
-              "conn ms", "RSS MB", "wall s", "server-bound tps", "share", "syscalls/txn"]
+              "conn ms", "RSS MB", "wall s", "server-bound tps", "share", "syscalls/txn",
+              "IPIs/txn"]
     rows = []
     for s in summaries:
         for side in ("a", "b"):
@@ -162,7 +171,7 @@ def absolute_table(summaries, labels):
                          _fmt(f["conn_ms"], digits=1), _fmt(f["rss_kb"], 1 / 1024, 1),
                          _fmt(f["wall_s"]), _fmt(f["server_limit_tps"], digits=0),
                          "-" if f["limit_share"] is None else f"{f['limit_share'] * 100:.0f}%",
-                         _fmt(f["syscalls_per_txn"])])
+                         _fmt(f["syscalls_per_txn"]), _fmt(f.get("ipis_per_txn"), digits=3)])
     return _table(header, rows)
 
 

@@ -81,12 +81,28 @@ def parse_report(stdout):
     }
 
 
+def rescheduling_interrupts(path="/proc/interrupts"):
+    """The machine's rescheduling interrupts so far (the IPIs one CPU sends
+    another to run a task it woke), over all CPUs; None when not reported."""
+    try:
+        with open(path) as f:
+            for line in f:
+                fields = line.split()
+                if fields and fields[0] == "RES:":
+                    return sum(int(v) for v in fields[1:] if v.isdigit())
+    except OSError:
+        pass
+    return None
+
+
 def measure(argv, server, env, timeout):
     """One measured run: the record with every raw figure, or an error."""
     if not server.wait_quiet():
         raise HarnessError("the server still has client backends from an earlier step")
     server_before = server.cpu_seconds()
+    ipis_before = rescheduling_interrupts()
     code, stdout, stderr, usage, wall = spawn_measured(argv, env, timeout)
+    ipis_after = rescheduling_interrupts()
     quiet = server.wait_quiet()
     server_cpu = server.cpu_seconds() - server_before
     rec = {
@@ -98,6 +114,8 @@ def measure(argv, server, env, timeout):
         "client_cpu_s": (usage.ru_utime + usage.ru_stime) if usage else None,
         "rss_kb": usage.ru_maxrss if usage else None,
         "server_cpu_s": server_cpu,
+        "resched_ipis": (None if ipis_before is None or ipis_after is None
+                         else ipis_after - ipis_before),
         "server_quiet_after": quiet,
         "stdout": stdout,
         "stderr": stderr,
@@ -124,6 +142,8 @@ def derive(rec, kind):
     else:
         rec["client_cpu_per_txn"] = rec["client_cpu_s"] / txns
         rec["server_cpu_per_txn"] = rec["server_cpu_s"] / txns
+        if rec.get("resched_ipis") is not None:
+            rec["ipis_per_txn"] = rec["resched_ipis"] / txns
     return rec
 
 

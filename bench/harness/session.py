@@ -172,6 +172,8 @@ def brief(rec):
         parts.insert(0, f"tps {rec['tps']:.0f}")
         parts.append(f"client {rec['client_cpu_per_txn'] * 1e6:.1f} us/txn")
         parts.append(f"server {rec['server_cpu_per_txn'] * 1e6:.1f} us/txn")
+        if rec.get("ipis_per_txn") is not None:
+            parts.append(f"IPIs {rec['ipis_per_txn']:.3f}/txn")
     else:
         parts.append(f"client CPU {rec['client_cpu_s']:.2f} s")
         parts.append(f"server CPU {rec['server_cpu_s']:.2f} s")
