@@ -7,8 +7,11 @@
 //! frame is present hands out the tag and a borrowed body. Nothing is copied
 //! or allocated per message: consumed bytes are skipped by moving `start`, and
 //! the unread tail is moved to the front only when the free space at the end
-//! runs short. The buffer grows (doubling) only while a frame larger than its
-//! capacity is arriving.
+//! runs short. The buffer starts at one page, which holds the answer of
+//! most statements, so that a thousand connections cost a few megabytes. It
+//! doubles while a frame larger than its capacity is arriving, and, up to
+//! [`READ_AHEAD`], after a read that filled all its free space (a stream of
+//! rows: fewer, larger reads).
 //!
 //! A server can send anything, so a header is checked before it is trusted: a
 //! length under 4 or over [`MAX_FRAME`] is an error, never a panic or a huge
@@ -20,8 +23,14 @@ use crate::error::Error;
 /// field value plus headroom for the row around it).
 pub const MAX_FRAME: usize = 1 << 30;
 
-/// The size a read buffer starts with and keeps free for the next read.
-const INITIAL_CAPACITY: usize = 16 * 1024;
+/// The size a read buffer starts with.
+const INITIAL_CAPACITY: usize = 4 * 1024;
+
+/// The free space kept for the next read.
+const MIN_FREE: usize = INITIAL_CAPACITY / 2;
+
+/// The size up to which a buffer whose reads keep filling it grows.
+const READ_AHEAD: usize = 64 * 1024;
 
 /// A whole backend message: its tag and its body (the bytes after the
 /// length), borrowed from the read buffer.
@@ -37,6 +46,8 @@ pub struct ReadBuf {
     buf: Vec<u8>,
     start: usize,
     end: usize,
+    /// The last read filled all the free space: more was probably waiting.
+    filled_up: bool,
 }
 
 impl Default for ReadBuf {
@@ -51,6 +62,7 @@ impl ReadBuf {
             buf: vec![0; INITIAL_CAPACITY],
             start: 0,
             end: 0,
+            filled_up: false,
         }
     }
 
@@ -77,17 +89,18 @@ impl ReadBuf {
         }
     }
 
-    /// The free space after the data: at least half the initial capacity,
-    /// got by moving the unread tail to the front, or else by doubling the
-    /// buffer. Growth follows the bytes that actually arrived, never a
-    /// length the server merely announced.
+    /// The free space after the data: at least [`MIN_FREE`], got by moving
+    /// the unread tail to the front, or else by doubling the buffer; after a
+    /// read that filled it, doubled up to [`READ_AHEAD`]. Growth follows the
+    /// bytes that actually arrived, never a length the server merely
+    /// announced.
     pub fn spare(&mut self) -> &mut [u8] {
-        const MIN_FREE: usize = INITIAL_CAPACITY / 2;
-        if self.buf.len() - self.end < MIN_FREE {
+        let read_ahead = std::mem::take(&mut self.filled_up) && self.buf.len() < READ_AHEAD;
+        if read_ahead || self.buf.len() - self.end < MIN_FREE {
             self.buf.copy_within(self.start..self.end, 0);
             self.end -= self.start;
             self.start = 0;
-            if self.buf.len() - self.end < MIN_FREE {
+            if read_ahead || self.buf.len() - self.end < MIN_FREE {
                 let grown = (self.buf.len() * 2).max(self.end + MIN_FREE);
                 self.buf.resize(grown, 0);
             }
@@ -97,6 +110,7 @@ impl ReadBuf {
 
     /// Records that `n` bytes were written into [`ReadBuf::spare`].
     pub fn filled(&mut self, n: usize) {
+        self.filled_up = n > 0 && n >= self.buf.len() - self.end;
         self.end = (self.end + n).min(self.buf.len());
     }
 
@@ -225,6 +239,40 @@ mod tests {
             let err = rb.next_frame().unwrap_err().to_string();
             assert!(err.contains(want), "{bytes:?}: {err}");
         }
+    }
+
+    #[test]
+    fn reads_that_fill_the_buffer_grow_it_up_to_the_read_ahead() {
+        let row = frame(b'D', &[b'r'; 95]);
+        let mut rb = ReadBuf::new();
+        let mut sizes = Vec::new();
+        let mut rows = 0;
+        for _ in 0..10 {
+            let spare = rb.spare();
+            sizes.push(spare.len());
+            let mut n = 0;
+            while n + row.len() <= spare.len() {
+                spare[n..n + row.len()].copy_from_slice(&row);
+                n += row.len();
+            }
+            let rest = spare.len() - n;
+            spare[n..].copy_from_slice(&row[..rest]);
+            let n = spare.len();
+            rb.filled(n);
+            rows += drain(&mut rb).unwrap().len();
+            rb.consume(rb.len());
+        }
+        assert!(rows > 0);
+        assert_eq!(sizes[0], INITIAL_CAPACITY);
+        assert!(sizes.windows(2).all(|w| w[1] >= w[0]), "{sizes:?}");
+        assert_eq!(*sizes.last().unwrap(), READ_AHEAD);
+
+        // A read that leaves room does not grow it.
+        let mut rb = ReadBuf::new();
+        let before = rb.spare().len();
+        feed(&mut rb, &row);
+        drain(&mut rb).unwrap();
+        assert_eq!(rb.spare().len(), before);
     }
 
     #[test]
