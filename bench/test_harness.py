@@ -64,6 +64,16 @@ class ParseReport(unittest.TestCase):
             os.unlink(f.name)
         self.assertIsNone(runner.rescheduling_interrupts("/nonexistent/interrupts"))
 
+    def test_peak_rss_is_the_childs_own(self):
+        import os
+        import sys
+        peak = [None]
+        code, *_ = runner.spawn_measured(
+            [sys.executable, "-c", "import time; b = bytearray(40_000_000); time.sleep(0.3)"],
+            dict(os.environ), 30, peak)
+        self.assertEqual(code, 0)
+        self.assertGreater(peak[0], 40_000)
+
     def test_ipis_per_transaction(self):
         rec = {"stdout": "", "tps": 10.0, "transactions": 1000, "client_cpu_s": 1.0,
                "server_cpu_s": 2.0, "resched_ipis": 40}

@@ -32,12 +32,30 @@ def last_lines(text, n=3):
     return " | ".join(lines[-n:]) if lines else "(no output)"
 
 
-def spawn_measured(argv, env, timeout=None):
+def _sample_peak_rss(pid, stop, peak):
+    """Keeps in peak[0] the highest VmHWM (peak resident set of the process
+    since its exec, in kB) seen every 10 ms until `stop` is set."""
+    path = f"/proc/{pid}/status"
+    while not stop.wait(0.01):
+        try:
+            with open(path) as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        peak[0] = max(peak[0] or 0, int(line.split()[1]))
+                        break
+        except (OSError, ValueError):
+            return
+
+
+def spawn_measured(argv, env, timeout=None, peak_rss=None):
     """Runs argv; returns (exit code, stdout, stderr, rusage, wall seconds).
 
     A child still running after `timeout` seconds is killed and reported as
     timed out; if the harness is interrupted while waiting, the child is
-    killed first.
+    killed first. With a one-element list `peak_rss`, the child's peak
+    resident set is sampled into it: the rusage's `ru_maxrss` cannot be used,
+    as it includes the harness's own Python image, which the child carries
+    until its exec.
     """
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.monotonic()
@@ -49,6 +67,12 @@ def spawn_measured(argv, env, timeout=None):
         timer = threading.Timer(timeout, proc.kill) if timeout else None
         if timer:
             timer.start()
+        stop = threading.Event()
+        sampler = None
+        if peak_rss is not None:
+            sampler = threading.Thread(target=_sample_peak_rss, args=(proc.pid, stop, peak_rss),
+                                       daemon=True)
+            sampler.start()
         try:
             _, status, usage = os.wait4(proc.pid, 0)
         except BaseException:
@@ -58,6 +82,9 @@ def spawn_measured(argv, env, timeout=None):
         finally:
             if timer:
                 timer.cancel()
+            stop.set()
+            if sampler:
+                sampler.join()
         wall = time.monotonic() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
@@ -101,7 +128,8 @@ def measure(argv, server, env, timeout):
         raise HarnessError("the server still has client backends from an earlier step")
     server_before = server.cpu_seconds()
     ipis_before = rescheduling_interrupts()
-    code, stdout, stderr, usage, wall = spawn_measured(argv, env, timeout)
+    peak_rss = [None]
+    code, stdout, stderr, usage, wall = spawn_measured(argv, env, timeout, peak_rss)
     ipis_after = rescheduling_interrupts()
     quiet = server.wait_quiet()
     server_cpu = server.cpu_seconds() - server_before
@@ -112,7 +140,7 @@ def measure(argv, server, env, timeout):
         "client_user_s": usage.ru_utime if usage else None,
         "client_sys_s": usage.ru_stime if usage else None,
         "client_cpu_s": (usage.ru_utime + usage.ru_stime) if usage else None,
-        "rss_kb": usage.ru_maxrss if usage else None,
+        "rss_kb": peak_rss[0],
         "server_cpu_s": server_cpu,
         "resched_ipis": (None if ipis_before is None or ipis_after is None
                          else ipis_after - ipis_before),
