@@ -141,8 +141,7 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
     }
     let mut outcomes = Vec::with_capacity(handles.len() + 1);
     if let Some((clients, env, poll)) = own {
-        let (plan, shared) = (plan.clone(), shared.clone());
-        outcomes.push(run_worker(plan, shared, clients, env, poll));
+        outcomes.push(run_worker(plan, shared.clone(), clients, env, poll));
     }
     for h in handles {
         outcomes.push(h.join().and_then(|outcome| outcome));
