@@ -281,9 +281,10 @@ fn run_time_errors_match_pgbench() {
 /// Server errors are worded as libpq words them for pgbench: the `LINE n:`
 /// excerpt with its caret (cut to libpq's window on long lines, on the
 /// substituted text in simple mode and on the `$n` text otherwise),
-/// `CONTEXT:` and `QUERY:` lines. Prepared mode is left out: pgbench
-/// reports those errors when it prepares, pgbolt when it executes (see
-/// docs/compatibility.md).
+/// `CONTEXT:` and `QUERY:` lines, also for the failing statement of a
+/// pipeline (whose query number restarts at 0 for each statement, as in
+/// pgbench). Prepared mode is left out: pgbench reports those errors when
+/// it prepares, pgbolt when it executes (see docs/compatibility.md).
 #[test]
 fn server_error_texts_match_pgbench() {
     let long = "x".repeat(80);
@@ -300,6 +301,16 @@ fn server_error_texts_match_pgbench() {
             let (ours, theirs) = both_fail(text, &["-t", "1", "-c", "1", "-M", mode]);
             assert_eq!(ours, theirs, "{mode}: {text}");
         }
+    }
+    let pipelines = [
+        "\\startpipeline\nSELECT 1;\nSELECT nocol FROM pg_class;\nSELECT 2;\n\\endpipeline\n",
+        "\\startpipeline\nSELECT 1;\n\\if 1 = 2\nSELECT 5;\n\\else\nSELECT 2;\n\\endif\n\
+         SELECT 1,\n  nocol FROM pg_class;\nSELECT 3;\n\\endpipeline\n",
+        "\\startpipeline\nSELECT 1;\nSELECT 1/0;\n\\endpipeline\n",
+    ];
+    for text in pipelines {
+        let (ours, theirs) = both_fail(text, &["-t", "1", "-c", "1", "-M", "extended"]);
+        assert_eq!(ours, theirs, "{text}");
     }
 }
 

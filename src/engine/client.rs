@@ -173,6 +173,9 @@ pub struct Client {
     pub prepared: Vec<Vec<bool>>,
     /// Syncs sent in the open pipeline; `None` outside a pipeline.
     pub pipeline: Option<u32>,
+    /// The SQL commands sent in the open pipeline (their indexes in the
+    /// script), in order: the n-th result answers the n-th of them.
+    pub pipeline_sent: Vec<usize>,
     pub response: Response,
     /// Reused buffer for SQL text with variables substituted.
     pub sql: Vec<u8>,
@@ -214,6 +217,7 @@ impl Client {
                 .map(|&n| vec![false; n])
                 .collect(),
             pipeline: None,
+            pipeline_sent: Vec::new(),
             response: Response::default(),
             sql: Vec::with_capacity(1024),
             shell: None,

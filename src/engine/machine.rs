@@ -97,7 +97,7 @@ pub fn advance(c: &mut Client, idx: usize, plan: &Plan, env: &mut ThreadEnv) {
                 }
             }
             State::WaitResult => {
-                if !sql::read_results(c, plan, env) {
+                if !sql::read_results(c, plan) {
                     return;
                 }
             }
@@ -249,7 +249,7 @@ fn start_command(c: &mut Client, idx: usize, plan: &Plan, env: &mut ThreadEnv, n
         c.command_begun = now.get(env);
     }
     if let crate::script::CommandKind::Sql(command) = &command.kind {
-        sql::send(c, plan, env, command);
+        sql::send(c, plan, command);
     } else {
         meta::execute(c, idx, plan, env, now, &command.kind);
     }

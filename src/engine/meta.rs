@@ -197,6 +197,7 @@ fn start_pipeline(c: &mut Client, plan: &Plan) {
         return;
     }
     c.pipeline = Some(syncs);
+    c.pipeline_sent.clear();
 }
 
 /// Prepares the commands up to the next `\endpipeline` before the pipeline

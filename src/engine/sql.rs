@@ -16,7 +16,7 @@ use pgwire::libpq_text::libpq_message;
 use pgwire::{Message, TxStatus};
 
 use crate::cli::QueryMode;
-use crate::script::{ResultVars, SqlCommand, SqlPiece};
+use crate::script::{Command, CommandKind, ResultVars, SqlCommand, SqlPiece};
 
 use super::client::{Client, ErrorStatus, State};
 use super::log;
@@ -36,7 +36,7 @@ pub fn command_failed(c: &Client, what: &str, message: &str) {
 }
 
 /// Sends SQL command `command` of the client's script.
-pub fn send(c: &mut Client, plan: &Plan, env: &mut ThreadEnv, command: &SqlCommand) {
+pub fn send(c: &mut Client, plan: &Plan, command: &SqlCommand) {
     let stores = !matches!(command.results, ResultVars::Discard);
     if c.pipeline.is_some() && stores {
         let (what, text) = match command.results {
@@ -57,6 +57,9 @@ pub fn send(c: &mut Client, plan: &Plan, env: &mut ThreadEnv, command: &SqlComma
         return;
     };
     let in_pipeline = c.pipeline.is_some();
+    if in_pipeline {
+        c.pipeline_sent.push(c.command);
+    }
     if in_pipeline && conn.pending_output() < PIPELINE_FLUSH_BYTES {
         c.state = State::EndCommand;
         return;
@@ -74,7 +77,6 @@ pub fn send(c: &mut Client, plan: &Plan, env: &mut ThreadEnv, command: &SqlComma
     if plan.debug {
         log::debug(format_args!("client {} receiving", c.id));
     }
-    let _ = env;
     c.state = State::WaitResult;
 }
 
@@ -182,7 +184,7 @@ fn encode(
 
 /// Reads what has arrived; true when the client moved on (results complete
 /// or the client aborted), false to wait for more.
-pub fn read_results(c: &mut Client, plan: &Plan, env: &mut ThreadEnv) -> bool {
+pub fn read_results(c: &mut Client, plan: &Plan) -> bool {
     match drain(c, plan) {
         Ok(false) => false,
         Ok(true) => {
@@ -199,7 +201,6 @@ pub fn read_results(c: &mut Client, plan: &Plan, env: &mut ThreadEnv) -> bool {
                 log::error(format_args!("{e}"));
                 command_failed(c, "SQL", "perhaps the backend died while processing");
             }
-            let _ = env;
             c.state = State::Aborted;
             true
         }
@@ -219,6 +220,7 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
         peer_closed,
         sql,
         pipeline,
+        pipeline_sent,
         ..
     } = c;
     let Some(conn) = conn.as_mut() else {
@@ -230,17 +232,26 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
         // meanwhile, as the server may be waiting for us to read first.
         flush_or_defer(conn, peer_closed)?;
     }
-    let (store, query) = match &plan.scripts[*script].commands[*command].kind {
-        crate::script::CommandKind::Sql(cmd) => (
+    let commands = &plan.scripts[*script].commands;
+    let (store, query) = match (&commands[*command].kind, *pipeline) {
+        (CommandKind::Sql(cmd), None) => (
             &cmd.results,
             Sent {
                 mode: plan.query_mode,
                 command: Some(cmd),
                 simple_text: sql,
-                in_pipeline: pipeline.is_some(),
+                pipeline: None,
             },
         ),
-        _ => (&ResultVars::Discard, Sent::default()),
+        _ => (
+            &ResultVars::Discard,
+            Sent {
+                mode: plan.query_mode,
+                command: None,
+                simple_text: &[],
+                pipeline: pipeline.map(|_| (commands.as_slice(), pipeline_sent.as_slice())),
+            },
+        ),
     };
     loop {
         while let Some(msg) = conn.next_message()? {
@@ -270,27 +281,44 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
 
 /// What was sent for the command whose results are read, kept for the
 /// `LINE n:` excerpt of a server error and only looked at then.
-#[derive(Default)]
 struct Sent<'a> {
     mode: QueryMode,
+    /// The SQL command read outside a pipeline.
     command: Option<&'a SqlCommand>,
     /// The substituted text of a simple-mode query.
     simple_text: &'a [u8],
-    in_pipeline: bool,
+    /// Inside a pipeline: the script's commands and the indexes of those
+    /// sent, in the order their results come back.
+    pipeline: Option<(&'a [Command], &'a [usize])>,
 }
 
 impl<'a> Sent<'a> {
-    /// The text libpq would remember as the query: what was sent in simple
-    /// mode, the text with `$n` parameters otherwise. Inside a pipeline
-    /// several commands are in flight and the failing one is not known
-    /// here, so there is none.
-    fn text(&self) -> Option<&'a str> {
-        if self.in_pipeline {
-            return None;
-        }
+    /// The text libpq would remember for the query that produced result
+    /// number `result`: what was sent in simple mode, the text with `$n`
+    /// parameters otherwise. libpq keeps no text for a prepared statement
+    /// executed in a pipeline (`PQsendQueryPrepared`), so there is none.
+    fn text(&self, result: u32) -> Option<&'a str> {
+        let command = match self.pipeline {
+            None => self.command?,
+            Some(_) if self.mode == QueryMode::Prepared => return None,
+            Some((commands, sent)) => match &commands.get(*sent.get(result as usize)?)?.kind {
+                CommandKind::Sql(cmd) => cmd,
+                _ => return None,
+            },
+        };
         match self.mode {
             QueryMode::Simple => std::str::from_utf8(self.simple_text).ok(),
-            _ => self.command.map(|c| c.extended_text.as_str()),
+            _ => Some(command.extended_text.as_str()),
+        }
+    }
+
+    /// pgbench's query number in its abort message: results read so far
+    /// for the command, which inside a pipeline restarts at each query.
+    fn number(&self, result: u32) -> u32 {
+        if self.pipeline.is_some() {
+            0
+        } else {
+            result
         }
     }
 }
@@ -353,16 +381,16 @@ fn handle(
             let status = ErrorStatus::from_sqlstate(fields.get(b'C'));
             let text = pgwire::DbError::from_fields(fields)
                 .map(|e| {
-                    let mut text = libpq_message(&e, query.text(), true);
+                    let mut text = libpq_message(&e, query.text(r.results), true);
                     text.pop();
                     text
                 })
                 .unwrap_or_default();
-            r.error = Some((status, r.results, text));
+            r.error = Some((status, query.number(r.results), text));
         }
         Message::NoticeResponse(fields) => {
             if let Ok(notice) = pgwire::DbError::from_fields(fields) {
-                eprint!("{}", libpq_message(&notice, query.text(), false));
+                eprint!("{}", libpq_message(&notice, query.text(r.results), false));
             }
         }
         Message::CopyInResponse { .. }
