@@ -295,6 +295,13 @@ fn server_error_texts_match_pgbench() {
         "DO $$ BEGIN RAISE EXCEPTION 'boom' USING DETAIL = 'd', HINT = 'h'; END $$;\n".to_owned(),
         "DO $$ BEGIN PERFORM nocol FROM pg_class; END $$;\n".to_owned(),
         "DO $$ BEGIN RAISE NOTICE 'note'; END $$;\nSELECT 1/0;\n".to_owned(),
+        // Wide characters take two columns of libpq's window and caret.
+        "SELECT '漢字漢字' || nocol FROM pg_class WHERE oid = 1;\n".to_owned(),
+        format!(
+            "SELECT '{}' || nocol || '{}' FROM pg_class WHERE oid = 1;\n",
+            "漢".repeat(40),
+            "字".repeat(40)
+        ),
     ];
     for text in &cases {
         for mode in ["simple", "extended"] {

@@ -53,7 +53,10 @@ pub fn libpq_message(err: &DbError, query: Option<&str>, is_error: bool) -> Stri
 }
 
 /// Appends `LINE n: <excerpt>` and a caret line for the 0-based character
-/// position `loc` of `query` (every character counted one column wide).
+/// position `loc` of `query`, as libpq's `reportErrorPosition` does: the
+/// window and the caret are measured in screen columns, where East Asian
+/// wide characters take two and every other character one (tabs are shown
+/// as spaces).
 fn push_error_position(msg: &mut String, query: &str, loc: usize) {
     let chars: Vec<char> = query
         .chars()
@@ -76,28 +79,38 @@ fn push_error_position(msg: &mut String, query: &str, loc: usize) {
         }
     }
     let mut end = end.unwrap_or(chars.len());
-    if loc > chars.len() {
+    if loc > end {
         return;
     }
+    // column[i]: the screen column where character i starts.
+    let mut column = Vec::with_capacity(end + 1);
+    let mut at = 0;
+    for &c in &chars[..end] {
+        column.push(at);
+        at += display_width(c);
+    }
+    column.push(at);
     let mut begin_cut = false;
     let mut end_cut = false;
-    if end - begin > DISPLAY_SIZE {
-        if begin + DISPLAY_SIZE >= loc + MIN_RIGHT_CUT {
-            end = begin + DISPLAY_SIZE;
+    if column[end] - column[begin] > DISPLAY_SIZE {
+        if column[begin] + DISPLAY_SIZE >= column[loc] + MIN_RIGHT_CUT {
+            while column[end] - column[begin] > DISPLAY_SIZE {
+                end -= 1;
+            }
             end_cut = true;
         } else {
-            if loc + MIN_RIGHT_CUT < end {
-                end = loc + MIN_RIGHT_CUT;
+            while column[loc] + MIN_RIGHT_CUT < column[end] {
+                end -= 1;
                 end_cut = true;
             }
-            if end - begin > DISPLAY_SIZE {
-                begin = end - DISPLAY_SIZE;
+            while column[end] - column[begin] > DISPLAY_SIZE {
+                begin += 1;
                 begin_cut = true;
             }
         }
     }
     let prefix = format!("LINE {line}: {}", if begin_cut { "..." } else { "" });
-    let caret_column = prefix.chars().count() + loc - begin;
+    let caret_column = prefix.len() + column[loc] - column[begin];
     msg.push_str(&prefix);
     msg.extend(&chars[begin..end]);
     if end_cut {
@@ -107,6 +120,158 @@ fn push_error_position(msg: &mut String, query: &str, loc: usize) {
     msg.push_str(&" ".repeat(caret_column));
     msg.push_str("^\n");
 }
+
+/// Screen columns of a character in libpq's excerpt: 2 for East Asian wide
+/// and fullwidth characters, 1 for everything else (libpq counts
+/// zero-width and control characters as 1 there).
+fn display_width(c: char) -> usize {
+    let c = u32::from(c);
+    let wide = WIDE
+        .binary_search_by(|&(first, last)| {
+            if last < c {
+                std::cmp::Ordering::Less
+            } else if first > c {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+        .is_ok();
+    if wide {
+        2
+    } else {
+        1
+    }
+}
+
+/// The code points of East Asian Width W or F in Unicode 14.0 (the version
+/// PostgreSQL 15's tables follow), without the non-spacing marks among
+/// them, as inclusive ranges in ascending order.
+const WIDE: [(u32, u32); 123] = [
+    (0x1100, 0x115f),
+    (0x231a, 0x231b),
+    (0x2329, 0x232a),
+    (0x23e9, 0x23ec),
+    (0x23f0, 0x23f0),
+    (0x23f3, 0x23f3),
+    (0x25fd, 0x25fe),
+    (0x2614, 0x2615),
+    (0x2648, 0x2653),
+    (0x267f, 0x267f),
+    (0x2693, 0x2693),
+    (0x26a1, 0x26a1),
+    (0x26aa, 0x26ab),
+    (0x26bd, 0x26be),
+    (0x26c4, 0x26c5),
+    (0x26ce, 0x26ce),
+    (0x26d4, 0x26d4),
+    (0x26ea, 0x26ea),
+    (0x26f2, 0x26f3),
+    (0x26f5, 0x26f5),
+    (0x26fa, 0x26fa),
+    (0x26fd, 0x26fd),
+    (0x2705, 0x2705),
+    (0x270a, 0x270b),
+    (0x2728, 0x2728),
+    (0x274c, 0x274c),
+    (0x274e, 0x274e),
+    (0x2753, 0x2755),
+    (0x2757, 0x2757),
+    (0x2795, 0x2797),
+    (0x27b0, 0x27b0),
+    (0x27bf, 0x27bf),
+    (0x2b1b, 0x2b1c),
+    (0x2b50, 0x2b50),
+    (0x2b55, 0x2b55),
+    (0x2e80, 0x2e99),
+    (0x2e9b, 0x2ef3),
+    (0x2f00, 0x2fd5),
+    (0x2ff0, 0x2ffb),
+    (0x3000, 0x3029),
+    (0x302e, 0x303e),
+    (0x3041, 0x3096),
+    (0x309b, 0x30ff),
+    (0x3105, 0x312f),
+    (0x3131, 0x318e),
+    (0x3190, 0x31e3),
+    (0x31f0, 0x321e),
+    (0x3220, 0x3247),
+    (0x3250, 0x4dbf),
+    (0x4e00, 0xa48c),
+    (0xa490, 0xa4c6),
+    (0xa960, 0xa97c),
+    (0xac00, 0xd7a3),
+    (0xf900, 0xfa6d),
+    (0xfa70, 0xfad9),
+    (0xfe10, 0xfe19),
+    (0xfe30, 0xfe52),
+    (0xfe54, 0xfe66),
+    (0xfe68, 0xfe6b),
+    (0xff01, 0xff60),
+    (0xffe0, 0xffe6),
+    (0x16fe0, 0x16fe3),
+    (0x16ff0, 0x16ff1),
+    (0x17000, 0x187f7),
+    (0x18800, 0x18cd5),
+    (0x18d00, 0x18d08),
+    (0x1aff0, 0x1aff3),
+    (0x1aff5, 0x1affb),
+    (0x1affd, 0x1affe),
+    (0x1b000, 0x1b122),
+    (0x1b150, 0x1b152),
+    (0x1b164, 0x1b167),
+    (0x1b170, 0x1b2fb),
+    (0x1f004, 0x1f004),
+    (0x1f0cf, 0x1f0cf),
+    (0x1f18e, 0x1f18e),
+    (0x1f191, 0x1f19a),
+    (0x1f200, 0x1f202),
+    (0x1f210, 0x1f23b),
+    (0x1f240, 0x1f248),
+    (0x1f250, 0x1f251),
+    (0x1f260, 0x1f265),
+    (0x1f300, 0x1f320),
+    (0x1f32d, 0x1f335),
+    (0x1f337, 0x1f37c),
+    (0x1f37e, 0x1f393),
+    (0x1f3a0, 0x1f3ca),
+    (0x1f3cf, 0x1f3d3),
+    (0x1f3e0, 0x1f3f0),
+    (0x1f3f4, 0x1f3f4),
+    (0x1f3f8, 0x1f43e),
+    (0x1f440, 0x1f440),
+    (0x1f442, 0x1f4fc),
+    (0x1f4ff, 0x1f53d),
+    (0x1f54b, 0x1f54e),
+    (0x1f550, 0x1f567),
+    (0x1f57a, 0x1f57a),
+    (0x1f595, 0x1f596),
+    (0x1f5a4, 0x1f5a4),
+    (0x1f5fb, 0x1f64f),
+    (0x1f680, 0x1f6c5),
+    (0x1f6cc, 0x1f6cc),
+    (0x1f6d0, 0x1f6d2),
+    (0x1f6d5, 0x1f6d7),
+    (0x1f6dd, 0x1f6df),
+    (0x1f6eb, 0x1f6ec),
+    (0x1f6f4, 0x1f6fc),
+    (0x1f7e0, 0x1f7eb),
+    (0x1f7f0, 0x1f7f0),
+    (0x1f90c, 0x1f93a),
+    (0x1f93c, 0x1f945),
+    (0x1f947, 0x1f9ff),
+    (0x1fa70, 0x1fa74),
+    (0x1fa78, 0x1fa7c),
+    (0x1fa80, 0x1fa86),
+    (0x1fa90, 0x1faac),
+    (0x1fab0, 0x1faba),
+    (0x1fac0, 0x1fac5),
+    (0x1fad0, 0x1fad9),
+    (0x1fae0, 0x1fae7),
+    (0x1faf0, 0x1faf6),
+    (0x20000, 0x2fffd),
+    (0x30000, 0x3fffd),
+];
 
 #[cfg(test)]
 mod tests {
@@ -148,6 +313,21 @@ mod tests {
             format!("LINE 1: ...{}X{}...", "a".repeat(50), "b".repeat(9))
         );
         assert_eq!(lines[2].find('^'), Some(8 + 3 + 50));
+    }
+
+    #[test]
+    fn wide_characters_take_two_columns() {
+        assert_eq!(display_width('a'), 1);
+        assert_eq!(display_width('é'), 1);
+        assert_eq!(display_width('\u{301}'), 1);
+        assert_eq!(display_width('漢'), 2);
+        assert_eq!(display_width('ア'), 2);
+        assert_eq!(display_width('\u{20000}'), 2);
+        let query = format!("'{}' || x", "漢".repeat(40));
+        let text = libpq_message(&error("boom", Some(47)), Some(&query), true);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[1], format!("LINE 1: ...{}' || x", "漢".repeat(27)));
+        assert_eq!(lines[2].find('^'), Some(8 + 3 + 54 + 5));
     }
 
     #[test]
