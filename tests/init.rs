@@ -435,6 +435,46 @@ fn one_connection_gives_the_same_end_state() {
     compare("one job", &pgbench_db, &pgbolt_db, DATA);
 }
 
+/// Transaction ids used by `run` in `dbname` (the two probes around it
+/// take one each).
+fn xids_used(dbname: &str, run: impl FnOnce()) -> i64 {
+    let probe = || -> i64 {
+        psql(dbname, "select pg_current_xact_id()::text::bigint")
+            .trim()
+            .parse()
+            .expect("an xid")
+    };
+    let before = probe();
+    run();
+    probe() - before - 1
+}
+
+/// With more than one connection, the load and the key build of a plain
+/// `pgbench_accounts` run beside a WAL flusher (src/init/parallel.rs): it
+/// commits transactions of its own (so it ran, and flushed at least once
+/// per step), and the tables, rows and page visibility stay pgbench's.
+#[test]
+fn the_wal_flusher_changes_nothing_but_transaction_ids() {
+    let _turn = exclusive();
+    let (pgbench_db, pgbolt_db) = database_pair();
+    let args = ["-s", "2", "-I", "dtgvp"];
+    let theirs = xids_used(&pgbench_db, || {
+        assert!(run_pgbench(&pgbench_db, &args).success)
+    });
+    let mut opts = options(&args);
+    opts.jobs = NonZeroUsize::new(4);
+    let ours = xids_used(&pgbolt_db, || {
+        let outcome = run_pgbolt(&pgbolt_db, "postgres", &opts);
+        assert!(outcome.success, "{}", outcome.stderr);
+    });
+    assert!(
+        ours >= theirs + 2,
+        "pgbolt used {ours} xids, pgbench {theirs}"
+    );
+    compare("flusher", &pgbench_db, &pgbolt_db, CATALOG);
+    compare("flusher", &pgbench_db, &pgbolt_db, DATA);
+}
+
 #[test]
 fn rerun_replaces_the_previous_tables() {
     let _turn = exclusive();

@@ -6,10 +6,24 @@
 //! Errors are reported as pgbench would report them running the same list
 //! one statement at a time: the failure of the earliest statement in list
 //! order wins, whatever finished first.
+//!
+//! While one backend writes a lot of WAL (the frozen COPY of a plain
+//! `pgbench_accounts`, the key build), a [`WalFlusher`] keeps that WAL
+//! flushed from a connection of its own. Without it the loading backend
+//! writes and syncs the WAL itself, whenever a page it must evict from its
+//! small bulk-write ring, or a WAL buffer it needs, is ahead of what was
+//! flushed; measured on PostgreSQL 15 that is about a sixth of its CPU
+//! time, while the second core idles. The flusher commits transactions
+//! that only take a transaction id (a commit with an id waits for its WAL
+//! to be flushed, and so flushes everything inserted before it), so the
+//! tables, their rows and their visibility are untouched; what remains
+//! visible is transaction ids used and commits counted in the statistics.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
 
 use pgwire::conninfo::Config;
 
@@ -39,6 +53,11 @@ impl<'a> Pool<'a> {
     /// How many connections may be used at once.
     pub fn jobs(&self) -> usize {
         self.jobs
+    }
+
+    /// Where the connections go.
+    pub fn config(&self) -> &'a Config {
+        self.config
     }
 
     /// The connection every serial statement runs on.
@@ -173,4 +192,55 @@ pub fn load_accounts(
         }
     }
     first_error(results.into_iter().map(Result::err).collect())
+}
+
+/// How long the flusher waits between two flushes: WAL written in the
+/// meantime (a few MB during a load) is far less than the loading
+/// backend's ring of 16 MB of pages, so its evictions find their WAL
+/// already flushed.
+const FLUSH_PAUSE: Duration = Duration::from_millis(2);
+
+/// A thread that flushes the server's WAL at once and then every
+/// [`FLUSH_PAUSE`] until it is dropped (see the module documentation).
+pub struct WalFlusher {
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl WalFlusher {
+    /// Starts flushing on a new connection. It only speeds the work up, so
+    /// a connection that cannot be had (or a server that refuses the
+    /// statements) leaves none, and nothing is reported.
+    pub fn start(config: &Config) -> Option<WalFlusher> {
+        let mut session = Session::connect(config).ok()?;
+        // `local`: flush even where commits do not wait by default, and
+        // never wait for a standby.
+        session.execute("set synchronous_commit = local").ok()?;
+        let flush = if session.server_version_num() >= 130000 {
+            "select pg_current_xact_id()"
+        } else {
+            "select txid_current()"
+        };
+        let (stop, stopped) = mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            while session.execute(flush).is_ok()
+                && stopped.recv_timeout(FLUSH_PAUSE) == Err(mpsc::RecvTimeoutError::Timeout)
+            {
+            }
+        });
+        Some(WalFlusher {
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for WalFlusher {
+    /// Stops the thread after its current flush and closes its connection.
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }

@@ -7,7 +7,7 @@ use std::time::Instant;
 use pgwire::conninfo::Config;
 
 use super::ddl::{self, Schema};
-use super::parallel::{self, Pool};
+use super::parallel::{self, Pool, WalFlusher};
 use super::progress::Progress;
 use super::rows::{RowSource, Table};
 use super::session::Session;
@@ -85,10 +85,19 @@ impl Init<'_> {
                 self.pool.main_execute(ddl::DROP_TABLES, out)
             }
             InitStep::CreateTables => self.create_tables(out),
-            InitStep::ClientSideGenerate => self.generate_client_side(out),
-            InitStep::ServerSideGenerate => self.generate_server_side(out),
+            InitStep::ClientSideGenerate => {
+                let _flusher = self.wal_flusher();
+                self.generate_client_side(out)
+            }
+            InitStep::ServerSideGenerate => {
+                let _flusher = self.wal_flusher();
+                self.generate_server_side(out)
+            }
             InitStep::Vacuum => self.vacuum(out),
-            InitStep::PrimaryKeys => self.primary_keys(out),
+            InitStep::PrimaryKeys => {
+                let _flusher = self.wal_flusher();
+                self.primary_keys(out)
+            }
             InitStep::ForeignKeys => {
                 say(out, "creating foreign keys...\n");
                 for sql in ddl::FOREIGN_KEYS {
@@ -112,6 +121,16 @@ impl Init<'_> {
         }
         self.created_here = true;
         Ok(())
+    }
+
+    /// A [`WalFlusher`] for a step that writes much WAL, when more than one
+    /// connection may be used.
+    fn wal_flusher(&self) -> Option<WalFlusher> {
+        if self.pool.jobs() > 1 {
+            WalFlusher::start(self.pool.config())
+        } else {
+            None
+        }
     }
 
     /// The partitioning of `pgbench_accounts` when its partitions may be
