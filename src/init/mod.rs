@@ -19,10 +19,10 @@
 //!   FREEZE for a partitioned table), step `v` vacuums partitions in
 //!   parallel before the parent's `vacuum analyze`, and step `p` builds each
 //!   partition's key in parallel before the parent's key, which adopts them;
-//! - during steps `g`, `G` and `p` a WAL flusher (`parallel::WalFlusher`) keeps the WAL
-//!   flushed from its own connection, so the loading backend does not stop
-//!   to write it; its empty transactions touch no table (they only use
-//!   transaction ids).
+//! - during steps `g`, `G` and `p` a WAL flusher (`parallel::WalFlusher`)
+//!   keeps the WAL flushed from its own connection, so the loading backend
+//!   does not stop to write it; its empty transactions touch no table (they
+//!   only use transaction ids).
 //!
 //! A plain `pgbench_accounts` is loaded by one connection with COPY FREEZE,
 //! as pgbench does: FREEZE needs the table to be emptied in the loading
