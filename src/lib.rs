@@ -11,6 +11,7 @@ pub mod decimal;
 pub mod engine;
 pub mod expr;
 pub mod init;
+pub mod oserror;
 pub mod random;
 pub mod report;
 pub mod script;

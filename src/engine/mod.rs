@@ -533,7 +533,11 @@ fn report(prepared: &Prepared, bench: &Benchmark, ended: Ended) -> Result<i32, E
             }
             Ok(json) => {
                 if let Err(e) = std::fs::write(path, json) {
-                    log::error(format_args!("could not write \"{}\": {e}", path.display()));
+                    log::error(format_args!(
+                        "could not write \"{}\": {}",
+                        path.display(),
+                        crate::oserror::os_message(&e)
+                    ));
                     output_failed = true;
                 }
             }

@@ -10,6 +10,7 @@ use std::fmt;
 use std::io;
 
 use crate::expr::ExprError;
+use crate::oserror::os_message;
 
 use super::builtin::list_builtins;
 
@@ -221,16 +222,6 @@ impl fmt::Display for ScriptError {
 
 fn without_last_newline(text: &str) -> &str {
     text.strip_suffix('\n').unwrap_or(text)
-}
-
-/// The C library's wording of an I/O error (`%m`), without Rust's
-/// " (os error N)" suffix.
-fn os_message(e: &io::Error) -> String {
-    let text = e.to_string();
-    match text.find(" (os error ") {
-        Some(at) => text[..at].to_owned(),
-        None => text,
-    }
 }
 
 impl std::error::Error for ScriptError {

@@ -24,6 +24,7 @@ use std::io::{self, BufWriter, Write};
 
 use super::interval::IntervalStats;
 use super::recorder::{FailureKind, Outcome};
+use crate::oserror::os_message;
 
 /// Size of the write buffer of each log file.
 pub const LOG_BUFFER_BYTES: usize = 64 * 1024;
@@ -74,10 +75,18 @@ impl fmt::Display for LogError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             LogError::Open { path, source } => {
-                write!(f, "could not open logfile \"{path}\": {source}")
+                write!(
+                    f,
+                    "could not open logfile \"{path}\": {}",
+                    os_message(source)
+                )
             }
             LogError::Write { path, source } => {
-                write!(f, "could not write to logfile \"{path}\": {source}")
+                write!(
+                    f,
+                    "could not write to logfile \"{path}\": {}",
+                    os_message(source)
+                )
             }
         }
     }
