@@ -155,6 +155,13 @@ const INVALID: &[&[&str]] = &[
     &["--max-tries=0"],
     &["--max-tries=x"],
     &["-d", "x", "y"],
+    // connection options that cannot be resolved: pgbench's second line
+    // names what the connection was for
+    &["-t", "1", "-p", "99999"],
+    &["-t", "1", "-p", "abc"],
+    &["-t", "1", "sslmode=bogus"],
+    &["-i", "-p", "99999"],
+    &["-i", "service=pgbolt_no_such_service"],
 ];
 
 #[test]

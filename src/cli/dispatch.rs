@@ -108,6 +108,7 @@ fn initialize(config: &Config, init: &Init) -> Result<i32, RunError> {
         Ok(conn) => conn,
         Err(err) => {
             eprintln!("{PROGRAM}: error: {err}");
+            eprintln!("{PROGRAM}: error: could not create connection for initialization");
             return Ok(1);
         }
     };

@@ -13,7 +13,8 @@ use crate::stats::LogError;
 /// A failure that stops pgbolt before or while starting the run.
 #[derive(Debug)]
 pub enum EngineError {
-    /// The connection options cannot be resolved.
+    /// The connection options cannot be resolved; pgbench's second line
+    /// follows, as for a failed connection.
     ConnOptions(pgwire::conninfo::Error),
     /// The set-up connection could not be opened; pgbench's second line
     /// follows libpq's message.
@@ -85,7 +86,9 @@ impl fmt::Display for EngineError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         const P: &str = crate::cli::PROGRAM;
         match self {
-            EngineError::ConnOptions(e) => write!(f, "{e}"),
+            EngineError::ConnOptions(e) => {
+                write!(f, "{e}\n{P}: error: could not create connection for setup")
+            }
             EngineError::SetupConnection(e) => {
                 write!(f, "{e}\n{P}: error: could not create connection for setup")
             }
