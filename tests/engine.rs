@@ -278,6 +278,30 @@ fn run_time_errors_match_pgbench() {
     }
 }
 
+/// Regression: columns whose `\gset`/`\aset` variable name pgbench refuses
+/// (`"1x"`, `"b c"`) were skipped; pgbench aborts the client with
+/// `gset: invalid variable name` and `error storing into variable`.
+#[test]
+fn gset_into_an_invalid_variable_name_aborts_as_in_pgbench() {
+    let cases = [
+        "SELECT 1 AS \"1x\" \\gset\n",
+        "SELECT 1 AS a, 2 AS \"b c\" \\gset p_\n",
+        "SELECT 1 AS a \\; SELECT 2 AS \"b c\" \\aset\n",
+        "SELECT 1 AS \"b c\" \\; SELECT 1 / 0 \\aset\n",
+    ];
+    for text in cases {
+        for mode in ["simple", "extended"] {
+            let (ours, theirs) = both_fail(text, &["-t", "1", "-M", mode]);
+            assert_eq!(ours, theirs, "{text} -M {mode}");
+            assert_eq!(ours.0, Some(2), "{text}");
+        }
+    }
+    // Valid once prefixed, or in an empty `\aset` result: stored or skipped.
+    let fine = "SELECT 1 AS \"1x\" \\gset p_\nSELECT 2 AS \"b c\" WHERE false \\aset\n";
+    let (ours, theirs) = both_fail(fine, &["-t", "1"]);
+    assert_eq!((ours.0, theirs.0), (Some(0), Some(0)), "{}", ours.1);
+}
+
 /// Server errors are worded as libpq words them for pgbench: the `LINE n:`
 /// excerpt with its caret (cut to libpq's window on long lines, on the
 /// substituted text in simple mode and on the `$n` text otherwise),
