@@ -334,6 +334,53 @@ fn setshell_into_an_invalid_variable_name_says_so() {
     );
 }
 
+/// Regression: a `COPY ... FROM STDIN` hung pgbolt for ever when the
+/// CopyInResponse came in the same read as what preceded it (CopyFail was
+/// never sent), and in extended and prepared mode (the server had swallowed
+/// the Sync in copy-in mode, so no ReadyForQuery ever came). pgbench aborts
+/// the client with `COPY is not supported in pgbench, aborting`.
+#[test]
+fn copy_from_stdin_aborts_the_client_without_hanging() {
+    let db = database(None);
+    let file = script("COPY t FROM STDIN;\n");
+    sql(&db, "CREATE TABLE IF NOT EXISTS t (a int)");
+    for mode in ["simple", "extended", "prepared"] {
+        let args = [
+            "-n",
+            "-t",
+            "2",
+            "-c",
+            "2",
+            "-M",
+            mode,
+            "-f",
+            file.path.as_str(),
+        ];
+        let mut child = pgbolt_command(&db, &args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("pgbolt runs");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while child.try_wait().expect("wait for pgbolt").is_none() {
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("-M {mode}: pgbolt still running after 30 s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let ours = child.wait_with_output().expect("pgbolt output");
+        let theirs = pgbench(&db, &args);
+        assert_eq!(ours.status.code(), Some(2), "-M {mode}");
+        assert_eq!(ours.status.code(), theirs.status.code(), "-M {mode}");
+        assert_eq!(
+            stderr(&ours).replace("pgbolt: ", "PROG: "),
+            stderr(&theirs).replace("pgbench: ", "PROG: "),
+            "-M {mode}"
+        );
+    }
+}
+
 /// Server errors are worded as libpq words them for pgbench: the `LINE n:`
 /// excerpt with its caret (cut to libpq's window on long lines, on the
 /// substituted text in simple mode and on the `$n` text otherwise),

@@ -251,6 +251,12 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
         if response.abort.is_some() && !response.copy_failed {
             response.copy_failed = true;
             conn.copy_fail("COPY is not supported")?;
+            if query.mode != QueryMode::Simple && !query.in_pipeline {
+                // The server ignored our Sync in copy-in mode and skips
+                // everything after the failed COPY until the next one (libpq
+                // sends this Sync too when it ends a COPY in extended mode).
+                conn.sync();
+            }
             flush_or_defer(conn, peer_closed)?;
         }
         match conn.fill()? {
@@ -260,6 +266,11 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
                     if handle(msg, response, vars, store, &query, plan) {
                         return Ok(true);
                     }
+                }
+                if response.abort.is_some() && !response.copy_failed {
+                    // A CopyInResponse came in this read: the server waits
+                    // for our CopyFail before it says anything more.
+                    continue;
                 }
                 return Ok(false);
             }
