@@ -278,6 +278,118 @@ fn run_time_errors_match_pgbench() {
     }
 }
 
+/// Regression: columns whose `\gset`/`\aset` variable name pgbench refuses
+/// (`"1x"`, `"b c"`) were skipped; pgbench aborts the client with
+/// `gset: invalid variable name` and `error storing into variable`.
+#[test]
+fn gset_into_an_invalid_variable_name_aborts_as_in_pgbench() {
+    let cases = [
+        "SELECT 1 AS \"1x\" \\gset\n",
+        "SELECT 1 AS a, 2 AS \"b c\" \\gset p_\n",
+        "SELECT 1 AS a \\; SELECT 2 AS \"b c\" \\aset\n",
+        "SELECT 1 AS \"b c\" \\; SELECT 1 / 0 \\aset\n",
+    ];
+    for text in cases {
+        for mode in ["simple", "extended"] {
+            let (ours, theirs) = both_fail(text, &["-t", "1", "-M", mode]);
+            assert_eq!(ours, theirs, "{text} -M {mode}");
+            assert_eq!(ours.0, Some(2), "{text}");
+        }
+    }
+    // Valid once prefixed, or in an empty `\aset` result: stored or skipped.
+    let fine = "SELECT 1 AS \"1x\" \\gset p_\nSELECT 2 AS \"b c\" WHERE false \\aset\n";
+    let (ours, theirs) = both_fail(fine, &["-t", "1"]);
+    assert_eq!((ours.0, theirs.0), (Some(0), Some(0)), "{}", ours.1);
+}
+
+/// Regression: `\shell` and `\setshell` ran the shell as `/bin/sh`, so its
+/// own messages read `/bin/sh: 1: ...` where pgbench's (run by `system()`
+/// and `popen()`) read `sh: 1: ...`.
+#[test]
+fn shell_messages_name_the_shell_sh() {
+    for text in [
+        "\\shell nosuch_command_x\n",
+        "\\setshell v nosuch_command_x\n",
+    ] {
+        let (ours, theirs) = both_fail(text, &["-t", "1"]);
+        assert_eq!(ours, theirs, "{text}");
+        assert!(
+            ours.1.starts_with("sh: 1: nosuch_command_x: not found"),
+            "{}",
+            ours.1
+        );
+    }
+}
+
+/// Regression: `\setshell` into a name pgbench refuses aborted the client
+/// without pgbench's `setshell: invalid variable name: "1x"` line.
+#[test]
+fn setshell_into_an_invalid_variable_name_says_so() {
+    let (ours, theirs) = both_fail("\\setshell 1x echo 5\n", &["-t", "1"]);
+    assert_eq!(ours, theirs);
+    assert!(
+        ours.1.contains("setshell: invalid variable name: \"1x\""),
+        "{}",
+        ours.1
+    );
+}
+
+/// Regression: a `COPY ... FROM STDIN` hung pgbolt for ever when the
+/// CopyInResponse came in the same read as what preceded it (CopyFail was
+/// never sent), and in extended and prepared mode, in a pipeline too (the
+/// server had swallowed the Sync in copy-in mode, so no ReadyForQuery ever
+/// came). pgbench aborts the client with `COPY is not supported in pgbench,
+/// aborting`.
+#[test]
+fn copy_from_stdin_aborts_the_client_without_hanging() {
+    let db = database(None);
+    let plain = script("COPY t FROM STDIN;\n");
+    let pipelined = script("\\startpipeline\nSELECT 1;\nCOPY t FROM STDIN;\n\\endpipeline\n");
+    sql(&db, "CREATE TABLE IF NOT EXISTS t (a int)");
+    let cases = [
+        (&plain, "simple"),
+        (&plain, "extended"),
+        (&plain, "prepared"),
+        (&pipelined, "extended"),
+        (&pipelined, "prepared"),
+    ];
+    for (file, mode) in cases {
+        let args = [
+            "-n",
+            "-t",
+            "2",
+            "-c",
+            "2",
+            "-M",
+            mode,
+            "-f",
+            file.path.as_str(),
+        ];
+        let mut child = pgbolt_command(&db, &args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("pgbolt runs");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while child.try_wait().expect("wait for pgbolt").is_none() {
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("-M {mode}: pgbolt still running after 30 s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let ours = child.wait_with_output().expect("pgbolt output");
+        let theirs = pgbench(&db, &args);
+        assert_eq!(ours.status.code(), Some(2), "-M {mode}");
+        assert_eq!(ours.status.code(), theirs.status.code(), "-M {mode}");
+        assert_eq!(
+            stderr(&ours).replace("pgbolt: ", "PROG: "),
+            stderr(&theirs).replace("pgbench: ", "PROG: "),
+            "-M {mode}"
+        );
+    }
+}
+
 /// Server errors are worded as libpq words them for pgbench: the `LINE n:`
 /// excerpt with its caret (cut to libpq's window on long lines, on the
 /// substituted text in simple mode and on the `$n` text otherwise),

@@ -118,6 +118,11 @@ pub struct Response {
     pub values: Vec<Vec<u8>>,
     /// Scratch for building `prefix` + column name.
     pub name_buf: String,
+    /// The first column of the current result whose `prefix` + name is not
+    /// a valid variable name (storing the result fails on it, as in pgbench).
+    pub bad_name: Option<String>,
+    /// A result that could not be stored: its query number and the name.
+    pub store_failed: Option<(u32, String)>,
 }
 
 impl Response {
@@ -129,6 +134,8 @@ impl Response {
         self.error = None;
         self.abort = None;
         self.copy_failed = false;
+        self.bad_name = None;
+        self.store_failed = None;
     }
 }
 

@@ -8,6 +8,7 @@
 //! waits for the child, as pgbench would.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
 use crate::script::{ShellWord, Target};
@@ -27,6 +28,8 @@ pub struct ShellJob {
     /// The program word, pgbench's prefix for these errors.
     program: String,
     target: Option<Target>,
+    /// `\setshell` into a name pgbench refuses (`1x`): that name.
+    bad_target: Option<String>,
     /// `\setshell`: the output read so far (the first 63 bytes count).
     output: Vec<u8>,
     /// What the poller watches: the output pipe or a pidfd.
@@ -89,8 +92,10 @@ pub fn start(
         }
         line.push_str(arg);
     }
+    // system() and popen() name the shell `sh`, which its own error
+    // messages repeat (`sh: 1: nosuch: not found`).
     let mut command = Command::new("/bin/sh");
-    command.arg("-c").arg(&line);
+    command.arg0("sh").arg("-c").arg(&line);
     if target.is_some() {
         command.stdout(Stdio::piped());
     }
@@ -109,10 +114,14 @@ pub fn start(
         }
         None => pidfd(child.id()),
     };
+    let bad_target = target
+        .filter(|t| !t.valid_name)
+        .map(|t| plan.names.name(t.slot).to_owned());
     let job = ShellJob {
         child,
         program,
         target,
+        bad_target,
         output: Vec::new(),
         watched,
     };
@@ -246,6 +255,10 @@ fn store_result(c: &mut Client, job: &ShellJob, target: Target, env: &ThreadEnv)
         return false;
     }
     if !target.valid_name {
+        log::error(format_args!(
+            "setshell: invalid variable name: \"{}\"",
+            job.bad_target.as_deref().unwrap_or_default()
+        ));
         return false;
     }
     c.vars.set(

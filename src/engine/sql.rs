@@ -16,7 +16,7 @@ use pgwire::libpq_text::libpq_message;
 use pgwire::{Message, TxStatus};
 
 use crate::cli::QueryMode;
-use crate::script::{Command, CommandKind, ResultVars, SqlCommand, SqlPiece};
+use crate::script::{valid_variable_name, Command, CommandKind, ResultVars, SqlCommand, SqlPiece};
 
 use super::client::{Client, ErrorStatus, State};
 use super::log;
@@ -262,6 +262,12 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
         if response.abort.is_some() && !response.copy_failed {
             response.copy_failed = true;
             conn.copy_fail("COPY is not supported")?;
+            if query.mode != QueryMode::Simple {
+                // The server ignored our Sync in copy-in mode and skips
+                // everything after the failed COPY until the next one (libpq
+                // sends this Sync too when it ends a COPY in extended mode).
+                conn.sync();
+            }
             flush_or_defer(conn, peer_closed)?;
         }
         match conn.fill()? {
@@ -271,6 +277,11 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
                     if handle(msg, response, vars, store, &query, plan) {
                         return Ok(true);
                     }
+                }
+                if response.abort.is_some() && !response.copy_failed {
+                    // A CopyInResponse came in this read: the server waits
+                    // for our CopyFail before it says anything more.
+                    continue;
                 }
                 return Ok(false);
             }
@@ -342,12 +353,16 @@ fn handle(
             r.rows = 0;
             if let Some(prefix) = prefix {
                 r.columns.clear();
+                r.bad_name = None;
                 for field in desc.fields() {
                     let name = field.map(|(n, _)| n).unwrap_or_default();
                     r.name_buf.clear();
                     r.name_buf.push_str(prefix);
                     r.name_buf.push_str(name);
                     r.columns.push(plan.names.lookup(&r.name_buf));
+                    if r.bad_name.is_none() && !valid_variable_name(&r.name_buf) {
+                        r.bad_name = Some(r.name_buf.clone());
+                    }
                 }
                 if r.values.len() < r.columns.len() {
                     r.values.resize_with(r.columns.len(), Vec::new);
@@ -369,8 +384,11 @@ fn handle(
         }
         Message::CommandComplete(_) | Message::EmptyQueryResponse => {
             if r.error.is_none() {
-                if aset && r.rows > 0 {
-                    store_row(r, vars);
+                if aset && r.rows > 0 && r.store_failed.is_none() {
+                    match r.bad_name.take() {
+                        Some(name) => r.store_failed = Some((r.results, name)),
+                        None => store_row(r, vars),
+                    }
                 }
                 r.last_rows = r.rows;
                 r.results += 1;
@@ -426,6 +444,10 @@ fn finish_results(c: &mut Client, plan: &Plan) {
         c.state = State::Aborted;
         return;
     }
+    if let Some((qry, name)) = c.response.store_failed.take() {
+        store_failed(c, "aset", qry, &name);
+        return;
+    }
     if let Some((status, qry, message)) = c.response.error.take() {
         c.status = status;
         if status.can_retry() || (plan.continue_on_error && status == ErrorStatus::OtherSql) {
@@ -457,10 +479,25 @@ fn finish_results(c: &mut Client, plan: &Plan) {
                 c.state = State::Aborted;
                 return;
             }
+            if let Some(name) = c.response.bad_name.take() {
+                store_failed(c, "gset", last, &name);
+                return;
+            }
             store_row(&c.response, &mut c.vars);
         }
     }
     c.state = State::EndCommand;
+}
+
+/// A `\gset`/`\aset` column whose variable name pgbench refuses: the
+/// client aborts with pgbench's two messages.
+fn store_failed(c: &mut Client, what: &str, qry: u32, name: &str) {
+    log::error(format_args!("{what}: invalid variable name: \"{name}\""));
+    log::error(format_args!(
+        "client {} script {} command {} query {qry}: error storing into variable {name}",
+        c.id, c.script, c.command
+    ));
+    c.state = State::Aborted;
 }
 
 /// pgbench's `CSTATE_ERROR`: roll back an open transaction block, then
