@@ -208,31 +208,44 @@ pub struct WalFlusher {
 }
 
 impl WalFlusher {
-    /// Starts flushing on a new connection. It only speeds the work up, so
-    /// a connection that cannot be had (or a server that refuses the
-    /// statements) leaves none, and nothing is reported.
+    /// Starts flushing from a thread that opens its own connection, so the
+    /// step does not wait for it. The flusher only speeds the work up: a
+    /// connection that cannot be had, or a server that refuses its
+    /// statements, ends it quietly.
     pub fn start(config: &Config) -> Option<WalFlusher> {
-        let mut session = Session::connect(config).ok()?;
-        // `local`: flush even where commits do not wait by default, and
-        // never wait for a standby.
-        session.execute("set synchronous_commit = local").ok()?;
-        let flush = if session.server_version_num() >= 130000 {
-            "select pg_current_xact_id()"
-        } else {
-            "select txid_current()"
-        };
+        let config = config.clone();
         let (stop, stopped) = mpsc::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            while session.execute(flush).is_ok()
-                && stopped.recv_timeout(FLUSH_PAUSE) == Err(mpsc::RecvTimeoutError::Timeout)
-            {
-            }
-        });
+        let thread = std::thread::Builder::new()
+            .name("wal-flusher".into())
+            .spawn(move || flush_until_stopped(&config, &stopped))
+            .ok()?;
         Some(WalFlusher {
             stop: Some(stop),
             thread: Some(thread),
         })
     }
+}
+
+/// The flusher's thread: connects, then flushes at once and after every
+/// [`FLUSH_PAUSE`] until `stopped` is dropped (so it flushes at least once,
+/// however short the step).
+fn flush_until_stopped(config: &Config, stopped: &mpsc::Receiver<()>) {
+    let Ok(mut session) = Session::connect(config) else {
+        return;
+    };
+    // `local`: flush even where commits do not wait by default, and never
+    // wait for a standby.
+    if session.execute("set synchronous_commit = local").is_err() {
+        return;
+    }
+    let flush = if session.server_version_num() >= 130000 {
+        "select pg_current_xact_id()"
+    } else {
+        "select txid_current()"
+    };
+    while session.execute(flush).is_ok()
+        && stopped.recv_timeout(FLUSH_PAUSE) == Err(mpsc::RecvTimeoutError::Timeout)
+    {}
 }
 
 impl Drop for WalFlusher {
