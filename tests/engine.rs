@@ -410,6 +410,12 @@ fn server_error_texts_match_pgbench() {
             "漢".repeat(40),
             "字".repeat(40)
         ),
+        // Regression: reserved code points of the CJK compatibility block
+        // that Unicode 14 lists as wide took one column.
+        format!(
+            "SELECT '{}' || nocol FROM pg_class WHERE oid = 1;\n",
+            "\u{fa6e}\u{fa6f}\u{fada}\u{faff}".repeat(12)
+        ),
     ];
     for text in &cases {
         for mode in ["simple", "extended"] {
