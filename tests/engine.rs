@@ -245,6 +245,33 @@ fn both_fail(script_text: &str, args: &[&str]) -> ((Option<i32>, String), (Optio
     )
 }
 
+/// Regression: with `-M prepared`, a statement of a pipeline that failed
+/// to prepare (its Parse is sent as the pipeline starts) was reported with
+/// ` at character N` and no excerpt; pgbench prepares it with `PQprepare`
+/// and prints the server's error with libpq's `LINE n:` excerpt of the
+/// statement, as pgbolt does for a statement that fails to prepare outside
+/// a pipeline (see docs/compatibility.md for the rest of the message).
+#[test]
+fn a_pipeline_statement_that_fails_to_prepare_gets_its_excerpt() {
+    let cases = [
+        (
+            "\\startpipeline\nSELECT 1;\nSELECT 2;\nSELEC 3 FROM x;\nSELECT 4;\n\\endpipeline\n",
+            "ERROR:  syntax error at or near \"SELEC\"\nLINE 1: SELEC 3 FROM x;\n        ^\n",
+        ),
+        (
+            "\\startpipeline\nSELECT 1;\n\\set x 5\nSELECT * FROM nosuch_t WHERE a = :x;\n\\endpipeline\n",
+            "ERROR:  relation \"nosuch_t\" does not exist\n\
+             LINE 1: SELECT * FROM nosuch_t WHERE a = $1;\n                      ^\n",
+        ),
+    ];
+    for (text, excerpt) in cases {
+        let (ours, theirs) = both_fail(text, &["-t", "1", "-M", "prepared"]);
+        assert_eq!((ours.0, theirs.0), (Some(2), Some(2)), "{text}");
+        assert!(theirs.1.contains(excerpt), "{text}: pgbench: {}", theirs.1);
+        assert!(ours.1.contains(excerpt), "{text}: {}", ours.1);
+    }
+}
+
 #[test]
 fn run_time_errors_match_pgbench() {
     let cases: &[(&str, &str)] = &[
@@ -409,6 +436,12 @@ fn server_error_texts_match_pgbench() {
             "SELECT '{}' || nocol || '{}' FROM pg_class WHERE oid = 1;\n",
             "漢".repeat(40),
             "字".repeat(40)
+        ),
+        // Regression: reserved code points of the CJK compatibility block
+        // that Unicode 14 lists as wide took one column.
+        format!(
+            "SELECT '{}' || nocol FROM pg_class WHERE oid = 1;\n",
+            "\u{fa6e}\u{fa6f}\u{fada}\u{faff}".repeat(12)
         ),
     ];
     for text in &cases {

@@ -475,6 +475,44 @@ fn the_wal_flusher_changes_nothing_but_transaction_ids() {
     compare("flusher", &pgbench_db, &pgbolt_db, DATA);
 }
 
+/// Regression: the WAL flusher's connection could take the place of one a
+/// step needed, so that a role allowed no more connections than
+/// `--init-jobs` failed at step `g` of a partitioned load (`too many
+/// connections for role`), where pgbench, with one connection, succeeds.
+/// The flusher now starts once the step's connections are open and frees
+/// its slot before the next step opens more.
+#[test]
+fn the_wal_flusher_never_takes_a_connection_a_step_needs() {
+    let _turn = exclusive();
+    psql(
+        "postgres",
+        "do $$ begin create role init_two_conns login connection limit 2; \
+         exception when duplicate_object then null; end $$",
+    );
+    let cases: &[&[&str]] = &[
+        &["-s", "1", "--partitions", "2"],
+        &["-s", "1", "--partitions", "3", "-I", "dtGvp"],
+        &["-s", "1"],
+    ];
+    for args in cases {
+        let case = args.join(" ");
+        let (_, pgbolt_db) = database_pair();
+        psql(
+            "postgres",
+            &format!("alter database {pgbolt_db} owner to init_two_conns"),
+        );
+        let mut opts = options(args);
+        opts.jobs = NonZeroUsize::new(2);
+        let outcome = run_pgbolt(&pgbolt_db, "init_two_conns", &opts);
+        assert!(outcome.success, "case {case}: {}", outcome.stderr);
+        assert_eq!(
+            psql(&pgbolt_db, "select count(*) from pgbench_accounts").trim(),
+            "100000",
+            "case {case}"
+        );
+    }
+}
+
 #[test]
 fn rerun_replaces_the_previous_tables() {
     let _turn = exclusive();

@@ -100,6 +100,10 @@ pub struct Response {
     pub syncs_left: u32,
     /// Results completed so far (pgbench's query number).
     pub results: u32,
+    /// ParseComplete and ReadyForQuery messages so far (which statement a
+    /// failure while preparing a pipeline belongs to).
+    pub parses: u32,
+    pub syncs_seen: u32,
     /// Rows of the result being read.
     pub rows: u64,
     /// Rows of the last completed result.
@@ -129,6 +133,8 @@ impl Response {
     pub fn reset(&mut self, syncs: u32) {
         self.syncs_left = syncs;
         self.results = 0;
+        self.parses = 0;
+        self.syncs_seen = 0;
         self.rows = 0;
         self.last_rows = 0;
         self.error = None;
@@ -183,6 +189,9 @@ pub struct Client {
     /// The SQL commands sent in the open pipeline (their indexes in the
     /// script), in order: the n-th result answers the n-th of them.
     pub pipeline_sent: Vec<usize>,
+    /// The SQL commands prepared (`-M prepared`) as the open pipeline
+    /// started, in order: their Parse results come before all others.
+    pub pipeline_prepared: Vec<usize>,
     pub response: Response,
     /// Reused buffer for SQL text with variables substituted.
     pub sql: Vec<u8>,
@@ -225,6 +234,7 @@ impl Client {
                 .collect(),
             pipeline: None,
             pipeline_sent: Vec::new(),
+            pipeline_prepared: Vec::new(),
             response: Response::default(),
             sql: Vec::with_capacity(1024),
             shell: None,

@@ -180,6 +180,7 @@ fn start_pipeline(c: &mut Client, plan: &Plan) {
         return;
     }
     let mut syncs = 0;
+    c.pipeline_prepared.clear();
     if plan.query_mode == QueryMode::Prepared && c.pipeline.is_none() {
         match prepare_pipeline(c, plan) {
             Ok(true) => syncs = 1,
@@ -218,6 +219,7 @@ fn prepare_pipeline(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> 
                     .unwrap_or_default();
                 conn.parse(name, &sql.extended_text, &[])?;
                 c.prepared[c.script][i] = true;
+                c.pipeline_prepared.push(i);
                 any = true;
             }
             _ => {}

@@ -221,6 +221,7 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
         sql,
         pipeline,
         pipeline_sent,
+        pipeline_prepared,
         ..
     } = c;
     let Some(conn) = conn.as_mut() else {
@@ -241,6 +242,7 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
                 command: Some(cmd),
                 simple_text: sql,
                 pipeline: None,
+                prepared: &[],
             },
         ),
         _ => (
@@ -250,6 +252,7 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
                 command: None,
                 simple_text: &[],
                 pipeline: pipeline.map(|_| (commands.as_slice(), pipeline_sent.as_slice())),
+                prepared: pipeline_prepared,
             },
         ),
     };
@@ -301,21 +304,34 @@ struct Sent<'a> {
     /// Inside a pipeline: the script's commands and the indexes of those
     /// sent, in the order their results come back.
     pipeline: Option<(&'a [Command], &'a [usize])>,
+    /// Inside a pipeline: the commands prepared (Parse, then one Sync) as
+    /// it started, before the results of `pipeline`.
+    prepared: &'a [usize],
 }
 
 impl<'a> Sent<'a> {
-    /// The text libpq would remember for the query that produced result
-    /// number `result`: what was sent in simple mode, the text with `$n`
-    /// parameters otherwise. libpq keeps no text for a prepared statement
-    /// executed in a pipeline (`PQsendQueryPrepared`), so there is none.
-    fn text(&self, result: u32) -> Option<&'a str> {
+    /// The text libpq would remember for the query a message answers:
+    /// what was sent in simple mode, the text with `$n` parameters
+    /// otherwise. Inside a pipeline that is the statement being prepared
+    /// while the Parses sent as it started are answered (pgbench prepares
+    /// them with `PQprepare`, which keeps the text), then the statement
+    /// that produced result number `r.results`; libpq keeps no text for a
+    /// prepared statement executed in a pipeline (`PQsendQueryPrepared`),
+    /// so there is none.
+    fn text(&self, r: &super::client::Response) -> Option<&'a str> {
         let command = match self.pipeline {
             None => self.command?,
-            Some(_) if self.mode == QueryMode::Prepared => return None,
-            Some((commands, sent)) => match &commands.get(*sent.get(result as usize)?)?.kind {
-                CommandKind::Sql(cmd) => cmd,
-                _ => return None,
-            },
+            Some((commands, sent)) => {
+                let index = match self.prepared.get(r.parses as usize) {
+                    Some(&index) if r.syncs_seen == 0 => index,
+                    _ if self.mode == QueryMode::Prepared => return None,
+                    _ => *sent.get(r.results as usize)?,
+                };
+                match &commands.get(index)?.kind {
+                    CommandKind::Sql(cmd) => cmd,
+                    _ => return None,
+                }
+            }
         };
         match self.mode {
             QueryMode::Simple => std::str::from_utf8(self.simple_text).ok(),
@@ -399,7 +415,7 @@ fn handle(
             let status = ErrorStatus::from_sqlstate(fields.get(b'C'));
             let text = pgwire::DbError::from_fields(fields)
                 .map(|e| {
-                    let mut text = libpq_message(&e, query.text(r.results), true);
+                    let mut text = libpq_message(&e, query.text(r), true);
                     text.pop();
                     text
                 })
@@ -408,7 +424,7 @@ fn handle(
         }
         Message::NoticeResponse(fields) => {
             if let Ok(notice) = pgwire::DbError::from_fields(fields) {
-                eprint!("{}", libpq_message(&notice, query.text(r.results), false));
+                eprint!("{}", libpq_message(&notice, query.text(r), false));
             }
         }
         Message::CopyInResponse { .. }
@@ -418,7 +434,9 @@ fn handle(
         {
             r.abort = Some("COPY is not supported in pgbench, aborting".to_owned());
         }
+        Message::ParseComplete => r.parses += 1,
         Message::ReadyForQuery(_) => {
+            r.syncs_seen += 1;
             r.syncs_left = r.syncs_left.saturating_sub(1);
             return r.syncs_left == 0;
         }

@@ -79,6 +79,12 @@ impl<'a> Pool<'a> {
         }
     }
 
+    /// Opens the connections missing for `n` (at most `jobs`) to be used at
+    /// once.
+    pub fn open(&mut self, n: usize) -> Result<(), InitError> {
+        self.sessions(n).map(drop)
+    }
+
     /// `n` connections (at most `jobs`), the main one first, opening the
     /// missing ones.
     fn sessions(&mut self, n: usize) -> Result<Vec<&mut Session>, InitError> {
@@ -200,6 +206,10 @@ pub fn load_accounts(
 /// already flushed.
 const FLUSH_PAUSE: Duration = Duration::from_millis(2);
 
+/// How long a stopping flusher waits for the server to end its backend, so
+/// that the next step's connections find its slot free.
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
+
 /// A thread that flushes the server's WAL at once and then every
 /// [`FLUSH_PAUSE`] until it is dropped (see the module documentation).
 pub struct WalFlusher {
@@ -211,7 +221,9 @@ impl WalFlusher {
     /// Starts flushing from a thread that opens its own connection, so the
     /// step does not wait for it. The flusher only speeds the work up: a
     /// connection that cannot be had, or a server that refuses its
-    /// statements, ends it quietly.
+    /// statements, ends it quietly. So that it never takes a connection
+    /// slot the step needs, start it once the step's connections are open
+    /// ([`Pool::open`]).
     pub fn start(config: &Config) -> Option<WalFlusher> {
         let config = config.clone();
         let (stop, stopped) = mpsc::channel::<()>();
@@ -228,11 +240,17 @@ impl WalFlusher {
 
 /// The flusher's thread: connects, then flushes at once and after every
 /// [`FLUSH_PAUSE`] until `stopped` is dropped (so it flushes at least once,
-/// however short the step).
+/// however short the step); then closes its connection and waits for the
+/// server to end it, so that its slot is free for the next step.
 fn flush_until_stopped(config: &Config, stopped: &mpsc::Receiver<()>) {
     let Ok(mut session) = Session::connect(config) else {
         return;
     };
+    flush_on(&mut session, stopped);
+    session.close_and_wait(CLOSE_WAIT);
+}
+
+fn flush_on(session: &mut Session, stopped: &mpsc::Receiver<()>) {
     // `local`: flush even where commits do not wait by default, and never
     // wait for a standby.
     if session.execute("set synchronous_commit = local").is_err() {

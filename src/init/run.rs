@@ -85,19 +85,10 @@ impl Init<'_> {
                 self.pool.main_execute(ddl::DROP_TABLES, out)
             }
             InitStep::CreateTables => self.create_tables(out),
-            InitStep::ClientSideGenerate => {
-                let _flusher = self.wal_flusher();
-                self.generate_client_side(out)
-            }
-            InitStep::ServerSideGenerate => {
-                let _flusher = self.wal_flusher();
-                self.generate_server_side(out)
-            }
+            InitStep::ClientSideGenerate => self.generate_client_side(out),
+            InitStep::ServerSideGenerate => self.generate_server_side(out),
             InitStep::Vacuum => self.vacuum(out),
-            InitStep::PrimaryKeys => {
-                let _flusher = self.wal_flusher();
-                self.primary_keys(out)
-            }
+            InitStep::PrimaryKeys => self.primary_keys(out),
             InitStep::ForeignKeys => {
                 say(out, "creating foreign keys...\n");
                 for sql in ddl::FOREIGN_KEYS {
@@ -123,14 +114,16 @@ impl Init<'_> {
         Ok(())
     }
 
-    /// A [`WalFlusher`] for a step that writes much WAL, when more than one
-    /// connection may be used.
-    fn wal_flusher(&self) -> Option<WalFlusher> {
-        if self.pool.jobs() > 1 {
-            WalFlusher::start(self.pool.config())
-        } else {
-            None
+    /// A [`WalFlusher`] for a step that writes much WAL on `connections`
+    /// connections, when more than one connection may be used. The step's
+    /// connections are opened first, so that where the server or the role
+    /// allows no more, it is the flusher that goes without.
+    fn wal_flusher(&mut self, connections: usize) -> Result<Option<WalFlusher>, InitError> {
+        if self.pool.jobs() <= 1 {
+            return Ok(None);
         }
+        self.pool.open(connections)?;
+        Ok(WalFlusher::start(self.pool.config()))
     }
 
     /// The partitioning of `pgbench_accounts` when its partitions may be
@@ -148,6 +141,10 @@ impl Init<'_> {
 
     fn generate_client_side(&mut self, out: &mut impl Write) -> Result<(), InitError> {
         say(out, "generating data (client-side)...\n");
+        let loaders = self
+            .known_partitions()
+            .map_or(1, |(_, count)| count as usize);
+        let _flusher = self.wal_flusher(loaders)?;
         self.pool.main_execute("begin", out)?;
         self.pool.main_execute(ddl::TRUNCATE_TABLES, out)?;
         let scale = i64::from(self.schema.scale);
@@ -216,6 +213,7 @@ impl Init<'_> {
 
     fn generate_server_side(&mut self, out: &mut impl Write) -> Result<(), InitError> {
         say(out, "generating data (server-side)...\n");
+        let _flusher = self.wal_flusher(1)?;
         self.pool.main_execute("begin", out)?;
         self.pool.main_execute(ddl::TRUNCATE_TABLES, out)?;
         for sql in self.schema.server_side_inserts() {
@@ -251,6 +249,7 @@ impl Init<'_> {
             last.push(first.remove(2));
             first.extend((1..=count).map(|p| self.schema.partition_primary_key(p)));
         }
+        let _flusher = self.wal_flusher(first.len())?;
         parallel::execute_all(&mut self.pool, &first, out)?;
         parallel::execute_all(&mut self.pool, &last, out)
     }

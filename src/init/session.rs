@@ -115,6 +115,13 @@ impl Session {
         }
     }
 
+    /// Ends the session, waiting at most `limit` for the server to end its
+    /// backend (see [`pgwire::blocking::Client::close_and_wait`]).
+    pub fn close_and_wait(self, limit: std::time::Duration) {
+        self.client
+            .close_and_wait(std::time::Instant::now() + limit);
+    }
+
     /// The notices received since the last call, each as libpq prints it.
     pub fn take_notices(&mut self) -> Vec<String> {
         self.client

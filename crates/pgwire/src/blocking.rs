@@ -245,6 +245,40 @@ impl Client {
     pub fn close(self) {
         self.conn.close();
     }
+
+    /// Sends Terminate, then waits until the server has closed the
+    /// connection or `deadline` has passed. A backend closes its socket
+    /// only once it has left the server's process array, so after a
+    /// timely return its connection no longer counts against
+    /// `max_connections` or a role's `CONNECTION LIMIT`.
+    pub fn close_and_wait(self, deadline: Instant) {
+        // SAFETY: duplicates a descriptor this client owns; the copy keeps
+        // the socket open after `close` so the server's end can be seen.
+        let fd = unsafe { libc::dup(self.conn.fd()) };
+        self.conn.close();
+        if fd < 0 {
+            return;
+        }
+        let mut scratch = [0u8; 256];
+        while Instant::now() < deadline && wait(fd, Interest::Read, Some(deadline)).is_ok() {
+            // SAFETY: reads into a local buffer from the descriptor above.
+            let n = unsafe { libc::read(fd, scratch.as_mut_ptr().cast(), scratch.len()) };
+            if n == 0 {
+                break;
+            }
+            if n < 0 {
+                let e = std::io::Error::last_os_error();
+                if !matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
+                ) {
+                    break;
+                }
+            }
+        }
+        // SAFETY: closes the duplicate made above, used by nobody else.
+        unsafe { libc::close(fd) };
+    }
 }
 
 /// Data for `COPY FROM STDIN` in progress (text or binary alike).

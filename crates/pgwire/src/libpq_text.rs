@@ -146,8 +146,10 @@ fn display_width(c: char) -> usize {
 
 /// The code points of East Asian Width W or F in Unicode 14.0 (the version
 /// PostgreSQL 15's tables follow), without the non-spacing marks among
-/// them, as inclusive ranges in ascending order.
-const WIDE: [(u32, u32); 123] = [
+/// them, as inclusive ranges in ascending order. Reserved code points that
+/// `EastAsianWidth.txt` lists as W count too (U+FA6E..U+FA6F, U+FADA..U+FAFF), as
+/// they do in PostgreSQL's table.
+const WIDE: [(u32, u32); 122] = [
     (0x1100, 0x115f),
     (0x231a, 0x231b),
     (0x2329, 0x232a),
@@ -201,8 +203,7 @@ const WIDE: [(u32, u32); 123] = [
     (0xa490, 0xa4c6),
     (0xa960, 0xa97c),
     (0xac00, 0xd7a3),
-    (0xf900, 0xfa6d),
-    (0xfa70, 0xfad9),
+    (0xf900, 0xfaff),
     (0xfe10, 0xfe19),
     (0xfe30, 0xfe52),
     (0xfe54, 0xfe66),
@@ -323,6 +324,9 @@ mod tests {
         assert_eq!(display_width('漢'), 2);
         assert_eq!(display_width('ア'), 2);
         assert_eq!(display_width('\u{20000}'), 2);
+        // Reserved, but W in Unicode 14's EastAsianWidth.txt.
+        assert_eq!(display_width('\u{fa6e}'), 2);
+        assert_eq!(display_width('\u{faff}'), 2);
         let query = format!("'{}' || x", "漢".repeat(40));
         let text = libpq_message(&error("boom", Some(47)), Some(&query), true);
         let lines: Vec<&str> = text.lines().collect();
