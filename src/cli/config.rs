@@ -221,7 +221,8 @@ pub enum IoMethod {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BusyPoll {
     /// Spin only where the spinning threads cannot take a core that the
-    /// clients' server backends need (see `engine::choose_busy_poll`).
+    /// clients' server backends need, and only while measured to be faster
+    /// (see `engine::choose_spin` and `engine::spin`).
     Auto,
     On,
     Off,

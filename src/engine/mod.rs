@@ -53,6 +53,7 @@ mod setup;
 mod shared;
 mod shell;
 mod signals;
+mod spin;
 mod sql;
 mod timer;
 mod uring;
@@ -76,6 +77,7 @@ use client::Client;
 pub use error::EngineError;
 use plan::Plan;
 use shared::Shared;
+use spin::SpinMode;
 use worker::{Clock, ThreadEnv, WorkerResult};
 
 /// What the set-up established, for the threads.
@@ -93,7 +95,11 @@ struct Prepared {
 pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
     let prepared = prepare(config, bench)?;
     let io_uring = choose_io(config.io)?;
-    let busy_poll = !io_uring && choose_busy_poll(config.busy_poll, &prepared.plan);
+    let spin = if io_uring {
+        SpinMode::Never
+    } else {
+        choose_spin(config.busy_poll, &prepared.plan)
+    };
     let clock = Clock::new();
     let start_time = clock.now_us();
     let end_us = prepared
@@ -118,7 +124,7 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
             end_us,
             wake_fd: guard.wake_fd(),
             io_uring,
-            busy_poll,
+            spin,
         };
         let started = thread_parts(&prepared, &plan, bench, &thread).and_then(|parts| {
             if tid == 0 {
@@ -265,7 +271,7 @@ struct ThreadStart {
     end_us: Option<i64>,
     wake_fd: std::os::fd::RawFd,
     io_uring: bool,
-    busy_poll: bool,
+    spin: SpinMode,
 }
 
 /// Whether the threads drive their connections with io_uring: only when
@@ -280,17 +286,21 @@ fn choose_io(io: IoMethod) -> Result<bool, EngineError> {
     }
 }
 
-/// Whether the threads spin before they sleep: `auto` spins when the
-/// threads plus one server backend per client fit the CPUs available to
-/// this process, so the spinning never takes a core the server needs when
-/// it runs on this machine (and costs only a spare core when it does not).
-fn choose_busy_poll(mode: BusyPoll, plan: &Plan) -> bool {
+/// How the threads wait: `auto` lets them spin, while the machine has idle
+/// CPU for it (see [`spin`]), when the threads plus one server backend per
+/// client fit the CPUs available to this process, so the spinning never
+/// takes a core the server needs when it runs on this machine.
+fn choose_spin(mode: BusyPoll, plan: &Plan) -> SpinMode {
     match mode {
-        BusyPoll::On => true,
-        BusyPoll::Off => false,
+        BusyPoll::On => SpinMode::Always,
+        BusyPoll::Off => SpinMode::Never,
         BusyPoll::Auto => {
             let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-            fits_spare_cpus(plan.threads, plan.clients, cpus)
+            if fits_spare_cpus(plan.threads, plan.clients, cpus) {
+                SpinMode::Adaptive
+            } else {
+                SpinMode::Never
+            }
         }
     }
 }
@@ -362,7 +372,7 @@ fn thread_parts(
         over: false,
         end_us: t.end_us,
         io_uring: t.io_uring,
-        busy_poll: t.busy_poll,
+        spin: t.spin,
         precise_timer,
         ring: None,
         progress: bench.progress.map(|interval| {

@@ -9,6 +9,7 @@ use crate::stats::Snapshot;
 
 use super::error::EngineError;
 use super::signals;
+use super::spin::SpinSwitch;
 
 #[derive(Default)]
 struct Gate {
@@ -29,6 +30,9 @@ pub struct Shared {
     /// Under `-P`: each thread's running totals, published every
     /// [`PUBLISH_EVERY_US`] (never per transaction), for thread 0's lines.
     progress: Vec<Mutex<Snapshot>>,
+    /// Under `--busy-poll=auto`: whether the threads spin now (thread 0
+    /// decides, see `spin`).
+    pub spin: SpinSwitch,
 }
 
 /// How often threads publish their totals for progress reports.
@@ -46,6 +50,7 @@ impl Shared {
             progress: (0..threads)
                 .map(|_| Mutex::new(Snapshot::default()))
                 .collect(),
+            spin: SpinSwitch::default(),
         }
     }
 

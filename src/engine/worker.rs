@@ -30,6 +30,7 @@ use super::log;
 use super::machine;
 use super::plan::Plan;
 use super::shared::Shared;
+use super::spin::{Latencies, SpinMode, SpinTrials};
 use super::timer::PreciseTimer;
 use super::uring::{Done, Ring};
 
@@ -104,8 +105,8 @@ pub struct ThreadEnv {
     pub io_uring: bool,
     /// The thread's ring, which does the I/O of its plain connections.
     pub ring: Option<Ring>,
-    /// `--busy-poll` chose to spin before sleeping (epoll only).
-    pub busy_poll: bool,
+    /// How the thread waits under `--busy-poll` (epoll only).
+    pub spin: SpinMode,
     /// Wakes the epoll loop on time for waits shorter than its
     /// millisecond timeouts can express.
     pub precise_timer: PreciseTimer,
@@ -366,6 +367,9 @@ pub fn run(
     }
     let mut remaining = clients.len();
     let mut stop_seen: Option<i64> = None;
+    // Thread 0 decides for all whether `--busy-poll=auto` spins.
+    let mut trials =
+        (env.tid == 0 && env.spin == SpinMode::Adaptive).then(|| SpinTrials::new(start));
     while remaining > 0 {
         let timeout = wait_timeout(&env, cut_off(stop_seen, env.end_us));
         let done = match env.ring.as_mut() {
@@ -382,7 +386,13 @@ pub fn run(
                 done
             }
             None => {
-                if let Err(e) = wait_epoll(&mut poll, &mut events, &env, &clients, timeout) {
+                let spinning = match env.spin {
+                    SpinMode::Never => false,
+                    SpinMode::Always => true,
+                    SpinMode::Adaptive => shared.spin.on(),
+                };
+                let waited = wait_epoll(&mut poll, &mut events, &env, &clients, spinning, timeout);
+                if let Err(e) = waited {
                     log::error(format_args!("epoll_wait() failed: {e}"));
                     break;
                 }
@@ -408,6 +418,19 @@ pub fn run(
         if let Some(p) = env.progress.as_mut() {
             p.tick(env.tid, env.clock.now_us(), &env.stats, &shared);
         }
+        if let Some(t) = trials.as_mut() {
+            let latency = &env.stats.total.latency;
+            let spin = t.tick(
+                now,
+                Latencies {
+                    count: latency.count,
+                    sum_us: latency.sum,
+                },
+            );
+            if spin != shared.spin.on() {
+                shared.spin.set(spin);
+            }
+        }
         if shared.exit_on_abort_triggered()
             || cut_off(stop_seen, env.end_us).is_some_and(|t| now >= t)
         {
@@ -418,7 +441,7 @@ pub fn run(
 }
 
 /// Waits for events or the timeout on epoll: spinning first when
-/// `--busy-poll` chose to and some client awaits an answer (not while every
+/// `spinning` (see [`SpinMode`]) and some client awaits an answer (not while every
 /// client sleeps until a timer), arming the precise timer for a short
 /// timeout. An interrupted wait returns no events.
 fn wait_epoll(
@@ -426,9 +449,10 @@ fn wait_epoll(
     events: &mut Events,
     env: &ThreadEnv,
     clients: &[Client],
+    spinning: bool,
     mut timeout: Option<Duration>,
 ) -> std::io::Result<()> {
-    if env.busy_poll && clients.iter().any(|c| c.state.waits_for_io()) {
+    if spinning && clients.iter().any(|c| c.state.waits_for_io()) {
         let started = Instant::now();
         if spin(poll, events, timeout) {
             return Ok(());
