@@ -605,27 +605,7 @@ fn sigint_prints_the_results_so_far() {
 
 #[test]
 fn progress_lines_and_transaction_logs() {
-    let db = database(Some(1));
-    let dir = tempfile::tempdir().expect("temp dir");
-    let prefix = dir.path().join("tx").to_string_lossy().into_owned();
-    let out = pgbolt(
-        &db,
-        &[
-            "-n",
-            "-S",
-            "-T",
-            "3",
-            "-c",
-            "2",
-            "-j",
-            "2",
-            "-P",
-            "1",
-            "-l",
-            "--log-prefix",
-            &prefix,
-        ],
-    );
+    let (out, logged) = logged_run(&["-n", "-S", "-T", "3", "-c", "2", "-j", "2", "-P", "1"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let progress: Vec<String> = stderr(&out)
         .lines()
@@ -638,7 +618,18 @@ fn progress_lines_and_transaction_logs() {
     )
     .expect("regex");
     assert!(progress.iter().all(|l| shape.is_match(l)), "{progress:?}");
-    assert_eq!(logged_lines(dir.path()), processed(&out));
+    assert_eq!(logged, processed(&out));
+}
+
+/// A run of `args` with `-l`: its output and the lines of its logs.
+fn logged_run(args: &[&str]) -> (std::process::Output, u64) {
+    let db = database(Some(1));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let prefix = dir.path().join("tx").to_string_lossy().into_owned();
+    let mut full = args.to_vec();
+    full.extend_from_slice(&["-l", "--log-prefix", &prefix]);
+    let out = pgbolt(&db, &full);
+    (out, logged_lines(dir.path()))
 }
 
 fn processed(out: &std::process::Output) -> u64 {
@@ -663,29 +654,20 @@ fn logged_lines(dir: &std::path::Path) -> u64 {
 /// transaction is lost or counted twice on the way.
 #[test]
 fn busy_poll_trials_lose_no_transaction() {
-    let db = database(Some(1));
-    let dir = tempfile::tempdir().expect("temp dir");
-    let prefix = dir.path().join("tx").to_string_lossy().into_owned();
-    let out = pgbolt(
-        &db,
-        &[
-            "-n",
-            "-S",
-            "-T",
-            "2",
-            "-c",
-            "1",
-            "-j",
-            "1",
-            "--busy-poll=auto",
-            "-l",
-            "--log-prefix",
-            &prefix,
-        ],
-    );
+    let (out, logged) = logged_run(&[
+        "-n",
+        "-S",
+        "-T",
+        "2",
+        "-c",
+        "1",
+        "-j",
+        "1",
+        "--busy-poll=auto",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("number of failed transactions: 0 (0.000%)"));
-    assert_eq!(logged_lines(dir.path()), processed(&out));
+    assert_eq!(logged, processed(&out));
 }
 
 /// `--io=epoll`, `--io=uring` and the spinning epoll loop
