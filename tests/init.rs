@@ -480,36 +480,42 @@ fn the_wal_flusher_changes_nothing_but_transaction_ids() {
 /// `--init-jobs` failed at step `g` of a partitioned load (`too many
 /// connections for role`), where pgbench, with one connection, succeeds.
 /// The flusher now starts once the step's connections are open and frees
-/// its slot before the next step opens more.
+/// its slot before the next step opens more. And a role allowed fewer
+/// connections than `--init-jobs` (here one, as pgbench needs) gets the
+/// work done on those it may open.
 #[test]
-fn the_wal_flusher_never_takes_a_connection_a_step_needs() {
+fn init_never_needs_more_connections_than_it_may_open() {
     let _turn = exclusive();
-    psql(
-        "postgres",
-        "do $$ begin create role init_two_conns login connection limit 2; \
-         exception when duplicate_object then null; end $$",
-    );
-    let cases: &[&[&str]] = &[
-        &["-s", "1", "--partitions", "2"],
-        &["-s", "1", "--partitions", "3", "-I", "dtGvp"],
-        &["-s", "1"],
-    ];
-    for args in cases {
-        let case = args.join(" ");
-        let (_, pgbolt_db) = database_pair();
+    for (role, limit, jobs) in [("init_two_conns", 2, 2), ("init_one_conn", 1, 3)] {
         psql(
             "postgres",
-            &format!("alter database {pgbolt_db} owner to init_two_conns"),
+            &format!(
+                "do $$ begin create role {role} login connection limit {limit}; \
+                 exception when duplicate_object then null; end $$"
+            ),
         );
-        let mut opts = options(args);
-        opts.jobs = NonZeroUsize::new(2);
-        let outcome = run_pgbolt(&pgbolt_db, "init_two_conns", &opts);
-        assert!(outcome.success, "case {case}: {}", outcome.stderr);
-        assert_eq!(
-            psql(&pgbolt_db, "select count(*) from pgbench_accounts").trim(),
-            "100000",
-            "case {case}"
-        );
+        let cases: &[&[&str]] = &[
+            &["-s", "1", "--partitions", "2"],
+            &["-s", "1", "--partitions", "3", "-I", "dtGvp"],
+            &["-s", "1"],
+        ];
+        for args in cases {
+            let case = format!("{role}, {}", args.join(" "));
+            let (_, pgbolt_db) = database_pair();
+            psql(
+                "postgres",
+                &format!("alter database {pgbolt_db} owner to {role}"),
+            );
+            let mut opts = options(args);
+            opts.jobs = NonZeroUsize::new(jobs);
+            let outcome = run_pgbolt(&pgbolt_db, role, &opts);
+            assert!(outcome.success, "case {case}: {}", outcome.stderr);
+            assert_eq!(
+                psql(&pgbolt_db, "select count(*) from pgbench_accounts").trim(),
+                "100000",
+                "case {case}"
+            );
+        }
     }
 }
 

@@ -33,6 +33,10 @@ use super::run::say;
 use super::session::Session;
 use super::InitError;
 
+/// SQLSTATE `too_many_connections`: `max_connections`, a role's or a
+/// database's `CONNECTION LIMIT`.
+const TOO_MANY_CONNECTIONS: &str = "53300";
+
 pub struct Pool<'a> {
     main: Session,
     extra: Vec<Session>,
@@ -86,12 +90,21 @@ impl<'a> Pool<'a> {
     }
 
     /// `n` connections (at most `jobs`), the main one first, opening the
-    /// missing ones.
+    /// missing ones. When the server or the role refuses more connections
+    /// (`too many connections`), the ones already open do the work from
+    /// then on: how many there are never changes the end state, and
+    /// pgbench itself needs only one.
     fn sessions(&mut self, n: usize) -> Result<Vec<&mut Session>, InitError> {
         let n = n.clamp(1, self.jobs);
         while self.extra.len() + 1 < n {
-            let session = Session::connect(self.config)?;
-            self.extra.push(session);
+            match Session::connect(self.config) {
+                Ok(session) => self.extra.push(session),
+                Err(InitError::Connect(e)) if e.sqlstate() == Some(TOO_MANY_CONNECTIONS) => {
+                    self.jobs = self.extra.len() + 1;
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
         }
         let mut sessions = vec![&mut self.main];
         sessions.extend(self.extra.iter_mut().take(n - 1));
