@@ -651,7 +651,8 @@ fn logged_lines(dir: &std::path::Path) -> u64 {
 
 /// `--busy-poll=auto` with one client on a machine with a spare CPU tries
 /// spinning half a second into the run and may switch back and forth: no
-/// transaction is lost or counted twice on the way.
+/// transaction is lost or counted twice on the way. (With a single CPU
+/// `auto` never spins, and this is a plain run.)
 #[test]
 fn busy_poll_trials_lose_no_transaction() {
     let (out, logged) = logged_run(&[

@@ -38,9 +38,11 @@
 //! the wake-up is an interrupt through the hypervisor). Measured on the
 //! project's machine, `-c 1 -j 1` spent 90 us per point select that way,
 //! 37 us when the thread polled without sleeping. Spinning takes a whole
-//! core, though, so `auto` spins only while the pgbolt threads and one
-//! server backend per client fit the CPUs this process may use: then the
-//! core it takes would otherwise be idle. The spin is bounded
+//! core, though, so `auto` considers it only while the pgbolt threads and
+//! one server backend per client fit the CPUs this process may use; and
+//! because a spinner also keeps a backend off its CPU, which loses when the
+//! scheduler would have run both on one CPU, `auto` spins only while trials
+//! during the run measure it faster ([`spin`]). The spin is bounded
 //! ([`worker::SPIN_BUDGET`]), and it never delays a timer.
 
 mod client;
@@ -286,8 +288,8 @@ fn choose_io(io: IoMethod) -> Result<bool, EngineError> {
     }
 }
 
-/// How the threads wait: `auto` lets them spin, while the machine has idle
-/// CPU for it (see [`spin`]), when the threads plus one server backend per
+/// How the threads wait: `auto` lets them spin, while trials measure it
+/// faster (see [`spin`]), when the threads plus one server backend per
 /// client fit the CPUs available to this process, so the spinning never
 /// takes a core the server needs when it runs on this machine.
 fn choose_spin(mode: BusyPoll, plan: &Plan) -> SpinMode {

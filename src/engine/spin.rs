@@ -15,8 +15,10 @@
 //! So `--busy-poll=auto` (when the threads and one backend per client fit
 //! the CPUs) measures instead of guessing. Thread 0 runs in one way (first
 //! sleeping, as pgbench does), then tries the other for [`TRIAL_US`], and
-//! compares the mean latency of its transactions over the last
-//! [`MEASURE_US`] of each. Spinning is kept only when it is at least
+//! compares the mean service time (latency less any `-R` schedule lag) of
+//! its committed transactions over the last [`MEASURE_US`] of each; with
+//! fewer than 20 there, nothing is tried or decided. When thread 0 ends,
+//! the others go on the way that won. Spinning is kept only when it is at least
 //! [`SPIN_GAIN`] faster; a trial that loses doubles the time until the
 //! next one, from [`FIRST_TRIAL_US`] up to [`LONGEST_GAP_US`], so a run
 //! that has found its way spends little time trying the other. All threads
@@ -122,23 +124,39 @@ impl SpinTrials {
                     (Some(before), Some(during)) => wins(trial, during, before),
                     _ => false,
                 };
+                self.trying = false;
                 if won {
                     self.spin = trial;
-                    self.gap_us = FIRST_TRIAL_US;
+                    self.wait_for_trial(now_us, FIRST_TRIAL_US);
                 } else {
-                    self.gap_us = (self.gap_us * 2).min(LONGEST_GAP_US);
+                    self.wait_for_trial(now_us, (self.gap_us * 2).min(LONGEST_GAP_US));
                 }
-                self.trying = false;
-                self.part_end_us = now_us + self.gap_us;
-                self.measure_from_us = self.part_end_us - MEASURE_US;
-            } else {
+            } else if mean.is_some() {
                 self.before_trial = mean;
                 self.trying = true;
-                self.part_end_us = now_us + TRIAL_US;
-                self.measure_from_us = self.part_end_us - MEASURE_US;
+                self.part(now_us, TRIAL_US);
+            } else {
+                // Too few transactions to compare with: no trial, and the
+                // next chance comes later.
+                self.wait_for_trial(now_us, (self.gap_us * 2).min(LONGEST_GAP_US));
             }
         }
         self.spin != self.trying
+    }
+
+    /// The way that won the last comparison.
+    pub fn winner(&self) -> bool {
+        self.spin
+    }
+
+    fn wait_for_trial(&mut self, now_us: i64, gap_us: i64) {
+        self.gap_us = gap_us;
+        self.part(now_us, gap_us);
+    }
+
+    fn part(&mut self, now_us: i64, length_us: i64) {
+        self.part_end_us = now_us + length_us;
+        self.measure_from_us = self.part_end_us - MEASURE_US;
     }
 }
 
@@ -162,89 +180,86 @@ fn wins(spin: bool, during: f64, before: f64) -> bool {
 mod tests {
     use super::*;
 
-    /// Drives the trials with transactions of `latency(spinning)` µs each,
-    /// one every `latency` µs, and returns how the threads waited at the end.
-    fn run_for(
-        trials: &mut SpinTrials,
-        start: i64,
-        end: i64,
-        latency: impl Fn(bool) -> u64,
-    ) -> bool {
-        let mut totals = Latencies::default();
-        let mut now = start;
-        let mut spin = trials.tick(now, totals);
-        while now < end {
-            let l = latency(spin);
-            now += l as i64;
-            totals.count += 1;
-            totals.sum_us += l;
-            spin = trials.tick(now, totals);
+    /// A machine on which a transaction takes `latency(spinning)` µs, one
+    /// after the other, driven through the trials.
+    struct Run {
+        trials: SpinTrials,
+        now: i64,
+        totals: Latencies,
+    }
+
+    impl Run {
+        fn new() -> Run {
+            Run {
+                trials: SpinTrials::new(0),
+                now: 0,
+                totals: Latencies::default(),
+            }
         }
-        spin
+
+        /// Runs until `end` µs; says whether the threads spin then.
+        fn until(&mut self, end: i64, latency: impl Fn(bool) -> u64) -> bool {
+            let mut spin = self.trials.tick(self.now, self.totals);
+            while self.now < end {
+                let l = latency(spin);
+                self.now += l as i64;
+                self.totals.count += 1;
+                self.totals.sum_us += l;
+                spin = self.trials.tick(self.now, self.totals);
+            }
+            spin
+        }
     }
 
     #[test]
     fn starts_sleeping_and_keeps_sleeping_when_spinning_is_slower() {
-        let mut t = SpinTrials::new(0);
-        assert!(!t.tick(0, Latencies::default()));
-        assert!(!run_for(&mut t, 0, 60_000_000, |spin| if spin {
-            60
-        } else {
-            20
-        }));
-        assert_eq!(t.gap_us, LONGEST_GAP_US);
+        let mut run = Run::new();
+        assert!(!run.until(0, |_| 1));
+        assert!(!run.until(60_000_000, |spin| if spin { 60 } else { 20 }));
+        assert_eq!(run.trials.gap_us, LONGEST_GAP_US);
     }
 
     #[test]
     fn spins_when_spinning_is_clearly_faster() {
-        let mut t = SpinTrials::new(0);
-        assert!(run_for(&mut t, 0, 2_000_000, |spin| if spin {
-            31
-        } else {
-            85
-        }));
+        let mut run = Run::new();
+        assert!(run.until(2_000_000, |spin| if spin { 31 } else { 85 }));
+        assert!(run.trials.winner());
     }
 
     #[test]
-    fn a_small_gain_does_not_make_it_spin() {
-        let mut t = SpinTrials::new(0);
-        assert!(!run_for(&mut t, 0, 10_000_000, |spin| if spin {
-            19
-        } else {
-            20
-        }));
+    fn spinning_must_be_ten_percent_faster() {
+        let mut run = Run::new();
+        assert!(run.until(2_000_000, |spin| if spin { 90 } else { 100 }));
+        let mut run = Run::new();
+        assert!(!run.until(10_000_000, |spin| if spin { 91 } else { 100 }));
+    }
+
+    #[test]
+    fn sleeping_wins_back_unless_spinning_stays_ten_percent_faster() {
+        let mut run = Run::new();
+        assert!(run.until(2_000_000, |spin| if spin { 31 } else { 85 }));
+        assert!(run.until(10_000_000, |spin| if spin { 90 } else { 100 }));
+        assert!(!run.until(40_000_000, |spin| if spin { 92 } else { 100 }));
     }
 
     #[test]
     fn goes_back_to_sleeping_when_the_machine_changes() {
-        let mut t = SpinTrials::new(0);
-        assert!(run_for(&mut t, 0, 2_000_000, |spin| if spin {
-            31
-        } else {
-            85
-        }));
-        assert!(!run_for(&mut t, 2_000_000, 4_000_000, |spin| if spin {
-            60
-        } else {
-            20
-        }));
+        let mut run = Run::new();
+        assert!(run.until(2_000_000, |spin| if spin { 31 } else { 85 }));
+        assert!(!run.until(4_000_000, |spin| if spin { 60 } else { 20 }));
     }
 
     #[test]
-    fn too_few_transactions_decide_nothing() {
-        let mut t = SpinTrials::new(0);
-        // One transaction every 50 ms: a measured tail holds 3, however
-        // much faster the trial looks.
-        assert!(!run_for(&mut t, 0, 60_000_000, |spin| if spin {
-            10_000
-        } else {
-            50_000
-        }));
-        assert_eq!(t.gap_us, LONGEST_GAP_US);
-    }
-
-    #[test]
-    fn the_switch_starts_off() {
-        assert!(!SpinSwitch::default().on());
+    fn too_few_transactions_decide_nothing_and_start_no_trial() {
+        let mut run = Run::new();
+        // One transaction every 10 or 50 ms: a measured tail holds a few,
+        // however much faster spinning would be.
+        let mut spun = false;
+        let latency = |spin: bool| if spin { 10_000 } else { 50_000 };
+        while run.now < 60_000_000 {
+            spun |= run.until(run.now + 50_000, latency);
+        }
+        assert!(!spun);
+        assert_eq!(run.trials.gap_us, LONGEST_GAP_US);
     }
 }

@@ -419,12 +419,14 @@ pub fn run(
             p.tick(env.tid, env.clock.now_us(), &env.stats, &shared);
         }
         if let Some(t) = trials.as_mut() {
-            let latency = &env.stats.total.latency;
+            // Service time: under -R the latency also holds the schedule
+            // lag, which grows or shrinks whichever way the thread waits.
+            let service = env.stats.total.service();
             let spin = t.tick(
                 now,
                 Latencies {
-                    count: latency.count,
-                    sum_us: latency.sum,
+                    count: service.count,
+                    sum_us: service.sum,
                 },
             );
             if spin != shared.spin.on() {
@@ -436,6 +438,10 @@ pub fn run(
         {
             break;
         }
+    }
+    // Threads still running go on the way that won, not the one on trial.
+    if let Some(t) = trials {
+        shared.spin.set(t.winner());
     }
     Some(finish(clients, env, start))
 }

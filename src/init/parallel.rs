@@ -33,9 +33,10 @@ use super::run::say;
 use super::session::Session;
 use super::InitError;
 
-/// SQLSTATE `too_many_connections`: `max_connections`, a role's or a
-/// database's `CONNECTION LIMIT`.
-const TOO_MANY_CONNECTIONS: &str = "53300";
+/// SQLSTATE class 53, insufficient resources: `too_many_connections`
+/// (`max_connections`, a role's or a database's `CONNECTION LIMIT`), out of
+/// memory or other resources when a backend starts.
+const INSUFFICIENT_RESOURCES: &str = "53";
 
 pub struct Pool<'a> {
     main: Session,
@@ -91,15 +92,18 @@ impl<'a> Pool<'a> {
 
     /// `n` connections (at most `jobs`), the main one first, opening the
     /// missing ones. When the server or the role refuses more connections
-    /// (`too many connections`), the ones already open do the work from
-    /// then on: how many there are never changes the end state, and
+    /// (`too many connections`, or another insufficient-resources error),
+    /// the ones already open do the work from then on: how many there are never changes the end state, and
     /// pgbench itself needs only one.
     fn sessions(&mut self, n: usize) -> Result<Vec<&mut Session>, InitError> {
         let n = n.clamp(1, self.jobs);
         while self.extra.len() + 1 < n {
             match Session::connect(self.config) {
                 Ok(session) => self.extra.push(session),
-                Err(InitError::Connect(e)) if e.sqlstate() == Some(TOO_MANY_CONNECTIONS) => {
+                Err(InitError::Connect(e))
+                    if e.sqlstate()
+                        .is_some_and(|c| c.starts_with(INSUFFICIENT_RESOURCES)) =>
+                {
                     self.jobs = self.extra.len() + 1;
                     break;
                 }

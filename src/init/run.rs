@@ -123,7 +123,28 @@ impl Init<'_> {
             return Ok(None);
         }
         self.pool.open(connections)?;
+        if self.pool.jobs() <= 1 {
+            return Ok(None);
+        }
         Ok(WalFlusher::start(self.pool.config()))
+    }
+
+    /// Opens the connections a step of `tables` statements (plus one per
+    /// partition) may use side by side before it chooses its statements:
+    /// where the server or the role refuses some, [`known_partitions`]
+    /// then sees the lower count, and one connection means pgbench's
+    /// statements.
+    ///
+    /// [`known_partitions`]: Self::known_partitions
+    fn open_before_planning(&mut self, tables: usize) -> Result<(), InitError> {
+        let partitions = match self.schema.partitioning {
+            Some((_, count)) if self.created_here => count as usize,
+            _ => 0,
+        };
+        if self.pool.jobs() > 1 {
+            self.pool.open(tables + partitions)?;
+        }
+        Ok(())
     }
 
     /// The partitioning of `pgbench_accounts` when its partitions may be
@@ -229,6 +250,7 @@ impl Init<'_> {
             .map(|t| format!("vacuum analyze {t}"))
             .collect();
         let mut last = Vec::new();
+        self.open_before_planning(first.len())?;
         if let Some((_, count)) = self.known_partitions() {
             // Partitions first, side by side; the parent's own vacuum
             // analyze then finds them vacuumed and analyzes them all.
@@ -243,6 +265,7 @@ impl Init<'_> {
         say(out, "creating primary keys...\n");
         let mut first: Vec<String> = self.schema.primary_keys().into();
         let mut last = Vec::new();
+        self.open_before_planning(first.len())?;
         if let Some((_, count)) = self.known_partitions() {
             // Each partition's key, side by side; the partitioned table's
             // key then adopts them instead of building them one by one.
