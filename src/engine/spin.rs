@@ -144,6 +144,11 @@ impl SpinTrials {
         self.spin != self.trying
     }
 
+    /// When the current part (a trial, or the wait for the next one) ends.
+    pub fn part_end_us(&self) -> i64 {
+        self.part_end_us
+    }
+
     /// The way that won the last comparison.
     pub fn winner(&self) -> bool {
         self.spin

@@ -371,7 +371,14 @@ pub fn run(
     let mut trials =
         (env.tid == 0 && env.spin == SpinMode::Adaptive).then(|| SpinTrials::new(start));
     while remaining > 0 {
-        let timeout = wait_timeout(&env, cut_off(stop_seen, env.end_us));
+        let mut timeout = wait_timeout(&env, cut_off(stop_seen, env.end_us));
+        if let Some(t) = trials.as_ref() {
+            // Wake for the end of a trial even while this thread's own
+            // clients wait for a long statement: the others follow it.
+            let left = (t.part_end_us() - env.clock.now_us()).max(0) as u64;
+            let left = Duration::from_micros(left);
+            timeout = Some(timeout.map_or(left, |d| d.min(left)));
+        }
         let done = match env.ring.as_mut() {
             Some(ring) => {
                 if let Err(e) = ring.wait(timeout, &mut clients) {
