@@ -1,19 +1,23 @@
 //! The client side of authentication: cleartext, MD5, SCRAM-SHA-256 and
 //! SCRAM-SHA-256-PLUS, with `channel_binding` and `require_auth` enforced.
 //!
-//! The SCRAM computation is postgres-protocol's; this module picks the
-//! mechanism, supplies the channel binding data (`tls-server-end-point`, the
-//! hash of the server certificate), and refuses exchanges the configuration
-//! rules out. Kerberos, GSSAPI and SSPI are not supported.
+//! The SCRAM computation is in [`scram`] (which remembers the salted
+//! password between connections); this module picks the mechanism,
+//! supplies the channel binding data (`tls-server-end-point`, the hash of
+//! the server certificate), and refuses exchanges the configuration rules
+//! out. Kerberos, GSSAPI and SSPI are not supported.
 
 use bytes::BytesMut;
 use postgres_protocol::authentication::md5_hash;
-use postgres_protocol::authentication::sasl::{self, ScramSha256};
+use postgres_protocol::authentication::sasl;
 use postgres_protocol::message::frontend;
 
 use crate::backend::AuthRequest;
 use crate::conninfo::{AuthMethod, AuthRequirement, ChannelBinding, Secret};
 use crate::error::Error;
+
+mod scram;
+use scram::{Binding, Scram};
 
 /// What the exchange needs to know about the connection.
 pub(crate) struct AuthContext<'a> {
@@ -41,7 +45,7 @@ fn what_server_asked(method: Option<AuthMethod>) -> &'static str {
 /// The exchange in progress.
 #[derive(Default)]
 pub(crate) struct Exchange {
-    scram: Option<ScramSha256>,
+    scram: Option<Scram>,
     /// SCRAM-SHA-256-PLUS was used.
     bound: bool,
     /// Some method was requested before AuthenticationOk.
@@ -141,15 +145,15 @@ impl Exchange {
             let cert = ctx.server_cert.unwrap_or_default();
             (
                 sasl::SCRAM_SHA_256_PLUS,
-                sasl::ChannelBinding::tls_server_end_point(crate::tls::server_end_point(cert)?),
+                Binding::TlsServerEndPoint(crate::tls::server_end_point(cert)?),
             )
         } else if offered(sasl::SCRAM_SHA_256) {
             let binding =
                 if ctx.server_cert.is_some() && ctx.channel_binding != ChannelBinding::Disable {
                     // We could bind, but the server did not offer it.
-                    sasl::ChannelBinding::unrequested()
+                    Binding::Unrequested
                 } else {
-                    sasl::ChannelBinding::unsupported()
+                    Binding::Unsupported
                 };
             (sasl::SCRAM_SHA_256, binding)
         } else {
@@ -157,7 +161,7 @@ impl Exchange {
                 "none of the server's SASL authentication mechanisms are supported",
             ));
         };
-        let scram = ScramSha256::new(password(ctx)?.as_bytes(), binding);
+        let scram = Scram::new(password(ctx)?, binding).map_err(Error::auth)?;
         frontend::sasl_initial_response(mechanism, scram.message(), out).map_err(encode)?;
         self.bound = plus;
         self.scram = Some(scram);
