@@ -140,6 +140,11 @@ impl Scram {
     }
 }
 
+/// The most rounds a server may ask for: far above any server's setting
+/// (PostgreSQL's default is 4096), far below the hours of CPU that a
+/// hostile server asking for 2^32 would cost.
+const MAX_ITERATIONS: u32 = 10_000_000;
+
 /// `r=`, `s=` and `i=` of the server-first message.
 fn parse_server_first(text: &str) -> Result<(&str, Vec<u8>, u32), String> {
     let mut parts = text.split(',');
@@ -156,18 +161,20 @@ fn parse_server_first(text: &str) -> Result<(&str, Vec<u8>, u32), String> {
     let iterations: u32 = field("i=")?
         .parse()
         .map_err(|_| "bad iteration count".to_string())?;
-    if iterations == 0 {
-        return Err("bad iteration count".into());
+    if iterations == 0 || iterations > MAX_ITERATIONS {
+        return Err(format!(
+            "iteration count {iterations} out of range (1 to {MAX_ITERATIONS})"
+        ));
     }
     Ok((nonce, salt, iterations))
 }
 
 /// SASLprep of the password, or its bytes as they are where SASLprep
-/// refuses it (as libpq and the server do).
+/// refuses it or leaves nothing (as libpq and the server do).
 fn normalize(password: &str) -> Vec<u8> {
     match stringprep::saslprep(password) {
-        Ok(p) => p.into_owned().into_bytes(),
-        Err(_) => password.as_bytes().to_vec(),
+        Ok(p) if !p.is_empty() => p.into_owned().into_bytes(),
+        _ => password.as_bytes().to_vec(),
     }
 }
 
@@ -338,7 +345,41 @@ mod tests {
         assert!(scram.update(b"r=abd123,s=AAAA,i=4096").is_err());
         let mut scram = Scram::with_nonce("x", Binding::Unsupported, "abc".to_string());
         assert!(scram.update(b"r=abc,s=AAAA,i=4096").is_err());
-        let mut scram = Scram::with_nonce("x", Binding::Unsupported, "abc".to_string());
-        assert!(scram.update(b"r=abc1,s=AAAA,i=0").is_err());
+        for i in ["0", "10000001", "4294967295"] {
+            let mut scram = Scram::with_nonce("x", Binding::Unsupported, "abc".to_string());
+            let first = format!("r=abc1,s=AAAA,i={i}");
+            assert!(scram.update(first.as_bytes()).is_err(), "i={i}");
+        }
+    }
+
+    #[test]
+    fn the_binding_header_goes_into_the_final_message() {
+        let cases = [
+            (Binding::Unrequested, "c=eSws,"),
+            (
+                Binding::TlsServerEndPoint(vec![1, 2, 3]),
+                "c=cD10bHMtc2VydmVyLWVuZC1wb2ludCwsAQID,",
+            ),
+        ];
+        for (binding, expected) in cases {
+            let mut scram = Scram::with_nonce("pencil", binding, "abc".to_string());
+            scram.update(b"r=abcdef,s=AAAA,i=1").unwrap();
+            let message = std::str::from_utf8(scram.message()).unwrap().to_string();
+            assert!(message.starts_with(expected), "{message}");
+        }
+    }
+
+    #[test]
+    fn a_server_error_in_the_final_message_is_reported() {
+        let mut scram = Scram::with_nonce("pencil", Binding::Unsupported, "abc".to_string());
+        scram.update(b"r=abcdef,s=AAAA,i=1").unwrap();
+        let error = scram.finish(b"e=invalid-proof").unwrap_err();
+        assert!(error.contains("invalid-proof"), "{error}");
+    }
+
+    #[test]
+    fn a_password_saslprep_empties_is_used_as_it_is() {
+        assert_eq!(normalize("\u{AD}"), "\u{AD}".as_bytes());
+        assert_eq!(normalize("I\u{AD}X"), b"IX");
     }
 }
