@@ -17,15 +17,18 @@
 //! sleeping, as pgbench does), then tries the other for [`TRIAL_US`], and
 //! compares the mean service time (latency less any `-R` schedule lag) of
 //! its committed transactions over the last [`MEASURE_US`] of each; with
-//! fewer than 20 there, nothing is tried or decided. When thread 0 ends,
-//! the others go on the way that won. Spinning is kept only when it is at least
-//! [`SPIN_GAIN`] faster; a trial that loses doubles the time until the
-//! next one, from [`FIRST_TRIAL_US`] up to [`LONGEST_GAP_US`], so a run
-//! that has found its way spends little time trying the other. All threads
+//! fewer than 20 there, nothing is tried or decided. Spinning is kept only
+//! when it is at least [`SPIN_GAIN`] faster; a trial that loses doubles
+//! the time until the next one, from [`FIRST_TRIAL_US`] up to
+//! [`LONGEST_GAP_US`], so a run that has found its way spends little time
+//! trying the other. When thread 0 ends, the others go on the way that
+//! won. All threads
 //! follow thread 0's choice through one shared flag, read once per wait and
 //! never locked; the bookkeeping is a few comparisons per turn of the loop.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::stats::SimpleStats;
 
 /// How a thread waits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,13 +72,6 @@ impl SpinSwitch {
     }
 }
 
-/// Committed transactions and the sum of their latencies, µs.
-#[derive(Clone, Copy, Default)]
-pub struct Latencies {
-    pub count: u64,
-    pub sum_us: u64,
-}
-
 /// Thread 0's trials under [`SpinMode::Adaptive`].
 pub struct SpinTrials {
     /// The way that won the last comparison.
@@ -87,7 +83,7 @@ pub struct SpinTrials {
     /// Its measured tail begins.
     measure_from_us: i64,
     /// The totals when the measured tail began, once it has.
-    at_measure: Option<Latencies>,
+    at_measure: Option<SimpleStats>,
     /// Mean latency in the tail of the time before the current trial.
     before_trial: Option<f64>,
     /// Time until the next trial.
@@ -108,8 +104,9 @@ impl SpinTrials {
         }
     }
 
-    /// Moves the trials on and says whether the threads spin now.
-    pub fn tick(&mut self, now_us: i64, totals: Latencies) -> bool {
+    /// Moves the trials on and says whether the threads spin now;
+    /// `totals` are thread 0's service times so far.
+    pub fn tick(&mut self, now_us: i64, totals: SimpleStats) -> bool {
         if self.at_measure.is_none() && now_us >= self.measure_from_us {
             self.at_measure = Some(totals);
         }
@@ -165,9 +162,9 @@ impl SpinTrials {
     }
 }
 
-fn mean_us(from: Latencies, to: Latencies) -> Option<f64> {
+fn mean_us(from: SimpleStats, to: SimpleStats) -> Option<f64> {
     let count = to.count.checked_sub(from.count)?;
-    let sum = to.sum_us.checked_sub(from.sum_us)?;
+    let sum = to.sum.checked_sub(from.sum)?;
     (count >= MIN_TRANSACTIONS).then(|| sum as f64 / count as f64)
 }
 
@@ -190,7 +187,7 @@ mod tests {
     struct Run {
         trials: SpinTrials,
         now: i64,
-        totals: Latencies,
+        totals: SimpleStats,
     }
 
     impl Run {
@@ -198,7 +195,7 @@ mod tests {
             Run {
                 trials: SpinTrials::new(0),
                 now: 0,
-                totals: Latencies::default(),
+                totals: SimpleStats::default(),
             }
         }
 
@@ -208,8 +205,7 @@ mod tests {
             while self.now < end {
                 let l = latency(spin);
                 self.now += l as i64;
-                self.totals.count += 1;
-                self.totals.sum_us += l;
+                self.totals.add(l as i64);
                 spin = self.trials.tick(self.now, self.totals);
             }
             spin

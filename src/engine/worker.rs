@@ -30,7 +30,7 @@ use super::log;
 use super::machine;
 use super::plan::Plan;
 use super::shared::Shared;
-use super::spin::{Latencies, SpinMode, SpinTrials};
+use super::spin::{SpinMode, SpinTrials};
 use super::timer::PreciseTimer;
 use super::uring::{Done, Ring};
 
@@ -428,14 +428,7 @@ pub fn run(
         if let Some(t) = trials.as_mut() {
             // Service time: under -R the latency also holds the schedule
             // lag, which grows or shrinks whichever way the thread waits.
-            let service = env.stats.total.service();
-            let spin = t.tick(
-                now,
-                Latencies {
-                    count: service.count,
-                    sum_us: service.sum,
-                },
-            );
+            let spin = t.tick(now, env.stats.total.service());
             if spin != shared.spin.on() {
                 shared.spin.set(spin);
             }
@@ -454,9 +447,9 @@ pub fn run(
 }
 
 /// Waits for events or the timeout on epoll: spinning first when
-/// `spinning` (see [`SpinMode`]) and some client awaits an answer (not while every
-/// client sleeps until a timer), arming the precise timer for a short
-/// timeout. An interrupted wait returns no events.
+/// `spinning` (see [`SpinMode`]) and some client awaits an answer (not
+/// while every client sleeps until a timer), arming the precise timer for
+/// a short timeout. An interrupted wait returns no events.
 fn wait_epoll(
     poll: &mut Poll,
     events: &mut Events,

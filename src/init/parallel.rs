@@ -93,8 +93,8 @@ impl<'a> Pool<'a> {
     /// `n` connections (at most `jobs`), the main one first, opening the
     /// missing ones. When the server or the role refuses more connections
     /// (`too many connections`, or another insufficient-resources error),
-    /// the ones already open do the work from then on: how many there are never changes the end state, and
-    /// pgbench itself needs only one.
+    /// the ones already open do the work from then on: how many there are
+    /// never changes the end state, and pgbench itself needs only one.
     fn sessions(&mut self, n: usize) -> Result<Vec<&mut Session>, InitError> {
         let n = n.clamp(1, self.jobs);
         while self.extra.len() + 1 < n {

@@ -297,15 +297,17 @@ mod tests {
         scram.message = "n,,n=user,r=rOprNGfwEbeRWgbNEkqO".to_string();
         let server_first = "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,\
                             s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096";
-        scram.update(server_first.as_bytes()).unwrap();
+        scram
+            .update(server_first.as_bytes())
+            .expect("RFC 7677's server-first message");
         assert_eq!(
-            std::str::from_utf8(scram.message()).unwrap(),
+            String::from_utf8_lossy(scram.message()),
             "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,\
              p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="
         );
         scram
             .finish(b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=")
-            .unwrap();
+            .expect("RFC 7677's server signature");
     }
 
     #[test]
@@ -313,7 +315,7 @@ mod tests {
         let mut scram = Scram::with_nonce("pencil", Binding::Unsupported, "abc".to_string());
         scram
             .update(b"r=abcdef,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096")
-            .unwrap();
+            .expect("a valid server-first message");
         assert!(scram
             .finish(b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=")
             .is_err());
@@ -363,8 +365,10 @@ mod tests {
         ];
         for (binding, expected) in cases {
             let mut scram = Scram::with_nonce("pencil", binding, "abc".to_string());
-            scram.update(b"r=abcdef,s=AAAA,i=1").unwrap();
-            let message = std::str::from_utf8(scram.message()).unwrap().to_string();
+            scram
+                .update(b"r=abcdef,s=AAAA,i=1")
+                .expect("a valid server-first message");
+            let message = String::from_utf8_lossy(scram.message()).into_owned();
             assert!(message.starts_with(expected), "{message}");
         }
     }
@@ -372,8 +376,12 @@ mod tests {
     #[test]
     fn a_server_error_in_the_final_message_is_reported() {
         let mut scram = Scram::with_nonce("pencil", Binding::Unsupported, "abc".to_string());
-        scram.update(b"r=abcdef,s=AAAA,i=1").unwrap();
-        let error = scram.finish(b"e=invalid-proof").unwrap_err();
+        scram
+            .update(b"r=abcdef,s=AAAA,i=1")
+            .expect("a valid server-first message");
+        let error = scram
+            .finish(b"e=invalid-proof")
+            .expect_err("e= is an error");
         assert!(error.contains("invalid-proof"), "{error}");
     }
 
