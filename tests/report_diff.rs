@@ -261,6 +261,26 @@ fn partitioned_tables_are_reported_as_pgbench_reports_them() {
     }
 }
 
+/// A database without the pgbench tables: both stop before the run with
+/// exit status 1 and the same message, libpq's excerpt and caret included.
+#[test]
+fn an_uninitialized_database_is_refused_as_pgbench_refuses_it() {
+    let db = "report_uninitialized";
+    server()
+        .psql(&format!("CREATE DATABASE {db}"))
+        .expect("create database");
+    let run = Run::new(db, &["-n", "-S", "-t", "1"]);
+    let (ours, theirs) = (run.pgbolt(), run.pgbench());
+    assert_eq!(ours.status.code(), Some(1), "{}", stderr(&ours));
+    assert_eq!(theirs.status.code(), Some(1), "{}", stderr(&theirs));
+    let expected = stderr(&theirs).replace("pgbench: ", "pgbolt: ");
+    assert!(
+        expected.contains("\nLINE 1: select count(*) from pgbench_branches\n"),
+        "{expected}"
+    );
+    assert_eq!(stderr(&ours), expected);
+}
+
 /// Progress lines every second: the same shape from both tools. A run at
 /// full speed ends at its duration, so pgbolt prints one line per second
 /// (pgbench does unless its last transaction ends before its alarm
