@@ -162,6 +162,65 @@ fn a_backend_killed_between_statements_is_reported_as_pgbench_reports_it() {
     }
 }
 
+/// Regression: a backend that died without a word (SIGKILL) while its
+/// client slept between two statements made pgbolt print the connection's
+/// own error (`server closed the connection unexpectedly` and libpq's two
+/// lines of explanation) before pgbench's `perhaps the backend died while
+/// processing`, which pgbench prints alone.
+#[test]
+fn a_backend_killed_without_a_word_is_reported_as_pgbench_reports_it() {
+    let db = own_server();
+    let dbname = database(&db, false);
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("sleepy.sql");
+    std::fs::write(&script, "SELECT 1;\n\\sleep 1500 ms\nSELECT 2;\n").unwrap();
+    let script = script.display().to_string();
+    let args = ["-n", "-c", "1", "-t", "1", "-f", script.as_str()];
+    let sleeping = format!(
+        "SELECT pid FROM pg_stat_activity WHERE datname = '{dbname}' AND state = 'idle' \
+         AND query = 'SELECT 1;'"
+    );
+    let mut seen = Vec::new();
+    for (name, cmd) in [
+        ("pgbench", pgbench(&db, &dbname, &args)),
+        ("pgbolt", pgbolt(&db, &dbname, &args)),
+    ] {
+        let run = spawn(cmd);
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let pid = loop {
+            if let Ok(pid) = db.psql(&sleeping).unwrap().trim().parse::<i32>() {
+                break pid;
+            }
+            assert!(std::time::Instant::now() < deadline, "{name} never slept");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        signal(pid, libc::SIGKILL);
+        let done = run.wait(Duration::from_secs(30));
+        let prefix = format!("{name}: ");
+        let lines: Vec<String> = done
+            .stderr()
+            .lines()
+            .map(|l| l.strip_prefix(&prefix).unwrap_or(l).to_owned())
+            .collect();
+        seen.push((done.code(), lines));
+        // The server restarts after the crash of one of its processes.
+        while db.psql("SELECT 1").is_err() {
+            assert!(std::time::Instant::now() < deadline, "no restart");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    assert_eq!(seen[1], seen[0], "pgbolt against pgbench");
+    assert_eq!(seen[0].0, Some(2));
+    assert_eq!(
+        seen[0].1,
+        [
+            "error: client 0 aborted in command 2 (SQL) of script 0; perhaps the backend died \
+             while processing",
+            "error: Run was aborted; the above results are incomplete.",
+        ]
+    );
+}
+
 /// `--exit-on-abort`: the first killed backend ends the whole run at
 /// once, with pgbench's message and exit status 2.
 #[test]

@@ -13,7 +13,7 @@
 //! values stored by `\gset`/`\aset` are copied, into reused buffers.
 
 use pgwire::libpq_text::libpq_message;
-use pgwire::{Message, TxStatus};
+use pgwire::{ErrorKind, Message, TxStatus};
 
 use crate::cli::QueryMode;
 use crate::script::{valid_variable_name, Command, CommandKind, ResultVars, SqlCommand, SqlPiece};
@@ -198,7 +198,12 @@ pub fn read_results(c: &mut Client, plan: &Plan) -> bool {
                     c.id, c.script, c.command
                 ));
             } else {
-                log::error(format_args!("{e}"));
+                // A connection that broke or ended says nothing more than
+                // pgbench's line (libpq's "server closed the connection
+                // unexpectedly" stays inside PQconsumeInput there).
+                if !matches!(e.kind(), ErrorKind::Io | ErrorKind::Closed) {
+                    log::error(format_args!("{e}"));
+                }
                 command_failed(c, "SQL", "perhaps the backend died while processing");
             }
             c.state = State::Aborted;
