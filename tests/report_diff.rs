@@ -196,6 +196,12 @@ fn reports_under_transaction_counts_match_pgbench() {
             args: &["-t", "5", "-S"],
             exact,
         },
+        // A script of weight 0 runs no transaction: its header alone, then
+        // its -r lines.
+        Case {
+            args: &["-n", "-t", "5", "-b", "tpcb@0", "-b", "select-only", "-r"],
+            exact: SEEDED,
+        },
         Case {
             args: &[
                 "-n", "-t", "10", "-c", "3", "-j", "3", "-M", "extended", "-N", "-r",
@@ -204,7 +210,7 @@ fn reports_under_transaction_counts_match_pgbench() {
         },
     ];
     let n = run_cases(shared_database(), &cases, &[&reads, &touch, &aborts]);
-    assert_eq!(n, 24);
+    assert_eq!(n, 25);
 }
 
 #[test]
