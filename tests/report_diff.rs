@@ -196,6 +196,12 @@ fn reports_under_transaction_counts_match_pgbench() {
             args: &["-t", "5", "-S"],
             exact,
         },
+        // A script of weight 0 runs no transaction: its header alone, then
+        // its -r lines.
+        Case {
+            args: &["-n", "-t", "5", "-b", "tpcb@0", "-b", "select-only", "-r"],
+            exact: SEEDED,
+        },
         Case {
             args: &[
                 "-n", "-t", "10", "-c", "3", "-j", "3", "-M", "extended", "-N", "-r",
@@ -204,7 +210,7 @@ fn reports_under_transaction_counts_match_pgbench() {
         },
     ];
     let n = run_cases(shared_database(), &cases, &[&reads, &touch, &aborts]);
-    assert_eq!(n, 24);
+    assert_eq!(n, 25);
 }
 
 #[test]
@@ -259,6 +265,26 @@ fn partitioned_tables_are_reported_as_pgbench_reports_them() {
         }];
         run_cases(&db, &cases, &[]);
     }
+}
+
+/// A database without the pgbench tables: both stop before the run with
+/// exit status 1 and the same message, libpq's excerpt and caret included.
+#[test]
+fn an_uninitialized_database_is_refused_as_pgbench_refuses_it() {
+    let db = "report_uninitialized";
+    server()
+        .psql(&format!("CREATE DATABASE {db}"))
+        .expect("create database");
+    let run = Run::new(db, &["-n", "-S", "-t", "1"]);
+    let (ours, theirs) = (run.pgbolt(), run.pgbench());
+    assert_eq!(ours.status.code(), Some(1), "{}", stderr(&ours));
+    assert_eq!(theirs.status.code(), Some(1), "{}", stderr(&theirs));
+    let expected = stderr(&theirs).replace("pgbench: ", "pgbolt: ");
+    assert!(
+        expected.contains("\nLINE 1: select count(*) from pgbench_branches\n"),
+        "{expected}"
+    );
+    assert_eq!(stderr(&ours), expected);
 }
 
 /// Progress lines every second: the same shape from both tools. A run at

@@ -350,7 +350,9 @@ fn pgbolt_log_lines_exactly() {
     agg.aggregate_interval_s = Some(1);
     agg.max_tries = 3;
     let lines = pgbolt_log_lines(&agg);
-    // 20 transactions a second: 8 committed, 4 skipped, 8 failed; failures not detailed.
+    // Intervals cover whole epoch seconds, as pgbench's do: the run starts
+    // at .25 s, so the first interval holds 15 transactions (6 committed, 3
+    // skipped, 6 failed), the next ones 20; failures not detailed.
     assert_eq!(
         lines.len(),
         3,
@@ -358,8 +360,9 @@ fn pgbolt_log_lines_exactly() {
     );
     assert_eq!(
         lines[0],
-        "1700000000 8 6812 6186476 500 1203 0 0 0 0 0 10 15 0 0"
+        "1700000000 6 4554 3626242 500 1018 0 0 0 0 0 8 12 0 0"
     );
+    assert!(lines[1].starts_with("1700000001 8 "), "{}", lines[1]);
     assert_eq!(log_file_name(None, 42, 0), "pgbench_log.42");
     assert_eq!(log_file_name(Some("x/y"), 42, 3), "x/y.42.3");
 }

@@ -71,11 +71,19 @@ fn killed_backends_abort_their_clients_and_the_others_finish() {
     assert_eq!(aborts.len(), 3, "{err}");
     // Killed while its client waits for results or between two
     // statements, a backend's client reports the server's FATAL message,
-    // as pgbench does.
+    // as pgbench does. Killed just after it answered, its FATAL is shown
+    // on a line of its own and the client fails on its next command.
+    const FATAL: &str = "FATAL:  terminating connection due to administrator command";
+    let shown_alone = err.lines().filter(|l| *l == FATAL).count();
+    let died = aborts
+        .iter()
+        .filter(|a| a.ends_with("; perhaps the backend died while processing"))
+        .count();
+    assert_eq!(shown_alone, died, "{err}");
     for abort in aborts {
         assert!(abort.starts_with("pgbolt: error: client "), "{abort}");
         assert!(
-            abort.ends_with("FATAL:  terminating connection due to administrator command"),
+            abort.ends_with(FATAL) || abort.ends_with("perhaps the backend died while processing"),
             "{abort}"
         );
     }
@@ -160,6 +168,135 @@ fn a_backend_killed_between_statements_is_reported_as_pgbench_reports_it() {
             seen[0].1
         );
     }
+}
+
+/// Regression: a backend that died without a word (SIGKILL) while its
+/// client slept between two statements made pgbolt print the connection's
+/// own error (`server closed the connection unexpectedly` and libpq's two
+/// lines of explanation) before pgbench's `perhaps the backend died while
+/// processing`, which pgbench prints alone.
+#[test]
+fn a_backend_killed_without_a_word_is_reported_as_pgbench_reports_it() {
+    let db = own_server();
+    let dbname = database(&db, false);
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("sleepy.sql");
+    std::fs::write(&script, "SELECT 1;\n\\sleep 1500 ms\nSELECT 2;\n").unwrap();
+    let script = script.display().to_string();
+    let args = ["-n", "-c", "1", "-t", "1", "-f", script.as_str()];
+    let sleeping = format!(
+        "SELECT pid FROM pg_stat_activity WHERE datname = '{dbname}' AND state = 'idle' \
+         AND query = 'SELECT 1;'"
+    );
+    let mut seen = Vec::new();
+    for (name, cmd) in [
+        ("pgbench", pgbench(&db, &dbname, &args)),
+        ("pgbolt", pgbolt(&db, &dbname, &args)),
+    ] {
+        let run = spawn(cmd);
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let pid = loop {
+            if let Ok(pid) = db.psql(&sleeping).unwrap().trim().parse::<i32>() {
+                break pid;
+            }
+            assert!(std::time::Instant::now() < deadline, "{name} never slept");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        signal(pid, libc::SIGKILL);
+        let done = run.wait(Duration::from_secs(30));
+        let prefix = format!("{name}: ");
+        let lines: Vec<String> = done
+            .stderr()
+            .lines()
+            .map(|l| l.strip_prefix(&prefix).unwrap_or(l).to_owned())
+            .collect();
+        seen.push((done.code(), lines));
+        // The server restarts after the crash of one of its processes.
+        while db.psql("SELECT 1").is_err() {
+            assert!(std::time::Instant::now() < deadline, "no restart");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    assert_eq!(seen[1], seen[0], "pgbolt against pgbench");
+    assert_eq!(seen[0].0, Some(2));
+    assert_eq!(
+        seen[0].1,
+        [
+            "error: client 0 aborted in command 2 (SQL) of script 0; perhaps the backend died \
+             while processing",
+            "error: Run was aborted; the above results are incomplete.",
+        ]
+    );
+}
+
+/// Regression: a backend terminated just after it answered (its FATAL
+/// came in the same read as the ReadyForQuery) was taken as failing the
+/// client's next query. libpq shows that FATAL at once, as a notice, and
+/// the next command fails with `perhaps the backend died while
+/// processing`; so does pgbolt now. The client is frozen while its backend
+/// answers and is terminated, so both messages wait in its socket.
+#[test]
+fn a_backend_terminated_right_after_answering_is_reported_as_pgbench_reports_it() {
+    let db = shared();
+    let dbname = database(db, false);
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("answered.sql");
+    std::fs::write(&script, "SELECT pg_sleep(0.5);\nSELECT 2;\n").unwrap();
+    let script = script.display().to_string();
+    let args = ["-n", "-c", "1", "-t", "1", "-f", script.as_str()];
+    let backend_in = |state: &str| {
+        format!(
+            "SELECT pid FROM pg_stat_activity WHERE datname = '{dbname}' AND state = '{state}' \
+             AND query = 'SELECT pg_sleep(0.5);'"
+        )
+    };
+    let mut seen = Vec::new();
+    for (name, cmd) in [
+        ("pgbench", pgbench(db, &dbname, &args)),
+        ("pgbolt", pgbolt(db, &dbname, &args)),
+    ] {
+        let run = spawn(cmd);
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let wait_for = |state: &str| loop {
+            if let Ok(pid) = db.psql(&backend_in(state)).unwrap().trim().parse::<i32>() {
+                break pid;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{name}: no {state} backend"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        wait_for("active");
+        let frozen = Frozen::freeze(vec![run.pid]);
+        let pid = wait_for("idle");
+        db.psql(&format!("SELECT pg_terminate_backend({pid})"))
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        drop(frozen);
+        let done = run.wait(Duration::from_secs(30));
+        let prefix = format!("{name}: ");
+        let lines: Vec<String> = done
+            .stderr()
+            .lines()
+            .map(|l| l.strip_prefix(&prefix).unwrap_or(l).to_owned())
+            .collect();
+        seen.push((done.code(), lines));
+    }
+    assert_eq!(seen[1], seen[0], "pgbolt against pgbench");
+    assert_eq!(
+        seen[0],
+        (
+            Some(2),
+            vec![
+                "FATAL:  terminating connection due to administrator command".to_owned(),
+                "error: client 0 aborted in command 1 (SQL) of script 0; perhaps the backend \
+                 died while processing"
+                    .to_owned(),
+                "error: Run was aborted; the above results are incomplete.".to_owned(),
+            ]
+        )
+    );
 }
 
 /// `--exit-on-abort`: the first killed backend ends the whole run at

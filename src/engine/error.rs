@@ -6,9 +6,14 @@
 
 use std::fmt;
 
+use pgwire::libpq_text::libpq_message;
+
 use crate::random::SeedError;
 use crate::script::ScriptError;
 use crate::stats::LogError;
+
+/// The query that reads the scale of the pgbench tables.
+pub(crate) const COUNT_BRANCHES: &str = "select count(*) from pgbench_branches";
 
 /// A failure that stops pgbolt before or while starting the run.
 #[derive(Debug)]
@@ -102,7 +107,16 @@ impl fmt::Display for EngineError {
                 error,
                 missing_table_in,
             } => {
-                write!(f, "could not count number of branches: {error}")?;
+                // libpq's wording, with the LINE excerpt and caret that
+                // pgbench's PQerrorMessage carries.
+                match error.db_error() {
+                    Some(db) => write!(
+                        f,
+                        "could not count number of branches: {}",
+                        libpq_message(db, Some(COUNT_BRANCHES), true).trim_end()
+                    )?,
+                    None => write!(f, "could not count number of branches: {error}")?,
+                }
                 if let Some(db) = missing_table_in {
                     write!(
                         f,

@@ -11,7 +11,7 @@ use pgwire::Connector;
 
 use crate::cli::{Connection, VacuumBeforeRun};
 
-use super::error::{EngineError, Preflight};
+use super::error::{EngineError, Preflight, COUNT_BRANCHES};
 use super::log;
 
 /// How `pgbench_accounts` is partitioned, as [`table_info`] found it.
@@ -99,15 +99,13 @@ pub fn table_info(
     dbname: &str,
     scale_given: bool,
 ) -> Result<TableInfo, EngineError> {
-    let rows = client
-        .simple_query("select count(*) from pgbench_branches")
-        .map_err(|error| {
-            let missing_table_in = (error.sqlstate() == Some("42P01")).then(|| dbname.to_owned());
-            EngineError::CountBranches {
-                error,
-                missing_table_in,
-            }
-        })?;
+    let rows = client.simple_query(COUNT_BRANCHES).map_err(|error| {
+        let missing_table_in = (error.sqlstate() == Some("42P01")).then(|| dbname.to_owned());
+        EngineError::CountBranches {
+            error,
+            missing_table_in,
+        }
+    })?;
     let text = rows
         .first()
         .and_then(|r| r.first().cloned().flatten())

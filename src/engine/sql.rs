@@ -13,7 +13,7 @@
 //! values stored by `\gset`/`\aset` are copied, into reused buffers.
 
 use pgwire::libpq_text::libpq_message;
-use pgwire::{Message, TxStatus};
+use pgwire::{ErrorKind, Message, TxStatus};
 
 use crate::cli::QueryMode;
 use crate::script::{valid_variable_name, Command, CommandKind, ResultVars, SqlCommand, SqlPiece};
@@ -198,7 +198,12 @@ pub fn read_results(c: &mut Client, plan: &Plan) -> bool {
                     c.id, c.script, c.command
                 ));
             } else {
-                log::error(format_args!("{e}"));
+                // A connection that broke or ended says nothing more than
+                // pgbench's line (libpq's "server closed the connection
+                // unexpectedly" stays inside PQconsumeInput there).
+                if !matches!(e.kind(), ErrorKind::Io | ErrorKind::Closed) {
+                    log::error(format_args!("{e}"));
+                }
                 command_failed(c, "SQL", "perhaps the backend died while processing");
             }
             c.state = State::Aborted;
@@ -259,6 +264,7 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
     loop {
         while let Some(msg) = conn.next_message()? {
             if handle(msg, response, vars, store, &query, plan) {
+                read_while_idle(conn)?;
                 return Ok(true);
             }
         }
@@ -278,6 +284,7 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
             pgwire::Fill::Drained if !*peer_closed => {
                 while let Some(msg) = conn.next_message()? {
                     if handle(msg, response, vars, store, &query, plan) {
+                        read_while_idle(conn)?;
                         return Ok(true);
                     }
                 }
@@ -291,6 +298,23 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
             pgwire::Fill::Drained | pgwire::Fill::More => {}
         }
     }
+}
+
+/// Handles the messages that came in the same read as the last
+/// ReadyForQuery, as libpq does when pgbench asks for a result after the
+/// last one: no query is in flight, so an error is only shown, in libpq's
+/// notice form. That is how a backend terminated just after answering
+/// shows up (its FATAL follows the ReadyForQuery); the client then fails on
+/// its next command, with `perhaps the backend died while processing`.
+fn read_while_idle(conn: &mut pgwire::Connection) -> Result<(), pgwire::Error> {
+    while let Some(msg) = conn.next_message()? {
+        if let Message::ErrorResponse(fields) | Message::NoticeResponse(fields) = msg {
+            if let Ok(e) = pgwire::DbError::from_fields(fields) {
+                eprint!("{}", libpq_message(&e, None, false));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What was sent for the command whose results are read, kept for the

@@ -136,8 +136,9 @@ pub struct TransactionLog<W: Write> {
 }
 
 impl TransactionLog<File> {
-    /// Creates `thread`'s file in the current directory. `start_us` (µs
-    /// since the epoch) starts the first aggregation interval.
+    /// Creates `thread`'s file in the current directory. The first
+    /// aggregation interval starts at the whole second before `start_us`
+    /// (µs since the epoch).
     pub fn create(options: &LogOptions, thread: usize, start_us: i64) -> Result<Self, LogError> {
         let path = log_file_name(options.prefix.as_deref(), options.pid, thread);
         let file = File::create(&path).map_err(|source| LogError::Open {
@@ -151,8 +152,11 @@ impl TransactionLog<File> {
 impl<W: Write> TransactionLog<W> {
     /// Logs into `writer`; `path` names it in errors.
     pub fn new(writer: W, path: String, options: &LogOptions, start_us: i64) -> Self {
+        // As pgbench does, the first interval starts at the whole second
+        // before `start_us`, the time its line shows, so that intervals
+        // cover whole epoch seconds and the first is a partial one.
         let aggregate = options.aggregate_interval_s.map(|s| Aggregate {
-            start_us,
+            start_us: start_us.div_euclid(1_000_000) * 1_000_000,
             interval_us: i64::from(s) * 1_000_000,
             stats: IntervalStats::default(),
         });

@@ -69,6 +69,9 @@ pub fn per_command(line: &str, retries: bool) -> Option<&str> {
 ///    retries column and before the command text.
 /// 3. A run in which no transaction ran: 15 still prints `number of failed
 ///    transactions: 0 (NaN%)`; 18 stops after the processed line.
+/// 4. The same for one of several scripts (weight 0): 18 prints its
+///    ` - 0 transactions (0.0% of total)` header alone, 15 also its tps and
+///    ` - number of failed transactions: 0 (NaN%)`.
 pub fn pgbench15_to_18(report: &str) -> Vec<String> {
     let lines: Vec<&str> = report.lines().collect();
     let retries = !lines.contains(&"maximum number of tries: 1");
@@ -105,11 +108,15 @@ pub fn pgbench15_to_18(report: &str) -> Vec<String> {
                 0.0
             };
             out.push(format!(" - {total} transactions ({share:.1}% of total)"));
-            out.push(format!(
-                " - number of transactions actually processed: {committed} (tps = {})",
-                &c[3]
-            ));
-        } else if *l == "number of failed transactions: 0 (NaN%)" {
+            if total > 0 {
+                out.push(format!(
+                    " - number of transactions actually processed: {committed} (tps = {})",
+                    &c[3]
+                ));
+            }
+        } else if *l == "number of failed transactions: 0 (NaN%)"
+            || *l == " - number of failed transactions: 0 (NaN%)"
+        {
             continue;
         } else if let Some(c) = r15.captures(l).filter(|c| c.get(3).is_some() == retries) {
             let mut line = format!("   {:>11}  {:>10}", c[1].trim(), c[2].trim());
