@@ -634,6 +634,16 @@ fn tablespaces() {
     check(&["--index-tablespace=init_ts", "--partitions=3"]);
 }
 
+/// A connection configuration for `dbname` through `bouncer`.
+fn config_through(bouncer: &Bouncer, dbname: &str) -> Config {
+    let mut config = config(dbname, "postgres");
+    config.hosts = vec![Host {
+        kind: HostKind::Unix(bouncer.socket_dir().to_path_buf()),
+        port: bouncer.port(),
+    }];
+    config
+}
+
 /// `-i` through `bouncer` with `--init-jobs=4` against pgbench through it:
 /// both succeed with the same messages and end states.
 fn init_through(bouncer: &Bouncer, what: &str) {
@@ -646,11 +656,7 @@ fn init_through(bouncer: &Bouncer, what: &str) {
         let case = format!("{what}, {}", args.join(" "));
         let (pgbench_db, pgbolt_db) = database_pair();
         let expected = pgbench_init(bouncer.command(PGBENCH), &pgbench_db, args);
-        let mut config = config(&pgbolt_db, "postgres");
-        config.hosts = vec![Host {
-            kind: HostKind::Unix(bouncer.socket_dir().to_path_buf()),
-            port: bouncer.port(),
-        }];
+        let config = config_through(bouncer, &pgbolt_db);
         let mut opts = options(args);
         opts.jobs = NonZeroUsize::new(4);
         let actual = pgbolt_init(&config, &opts);
@@ -703,4 +709,30 @@ fn init_through_a_small_session_pool_leaves_out_connections_it_holds_back() {
         .setting("query_wait_timeout", "30")
         .start(server());
     init_through(&bouncer, "session pool of 2");
+}
+
+/// Statement pooling refuses transaction blocks with a FATAL error and
+/// closes the connection, so `-i` stops at the `begin` of the data
+/// generation. Regression: pgbolt said only "server closed the connection
+/// unexpectedly"; it now shows pgbouncer's message first, as libpq does for
+/// pgbench.
+#[test]
+fn init_through_statement_pooling_fails_as_pgbench() {
+    let _turn = exclusive();
+    let bouncer = Bouncer::builder()
+        .pool_mode(PoolMode::Statement)
+        .start(server());
+    let (pgbench_db, pgbolt_db) = database_pair();
+    let expected = pgbench_init(bouncer.command(PGBENCH), &pgbench_db, &[]);
+    let config = config_through(&bouncer, &pgbolt_db);
+    let actual = pgbolt_init(&config, &InitOptions::default());
+    assert!(!expected.success && !actual.success);
+    assert!(
+        expected
+            .stderr
+            .contains("FATAL:  transaction blocks not allowed in statement pooling mode"),
+        "{}",
+        expected.stderr
+    );
+    assert_eq!(normalized(&actual.stderr), normalized(&expected.stderr));
 }

@@ -9,7 +9,7 @@ use pgwire::{Fill, Interest, Message};
 
 use super::rows::CHUNK_BYTES;
 use super::InitError;
-use pgwire::libpq_text::libpq_message;
+use pgwire::libpq_text::{libpq_message, query_failure};
 
 pub struct Session {
     client: Client,
@@ -18,10 +18,7 @@ pub struct Session {
 
 /// libpq's wording of a failure of `sql`.
 fn failure_text(error: &pgwire::Error, sql: &str) -> String {
-    match error.db_error() {
-        Some(db) => libpq_message(db, Some(sql), true),
-        None => format!("{error}\n"),
-    }
+    query_failure(error, Some(sql))
 }
 
 /// `PQserverVersion`: `15.4` is 150004, `9.6.2` is 90602.
