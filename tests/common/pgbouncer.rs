@@ -1,7 +1,7 @@
 //! A throwaway pgbouncer in front of a throwaway PostgreSQL server, for the
 //! tests that check pgbolt through a connection pooler.
 //!
-//! ```ignore
+//! ```text
 //! let bouncer = Bouncer::builder()
 //!     .pool_mode(PoolMode::Transaction)
 //!     .max_client_conn(2)
@@ -330,7 +330,7 @@ impl Owner {
 
     fn apply(&self, command: &mut Command) {
         if let Some((uid, gid)) = self.ids {
-            command.uid(uid).gid(gid).env("HOME", "/tmp");
+            command.uid(uid).gid(gid);
         }
     }
 }
