@@ -43,6 +43,27 @@ fn a_query_error_carries_its_sqlstate_and_the_session_survives() {
     assert_eq!(value(&mut client, "SELECT 41 + 1"), "42");
 }
 
+/// Regression: a FATAL error followed by the server closing the connection
+/// came back as "server closed the connection unexpectedly" alone; libpq
+/// (and so pgbench) shows the FATAL message, then those lines.
+#[test]
+fn a_fatal_error_before_the_server_closes_is_kept() {
+    let mut client = connect(&conninfo()).unwrap();
+    let sql = "SELECT pg_terminate_backend(pg_backend_pid())";
+    let err = client.execute(sql).unwrap_err();
+    assert_eq!(err.sqlstate(), Some("57P01"));
+    assert!(err.closed_after());
+    let expected = "FATAL:  terminating connection due to administrator command\n\
+        server closed the connection unexpectedly\n\
+        \tThis probably means the server terminated abnormally\n\
+        \tbefore or while processing the request.";
+    assert_eq!(err.to_string(), expected);
+    assert_eq!(
+        pgwire::libpq_text::query_failure(&err, Some(sql)),
+        format!("{expected}\n")
+    );
+}
+
 #[test]
 fn copy_in_of_100k_rows_in_text_and_binary() {
     let mut client = connect(&conninfo()).unwrap();

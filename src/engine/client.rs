@@ -127,6 +127,11 @@ pub struct Response {
     pub bad_name: Option<String>,
     /// A result that could not be stored: its query number and the name.
     pub store_failed: Option<(u32, String)>,
+    /// `-M prepared`: the command's Parse went out with it.
+    pub parse_sent: bool,
+    /// That Parse failed because the connection already has a statement
+    /// of that name (see `sql::finish_results`).
+    pub name_taken: bool,
 }
 
 impl Response {
@@ -142,6 +147,8 @@ impl Response {
         self.copy_failed = false;
         self.bad_name = None;
         self.store_failed = None;
+        self.parse_sent = false;
+        self.name_taken = false;
     }
 }
 

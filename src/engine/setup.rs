@@ -58,6 +58,15 @@ pub fn print_version(client: &Client, to_stderr: bool) {
 
 /// Checks that the server can accept `clients` more connections from this
 /// user once the set-up connection is closed.
+///
+/// Behind a connection pooler the clients do not become backends of
+/// their own, so there is nothing to check: the pooler queues clients
+/// beyond its server connections, and refuses those beyond its own limit
+/// with its own error when they connect, as it would for pgbench. A
+/// pooler shows itself in the process id of the startup's BackendKeyData:
+/// it hands out keys of its own (to route cancel requests), so the id
+/// differs from `pg_backend_pid()` of the backend that answers, whereas a
+/// server gives the backend's own.
 pub fn preflight(client: &mut Client, clients: u32) -> Result<(), EngineError> {
     const QUERY: &str = "select current_setting('max_connections')::int, \
         case when r.rolsuper then 0 else \
@@ -66,7 +75,8 @@ pub fn preflight(client: &mut Client, clients: u32) -> Result<(), EngineError> {
                and pg_catalog.pg_has_role(current_user, 'pg_use_reserved_connections', 'member') \
             then 0 else coalesce(current_setting('reserved_connections', true)::int, 0) end \
         end, \
-        (select count(*) from pg_catalog.pg_stat_activity where backend_type = 'client backend') - 1 \
+        (select count(*) from pg_catalog.pg_stat_activity where backend_type = 'client backend') - 1, \
+        pg_catalog.pg_backend_pid() \
         from pg_catalog.pg_roles r where r.rolname = current_user";
     let rows = client
         .simple_query(QUERY)
@@ -80,6 +90,9 @@ pub fn preflight(client: &mut Client, clients: u32) -> Result<(), EngineError> {
     let Some(row) = rows.first() else {
         return Ok(());
     };
+    if number(row, 3) != i64::from(client.connection().backend_pid()) {
+        return Ok(());
+    }
     let check = Preflight {
         clients,
         max_connections: number(row, 0),

@@ -24,6 +24,9 @@ use super::machine::Now;
 use super::plan::Plan;
 use super::worker::ThreadEnv;
 
+/// SQLSTATE `duplicate_prepared_statement`.
+const DUPLICATE_PREPARED_STATEMENT: &str = "42P05";
+
 /// Flush a pipeline's buffer once it holds this much.
 const PIPELINE_FLUSH_BYTES: usize = 64 * 1024;
 
@@ -47,11 +50,11 @@ pub fn send(c: &mut Client, plan: &Plan, command: &SqlCommand) {
         c.state = State::Aborted;
         return;
     }
-    if encode(c, plan, command, stores).is_err() {
+    let Ok(parse_sent) = encode(c, plan, command, stores) else {
         command_failed(c, "SQL", "SQL command send failed");
         c.state = State::Aborted;
         return;
-    }
+    };
     let Some(conn) = c.conn.as_mut() else {
         c.state = State::Aborted;
         return;
@@ -74,6 +77,7 @@ pub fn send(c: &mut Client, plan: &Plan, command: &SqlCommand) {
         return;
     }
     c.response.reset(1);
+    c.response.parse_sent = parse_sent;
     if plan.debug {
         log::debug(format_args!("client {} receiving", c.id));
     }
@@ -100,13 +104,15 @@ pub fn flush_or_defer(
     }
 }
 
-/// Encodes the command for the query mode; Sync is added outside a pipeline.
+/// Encodes the command for the query mode; Sync is added outside a
+/// pipeline. True when a Parse of a named statement went out with it
+/// (`-M prepared`, the command's first run on this connection).
 fn encode(
     c: &mut Client,
     plan: &Plan,
     command: &SqlCommand,
     describe: bool,
-) -> Result<(), pgwire::Error> {
+) -> Result<bool, pgwire::Error> {
     let Client {
         conn,
         vars,
@@ -119,8 +125,9 @@ fn encode(
         ..
     } = c;
     let Some(conn) = conn.as_mut() else {
-        return Ok(());
+        return Ok(false);
     };
+    let mut parse_sent = false;
     match plan.query_mode {
         QueryMode::Simple => {
             sql.clear();
@@ -139,7 +146,7 @@ fn encode(
                 log::debug(format_args!("client {id} sending {text}"));
             }
             conn.query(&text)?;
-            return Ok(());
+            return Ok(false);
         }
         QueryMode::Extended => {
             if plan.debug {
@@ -161,6 +168,7 @@ fn encode(
                 }
                 conn.parse(name, &command.extended_text, &[])?;
                 *done = true;
+                parse_sent = true;
             }
             if plan.debug {
                 log::debug(format_args!("client {id} sending {name}"));
@@ -179,7 +187,8 @@ fn encode(
         |i, out| vars.write_sql(command.params[i], out),
         describe,
         pipeline.is_none(),
-    )
+    )?;
+    Ok(parse_sent)
 }
 
 /// Reads what has arrived; true when the client moved on (results complete
@@ -436,6 +445,9 @@ fn handle(
             r.rows = 0;
         }
         Message::ErrorResponse(fields) if r.error.is_none() => {
+            r.name_taken = r.parse_sent
+                && r.parses == 0
+                && fields.get(b'C') == Some(DUPLICATE_PREPARED_STATEMENT);
             let status = ErrorStatus::from_sqlstate(fields.get(b'C'));
             let text = pgwire::DbError::from_fields(fields)
                 .map(|e| {
@@ -479,12 +491,30 @@ fn store_row(r: &super::client::Response, vars: &mut crate::script::vars::Variab
 }
 
 /// All results are in: decide what comes next.
+///
+/// A Parse sent with the command that fails because the connection already
+/// has a statement of that name is what pgbench meets behind a pooler in
+/// transaction pooling, where server connections keep the statements other
+/// clients prepared: pgbench prepares with a round trip of its own, logs
+/// the failure and executes anyway, which runs the statement found there
+/// (the same text, prepared by another pgbench client). The server skipped
+/// the Bind and Execute sent after the failed Parse, so they go again, on
+/// their own.
 fn finish_results(c: &mut Client, plan: &Plan) {
     c.pipeline = None;
     if let Some(message) = c.response.abort.take() {
         log::error(format_args!("{message}"));
         c.state = State::Aborted;
         return;
+    }
+    if c.response.name_taken {
+        if let Some((_, _, message)) = c.response.error.take() {
+            log::error(format_args!("{message}"));
+        }
+        if let CommandKind::Sql(command) = &plan.scripts[c.script].commands[c.command].kind {
+            send(c, plan, command);
+            return;
+        }
     }
     if let Some((qry, name)) = c.response.store_failed.take() {
         store_failed(c, "aset", qry, &name);

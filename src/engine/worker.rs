@@ -632,8 +632,11 @@ impl Turn<'_> {
 ///
 /// The cancel requests go out from a thread of their own: a server that
 /// stopped answering accepts the request's connection but never reads it,
-/// and must not hold up the report. They are given a second, while the
-/// connections are closed.
+/// and must not hold up the report. They are given a second before the
+/// connections are closed: a pooler such as pgbouncer finds the server
+/// connection to cancel through the client's connection, so a request
+/// that arrives after its client is gone is dropped ("failed cancel
+/// request") and the query runs on in the server.
 fn finish(mut clients: Vec<Client>, mut env: ThreadEnv, start: i64) -> WorkerResult {
     if let Some(ring) = env.ring.as_mut() {
         ring.quiesce();
@@ -643,16 +646,15 @@ fn finish(mut clients: Vec<Client>, mut env: ThreadEnv, start: i64) -> WorkerRes
         .filter(|c| !c.state.is_done())
         .filter_map(|c| c.conn.as_ref().map(|conn| conn.cancel_token()))
         .collect();
-    let cancelled = (!tokens.is_empty()).then(|| cancel_in_background(tokens));
+    if !tokens.is_empty() {
+        let _ = cancel_in_background(tokens).recv_timeout(Duration::from_secs(1));
+    }
     let mut interrupted = 0;
     for (idx, c) in clients.iter_mut().enumerate() {
         if !c.state.is_done() {
             interrupted += 1;
         }
         env.close(c, idx);
-    }
-    if let Some(done) = cancelled {
-        let _ = done.recv_timeout(Duration::from_secs(1));
     }
     if let Some(log) = env.log.as_mut() {
         if let Err(e) = log.finish(env.clock.now_us()) {

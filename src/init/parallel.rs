@@ -38,6 +38,28 @@ use super::InitError;
 /// memory or other resources when a backend starts.
 const INSUFFICIENT_RESOURCES: &str = "53";
 
+/// How pgbouncer begins its refusal of a client beyond `max_client_conn`
+/// (`no more connections allowed (max_client_conn)`). It comes with
+/// SQLSTATE 08P01, protocol violation, which pgbouncer gives to nearly
+/// every error of its own, so the phrase is the only sign of "no room for
+/// another connection": matching the code alone would also swallow real
+/// protocol errors.
+const POOLER_FULL: &str = "no more connections allowed";
+
+/// Whether a failed extra connection means "no room for more", not
+/// something wrong: the server's class 53 or pgbouncer's refusal.
+fn refused_for_lack_of_room(error: &pgwire::Error) -> bool {
+    error.db_error().is_some_and(|db| {
+        db.code.starts_with(INSUFFICIENT_RESOURCES)
+            || (db.code == "08P01" && db.message.starts_with(POOLER_FULL))
+    })
+}
+
+/// How long a new connection may take to answer its first message before
+/// it is taken for one a pooler holds back (see [`Pool::sessions`]); a
+/// server that lets the connection in answers at once.
+const ANSWER_LIMIT: Duration = Duration::from_secs(2);
+
 pub struct Pool<'a> {
     main: Session,
     extra: Vec<Session>,
@@ -93,17 +115,25 @@ impl<'a> Pool<'a> {
     /// `n` connections (at most `jobs`), the main one first, opening the
     /// missing ones. When the server or the role refuses more connections
     /// (`too many connections`, or another insufficient-resources error),
-    /// the ones already open do the work from then on: how many there are
-    /// never changes the end state, and pgbench itself needs only one.
+    /// or a pgbouncer in between has reached its `max_client_conn`, the
+    /// ones already open do the work from then on: how many there are
+    /// never changes the end state, and pgbench itself needs only one. So
+    /// do they when a new connection does not answer within
+    /// [`ANSWER_LIMIT`]: a pooler in session mode whose server connections
+    /// are all taken (by this initialization's own connections, each
+    /// holding one) would keep it waiting for good.
     fn sessions(&mut self, n: usize) -> Result<Vec<&mut Session>, InitError> {
         let n = n.clamp(1, self.jobs);
         while self.extra.len() + 1 < n {
             match Session::connect(self.config) {
-                Ok(session) => self.extra.push(session),
-                Err(InitError::Connect(e))
-                    if e.sqlstate()
-                        .is_some_and(|c| c.starts_with(INSUFFICIENT_RESOURCES)) =>
-                {
+                Ok(mut session) => {
+                    if !session.answers_within(ANSWER_LIMIT)? {
+                        self.jobs = self.extra.len() + 1;
+                        break;
+                    }
+                    self.extra.push(session);
+                }
+                Err(InitError::Connect(e)) if refused_for_lack_of_room(&e) => {
                     self.jobs = self.extra.len() + 1;
                     break;
                 }
@@ -237,8 +267,9 @@ pub struct WalFlusher {
 impl WalFlusher {
     /// Starts flushing from a thread that opens its own connection, so the
     /// step does not wait for it. The flusher only speeds the work up: a
-    /// connection that cannot be had, or a server that refuses its
-    /// statements, ends it quietly. So that it never takes a connection
+    /// connection that cannot be had or does not answer in time (see
+    /// [`Pool::sessions`]), or a server that refuses its statements, ends
+    /// it quietly. So that it never takes a connection
     /// slot the step needs, start it once the step's connections are open
     /// ([`Pool::open`]).
     pub fn start(config: &Config) -> Option<WalFlusher> {
@@ -263,20 +294,22 @@ fn flush_until_stopped(config: &Config, stopped: &mpsc::Receiver<()>) {
     let Ok(mut session) = Session::connect(config) else {
         return;
     };
+    if !matches!(session.answers_within(ANSWER_LIMIT), Ok(true)) {
+        return;
+    }
     flush_on(&mut session, stopped);
     session.close_and_wait(CLOSE_WAIT);
 }
 
 fn flush_on(session: &mut Session, stopped: &mpsc::Receiver<()>) {
     // `local`: flush even where commits do not wait by default, and never
-    // wait for a standby.
-    if session.execute("set synchronous_commit = local").is_err() {
-        return;
-    }
+    // wait for a standby. Set for each transaction, not for the session:
+    // behind a pooler in transaction mode a session setting would stay on
+    // a server connection that other clients get next.
     let flush = if session.server_version_num() >= 130000 {
-        "select pg_current_xact_id()"
+        "begin; set local synchronous_commit = local; select pg_current_xact_id(); commit"
     } else {
-        "select txid_current()"
+        "begin; set local synchronous_commit = local; select txid_current(); commit"
     };
     while session.execute(flush).is_ok()
         && stopped.recv_timeout(FLUSH_PAUSE) == Err(mpsc::RecvTimeoutError::Timeout)

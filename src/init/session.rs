@@ -1,12 +1,15 @@
 //! One connection of the initialization: pgwire's blocking client, with
 //! server errors and notices worded as libpq words them for pgbench.
 
-use pgwire::blocking::Client;
+use std::time::{Duration, Instant};
+
+use pgwire::blocking::{wait, Client};
 use pgwire::conninfo::Config;
+use pgwire::{Fill, Interest, Message};
 
 use super::rows::CHUNK_BYTES;
 use super::InitError;
-use pgwire::libpq_text::libpq_message;
+use pgwire::libpq_text::{libpq_message, query_failure};
 
 pub struct Session {
     client: Client,
@@ -15,10 +18,7 @@ pub struct Session {
 
 /// libpq's wording of a failure of `sql`.
 fn failure_text(error: &pgwire::Error, sql: &str) -> String {
-    match error.db_error() {
-        Some(db) => libpq_message(db, Some(sql), true),
-        None => format!("{error}\n"),
-    }
+    query_failure(error, Some(sql))
 }
 
 /// `PQserverVersion`: `15.4` is 150004, `9.6.2` is 90602.
@@ -112,6 +112,37 @@ impl Session {
             Err(e) => Err(InitError::CopyEnd {
                 message: failure_text(&e, sql),
             }),
+        }
+    }
+
+    /// Whether the session answers a Sync within `limit`: false when
+    /// nothing came back in time. A pooler in session mode lets a client
+    /// in without a server connection and holds its first message until
+    /// one is free; if the pool is held by the other connections of this
+    /// same initialization, that is never (until the pooler's
+    /// `query_wait_timeout`, two minutes by default, ends it).
+    pub fn answers_within(&mut self, limit: Duration) -> Result<bool, InitError> {
+        let deadline = Instant::now() + limit;
+        let conn = self.client.connection();
+        conn.sync();
+        while !conn.flush().map_err(InitError::Connect)? {
+            if Instant::now() >= deadline {
+                return Ok(false);
+            }
+            wait(conn.fd(), Interest::Write, Some(deadline)).map_err(InitError::Connect)?;
+        }
+        loop {
+            while let Some(msg) = conn.next_message().map_err(InitError::Connect)? {
+                if let Message::ReadyForQuery(_) = msg {
+                    return Ok(true);
+                }
+            }
+            if conn.fill().map_err(InitError::Connect)? == Fill::WouldBlock {
+                if Instant::now() >= deadline {
+                    return Ok(false);
+                }
+                wait(conn.fd(), Interest::Read, Some(deadline)).map_err(InitError::Connect)?;
+            }
         }
     }
 

@@ -55,3 +55,4 @@ pub fn script_file(name: &str, text: &str) -> ScriptFile {
         _dir: dir,
     }
 }
+pub mod pgbouncer;

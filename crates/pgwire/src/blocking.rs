@@ -12,7 +12,7 @@ use crate::cancel::CancelToken;
 use crate::connect::{ConnectProgress, Connector, Interest};
 use crate::connection::{Connection, Fill};
 use crate::conninfo::Config;
-use crate::error::{DbError, Error};
+use crate::error::{DbError, Error, ErrorKind};
 
 /// A result row of text values; `None` is SQL NULL.
 pub type Row = Vec<Option<String>>;
@@ -49,6 +49,17 @@ pub fn wait(
         if e.kind() != std::io::ErrorKind::Interrupted {
             return Err(Error::io(e));
         }
+    }
+}
+
+/// The error to report when reading failed with `error` after the server
+/// had reported `failure`: the server's error, marked, when the server
+/// then closed the connection (as after a FATAL error), so that its message
+/// is not lost behind "server closed the connection".
+fn closed_after(failure: Option<Error>, error: Error) -> Error {
+    match failure {
+        Some(failure) if error.kind() == ErrorKind::Closed => failure.then_closed(),
+        _ => error,
     }
 }
 
@@ -152,8 +163,10 @@ impl Client {
                     _ => {}
                 }
             }
-            if self.conn.fill()? == Fill::WouldBlock {
-                wait(self.conn.fd(), Interest::Read, None)?;
+            match self.conn.fill() {
+                Ok(Fill::WouldBlock) => wait(self.conn.fd(), Interest::Read, None)?,
+                Ok(_) => {}
+                Err(e) => return Err(closed_after(failure, e)),
             }
         }
     }
@@ -226,8 +239,10 @@ impl Client {
                     }
                     Message::ErrorResponse(fields) => {
                         let e = Error::db(DbError::from_fields(fields)?);
-                        self.receive(|_| Ok(()))?;
-                        return Err(e);
+                        return Err(match self.receive(|_| Ok(())) {
+                            Ok(()) => e,
+                            Err(after) => closed_after(Some(e), after),
+                        });
                     }
                     Message::ReadyForQuery(_) => {
                         return Err(Error::state("the statement did not start COPY FROM STDIN"))

@@ -162,7 +162,13 @@ struct Inner {
     cause: Cause,
     /// A second line libpq adds after some messages (a tab-indented hint).
     hint: Option<&'static str>,
+    /// The server closed the connection right after sending this error.
+    closed_after: bool,
 }
+
+/// libpq's words for a connection the server closed.
+const CLOSED_TEXT: &str = "server closed the connection unexpectedly\n\tThis probably means the \
+    server terminated abnormally\n\tbefore or while processing the request.";
 
 impl Error {
     fn new(kind: ErrorKind, cause: Cause) -> Error {
@@ -170,7 +176,24 @@ impl Error {
             kind,
             cause,
             hint: None,
+            closed_after: false,
         }))
+    }
+
+    /// Marks an error after which the server closed the connection (as it
+    /// does after a FATAL error).
+    pub(crate) fn then_closed(mut self) -> Error {
+        self.0.closed_after = true;
+        self
+    }
+
+    /// Whether the server closed the connection right after reporting this
+    /// error, as it does after a FATAL one (a pooler such as pgbouncer
+    /// does the same with its own errors). libpq then follows the server's
+    /// message with its `server closed the connection unexpectedly` lines,
+    /// which `Display` and [`crate::libpq_text::query_failure`] add too.
+    pub fn closed_after(&self) -> bool {
+        self.0.closed_after
     }
 
     pub(crate) fn with_hint(mut self, hint: &'static str) -> Error {
@@ -185,15 +208,13 @@ impl Error {
         Error::new(ErrorKind::Io, Cause::Io(e))
     }
 
+    /// libpq's words after a FATAL error.
+    pub(crate) fn closed_text() -> &'static str {
+        CLOSED_TEXT
+    }
+
     pub(crate) fn closed() -> Error {
-        Error::new(
-            ErrorKind::Closed,
-            Cause::Message(
-                "server closed the connection unexpectedly\n\tThis probably means the server \
-                 terminated abnormally\n\tbefore or while processing the request."
-                    .into(),
-            ),
-        )
+        Error::new(ErrorKind::Closed, Cause::Message(CLOSED_TEXT.into()))
     }
 
     pub(crate) fn protocol(msg: impl Into<String>) -> Error {
@@ -328,6 +349,9 @@ impl fmt::Display for Error {
         }
         if let Some(hint) = self.0.hint {
             write!(f, "\n\t{hint}")?;
+        }
+        if self.0.closed_after {
+            write!(f, "\n{CLOSED_TEXT}")?;
         }
         Ok(())
     }

@@ -7,10 +7,29 @@
 //! module reproduces that layout, including libpq's 60-column excerpt
 //! window. Both the benchmark engine and `-i` word server errors with it.
 
-use crate::DbError;
+use crate::{DbError, Error};
 
 const DISPLAY_SIZE: usize = 60;
 const MIN_RIGHT_CUT: usize = 10;
+
+/// `PQerrorMessage` after `query` failed with `error`, ending in a
+/// newline: the server's error as [`libpq_message`] words it, followed by
+/// libpq's lines about the closed connection when the server closed it
+/// right after (as after a FATAL error); any other error as `Display`
+/// gives it.
+pub fn query_failure(error: &Error, query: Option<&str>) -> String {
+    match error.db_error() {
+        Some(db) => {
+            let mut text = libpq_message(db, query, true);
+            if error.closed_after() {
+                text.push_str(Error::closed_text());
+                text.push('\n');
+            }
+            text
+        }
+        None => format!("{error}\n"),
+    }
+}
 
 /// The text libpq would build for `err`, raised by `query`, ending in a
 /// newline. `is_error` (an ErrorResponse, not a NoticeResponse) selects
