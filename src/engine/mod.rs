@@ -46,11 +46,13 @@
 //! ([`worker::SPIN_BUDGET`]), and it never delays a timer.
 
 mod client;
+mod clock;
 pub mod error;
 mod log;
 mod machine;
 mod meta;
 pub mod plan;
+mod progress;
 mod setup;
 mod shared;
 mod shell;
@@ -76,11 +78,12 @@ use crate::script::vars::Variables;
 use crate::stats::{LogOptions, ProgressOptions, StatsLayout, ThreadStats, TransactionLog};
 
 use client::Client;
+use clock::Clock;
 pub use error::EngineError;
 use plan::Plan;
 use shared::Shared;
 use spin::SpinMode;
-use worker::{Clock, ThreadEnv, WorkerResult};
+use worker::{ThreadEnv, WorkerResult};
 
 /// What the set-up established, for the threads.
 struct Prepared {
@@ -378,7 +381,7 @@ fn thread_parts(
         precise_timer,
         ring: None,
         progress: bench.progress.map(|interval| {
-            worker::Progress::new(
+            progress::Progress::new(
                 interval,
                 ProgressOptions {
                     timestamp: bench.progress_timestamp,

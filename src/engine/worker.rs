@@ -3,9 +3,10 @@
 //!
 //! Tokens are client indices within the thread; a client's `\shell` child
 //! is watched under `clients + index`, and the stop signal under
-//! [`SIGNAL`]. Sockets are registered once, edge-triggered, for reading
-//! and writing, so a client waiting for results never re-registers. The
-//! loop: wait (no longer than the nearest timer, not at all when a client
+//! [`SIGNAL`]. Sockets are registered once, edge-triggered, for reading;
+//! writability is added only while a write is incomplete (a socket
+//! watched for it would report every time its peer reads), so a client
+//! waiting for results never re-registers. The loop: wait (no longer than the nearest timer, not at all when a client
 //! is ready to run), advance the clients that have events, then those
 //! whose timers are due, then those that yielded; clock read once per
 //! turn.
@@ -22,13 +23,15 @@ use mio::{Events, Interest, Poll, Registry, Token};
 use pgwire::{ConnectProgress, Connector};
 
 use crate::random::PrngState;
-use crate::stats::{LogEntry, ProgressOptions, ProgressReporter, ThreadStats, TransactionLog};
+use crate::stats::{LogEntry, ThreadStats, TransactionLog};
 
 use super::client::{Client, State};
+use super::clock::Clock;
 use super::error::EngineError;
 use super::log;
 use super::machine;
 use super::plan::Plan;
+use super::progress::Progress;
 use super::shared::Shared;
 use super::spin::{SpinMode, SpinTrials};
 use super::timer::PreciseTimer;
@@ -38,46 +41,6 @@ use super::uring::{Done, Ring};
 pub const SIGNAL: Token = Token(usize::MAX - 1);
 /// Token of the thread's [`PreciseTimer`].
 pub const TIMER: Token = Token(usize::MAX - 2);
-
-/// Microseconds since the Unix epoch from a monotonic clock.
-///
-/// Read two or three times per transaction, so it asks `CLOCK_MONOTONIC`
-/// directly (a vDSO call) and does 64-bit arithmetic, where `Instant`'s
-/// checked `Duration` subtraction and 128-bit microseconds cost as much
-/// again.
-#[derive(Debug, Clone, Copy)]
-pub struct Clock {
-    /// The Unix time of the monotonic clock's zero, in µs.
-    offset_us: i64,
-}
-
-impl Clock {
-    pub fn new() -> Clock {
-        let epoch = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_micros() as i64);
-        Clock {
-            offset_us: epoch - monotonic_us(),
-        }
-    }
-
-    #[inline]
-    pub fn now_us(&self) -> i64 {
-        self.offset_us + monotonic_us()
-    }
-}
-
-#[inline]
-fn monotonic_us() -> i64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always
-    // exists on Linux, so the call cannot fail.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec * 1_000_000 + ts.tv_nsec / 1_000
-}
 
 /// What the state machine may touch besides its client.
 pub struct ThreadEnv {
@@ -110,70 +73,6 @@ pub struct ThreadEnv {
     /// Wakes the epoll loop on time for waits shorter than its
     /// millisecond timeouts can express.
     pub precise_timer: PreciseTimer,
-}
-
-/// Progress reporting state of a thread.
-pub struct Progress {
-    pub interval_us: i64,
-    pub options: ProgressOptions,
-    /// When the run started (before any thread): pgbench counts progress
-    /// time from about then, and a `-T` run ends then plus its duration,
-    /// so the last interval's line is printed as the run ends.
-    run_start: i64,
-    next_publish: i64,
-    next_report: i64,
-    reporter: Option<ProgressReporter>,
-}
-
-impl Progress {
-    pub fn new(interval_s: u32, options: ProgressOptions, run_start: i64) -> Progress {
-        Progress {
-            interval_us: i64::from(interval_s) * 1_000_000,
-            options,
-            run_start,
-            next_publish: 0,
-            next_report: 0,
-            reporter: None,
-        }
-    }
-
-    fn start(&mut self, tid: usize) {
-        self.next_publish = self.run_start;
-        self.next_report = self.run_start + self.interval_us;
-        if tid == 0 {
-            self.reporter = Some(ProgressReporter::new(self.options, self.run_start));
-        }
-    }
-
-    fn next_wake(&self) -> i64 {
-        if self.reporter.is_some() {
-            self.next_publish.min(self.next_report)
-        } else {
-            self.next_publish
-        }
-    }
-
-    /// Publishes this thread's totals when due, and on thread 0 prints the
-    /// line of each interval that has ended.
-    fn tick(&mut self, tid: usize, now: i64, stats: &ThreadStats, shared: &Shared) {
-        if now >= self.next_publish {
-            shared.publish(tid, stats.snapshot());
-            while self.next_publish <= now {
-                self.next_publish += super::shared::PUBLISH_EVERY_US;
-            }
-        }
-        let Some(reporter) = self.reporter.as_mut() else {
-            return;
-        };
-        if now >= self.next_report {
-            let total = shared.progress_total(tid, &stats.snapshot());
-            let line = reporter.report(now, &total);
-            eprintln!("{line}");
-            while self.next_report <= now {
-                self.next_report += self.interval_us;
-            }
-        }
-    }
 }
 
 impl ThreadEnv {
