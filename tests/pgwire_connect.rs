@@ -112,6 +112,21 @@ fn each_auth_method_takes_the_right_password_and_refuses_a_wrong_one() {
 }
 
 #[test]
+fn channel_binding_required_refuses_an_md5_request() {
+    // libpq's words: an MD5 request can never bind the channel.
+    let conninfo =
+        tcp(md5_server()) + " sslmode=disable user=alice password=secret channel_binding=require";
+    let err = connect(&conninfo).unwrap_err();
+    assert!(
+        err.to_string().ends_with(
+            "channel binding required but not supported by server's authentication request"
+        ),
+        "{err}"
+    );
+    assert_eq!(err.attempts_made()[0].error.kind(), ErrorKind::Auth);
+}
+
+#[test]
 fn require_auth_refuses_other_methods() {
     let conninfo =
         tcp(scram_server()) + " sslmode=disable user=alice password=secret require_auth=md5";

@@ -77,6 +77,20 @@ impl Exchange {
                 return Err(require_failed(ctx, Some(method)));
             }
         }
+        let sasl_or_ok = matches!(
+            req,
+            AuthRequest::Ok
+                | AuthRequest::Sasl(_)
+                | AuthRequest::SaslContinue(_)
+                | AuthRequest::SaslFinal(_)
+        );
+        if ctx.channel_binding == ChannelBinding::Require && !sasl_or_ok {
+            // A password, MD5, GSSAPI or SSPI request can never bind the
+            // channel: libpq refuses it before answering, in these words.
+            return Err(Error::auth(
+                "channel binding required but not supported by server's authentication request",
+            ));
+        }
         match req {
             AuthRequest::Ok => {
                 self.finish_checks(ctx)?;

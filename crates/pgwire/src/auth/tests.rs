@@ -194,6 +194,26 @@ fn a_forged_server_signature_is_refused() {
 }
 
 #[test]
+fn channel_binding_required_refuses_requests_that_cannot_bind() {
+    let secret = Secret::new("pencil");
+    let c = ctx(&secret, Some(b"cert"), ChannelBinding::Require);
+    let requests = [
+        AuthRequest::Cleartext,
+        AuthRequest::Md5 { salt: [1, 2, 3, 4] },
+        AuthRequest::Unsupported(7),
+    ];
+    for req in requests {
+        let mut out = BytesMut::new();
+        let err = Exchange::default().step(req, &c, &mut out).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "channel binding required but not supported by server's authentication request"
+        );
+        assert!(out.is_empty(), "nothing may be sent");
+    }
+}
+
+#[test]
 fn channel_binding_choices() {
     let secret = Secret::new("pencil");
     let cert: &[u8] = b"not a certificate";
