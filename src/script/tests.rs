@@ -75,6 +75,10 @@ fn splitting_sql_commands() {
             &["\\sleep 1 \\\n ms", "sql: select 1;"],
         ),
         ("\\sleep 1\r\nselect 1;", &["\\sleep 1", "sql: select 1;"]),
+        (
+            "\\sleep 1 \\\r\n ms\r\nselect 1;",
+            &["\\sleep 1 \\\r\n ms", "sql: select 1;"],
+        ),
         ("\\\nselect 1;", &["sql: select 1;"]),
     ];
     for (text, expected) in cases {
