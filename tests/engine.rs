@@ -357,6 +357,28 @@ fn shell_command_failures_read_as_in_pgbench() {
     }
 }
 
+/// Regression: `\setshell` output was checked as text, so a vertical tab
+/// after the number was refused and a NUL byte kept the rest of the line;
+/// pgbench reads the first line as a C string (a NUL ends it) and allows
+/// any C blank after the number.
+#[test]
+fn setshell_output_is_read_as_a_c_string() {
+    let outputs = [
+        ("5\\v", Some(0)),
+        ("5\\0abc", Some(0)),
+        ("\\0005", Some(2)),
+        ("5 \\f\\r\\t\\n", Some(0)),
+        ("\\n5", Some(0)),
+        ("", Some(2)),
+    ];
+    for (output, code) in outputs {
+        let text = format!("\\setshell x printf '{output}'\n\\set y debug(:x)\n");
+        let (ours, theirs) = both_fail(&text, &["-t", "1"]);
+        assert_eq!(ours, theirs, "{text}");
+        assert_eq!(ours.0, code, "{text}: {}", ours.1);
+    }
+}
+
 /// Regression: a `COPY ... FROM STDIN` hung pgbolt for ever when the
 /// CopyInResponse came in the same read as what preceded it (CopyFail was
 /// never sent), and in extended and prepared mode, in a pipeline too (the
