@@ -130,6 +130,9 @@ const BAD_SCRIPTS: &[&str] = &[
     "\\set x 1 \\\r\n + 1 \\\r\n @\r\nselect 1;\n",
     "\\set x 1 \\\r\r\n + 1\n",
     "\\sleep 1 \\\r\n xs\r\n",
+    // pgbench parses the file as a C string: a NUL byte ends it.
+    "\\set x debug(5\0)\n",
+    "\0select 1;\n",
 ];
 
 /// Scripts pgbench accepts (it then fails to connect).
@@ -149,6 +152,8 @@ const GOOD_SCRIPTS: &[&str] = &[
     "\\set x 1 \\\r\n + 1\r\n",
     "\\set \\\r\nx \\\r\n1\n\\if 1 \\\r\n = 1\n\\endif\n",
     "\\sleep 1 \\\r\n ms\n\\setshell x echo 5 \\\r\n 6\n",
+    "select 1;\n\0\\bad\n",
+    "select 1\0 \\bad\n",
 ];
 
 /// Compare pgbench and pgbolt on `args`, where `-f` values are relative
