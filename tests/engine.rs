@@ -360,7 +360,8 @@ fn shell_command_failures_read_as_in_pgbench() {
 /// Regression: `\setshell` output was checked as text, so a vertical tab
 /// after the number was refused and a NUL byte kept the rest of the line;
 /// pgbench reads the first line as a C string (a NUL ends it) and allows
-/// any C blank after the number.
+/// any C blank after the number; output that is not UTF-8 was quoted in
+/// the error message with replacement characters.
 #[test]
 fn setshell_output_is_read_as_a_c_string() {
     let outputs = [
@@ -376,6 +377,20 @@ fn setshell_output_is_read_as_a_c_string() {
         let (ours, theirs) = both_fail(&text, &["-t", "1"]);
         assert_eq!(ours, theirs, "{text}");
         assert_eq!(ours.0, code, "{text}: {}", ours.1);
+    }
+    // Output that is not UTF-8 is quoted byte for byte.
+    let db = database(None);
+    let file = script("\\setshell x printf '\\377'\n");
+    let args = ["-n", "-t", "1", "-f", file.path.as_str()];
+    let (ours, theirs) = (pgbolt(&db, &args), pgbench(&db, &args));
+    let quoted = b"(not \"\xff\")\n";
+    for out in [ours, theirs] {
+        assert_eq!(out.status.code(), Some(2));
+        assert!(
+            out.stderr.windows(quoted.len()).any(|w| w == quoted),
+            "{}",
+            stderr(&out)
+        );
     }
 }
 

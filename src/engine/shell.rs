@@ -249,11 +249,14 @@ fn store_result(c: &mut Client, job: &ShellJob, target: Target, env: &ThreadEnv)
     let line = &line[..line.iter().position(|&b| b == 0).unwrap_or(line.len())];
     let (value, _, end) = crate::cnum::strtol(line);
     if line.is_empty() || crate::cnum::skip_spaces(line, end) < line.len() {
-        log::error(format_args!(
-            "{}: shell command must return an integer (not \"{}\")",
-            job.program,
-            String::from_utf8_lossy(line)
-        ));
+        let mut message = format!(
+            "{}: shell command must return an integer (not \"",
+            job.program
+        )
+        .into_bytes();
+        message.extend_from_slice(line);
+        message.extend_from_slice(b"\")");
+        log::error_bytes(&message);
         return false;
     }
     if !target.valid_name {
