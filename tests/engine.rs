@@ -305,6 +305,20 @@ fn run_time_errors_match_pgbench() {
     }
 }
 
+/// Regression: `\sleep` lengths were computed in 64 bits, so `\sleep 2148
+/// s` slept for 36 minutes; pgbench multiplies in a 32-bit `int` that wraps
+/// (negative: no sleep at all). Under `-T 1` both run many transactions.
+#[test]
+fn sleep_lengths_wrap_as_in_pgbench() {
+    let db = database(None);
+    let file = script("\\sleep 2148 s\n\\sleep :x ms\nSELECT 1;\n");
+    let args = ["-n", "-T", "1", "-D", "x=2147484", "-f", file.path.as_str()];
+    for out in [pgbolt(&db, &args), pgbench(&db, &args)] {
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert!(processed(&out) > 1, "{}", stdout(&out));
+    }
+}
+
 /// Regression: columns whose `\gset`/`\aset` variable name pgbench refuses
 /// (`"1x"`, `"b c"`) were skipped; pgbench aborts the client with
 /// `gset: invalid variable name` and `error storing into variable`.

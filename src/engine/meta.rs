@@ -156,7 +156,7 @@ fn sleep_time(c: &mut Client, plan: &Plan, duration: SleepTime, unit: TimeUnit) 
                 return None;
             }
             let text = String::from_utf8_lossy(&c.sql);
-            let n = i64::from(crate::cnum::atoi(&text));
+            let n = crate::cnum::atoi(&text);
             if n == 0 && !text.starts_with(|ch: char| ch.is_ascii_digit()) {
                 log::error(format_args!(
                     "sleep: invalid sleep time \"{text}\" for variable \"{name}\""
@@ -166,7 +166,7 @@ fn sleep_time(c: &mut Client, plan: &Plan, duration: SleepTime, unit: TimeUnit) 
             n
         }
     };
-    Some(amount.saturating_mul(unit.micros()))
+    Some(unit.sleep_micros(amount))
 }
 
 fn start_pipeline(c: &mut Client, plan: &Plan) {

@@ -394,7 +394,7 @@ fn sleep(
                     return Err(line.error(kind, command, Shown::Caret(time_at)));
                 }
             }
-            SleepTime::Constant(i64::from(crate::cnum::atoi(&time[..rest])))
+            SleepTime::Constant(crate::cnum::atoi(&time[..rest]))
         }
     };
     let unit = match unit {

@@ -305,3 +305,19 @@ fn builtins_weights_and_listing() {
         assert!(vars.lookup("scale").is_some());
     }
 }
+
+#[test]
+fn sleep_lengths_wrap_in_32_bits_as_in_pgbench() {
+    let cases = [
+        (TimeUnit::Seconds, 1, 1_000_000),
+        (TimeUnit::Milliseconds, -3, -3_000),
+        (TimeUnit::Microseconds, i32::MAX, 2_147_483_647),
+        (TimeUnit::Seconds, 2147, 2_147_000_000),
+        (TimeUnit::Seconds, 2148, -2_146_967_296),
+        (TimeUnit::Seconds, 4295, 32_704),
+        (TimeUnit::Milliseconds, 2_147_484, -2_147_483_296),
+    ];
+    for (unit, amount, micros) in cases {
+        assert_eq!(unit.sleep_micros(amount), micros, "{amount} {unit:?}");
+    }
+}
