@@ -272,6 +272,34 @@ fn a_pipeline_statement_that_fails_to_prepare_gets_its_excerpt() {
     }
 }
 
+/// Regression: with `-M prepared`, the statements of a pipeline were
+/// prepared under one Sync and the first failure aborted the client, even
+/// for a statement the run never reaches; pgbench prepares them one by one,
+/// logs a failure and goes on (the statement fails again only if it runs).
+#[test]
+fn a_pipeline_statement_that_fails_to_prepare_is_logged_and_skipped() {
+    let cases = [
+        (
+            "\\startpipeline\n\\if false\nSELEC 1;\n\\endif\nSELECT 2;\n\\endpipeline\n",
+            Some(0),
+        ),
+        (
+            "\\startpipeline\nSELECT 1;\nSELEC 2;\nSELECT 3;\n\\endpipeline\n",
+            Some(2),
+        ),
+    ];
+    for (text, code) in cases {
+        let (ours, theirs) = both_fail(text, &["-t", "2", "-M", "prepared"]);
+        assert_eq!(ours, theirs, "{text}");
+        assert_eq!(ours.0, code, "{text}: {}", ours.1);
+        assert!(
+            ours.1.contains("syntax error at or near \"SELEC\""),
+            "{}",
+            ours.1
+        );
+    }
+}
+
 #[test]
 fn run_time_errors_match_pgbench() {
     let cases: &[(&str, &str)] = &[

@@ -100,9 +100,8 @@ pub struct Response {
     pub syncs_left: u32,
     /// Results completed so far (pgbench's query number).
     pub results: u32,
-    /// ParseComplete and ReadyForQuery messages so far (which statement a
-    /// failure while preparing a pipeline belongs to).
-    pub parses: u32,
+    /// ReadyForQuery messages so far (while a pipeline's statements are
+    /// prepared, which statement a message belongs to).
     pub syncs_seen: u32,
     /// Rows of the result being read.
     pub rows: u64,
@@ -133,7 +132,6 @@ impl Response {
     pub fn reset(&mut self, syncs: u32) {
         self.syncs_left = syncs;
         self.results = 0;
-        self.parses = 0;
         self.syncs_seen = 0;
         self.rows = 0;
         self.last_rows = 0;

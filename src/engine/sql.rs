@@ -322,8 +322,8 @@ impl<'a> Sent<'a> {
         let command = match self.pipeline {
             None => self.command?,
             Some((commands, sent)) => {
-                let index = match self.prepared.get(r.parses as usize) {
-                    Some(&index) if r.syncs_seen == 0 => index,
+                let index = match self.prepared.get(r.syncs_seen as usize) {
+                    Some(&index) => index,
                     _ if self.mode == QueryMode::Prepared => return None,
                     _ => *sent.get(r.results as usize)?,
                 };
@@ -337,6 +337,12 @@ impl<'a> Sent<'a> {
             QueryMode::Simple => std::str::from_utf8(self.simple_text).ok(),
             _ => Some(command.extended_text.as_str()),
         }
+    }
+
+    /// Whether the messages read answer the statements prepared as the
+    /// pipeline started (one Sync each) rather than the pipeline itself.
+    fn preparing(&self, r: &super::client::Response) -> bool {
+        self.pipeline.is_some() && (r.syncs_seen as usize) < self.prepared.len()
     }
 
     /// pgbench's query number in its abort message: results read so far
@@ -411,6 +417,14 @@ fn handle(
             }
             r.rows = 0;
         }
+        Message::ErrorResponse(fields) if query.preparing(r) => {
+            // pgbench prepares a pipeline's statements one by one as it
+            // starts, logs a failure and goes on; the statement fails again
+            // if it runs (its prepared statement does not exist).
+            if let Ok(e) = pgwire::DbError::from_fields(fields) {
+                log::error(format_args!("{}", libpq_message(&e, query.text(r), true)));
+            }
+        }
         Message::ErrorResponse(fields) if r.error.is_none() => {
             let status = ErrorStatus::from_sqlstate(fields.get(b'C'));
             let text = pgwire::DbError::from_fields(fields)
@@ -434,7 +448,6 @@ fn handle(
         {
             r.abort = Some("COPY is not supported in pgbench, aborting".to_owned());
         }
-        Message::ParseComplete => r.parses += 1,
         Message::ReadyForQuery(_) => {
             r.syncs_seen += 1;
             r.syncs_left = r.syncs_left.saturating_sub(1);
