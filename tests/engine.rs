@@ -272,6 +272,34 @@ fn a_pipeline_statement_that_fails_to_prepare_gets_its_excerpt() {
     }
 }
 
+/// Regression: with `-M prepared`, the statements of a pipeline were
+/// prepared under one Sync and the first failure aborted the client, even
+/// for a statement the run never reaches; pgbench prepares them one by one,
+/// logs a failure and goes on (the statement fails again only if it runs).
+#[test]
+fn a_pipeline_statement_that_fails_to_prepare_is_logged_and_skipped() {
+    let cases = [
+        (
+            "\\startpipeline\n\\if false\nSELEC 1;\n\\endif\nSELECT 2;\n\\endpipeline\n",
+            Some(0),
+        ),
+        (
+            "\\startpipeline\nSELECT 1;\nSELEC 2;\nSELECT 3;\n\\endpipeline\n",
+            Some(2),
+        ),
+    ];
+    for (text, code) in cases {
+        let (ours, theirs) = both_fail(text, &["-t", "2", "-M", "prepared"]);
+        assert_eq!(ours, theirs, "{text}");
+        assert_eq!(ours.0, code, "{text}: {}", ours.1);
+        assert!(
+            ours.1.contains("syntax error at or near \"SELEC\""),
+            "{}",
+            ours.1
+        );
+    }
+}
+
 #[test]
 fn run_time_errors_match_pgbench() {
     let cases: &[(&str, &str)] = &[
@@ -302,6 +330,20 @@ fn run_time_errors_match_pgbench() {
                 .map(str::to_owned)
         };
         assert_eq!(first(&ours.1), first(&theirs.1), "{text}");
+    }
+}
+
+/// Regression: `\sleep` lengths were computed in 64 bits, so `\sleep 2148
+/// s` slept for 36 minutes; pgbench multiplies in a 32-bit `int` that wraps
+/// (negative: no sleep at all). Under `-T 1` both run many transactions.
+#[test]
+fn sleep_lengths_wrap_as_in_pgbench() {
+    let db = database(None);
+    let file = script("\\sleep 2148 s\n\\sleep :x ms\nSELECT 1;\n");
+    let args = ["-n", "-T", "1", "-D", "x=2147484", "-f", file.path.as_str()];
+    for out in [pgbolt(&db, &args), pgbench(&db, &args)] {
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert!(processed(&out) > 1, "{}", stdout(&out));
     }
 }
 
@@ -354,6 +396,43 @@ fn shell_command_failures_read_as_in_pgbench() {
         let (ours, theirs) = both_fail(text, &["-t", "1"]);
         assert_eq!(ours, theirs, "{text}");
         assert!(ours.1.contains(expected), "{text}: {}", ours.1);
+    }
+}
+
+/// Regression: `\setshell` output was checked as text, so a vertical tab
+/// after the number was refused and a NUL byte kept the rest of the line;
+/// pgbench reads the first line as a C string (a NUL ends it) and allows
+/// any C blank after the number; output that is not UTF-8 was quoted in
+/// the error message with replacement characters.
+#[test]
+fn setshell_output_is_read_as_a_c_string() {
+    let outputs = [
+        ("5\\v", Some(0)),
+        ("5\\0abc", Some(0)),
+        ("\\0005", Some(2)),
+        ("5 \\f\\r\\t\\n", Some(0)),
+        ("\\n5", Some(0)),
+        ("", Some(2)),
+    ];
+    for (output, code) in outputs {
+        let text = format!("\\setshell x printf '{output}'\n\\set y debug(:x)\n");
+        let (ours, theirs) = both_fail(&text, &["-t", "1"]);
+        assert_eq!(ours, theirs, "{text}");
+        assert_eq!(ours.0, code, "{text}: {}", ours.1);
+    }
+    // Output that is not UTF-8 is quoted byte for byte.
+    let db = database(None);
+    let file = script("\\setshell x printf '\\377'\n");
+    let args = ["-n", "-t", "1", "-f", file.path.as_str()];
+    let (ours, theirs) = (pgbolt(&db, &args), pgbench(&db, &args));
+    let quoted = b"(not \"\xff\")\n";
+    for out in [ours, theirs] {
+        assert_eq!(out.status.code(), Some(2));
+        assert!(
+            out.stderr.windows(quoted.len()).any(|w| w == quoted),
+            "{}",
+            stderr(&out)
+        );
     }
 }
 

@@ -124,6 +124,15 @@ const BAD_SCRIPTS: &[&str] = &[
     "\\set x 1\n\\set y\n",
     "\\set x 1.5e99999\n",
     "\\set x ab\\\n(1)\n",
+    // A backslash before `\r\n` continues a meta command too.
+    "\\set x 1 \\\r\n + @\r\n",
+    "\\set x 1 \\\r\n + \r\nselect 1;\n",
+    "\\set x 1 \\\r\n + 1 \\\r\n @\r\nselect 1;\n",
+    "\\set x 1 \\\r\r\n + 1\n",
+    "\\sleep 1 \\\r\n xs\r\n",
+    // pgbench parses the file as a C string: a NUL byte ends it.
+    "\\set x debug(5\0)\n",
+    "\0select 1;\n",
 ];
 
 /// Scripts pgbench accepts (it then fails to connect).
@@ -140,6 +149,11 @@ const GOOD_SCRIPTS: &[&str] = &[
     "\\startpipeline\nselect 1;\n\\endpipeline\n",
     "\\set 1x 5\n",
     "create function f() returns int begin atomic select 1; end;\n",
+    "\\set x 1 \\\r\n + 1\r\n",
+    "\\set \\\r\nx \\\r\n1\n\\if 1 \\\r\n = 1\n\\endif\n",
+    "\\sleep 1 \\\r\n ms\n\\setshell x echo 5 \\\r\n 6\n",
+    "select 1;\n\0\\bad\n",
+    "select 1\0 \\bad\n",
 ];
 
 /// Compare pgbench and pgbolt on `args`, where `-f` values are relative

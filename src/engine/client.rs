@@ -100,9 +100,8 @@ pub struct Response {
     pub syncs_left: u32,
     /// Results completed so far (pgbench's query number).
     pub results: u32,
-    /// ParseComplete and ReadyForQuery messages so far (which statement a
-    /// failure while preparing a pipeline belongs to).
-    pub parses: u32,
+    /// ReadyForQuery messages so far (while a pipeline's statements are
+    /// prepared, which statement a message belongs to).
     pub syncs_seen: u32,
     /// Rows of the result being read.
     pub rows: u64,
@@ -127,8 +126,9 @@ pub struct Response {
     pub bad_name: Option<String>,
     /// A result that could not be stored: its query number and the name.
     pub store_failed: Option<(u32, String)>,
-    /// `-M prepared`: the command's Parse went out with it.
-    pub parse_sent: bool,
+    /// `-M prepared`: the command's Parse went out with it and is not
+    /// answered yet.
+    pub parse_pending: bool,
     /// That Parse failed because the connection already has a statement
     /// of that name (see `sql::finish_results`).
     pub name_taken: bool,
@@ -138,7 +138,6 @@ impl Response {
     pub fn reset(&mut self, syncs: u32) {
         self.syncs_left = syncs;
         self.results = 0;
-        self.parses = 0;
         self.syncs_seen = 0;
         self.rows = 0;
         self.last_rows = 0;
@@ -147,7 +146,7 @@ impl Response {
         self.copy_failed = false;
         self.bad_name = None;
         self.store_failed = None;
-        self.parse_sent = false;
+        self.parse_pending = false;
         self.name_taken = false;
     }
 }

@@ -7,12 +7,20 @@ use std::fmt::Arguments;
 use std::io::Write;
 
 fn emit(kind: &str, args: Arguments<'_>) {
-    let mut text = format!("{}: {kind}{args}", crate::cli::PROGRAM);
-    if text.ends_with('\n') {
-        text.pop();
-    }
-    text.push('\n');
-    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+    emit_bytes(kind, format!("{args}").as_bytes());
+}
+
+fn emit_bytes(kind: &str, message: &[u8]) {
+    let mut text = format!("{}: {kind}", crate::cli::PROGRAM).into_bytes();
+    text.extend_from_slice(message.strip_suffix(b"\n").unwrap_or(message));
+    text.push(b'\n');
+    let _ = std::io::stderr().lock().write_all(&text);
+}
+
+/// An error message holding bytes that need not be UTF-8 (a shell
+/// command's output), written as they are, as pgbench writes them.
+pub fn error_bytes(message: &[u8]) {
+    emit_bytes("error: ", message);
 }
 
 pub fn error(args: Arguments<'_>) {

@@ -156,7 +156,7 @@ fn sleep_time(c: &mut Client, plan: &Plan, duration: SleepTime, unit: TimeUnit) 
                 return None;
             }
             let text = String::from_utf8_lossy(&c.sql);
-            let n = i64::from(crate::cnum::atoi(&text));
+            let n = crate::cnum::atoi(&text);
             if n == 0 && !text.starts_with(|ch: char| ch.is_ascii_digit()) {
                 log::error(format_args!(
                     "sleep: invalid sleep time \"{text}\" for variable \"{name}\""
@@ -166,7 +166,7 @@ fn sleep_time(c: &mut Client, plan: &Plan, duration: SleepTime, unit: TimeUnit) 
             n
         }
     };
-    Some(amount.saturating_mul(unit.micros()))
+    Some(unit.sleep_micros(amount))
 }
 
 fn start_pipeline(c: &mut Client, plan: &Plan) {
@@ -183,8 +183,7 @@ fn start_pipeline(c: &mut Client, plan: &Plan) {
     c.pipeline_prepared.clear();
     if plan.query_mode == QueryMode::Prepared && c.pipeline.is_none() {
         match prepare_pipeline(c, plan) {
-            Ok(true) => syncs = 1,
-            Ok(false) => {}
+            Ok(n) => syncs = n,
             Err(_) => {
                 command_failed(c, "startpipeline", "failed to enter pipeline mode");
                 c.state = State::Aborted;
@@ -202,14 +201,16 @@ fn start_pipeline(c: &mut Client, plan: &Plan) {
 }
 
 /// Prepares the commands up to the next `\endpipeline` before the pipeline
-/// starts (in a transaction of their own, as pgbench does, so that a
-/// `BEGIN ISOLATION LEVEL SERIALIZABLE` in the pipeline still comes first).
-fn prepare_pipeline(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
+/// starts, each in a transaction of its own, as pgbench's `PQprepare` calls
+/// do (so that a `BEGIN ISOLATION LEVEL SERIALIZABLE` in the pipeline still
+/// comes first, and a statement that fails to prepare leaves the others
+/// prepared); returns the number of Syncs sent, one per statement.
+fn prepare_pipeline(c: &mut Client, plan: &Plan) -> Result<u32, pgwire::Error> {
     let Some(conn) = c.conn.as_mut() else {
-        return Ok(false);
+        return Ok(0);
     };
     let commands = &plan.scripts[c.script].commands;
-    let mut any = false;
+    let mut syncs = 0;
     for (i, command) in commands.iter().enumerate().skip(c.command + 1) {
         match &command.kind {
             CommandKind::EndPipeline => break,
@@ -218,17 +219,15 @@ fn prepare_pipeline(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> 
                     .as_deref()
                     .unwrap_or_default();
                 conn.parse(name, &sql.extended_text, &[])?;
+                conn.sync();
                 c.prepared[c.script][i] = true;
                 c.pipeline_prepared.push(i);
-                any = true;
+                syncs += 1;
             }
             _ => {}
         }
     }
-    if any {
-        conn.sync();
-    }
-    Ok(any)
+    Ok(syncs)
 }
 
 fn end_pipeline(c: &mut Client, plan: &Plan) {

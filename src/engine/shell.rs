@@ -228,15 +228,10 @@ fn finish_failed(c: &mut Client, what: &str) -> bool {
 }
 
 /// pgbench's check of `\setshell` output: the first line must be an
-/// integer, blanks allowed after it.
+/// integer, C blanks allowed after it. pgbench reads that line as a C
+/// string, so a NUL byte ends it.
 fn store_result(c: &mut Client, job: &ShellJob, target: Target, env: &ThreadEnv) -> bool {
-    let line_end = job
-        .output
-        .iter()
-        .position(|&b| b == b'\n')
-        .map_or(job.output.len(), |i| i + 1);
-    let res = String::from_utf8_lossy(&job.output[..line_end]).into_owned();
-    if res.is_empty() {
+    if job.output.is_empty() {
         if !env.over {
             log::error(format_args!(
                 "{}: could not read result of shell command",
@@ -245,13 +240,23 @@ fn store_result(c: &mut Client, job: &ShellJob, target: Target, env: &ThreadEnv)
         }
         return false;
     }
-    let (value, _, end) = crate::cnum::strtol(res.as_bytes());
-    let rest = &res[end..];
-    if !rest.chars().all(|ch| ch.is_ascii_whitespace()) {
-        log::error(format_args!(
-            "{}: shell command must return an integer (not \"{res}\")",
+    let line_end = job
+        .output
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(job.output.len(), |i| i + 1);
+    let line = &job.output[..line_end];
+    let line = &line[..line.iter().position(|&b| b == 0).unwrap_or(line.len())];
+    let (value, _, end) = crate::cnum::strtol(line);
+    if line.is_empty() || crate::cnum::skip_spaces(line, end) < line.len() {
+        let mut message = format!(
+            "{}: shell command must return an integer (not \"",
             job.program
-        ));
+        )
+        .into_bytes();
+        message.extend_from_slice(line);
+        message.extend_from_slice(b"\")");
+        log::error_bytes(&message);
         return false;
     }
     if !target.valid_name {

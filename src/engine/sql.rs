@@ -77,7 +77,7 @@ pub fn send(c: &mut Client, plan: &Plan, command: &SqlCommand) {
         return;
     }
     c.response.reset(1);
-    c.response.parse_sent = parse_sent;
+    c.response.parse_pending = parse_sent;
     if plan.debug {
         log::debug(format_args!("client {} receiving", c.id));
     }
@@ -355,8 +355,8 @@ impl<'a> Sent<'a> {
         let command = match self.pipeline {
             None => self.command?,
             Some((commands, sent)) => {
-                let index = match self.prepared.get(r.parses as usize) {
-                    Some(&index) if r.syncs_seen == 0 => index,
+                let index = match self.prepared.get(r.syncs_seen as usize) {
+                    Some(&index) => index,
                     _ if self.mode == QueryMode::Prepared => return None,
                     _ => *sent.get(r.results as usize)?,
                 };
@@ -370,6 +370,12 @@ impl<'a> Sent<'a> {
             QueryMode::Simple => std::str::from_utf8(self.simple_text).ok(),
             _ => Some(command.extended_text.as_str()),
         }
+    }
+
+    /// Whether the messages read answer the statements prepared as the
+    /// pipeline started (one Sync each) rather than the pipeline itself.
+    fn preparing(&self, r: &super::client::Response) -> bool {
+        self.pipeline.is_some() && (r.syncs_seen as usize) < self.prepared.len()
     }
 
     /// pgbench's query number in its abort message: results read so far
@@ -431,6 +437,7 @@ fn handle(
                 }
             }
         }
+        Message::ParseComplete => r.parse_pending = false,
         Message::CommandComplete(_) | Message::EmptyQueryResponse => {
             if r.error.is_none() {
                 if aset && r.rows > 0 && r.store_failed.is_none() {
@@ -444,10 +451,17 @@ fn handle(
             }
             r.rows = 0;
         }
+        Message::ErrorResponse(fields) if query.preparing(r) => {
+            // pgbench prepares a pipeline's statements one by one as it
+            // starts, logs a failure and goes on; the statement fails again
+            // if it runs (its prepared statement does not exist).
+            if let Ok(e) = pgwire::DbError::from_fields(fields) {
+                log::error(format_args!("{}", libpq_message(&e, query.text(r), true)));
+            }
+        }
         Message::ErrorResponse(fields) if r.error.is_none() => {
-            r.name_taken = r.parse_sent
-                && r.parses == 0
-                && fields.get(b'C') == Some(DUPLICATE_PREPARED_STATEMENT);
+            r.name_taken =
+                r.parse_pending && fields.get(b'C') == Some(DUPLICATE_PREPARED_STATEMENT);
             let status = ErrorStatus::from_sqlstate(fields.get(b'C'));
             let text = pgwire::DbError::from_fields(fields)
                 .map(|e| {
@@ -470,7 +484,6 @@ fn handle(
         {
             r.abort = Some("COPY is not supported in pgbench, aborting".to_owned());
         }
-        Message::ParseComplete => r.parses += 1,
         Message::ReadyForQuery(_) => {
             r.syncs_seen += 1;
             r.syncs_left = r.syncs_left.saturating_sub(1);

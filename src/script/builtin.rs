@@ -99,7 +99,8 @@ pub fn load_builtin(
     parse_script(builtin.description, builtin.text, weight, vars)
 }
 
-/// Read and parse a script file; `-` reads standard input.
+/// Read and parse a script file; `-` reads standard input. As in pgbench,
+/// which parses the file as a C string, a NUL byte ends the script.
 pub fn load_file(path: &str, weight: u32, vars: &mut VarNames) -> Result<Script, ScriptError> {
     let mut bytes = Vec::new();
     let read = if path == "-" {
@@ -115,6 +116,9 @@ pub fn load_file(path: &str, weight: u32, vars: &mut VarNames) -> Result<Script,
         path: path.to_owned(),
         source,
     })?;
+    if let Some(nul) = bytes.iter().position(|&b| b == 0) {
+        bytes.truncate(nul);
+    }
     let text = String::from_utf8(bytes).map_err(|_| ScriptError::NotUtf8 {
         path: path.to_owned(),
     })?;

@@ -1,7 +1,8 @@
 //! Backslash (meta) commands.
 //!
 //! A meta command runs from its backslash to the end of the line; a
-//! backslash right before a newline continues it on the next line. Its
+//! backslash right before a newline (or before `\r\n`) continues it on the
+//! next line. Its
 //! words are separated by spaces, tabs, `\r`, `\f` and `\v`. `\set`, `\if`
 //! and `\elif` take an expression, lexed from the end of their last word to
 //! the end of the command. Error columns are byte offsets from the
@@ -80,12 +81,22 @@ fn meta_name(word: &str) -> Option<Name> {
 fn command_end(src: &[u8], start: usize) -> usize {
     let mut i = start + 1;
     while i < src.len() {
-        if src[i] == b'\n' && !(i > start + 1 && src[i - 1] == b'\\') {
+        if src[i] == b'\n' && !continued(src, start, i) {
             return i;
         }
         i += 1;
     }
     src.len()
+}
+
+/// Whether the newline at `newline` is part of a continuation: a backslash
+/// (not the command's own) right before it or before its `\r`.
+fn continued(src: &[u8], start: usize, newline: usize) -> bool {
+    let backslash = match newline.checked_sub(1) {
+        Some(cr) if src[cr] == b'\r' => cr.checked_sub(1),
+        before => before,
+    };
+    backslash.is_some_and(|b| b > start && src[b] == b'\\')
 }
 
 /// One meta command being parsed.
@@ -110,8 +121,17 @@ impl<'a> Line<'a> {
         self.src.as_bytes().get(i).copied().unwrap_or(0)
     }
 
-    fn continuation_at(&self, i: usize) -> bool {
-        self.byte(i) == b'\\' && self.byte(i + 1) == b'\n' && i + 1 < self.end
+    /// The length of the line continuation (`\` newline or `\` `\r`
+    /// newline) at `i`, or 0 when there is none.
+    fn continuation_at(&self, i: usize) -> usize {
+        let newline = match self.byte(i + 1) {
+            b'\r' => i + 2,
+            _ => i + 1,
+        };
+        match self.byte(i) == b'\\' && self.byte(newline) == b'\n' && newline < self.end {
+            true => newline + 1 - i,
+            false => 0,
+        }
     }
 
     /// The next word and its offset, or `None` at the end of the command.
@@ -119,8 +139,8 @@ impl<'a> Line<'a> {
         while self.pos < self.end {
             if is_word_space(self.byte(self.pos)) {
                 self.pos += 1;
-            } else if self.continuation_at(self.pos) {
-                self.pos += 2;
+            } else if self.continuation_at(self.pos) > 0 {
+                self.pos += self.continuation_at(self.pos);
             } else {
                 break;
             }
@@ -131,7 +151,7 @@ impl<'a> Line<'a> {
         let start = self.pos;
         while self.pos < self.end {
             let b = self.byte(self.pos);
-            if is_word_space(b) || b == b'\n' || self.continuation_at(self.pos) {
+            if is_word_space(b) || b == b'\n' || self.continuation_at(self.pos) > 0 {
                 break;
             }
             self.pos += 1;
@@ -374,7 +394,7 @@ fn sleep(
                     return Err(line.error(kind, command, Shown::Caret(time_at)));
                 }
             }
-            SleepTime::Constant(i64::from(crate::cnum::atoi(&time[..rest])))
+            SleepTime::Constant(crate::cnum::atoi(&time[..rest]))
         }
     };
     let unit = match unit {

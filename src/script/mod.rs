@@ -177,7 +177,7 @@ pub enum ShellWord {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SleepTime {
     /// A number written in the script (pgbench reads it with `atoi`).
-    Constant(i64),
+    Constant(i32),
     /// `:name`: the variable's integer value at run time.
     Var(usize),
 }
@@ -191,12 +191,20 @@ pub enum TimeUnit {
 
 impl TimeUnit {
     /// The number of microseconds in one unit.
-    pub fn micros(self) -> i64 {
+    fn micros(self) -> i32 {
         match self {
             TimeUnit::Microseconds => 1,
             TimeUnit::Milliseconds => 1_000,
             TimeUnit::Seconds => 1_000_000,
         }
+    }
+
+    /// pgbench's length of `\sleep amount unit`, in µs. pgbench multiplies
+    /// in a C `int` (PostgreSQL builds with `-fwrapv`), so a product past
+    /// 2^31 - 1 µs (about 35 minutes) wraps: `\sleep 2148 s` does not
+    /// sleep, `\sleep 4295 s` sleeps 32.7 ms.
+    pub fn sleep_micros(self, amount: i32) -> i64 {
+        i64::from(amount.wrapping_mul(self.micros()))
     }
 }
 

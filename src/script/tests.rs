@@ -75,6 +75,10 @@ fn splitting_sql_commands() {
             &["\\sleep 1 \\\n ms", "sql: select 1;"],
         ),
         ("\\sleep 1\r\nselect 1;", &["\\sleep 1", "sql: select 1;"]),
+        (
+            "\\sleep 1 \\\r\n ms\r\nselect 1;",
+            &["\\sleep 1 \\\r\n ms", "sql: select 1;"],
+        ),
         ("\\\nselect 1;", &["sql: select 1;"]),
     ];
     for (text, expected) in cases {
@@ -299,5 +303,21 @@ fn builtins_weights_and_listing() {
         let script = load_builtin(b, 1, &mut vars).unwrap();
         assert_eq!(script.name, b.description);
         assert!(vars.lookup("scale").is_some());
+    }
+}
+
+#[test]
+fn sleep_lengths_wrap_in_32_bits_as_in_pgbench() {
+    let cases = [
+        (TimeUnit::Seconds, 1, 1_000_000),
+        (TimeUnit::Milliseconds, -3, -3_000),
+        (TimeUnit::Microseconds, i32::MAX, 2_147_483_647),
+        (TimeUnit::Seconds, 2147, 2_147_000_000),
+        (TimeUnit::Seconds, 2148, -2_146_967_296),
+        (TimeUnit::Seconds, 4295, 32_704),
+        (TimeUnit::Milliseconds, 2_147_484, -2_147_483_296),
+    ];
+    for (unit, amount, micros) in cases {
+        assert_eq!(unit.sleep_micros(amount), micros, "{amount} {unit:?}");
     }
 }
