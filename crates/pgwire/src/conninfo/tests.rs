@@ -520,6 +520,23 @@ fn service_file_errors() {
     );
 }
 
+/// A directory given as the service file opens and reads as empty for
+/// libpq, so the service is looked for in the system file next.
+#[test]
+fn a_directory_as_service_file_holds_no_service() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sys = tempfile::tempdir().expect("tempdir");
+    write(&sys.path().join("pg_service.conf"), "[s]\nport=7\n");
+    let e = env()
+        .with_var("PGSERVICEFILE", dir.path().to_str().expect("utf-8"))
+        .with_sysconfdir(sys.path());
+    assert_eq!(ok("service=s", &e).hosts[0].port, 7);
+    assert_eq!(
+        err("service=t", &e),
+        "definition of service \"t\" not found"
+    );
+}
+
 // ---- the password file ----
 
 fn pgpass(dir: &Path, text: &str, mode: u32) -> PathBuf {
