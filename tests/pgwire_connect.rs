@@ -148,10 +148,20 @@ fn messages_match_libpq() {
                  refused\n\tIs the server running on that host and accepting TCP/IP connections?"
             ),
         ),
+        // With `hostaddr`, libpq names the address alone: the host name,
+        // or a socket directory given as host, is not shown.
         (
             format!("host=db.invalid hostaddr=127.0.0.1 port={port}"),
             format!(
-                "connection to server at \"db.invalid\" (127.0.0.1), port {port} failed: \
+                "connection to server at \"127.0.0.1\", port {port} failed: \
+                 Connection refused\n\tIs the server running on that host and accepting TCP/IP \
+                 connections?"
+            ),
+        ),
+        (
+            format!("host=/tmp hostaddr=127.0.0.1 port={port}"),
+            format!(
+                "connection to server at \"127.0.0.1\", port {port} failed: \
                  Connection refused\n\tIs the server running on that host and accepting TCP/IP \
                  connections?"
             ),

@@ -312,16 +312,18 @@ fn candidates(config: &Config, index: usize) -> Result<Vec<Candidate>, Error> {
                 .into_iter()
                 .map(|sa| {
                     let ip = sa.ip().to_string();
-                    let shown = name.clone().unwrap_or_else(|| ip.clone());
-                    let target = if shown == ip {
-                        format!("at \"{shown}\", port {port}")
+                    let tls_name = name.clone().unwrap_or_else(|| ip.clone());
+                    // As libpq: a `hostaddr` is shown alone; a resolved
+                    // name is followed by its address when they differ.
+                    let target = if addr.is_some() || tls_name == ip {
+                        format!("at \"{ip}\", port {port}")
                     } else {
-                        format!("at \"{shown}\" ({ip}), port {port}")
+                        format!("at \"{tls_name}\" ({ip}), port {port}")
                     };
                     Candidate {
                         addr: SockAddr::from(sa),
                         target,
-                        tls_name: Some(shown),
+                        tls_name: Some(tls_name),
                         host_index: index,
                     }
                 })
