@@ -354,3 +354,51 @@ fn garbage_from_the_server_is_an_error_not_a_panic() {
         assert!(err.to_string().contains(want), "{reply:?}: {err}");
     }
 }
+
+/// `PGDATESTYLE`, `PGTZ` and `PGGEQO` reach the server as settings, as
+/// libpq sends them; a bad value fails the connection with the server's
+/// error, and `default` sends nothing.
+#[test]
+fn environment_settings_reach_the_server() {
+    let db = trust_server();
+    let conninfo = unix(db) + " user=postgres";
+    let options = pgwire::conninfo::parse(&conninfo).unwrap();
+    let with = |vars: &[(&str, &str)]| {
+        let env = vars
+            .iter()
+            .fold(pgwire_support::env(), |e, (k, v)| e.with_var(k, v));
+        let config = pgwire::conninfo::resolve(&options, &env).unwrap();
+        pgwire::blocking::Client::connect(&config)
+    };
+    let mut client = with(&[
+        ("PGDATESTYLE", "German"),
+        ("PGTZ", "Asia/Tokyo"),
+        ("PGGEQO", "off"),
+    ])
+    .unwrap();
+    assert_eq!(value(&mut client, "SHOW datestyle"), "German, DMY");
+    assert_eq!(value(&mut client, "SHOW timezone"), "Asia/Tokyo");
+    assert_eq!(value(&mut client, "SHOW geqo"), "off");
+    let mut client = with(&[("PGGEQO", "default")]).unwrap();
+    assert_eq!(value(&mut client, "SHOW geqo"), "on");
+
+    let cases = [
+        (
+            "PGTZ",
+            "Mars/Olympus",
+            "invalid value for parameter \"TimeZone\": \"Mars/Olympus\"",
+        ),
+        (
+            "PGGEQO",
+            "maybe",
+            "parameter \"geqo\" requires a Boolean value",
+        ),
+    ];
+    for (var, bad, want) in cases {
+        let err = with(&[(var, bad)]).expect_err("bad setting accepted");
+        assert!(
+            err.to_string().ends_with(&format!("FATAL:  {want}")),
+            "{var}: {err}"
+        );
+    }
+}

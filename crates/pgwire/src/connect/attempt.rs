@@ -273,19 +273,25 @@ impl Try {
         Ok(())
     }
 
+    /// The startup message, with its parameters in libpq's order (the
+    /// server applies settings in that order, so it decides which of two
+    /// bad ones is reported).
     fn queue_startup(&mut self, config: &Config) -> Result<(), Error> {
         let mut params: Vec<(&str, &str)> = vec![("user", &config.user)];
         if !config.dbname.is_empty() {
             params.push(("database", &config.dbname));
         }
-        if let Some(app) = config.effective_application_name() {
-            params.push(("application_name", app));
-        }
         if let Some(options) = config.options.as_deref() {
             params.push(("options", options));
         }
+        if let Some(app) = config.effective_application_name() {
+            params.push(("application_name", app));
+        }
         if let Some(encoding) = config.client_encoding.as_deref() {
             params.push(("client_encoding", encoding));
+        }
+        for (name, value) in &config.environment_parameters {
+            params.push((name, value));
         }
         frontend::startup_message(params, &mut self.wbuf)
             .map_err(|e| Error::config(format!("invalid startup parameter: {e}")))?;
