@@ -402,3 +402,30 @@ fn environment_settings_reach_the_server() {
         );
     }
 }
+
+/// A wrong password taken from the password file gets libpq's line naming
+/// the file; a wrong password given explicitly does not.
+#[test]
+fn a_wrong_password_from_the_password_file_names_the_file() {
+    let db = md5_server();
+    let dir = tempfile::tempdir().unwrap();
+    let passfile = dir.path().join("pgpass");
+    std::fs::write(&passfile, "*:*:*:alice:wrong\n").unwrap();
+    std::fs::set_permissions(&passfile, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let failed = "failed: FATAL:  password authentication failed for user \"alice\"";
+
+    let from_file = format!("{} user=alice passfile={}", tcp(db), passfile.display());
+    let err = connect(&from_file).unwrap_err();
+    assert!(
+        err.to_string().ends_with(&format!(
+            "{failed}\npassword retrieved from file \"{}\"",
+            passfile.display()
+        )),
+        "{err}"
+    );
+    assert_eq!(err.sqlstate(), Some("28P01"));
+
+    let explicit = from_file + " password=wrong";
+    let err = connect(&explicit).unwrap_err();
+    assert!(err.to_string().ends_with(failed), "{err}");
+}

@@ -162,6 +162,9 @@ struct Inner {
     cause: Cause,
     /// A second line libpq adds after some messages (a tab-indented hint).
     hint: Option<&'static str>,
+    /// A line libpq adds after a server's error (`password retrieved from
+    /// file "..."`).
+    note: Option<String>,
 }
 
 impl Error {
@@ -170,11 +173,17 @@ impl Error {
             kind,
             cause,
             hint: None,
+            note: None,
         }))
     }
 
     pub(crate) fn with_hint(mut self, hint: &'static str) -> Error {
         self.0.hint = Some(hint);
+        self
+    }
+
+    pub(crate) fn with_note(mut self, note: String) -> Error {
+        self.0.note = Some(note);
         self
     }
 
@@ -328,6 +337,9 @@ impl fmt::Display for Error {
         }
         if let Some(hint) = self.0.hint {
             write!(f, "\n\t{hint}")?;
+        }
+        if let Some(note) = &self.0.note {
+            write!(f, "\n{note}")?;
         }
         Ok(())
     }

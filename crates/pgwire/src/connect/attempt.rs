@@ -25,7 +25,7 @@ use socket2::{Socket, TcpKeepalive, Type};
 
 use super::{attempt_timeout, Candidate, Interest, Shared};
 use crate::auth::{AuthContext, Exchange};
-use crate::backend::Message;
+use crate::backend::{AuthRequest, Message};
 use crate::cancel::CancelToken;
 use crate::connection::{set_param, Connection};
 use crate::conninfo::{Config, SslMode, SslNegotiation, TargetSessionAttrs};
@@ -64,6 +64,9 @@ pub(crate) struct Try {
     tls: bool,
     /// This attempt is already the `sslmode` fallback.
     retried: bool,
+    /// The server asked for a password and the one sent came from the
+    /// password file.
+    file_password_sent: bool,
     wbuf: BytesMut,
     rbuf: ReadBuf,
     auth: Exchange,
@@ -108,6 +111,7 @@ impl Try {
             phase: Phase::Connecting,
             tls,
             retried: false,
+            file_password_sent: false,
             wbuf: BytesMut::with_capacity(1024),
             rbuf: ReadBuf::new(),
             auth: Exchange::default(),
@@ -304,13 +308,21 @@ impl Try {
         while let Some(frame) = self.rbuf.next_frame()? {
             match (self.phase, Message::parse(frame)?) {
                 (_, Message::ErrorResponse(fields)) => {
-                    return Err(Error::db(DbError::from_fields(fields)?))
+                    let e = DbError::from_fields(fields)?;
+                    return Err(server_error(config, self.file_password_sent, e));
                 }
                 (_, Message::NoticeResponse(_)) => {}
                 (_, Message::ParameterStatus { name, value }) => {
                     set_param(&mut self.params, name, value)
                 }
                 (Phase::Startup, Message::Authentication(req)) => {
+                    if matches!(
+                        req,
+                        AuthRequest::Cleartext | AuthRequest::Md5 { .. } | AuthRequest::Sasl(_)
+                    ) {
+                        self.file_password_sent =
+                            config.password.is_none() && self.password.is_some();
+                    }
                     let server_cert = self
                         .stream
                         .tls()
@@ -484,5 +496,19 @@ fn open(config: &Config, candidate: &Candidate) -> std::io::Result<Socket> {
         Ok(()) => Ok(sock),
         Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok(sock),
         Err(e) => Err(e),
+    }
+}
+
+/// The server's error; a wrong password that came from the password
+/// file gets libpq's line naming the file.
+fn server_error(config: &Config, file_password_sent: bool, e: DbError) -> Error {
+    let from_file = file_password_sent && e.code == "28P01";
+    let err = Error::db(e);
+    match config.passfile.as_deref().filter(|_| from_file) {
+        Some(file) => err.with_note(format!(
+            "password retrieved from file \"{}\"",
+            file.display()
+        )),
+        None => err,
     }
 }
