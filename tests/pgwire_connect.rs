@@ -403,6 +403,34 @@ fn environment_settings_reach_the_server() {
     }
 }
 
+/// libpq retries once without `application_name` when the server answers
+/// the startup with SQLSTATE 42704 (servers before 9.0 refused the name);
+/// today that is an unknown setting in `options`, and both failures are
+/// reported, as pgbench shows them.
+#[test]
+fn an_unknown_setting_in_options_is_tried_twice_when_an_application_name_is_sent() {
+    let db = trust_server();
+    let socket = format!(
+        "connection to server on socket \"{}/.s.PGSQL.{}\" failed: FATAL:  unrecognized \
+         configuration parameter \"no_such_setting\"",
+        db.socket_dir().display(),
+        db.port()
+    );
+    let base = unix(db) + " user=postgres options='-c no_such_setting=1'";
+    let cases = [
+        (base.clone(), vec![socket.clone()]),
+        (
+            base.clone() + " fallback_application_name=pgbolt",
+            vec![socket.clone(), socket.clone()],
+        ),
+        (base + " application_name=x", vec![socket.clone(), socket]),
+    ];
+    for (conninfo, want) in cases {
+        let err = connect(&conninfo).expect_err("unknown setting accepted");
+        assert_eq!(err.to_string(), want.join("\n"), "{conninfo}");
+    }
+}
+
 /// A wrong password taken from the password file gets libpq's line naming
 /// the file; a wrong password given explicitly does not.
 #[test]

@@ -197,7 +197,33 @@ impl Connecting {
             return;
         };
         self.announced = false;
-        let retry = current.fallback(&self.shared.config, &error);
+        let config = &self.shared.config;
+        if current.retry_without_appname(config, &error) {
+            self.attempts.push(Attempt {
+                target: Some(current.target().to_owned()),
+                error,
+            });
+            let tls = current.uses_tls();
+            let failed = *current;
+            let retried = failed.retried();
+            match Try::start(
+                &self.shared,
+                failed.into_candidate(),
+                tls,
+                &mut self.warnings,
+            ) {
+                Ok(mut t) => {
+                    t.repeat_without_appname(retried);
+                    self.current = Some(Box::new(t));
+                }
+                Err(failed) => self.attempts.push(Attempt {
+                    target: Some(failed.0.target),
+                    error: failed.1,
+                }),
+            }
+            return;
+        }
+        let retry = current.fallback(config, &error);
         self.attempts.push(Attempt {
             target: Some(current.target().to_owned()),
             error,

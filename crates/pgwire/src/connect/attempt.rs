@@ -64,6 +64,11 @@ pub(crate) struct Try {
     tls: bool,
     /// This attempt is already the `sslmode` fallback.
     retried: bool,
+    /// The startup message names the application (libpq drops it and
+    /// tries again when a server refuses it; see [`Try::retry_without_appname`]).
+    send_appname: bool,
+    /// The server accepted the authentication (AuthenticationOk).
+    authenticated: bool,
     /// The server asked for a password and the one sent came from the
     /// password file.
     file_password_sent: bool,
@@ -111,6 +116,8 @@ impl Try {
             phase: Phase::Connecting,
             tls,
             retried: false,
+            send_appname: true,
+            authenticated: false,
             file_password_sent: false,
             wbuf: BytesMut::with_capacity(1024),
             rbuf: ReadBuf::new(),
@@ -167,6 +174,35 @@ impl Try {
 
     pub(crate) fn mark_retry(&mut self) {
         self.retried = true;
+    }
+
+    /// libpq's answer to a server that refuses the application name (as
+    /// servers before 9.0 did): an error with SQLSTATE 42704 once the
+    /// authentication has succeeded makes it connect to the same address
+    /// again without `application_name`. Today the same code means an
+    /// unknown setting in `options`, so the second attempt fails the same
+    /// way and both failures are reported, as libpq reports them.
+    pub(crate) fn retry_without_appname(&self, config: &Config, error: &Error) -> bool {
+        self.send_appname
+            && self.authenticated
+            && config.effective_application_name().is_some()
+            && error.kind() == ErrorKind::Db
+            && error.sqlstate() == Some("42704")
+    }
+
+    /// Makes this attempt the repetition of a failed one without the
+    /// application name, keeping its place in the `sslmode` fallback.
+    pub(crate) fn repeat_without_appname(&mut self, retried: bool) {
+        self.send_appname = false;
+        self.retried = retried;
+    }
+
+    pub(crate) fn retried(&self) -> bool {
+        self.retried
+    }
+
+    pub(crate) fn uses_tls(&self) -> bool {
+        self.tls
     }
 
     /// Advances until the attempt must wait, succeeds or fails.
@@ -288,7 +324,10 @@ impl Try {
         if let Some(options) = config.options.as_deref() {
             params.push(("options", options));
         }
-        if let Some(app) = config.effective_application_name() {
+        if let Some(app) = config
+            .effective_application_name()
+            .filter(|_| self.send_appname)
+        {
             params.push(("application_name", app));
         }
         if let Some(encoding) = config.client_encoding.as_deref() {
@@ -316,12 +355,13 @@ impl Try {
                     set_param(&mut self.params, name, value)
                 }
                 (Phase::Startup, Message::Authentication(req)) => {
-                    if matches!(
-                        req,
-                        AuthRequest::Cleartext | AuthRequest::Md5 { .. } | AuthRequest::Sasl(_)
-                    ) {
-                        self.file_password_sent =
-                            config.password.is_none() && self.password.is_some();
+                    match req {
+                        AuthRequest::Ok => self.authenticated = true,
+                        AuthRequest::Cleartext | AuthRequest::Md5 { .. } | AuthRequest::Sasl(_) => {
+                            self.file_password_sent =
+                                config.password.is_none() && self.password.is_some();
+                        }
+                        _ => {}
                     }
                     let server_cert = self
                         .stream
