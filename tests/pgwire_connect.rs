@@ -158,6 +158,21 @@ fn messages_match_libpq() {
                  connections?"
             ),
         ),
+        // A socket option the system refuses (0 is EINVAL for these).
+        (
+            format!("host=127.0.0.1 port={port} keepalives_idle=0"),
+            format!(
+                "connection to server at \"127.0.0.1\", port {port} failed: \
+                 setsockopt(TCP_KEEPIDLE) failed: Invalid argument"
+            ),
+        ),
+        (
+            format!("host=127.0.0.1 port={port} keepalives_count=-3"),
+            format!(
+                "connection to server at \"127.0.0.1\", port {port} failed: \
+                 setsockopt(TCP_KEEPCNT) failed: Invalid argument"
+            ),
+        ),
         (
             format!("host=/tmp hostaddr=127.0.0.1 port={port}"),
             format!(

@@ -194,6 +194,17 @@ impl Error {
         Error::new(ErrorKind::Io, Cause::Io(e))
     }
 
+    /// A socket option the system refused, in libpq's words:
+    /// `setsockopt(TCP_KEEPIDLE) failed: Invalid argument`.
+    pub(crate) fn socket_option(name: &str, e: io::Error) -> Error {
+        let text = e.to_string();
+        let reason = text.find(" (os error ").map_or(&text[..], |i| &text[..i]);
+        Error::new(
+            ErrorKind::Io,
+            Cause::Message(format!("setsockopt({name}) failed: {reason}")),
+        )
+    }
+
     pub(crate) fn closed() -> Error {
         Error::new(
             ErrorKind::Closed,

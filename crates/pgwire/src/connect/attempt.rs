@@ -104,10 +104,7 @@ impl Try {
         }
         let sock = match open(config, &candidate) {
             Ok(s) => s,
-            Err(e) => {
-                let e = connect_error(e, &candidate);
-                return Err(Box::new((candidate, e)));
-            }
+            Err(e) => return Err(Box::new((candidate, e))),
         };
         let timeout = attempt_timeout(config);
         Ok(Try {
@@ -506,27 +503,49 @@ fn connect_error(e: std::io::Error, candidate: &Candidate) -> Error {
     Error::io(e).with_hint(hint)
 }
 
-/// A non-blocking socket with `connect` under way.
-fn open(config: &Config, candidate: &Candidate) -> std::io::Result<Socket> {
-    let sock = Socket::new(candidate.addr.domain(), Type::STREAM, None)?;
-    sock.set_nonblocking(true)?;
+/// A non-blocking socket with `connect` under way. A socket option the
+/// system refuses (`keepalives_idle=0` is EINVAL on Linux) fails the
+/// attempt with libpq's `setsockopt(NAME) failed: ...`.
+fn open(config: &Config, candidate: &Candidate) -> Result<Socket, Error> {
+    let failed = |e| connect_error(e, candidate);
+    let sock = Socket::new(candidate.addr.domain(), Type::STREAM, None).map_err(failed)?;
+    sock.set_nonblocking(true).map_err(failed)?;
     if candidate.tls_name.is_some() {
-        sock.set_nodelay(true)?;
+        let option = |name| move |e| Error::socket_option(name, e);
+        sock.set_nodelay(true).map_err(option("TCP_NODELAY"))?;
         if config.keepalives {
-            let mut ka = TcpKeepalive::new();
-            if let Some(t) = config.keepalives_idle {
-                ka = ka.with_time(t);
+            sock.set_keepalive(true).map_err(option("SO_KEEPALIVE"))?;
+            // One option at a time, in libpq's order, so that the message
+            // names the one refused.
+            let settings = [
+                (
+                    "TCP_KEEPIDLE",
+                    config
+                        .keepalives_idle
+                        .map(|t| TcpKeepalive::new().with_time(t)),
+                ),
+                (
+                    "TCP_KEEPINTVL",
+                    config
+                        .keepalives_interval
+                        .map(|t| TcpKeepalive::new().with_interval(t)),
+                ),
+                (
+                    "TCP_KEEPCNT",
+                    config
+                        .keepalives_count
+                        .map(|n| TcpKeepalive::new().with_retries(n)),
+                ),
+            ];
+            for (name, setting) in settings {
+                if let Some(ka) = setting {
+                    sock.set_tcp_keepalive(&ka).map_err(option(name))?;
+                }
             }
-            if let Some(t) = config.keepalives_interval {
-                ka = ka.with_interval(t);
-            }
-            if let Some(n) = config.keepalives_count {
-                ka = ka.with_retries(n);
-            }
-            sock.set_tcp_keepalive(&ka)?;
         }
         if let Some(t) = config.tcp_user_timeout {
-            sock.set_tcp_user_timeout(Some(t))?;
+            sock.set_tcp_user_timeout(Some(t))
+                .map_err(option("TCP_USER_TIMEOUT"))?;
         }
     }
     // Only EINPROGRESS means "under way". EAGAIN (a Unix socket's full
@@ -535,7 +554,7 @@ fn open(config: &Config, candidate: &Candidate) -> std::io::Result<Socket> {
     match sock.connect(&candidate.addr) {
         Ok(()) => Ok(sock),
         Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok(sock),
-        Err(e) => Err(e),
+        Err(e) => Err(failed(e)),
     }
 }
 

@@ -260,7 +260,7 @@ fn invalid_values_are_reported_in_libpqs_words() {
         ("sslnegotiation=direct", "weak sslmode \"prefer\" may not be used with sslnegotiation=direct (use \"require\", \"verify-ca\", or \"verify-full\")"),
         ("connect_timeout=x", "invalid integer value \"x\" for connection option \"connect_timeout\""),
         ("connect_timeout=", "invalid integer value \"\" for connection option \"connect_timeout\""),
-        ("keepalives=on", "keepalives parameter must be an integer"),
+        ("keepalives=on", "invalid integer value \"on\" for connection option \"keepalives\""),
         ("keepalives_idle=soon", "invalid integer value \"soon\" for connection option \"keepalives_idle\""),
         ("min_protocol_version=4", "invalid min_protocol_version value: \"4\""),
     ];
