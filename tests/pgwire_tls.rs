@@ -327,3 +327,27 @@ fn sslmode_prefer_retries_without_tls_when_the_handshake_fails() {
     assert_eq!(err.attempts_made().len(), 1, "{err}");
     assert_eq!(err.attempts_made()[0].error.kind(), ErrorKind::Tls, "{err}");
 }
+
+/// An error after the server accepted the authentication (an unknown
+/// database) is its answer whatever the encryption: `prefer` and `allow`
+/// do not try again with the other, and the error is reported once, as
+/// libpq reports it. An error before it (`pg_hba.conf` wanting TLS) still
+/// makes `allow` try again with TLS.
+#[test]
+fn an_error_after_authentication_is_not_retried_with_other_encryption() {
+    let db = no_san();
+    for mode in ["prefer", "allow"] {
+        let conninfo = format!(
+            "host=127.0.0.1 port={} user={} dbname=nosuch sslmode={mode}",
+            db.port(),
+            db.superuser()
+        );
+        let err = connect(&conninfo).unwrap_err();
+        assert_eq!(err.attempts_made().len(), 1, "{mode}: {err}");
+        assert!(
+            err.to_string()
+                .ends_with("failed: FATAL:  database \"nosuch\" does not exist"),
+            "{mode}: {err}"
+        );
+    }
+}

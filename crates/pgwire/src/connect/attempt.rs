@@ -145,9 +145,12 @@ impl Try {
     }
 
     /// Whether `sslmode` wants this failed attempt repeated at the same
-    /// address, and if so whether with TLS.
+    /// address, and if so whether with TLS. Only failures before the
+    /// server accepted the authentication count, as in libpq: an error
+    /// after it (an unknown database or role, a bad setting) is the
+    /// server's answer whatever the encryption, so it is reported once.
     pub(crate) fn fallback(&self, config: &Config, error: &Error) -> Option<bool> {
-        if self.retried || self.candidate.tls_name.is_none() {
+        if self.retried || self.authenticated || self.candidate.tls_name.is_none() {
             return None;
         }
         let during_startup = matches!(self.phase, Phase::Handshake | Phase::Startup);
