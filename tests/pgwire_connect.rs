@@ -472,3 +472,35 @@ fn a_wrong_password_from_the_password_file_names_the_file() {
     let err = connect(&explicit).unwrap_err();
     assert!(err.to_string().ends_with(failed), "{err}");
 }
+
+/// A host starting with `@` is a socket in Linux's abstract namespace, as
+/// in libpq: a name nobody listens on is refused (there is no file to be
+/// missing), and a listening one is reached.
+#[test]
+fn an_at_sign_host_names_an_abstract_socket() {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixListener};
+
+    let dir = format!("pgbolt-test-{}", std::process::id());
+    let err = connect(&format!("host=@{dir}-nobody port=5432")).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "connection to server on socket \"@{dir}-nobody/.s.PGSQL.5432\" failed: Connection \
+             refused\n\tIs the server running locally and accepting connections on that socket?"
+        )
+    );
+
+    let name = format!("{dir}/.s.PGSQL.5432");
+    let addr = SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    let listener = UnixListener::bind_addr(&addr).unwrap();
+    let peer = std::thread::spawn(move || listener.accept().is_ok());
+    let err = connect(&format!("host=@{dir} port=5432")).unwrap_err();
+    assert!(peer.join().unwrap(), "the abstract socket was not reached");
+    assert!(
+        err.to_string().starts_with(&format!(
+            "connection to server on socket \"@{name}\" failed: "
+        )),
+        "{err}"
+    );
+}

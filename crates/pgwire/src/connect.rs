@@ -16,8 +16,11 @@
 mod attempt;
 
 use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::os::fd::RawFd;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -309,7 +312,7 @@ fn candidates(config: &Config, index: usize) -> Result<Vec<Candidate>, Error> {
     match &host.kind {
         HostKind::Unix(dir) => {
             let path = dir.join(format!(".s.PGSQL.{port}"));
-            let addr = SockAddr::unix(&path).map_err(Error::io)?;
+            let addr = SockAddr::unix(socket_name(&path)).map_err(Error::io)?;
             Ok(vec![Candidate {
                 addr,
                 target: format!("on socket \"{}\"", path.display()),
@@ -355,6 +358,22 @@ fn candidates(config: &Config, index: usize) -> Result<Vec<Candidate>, Error> {
                 })
                 .collect())
         }
+    }
+}
+
+/// The name to connect to for a socket path: a path starting with `@`
+/// names a socket in Linux's abstract namespace, whose name is the path
+/// with a NUL byte in place of the `@` (libpq's and the server's rule).
+fn socket_name(path: &Path) -> PathBuf {
+    let bytes = path.as_os_str().as_bytes();
+    match bytes.strip_prefix(b"@") {
+        Some(rest) => {
+            let mut name = Vec::with_capacity(bytes.len());
+            name.push(0);
+            name.extend_from_slice(rest);
+            PathBuf::from(OsString::from_vec(name))
+        }
+        None => path.to_path_buf(),
     }
 }
 
