@@ -619,6 +619,12 @@ fn pgpass_no_match_and_explicit_password() {
     assert_eq!(lookup(&c, &host).0.as_deref(), Some("given"));
     let c = config_with_passfile(&dir.path().join("missing"), "u", "db");
     assert_eq!(lookup(&c, &host), (None, vec![]));
+    // An empty password on the first matching line means no password (the
+    // server's request then fails with "no password supplied"); later
+    // lines are not consulted.
+    let file = pgpass(dir.path(), "h:5432:db:u:\n*:*:*:*:later\n", 0o600);
+    let c = config_with_passfile(&file, "u", "db");
+    assert_eq!(lookup(&c, &host), (None, vec![]));
 }
 
 #[test]
