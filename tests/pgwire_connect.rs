@@ -158,6 +158,22 @@ fn messages_match_libpq() {
                  connections?"
             ),
         ),
+        // libpq's limit on socket paths (107 bytes with `/.s.PGSQL.N`).
+        (
+            format!("host=/tmp/{} port=5432", "d".repeat(92)),
+            format!(
+                "Unix-domain socket path \"/tmp/{}/.s.PGSQL.5432\" is too long (maximum 107 \
+                 bytes)",
+                "d".repeat(92)
+            ),
+        ),
+        (
+            format!("host=@{} port=5432", "d".repeat(96)),
+            format!(
+                "Unix-domain socket path \"@{}/.s.PGSQL.5432\" is too long (maximum 107 bytes)",
+                "d".repeat(96)
+            ),
+        ),
         // A socket option the system refuses (0 is EINVAL for these).
         (
             format!("host=127.0.0.1 port={port} keepalives_idle=0"),

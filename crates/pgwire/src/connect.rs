@@ -312,6 +312,12 @@ fn candidates(config: &Config, index: usize) -> Result<Vec<Candidate>, Error> {
     match &host.kind {
         HostKind::Unix(dir) => {
             let path = dir.join(format!(".s.PGSQL.{port}"));
+            if path.as_os_str().len() > MAX_SOCKET_PATH {
+                return Err(Error::config(format!(
+                    "Unix-domain socket path \"{}\" is too long (maximum {MAX_SOCKET_PATH} bytes)",
+                    path.display()
+                )));
+            }
             let addr = SockAddr::unix(socket_name(&path)).map_err(Error::io)?;
             Ok(vec![Candidate {
                 addr,
@@ -360,6 +366,10 @@ fn candidates(config: &Config, index: usize) -> Result<Vec<Candidate>, Error> {
         }
     }
 }
+
+/// The longest Unix-domain socket path: `sun_path` holds 108 bytes with
+/// the terminating NUL, and libpq counts an abstract name's `@` too.
+const MAX_SOCKET_PATH: usize = 107;
 
 /// The name to connect to for a socket path: a path starting with `@`
 /// names a socket in Linux's abstract namespace, whose name is the path
