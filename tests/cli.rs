@@ -132,6 +132,12 @@ const INVALID: &[&[&str]] = &[
     &["-b", "tpcb@-1"],
     &["-b", "tpcb@99999999999"],
     &["-b", "tpcb-like@0"],
+    // builtin names are looked up as the option is met, before later
+    // options and the mode checks
+    &["-b", "nosuch", "-c", "x"],
+    &["-b", "s", "-t", "1", "-T", "1"],
+    &["-i", "-b", "nosuch"],
+    &["-b", "nosuch@x"],
     // combinations
     &["-t", "1", "-T", "1"],
     &["-i", "-c", "1"],

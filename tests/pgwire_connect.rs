@@ -163,10 +163,51 @@ fn messages_match_libpq() {
                  refused\n\tIs the server running on that host and accepting TCP/IP connections?"
             ),
         ),
+        // With `hostaddr`, libpq names the address alone: the host name,
+        // or a socket directory given as host, is not shown.
         (
             format!("host=db.invalid hostaddr=127.0.0.1 port={port}"),
             format!(
-                "connection to server at \"db.invalid\" (127.0.0.1), port {port} failed: \
+                "connection to server at \"127.0.0.1\", port {port} failed: \
+                 Connection refused\n\tIs the server running on that host and accepting TCP/IP \
+                 connections?"
+            ),
+        ),
+        // libpq's limit on socket paths (107 bytes with `/.s.PGSQL.N`).
+        (
+            format!("host=/tmp/{} port=5432", "d".repeat(92)),
+            format!(
+                "Unix-domain socket path \"/tmp/{}/.s.PGSQL.5432\" is too long (maximum 107 \
+                 bytes)",
+                "d".repeat(92)
+            ),
+        ),
+        (
+            format!("host=@{} port=5432", "d".repeat(96)),
+            format!(
+                "Unix-domain socket path \"@{}/.s.PGSQL.5432\" is too long (maximum 107 bytes)",
+                "d".repeat(96)
+            ),
+        ),
+        // A socket option the system refuses (0 is EINVAL for these).
+        (
+            format!("host=127.0.0.1 port={port} keepalives_idle=0"),
+            format!(
+                "connection to server at \"127.0.0.1\", port {port} failed: \
+                 setsockopt(TCP_KEEPIDLE) failed: Invalid argument"
+            ),
+        ),
+        (
+            format!("host=127.0.0.1 port={port} keepalives_count=-3"),
+            format!(
+                "connection to server at \"127.0.0.1\", port {port} failed: \
+                 setsockopt(TCP_KEEPCNT) failed: Invalid argument"
+            ),
+        ),
+        (
+            format!("host=/tmp hostaddr=127.0.0.1 port={port}"),
+            format!(
+                "connection to server at \"127.0.0.1\", port {port} failed: \
                  Connection refused\n\tIs the server running on that host and accepting TCP/IP \
                  connections?"
             ),
@@ -358,4 +399,139 @@ fn garbage_from_the_server_is_an_error_not_a_panic() {
         let err = connect(&conninfo).unwrap_err();
         assert!(err.to_string().contains(want), "{reply:?}: {err}");
     }
+}
+
+/// `PGDATESTYLE`, `PGTZ` and `PGGEQO` reach the server as settings, as
+/// libpq sends them; a bad value fails the connection with the server's
+/// error, and `default` sends nothing.
+#[test]
+fn environment_settings_reach_the_server() {
+    let db = trust_server();
+    let conninfo = unix(db) + " user=postgres";
+    let options = pgwire::conninfo::parse(&conninfo).unwrap();
+    let with = |vars: &[(&str, &str)]| {
+        let env = vars
+            .iter()
+            .fold(pgwire_support::env(), |e, (k, v)| e.with_var(k, v));
+        let config = pgwire::conninfo::resolve(&options, &env).unwrap();
+        pgwire::blocking::Client::connect(&config)
+    };
+    let mut client = with(&[
+        ("PGDATESTYLE", "German"),
+        ("PGTZ", "Asia/Tokyo"),
+        ("PGGEQO", "off"),
+    ])
+    .unwrap();
+    assert_eq!(value(&mut client, "SHOW datestyle"), "German, DMY");
+    assert_eq!(value(&mut client, "SHOW timezone"), "Asia/Tokyo");
+    assert_eq!(value(&mut client, "SHOW geqo"), "off");
+    let mut client = with(&[("PGGEQO", "default")]).unwrap();
+    assert_eq!(value(&mut client, "SHOW geqo"), "on");
+
+    let cases = [
+        (
+            "PGTZ",
+            "Mars/Olympus",
+            "invalid value for parameter \"TimeZone\": \"Mars/Olympus\"",
+        ),
+        (
+            "PGGEQO",
+            "maybe",
+            "parameter \"geqo\" requires a Boolean value",
+        ),
+    ];
+    for (var, bad, want) in cases {
+        let err = with(&[(var, bad)]).expect_err("bad setting accepted");
+        assert!(
+            err.to_string().ends_with(&format!("FATAL:  {want}")),
+            "{var}: {err}"
+        );
+    }
+}
+
+/// libpq retries once without `application_name` when the server answers
+/// the startup with SQLSTATE 42704 (servers before 9.0 refused the name);
+/// today that is an unknown setting in `options`, and both failures are
+/// reported, as pgbench shows them.
+#[test]
+fn an_unknown_setting_in_options_is_tried_twice_when_an_application_name_is_sent() {
+    let db = trust_server();
+    let socket = format!(
+        "connection to server on socket \"{}/.s.PGSQL.{}\" failed: FATAL:  unrecognized \
+         configuration parameter \"no_such_setting\"",
+        db.socket_dir().display(),
+        db.port()
+    );
+    let base = unix(db) + " user=postgres options='-c no_such_setting=1'";
+    let cases = [
+        (base.clone(), vec![socket.clone()]),
+        (
+            base.clone() + " fallback_application_name=pgbolt",
+            vec![socket.clone(), socket.clone()],
+        ),
+        (base + " application_name=x", vec![socket.clone(), socket]),
+    ];
+    for (conninfo, want) in cases {
+        let err = connect(&conninfo).expect_err("unknown setting accepted");
+        assert_eq!(err.to_string(), want.join("\n"), "{conninfo}");
+    }
+}
+
+/// A wrong password taken from the password file gets libpq's line naming
+/// the file; a wrong password given explicitly does not.
+#[test]
+fn a_wrong_password_from_the_password_file_names_the_file() {
+    let db = md5_server();
+    let dir = tempfile::tempdir().unwrap();
+    let passfile = dir.path().join("pgpass");
+    std::fs::write(&passfile, "*:*:*:alice:wrong\n").unwrap();
+    std::fs::set_permissions(&passfile, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let failed = "failed: FATAL:  password authentication failed for user \"alice\"";
+
+    let from_file = format!("{} user=alice passfile={}", tcp(db), passfile.display());
+    let err = connect(&from_file).unwrap_err();
+    assert!(
+        err.to_string().ends_with(&format!(
+            "{failed}\npassword retrieved from file \"{}\"",
+            passfile.display()
+        )),
+        "{err}"
+    );
+    assert_eq!(err.sqlstate(), Some("28P01"));
+
+    let explicit = from_file + " password=wrong";
+    let err = connect(&explicit).unwrap_err();
+    assert!(err.to_string().ends_with(failed), "{err}");
+}
+
+/// A host starting with `@` is a socket in Linux's abstract namespace, as
+/// in libpq: a name nobody listens on is refused (there is no file to be
+/// missing), and a listening one is reached.
+#[test]
+fn an_at_sign_host_names_an_abstract_socket() {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixListener};
+
+    let dir = format!("pgbolt-test-{}", std::process::id());
+    let err = connect(&format!("host=@{dir}-nobody port=5432")).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "connection to server on socket \"@{dir}-nobody/.s.PGSQL.5432\" failed: Connection \
+             refused\n\tIs the server running locally and accepting connections on that socket?"
+        )
+    );
+
+    let name = format!("{dir}/.s.PGSQL.5432");
+    let addr = SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    let listener = UnixListener::bind_addr(&addr).unwrap();
+    let peer = std::thread::spawn(move || listener.accept().is_ok());
+    let err = connect(&format!("host=@{dir} port=5432")).unwrap_err();
+    assert!(peer.join().unwrap(), "the abstract socket was not reached");
+    assert!(
+        err.to_string().starts_with(&format!(
+            "connection to server on socket \"@{name}\" failed: "
+        )),
+        "{err}"
+    );
 }

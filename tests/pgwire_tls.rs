@@ -149,15 +149,11 @@ fn certificate_checks_follow_libpq() {
         match (connect(&conninfo), want) {
             (Ok(mut c), None) => assert!(uses_tls(&mut c), "{conninfo}"),
             (Err(e), Some(want)) => {
-                let target = if host == "127.0.0.1" {
-                    format!("\"{host}\"")
-                } else {
-                    format!("\"{host}\" (127.0.0.1)")
-                };
+                // libpq names the `hostaddr` alone, whatever `host` says.
                 assert_eq!(
                     e.to_string(),
                     format!(
-                        "connection to server at {target}, port {} failed: {want}",
+                        "connection to server at \"127.0.0.1\", port {} failed: {want}",
                         port(db)
                     )
                 );
@@ -330,4 +326,28 @@ fn sslmode_prefer_retries_without_tls_when_the_handshake_fails() {
     let err = connect(&format!("{base} sslmode=require")).unwrap_err();
     assert_eq!(err.attempts_made().len(), 1, "{err}");
     assert_eq!(err.attempts_made()[0].error.kind(), ErrorKind::Tls, "{err}");
+}
+
+/// An error after the server accepted the authentication (an unknown
+/// database) is its answer whatever the encryption: `prefer` and `allow`
+/// do not try again with the other, and the error is reported once, as
+/// libpq reports it. An error before it (`pg_hba.conf` wanting TLS) still
+/// makes `allow` try again with TLS.
+#[test]
+fn an_error_after_authentication_is_not_retried_with_other_encryption() {
+    let db = no_san();
+    for mode in ["prefer", "allow"] {
+        let conninfo = format!(
+            "host=127.0.0.1 port={} user={} dbname=nosuch sslmode={mode}",
+            db.port(),
+            db.superuser()
+        );
+        let err = connect(&conninfo).unwrap_err();
+        assert_eq!(err.attempts_made().len(), 1, "{mode}: {err}");
+        assert!(
+            err.to_string()
+                .ends_with("failed: FATAL:  database \"nosuch\" does not exist"),
+            "{mode}: {err}"
+        );
+    }
 }

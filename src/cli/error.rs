@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+use crate::script::ScriptError;
+
 /// The level of one printed line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
@@ -70,6 +72,11 @@ pub enum CliError {
     UnrecognizedInitStep(char),
     InvalidWeight(String),
     WeightOutOfRange(i64),
+    UnknownBuiltin(String),
+    AmbiguousBuiltin {
+        name: String,
+        matches: usize,
+    },
     TooManyScripts,
     InvalidRandomSeed {
         value: String,
@@ -243,6 +250,19 @@ impl fmt::Display for CliError {
                 f,
                 "weight specification out of range (0 .. {}): {w}",
                 i32::MAX
+            ),
+            CliError::UnknownBuiltin(name) => write!(
+                f,
+                "{}",
+                ScriptError::UnknownBuiltin { name: name.clone() }
+            ),
+            CliError::AmbiguousBuiltin { name, matches } => write!(
+                f,
+                "{}",
+                ScriptError::AmbiguousBuiltin {
+                    name: name.clone(),
+                    matches: *matches
+                }
             ),
             CliError::TooManyScripts => write!(f, "at most 128 SQL scripts are allowed"),
             CliError::InvalidRandomSeed { value, .. } => {

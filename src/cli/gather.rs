@@ -12,6 +12,7 @@ use super::config::{
 };
 use super::error::CliError;
 use super::values;
+use crate::script::ScriptError;
 
 /// Options as met so far, before cross-checks; mirrors pgbench's globals.
 #[derive(Debug, Default)]
@@ -137,10 +138,16 @@ pub fn builtin(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
         return Ok(());
     }
     let (name, weight) = weighted(value)?;
-    g.scripts.push(ScriptSpec::Builtin {
-        name: text(&name),
-        weight,
-    });
+    let name = text(&name);
+    // pgbench looks the name up as it meets the option, so an unknown
+    // name is reported before any later option's error.
+    crate::script::find_builtin(&name).map_err(|e| match e {
+        ScriptError::AmbiguousBuiltin { name, matches } => {
+            CliError::AmbiguousBuiltin { name, matches }
+        }
+        _ => CliError::UnknownBuiltin(name.clone()),
+    })?;
+    g.scripts.push(ScriptSpec::Builtin { name, weight });
     Ok(())
 }
 

@@ -16,8 +16,11 @@
 mod attempt;
 
 use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::os::fd::RawFd;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -197,7 +200,33 @@ impl Connecting {
             return;
         };
         self.announced = false;
-        let retry = current.fallback(&self.shared.config, &error);
+        let config = &self.shared.config;
+        if current.retry_without_appname(config, &error) {
+            self.attempts.push(Attempt {
+                target: Some(current.target().to_owned()),
+                error,
+            });
+            let tls = current.uses_tls();
+            let failed = *current;
+            let retried = failed.retried();
+            match Try::start(
+                &self.shared,
+                failed.into_candidate(),
+                tls,
+                &mut self.warnings,
+            ) {
+                Ok(mut t) => {
+                    t.repeat_without_appname(retried);
+                    self.current = Some(Box::new(t));
+                }
+                Err(failed) => self.attempts.push(Attempt {
+                    target: Some(failed.0.target),
+                    error: failed.1,
+                }),
+            }
+            return;
+        }
+        let retry = current.fallback(config, &error);
         self.attempts.push(Attempt {
             target: Some(current.target().to_owned()),
             error,
@@ -283,7 +312,13 @@ fn candidates(config: &Config, index: usize) -> Result<Vec<Candidate>, Error> {
     match &host.kind {
         HostKind::Unix(dir) => {
             let path = dir.join(format!(".s.PGSQL.{port}"));
-            let addr = SockAddr::unix(&path).map_err(Error::io)?;
+            if path.as_os_str().len() > MAX_SOCKET_PATH {
+                return Err(Error::config(format!(
+                    "Unix-domain socket path \"{}\" is too long (maximum {MAX_SOCKET_PATH} bytes)",
+                    path.display()
+                )));
+            }
+            let addr = SockAddr::unix(socket_name(&path)).map_err(Error::io)?;
             Ok(vec![Candidate {
                 addr,
                 target: format!("on socket \"{}\"", path.display()),
@@ -312,21 +347,43 @@ fn candidates(config: &Config, index: usize) -> Result<Vec<Candidate>, Error> {
                 .into_iter()
                 .map(|sa| {
                     let ip = sa.ip().to_string();
-                    let shown = name.clone().unwrap_or_else(|| ip.clone());
-                    let target = if shown == ip {
-                        format!("at \"{shown}\", port {port}")
+                    let tls_name = name.clone().unwrap_or_else(|| ip.clone());
+                    // As libpq: a `hostaddr` is shown alone; a resolved
+                    // name is followed by its address when they differ.
+                    let target = if addr.is_some() || tls_name == ip {
+                        format!("at \"{ip}\", port {port}")
                     } else {
-                        format!("at \"{shown}\" ({ip}), port {port}")
+                        format!("at \"{tls_name}\" ({ip}), port {port}")
                     };
                     Candidate {
                         addr: SockAddr::from(sa),
                         target,
-                        tls_name: Some(shown),
+                        tls_name: Some(tls_name),
                         host_index: index,
                     }
                 })
                 .collect())
         }
+    }
+}
+
+/// The longest Unix-domain socket path: `sun_path` holds 108 bytes with
+/// the terminating NUL, and libpq counts an abstract name's `@` too.
+const MAX_SOCKET_PATH: usize = 107;
+
+/// The name to connect to for a socket path: a path starting with `@`
+/// names a socket in Linux's abstract namespace, whose name is the path
+/// with a NUL byte in place of the `@` (libpq's and the server's rule).
+fn socket_name(path: &Path) -> PathBuf {
+    let bytes = path.as_os_str().as_bytes();
+    match bytes.strip_prefix(b"@") {
+        Some(rest) => {
+            let mut name = Vec::with_capacity(bytes.len());
+            name.push(0);
+            name.extend_from_slice(rest);
+            PathBuf::from(OsString::from_vec(name))
+        }
+        None => path.to_path_buf(),
     }
 }
 

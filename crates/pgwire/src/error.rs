@@ -164,6 +164,9 @@ struct Inner {
     hint: Option<&'static str>,
     /// The server closed the connection right after sending this error.
     closed_after: bool,
+    /// A line libpq adds after a server's error (`password retrieved from
+    /// file "..."`).
+    note: Option<String>,
 }
 
 /// libpq's words for a connection the server closed.
@@ -177,6 +180,7 @@ impl Error {
             cause,
             hint: None,
             closed_after: false,
+            note: None,
         }))
     }
 
@@ -201,6 +205,11 @@ impl Error {
         self
     }
 
+    pub(crate) fn with_note(mut self, note: String) -> Error {
+        self.0.note = Some(note);
+        self
+    }
+
     pub(crate) fn io(e: io::Error) -> Error {
         if e.kind() == io::ErrorKind::UnexpectedEof {
             return Error::closed();
@@ -211,6 +220,17 @@ impl Error {
     /// libpq's words after a FATAL error.
     pub(crate) fn closed_text() -> &'static str {
         CLOSED_TEXT
+    }
+
+    /// A socket option the system refused, in libpq's words:
+    /// `setsockopt(TCP_KEEPIDLE) failed: Invalid argument`.
+    pub(crate) fn socket_option(name: &str, e: io::Error) -> Error {
+        let text = e.to_string();
+        let reason = text.find(" (os error ").map_or(&text[..], |i| &text[..i]);
+        Error::new(
+            ErrorKind::Io,
+            Cause::Message(format!("setsockopt({name}) failed: {reason}")),
+        )
     }
 
     pub(crate) fn closed() -> Error {
@@ -352,6 +372,9 @@ impl fmt::Display for Error {
         }
         if self.0.closed_after {
             write!(f, "\n{CLOSED_TEXT}")?;
+        }
+        if let Some(note) = &self.0.note {
+            write!(f, "\n{note}")?;
         }
         Ok(())
     }

@@ -25,7 +25,7 @@ use socket2::{Socket, TcpKeepalive, Type};
 
 use super::{attempt_timeout, Candidate, Interest, Shared};
 use crate::auth::{AuthContext, Exchange};
-use crate::backend::Message;
+use crate::backend::{AuthRequest, Message};
 use crate::cancel::CancelToken;
 use crate::connection::{set_param, Connection};
 use crate::conninfo::{Config, SslMode, SslNegotiation, TargetSessionAttrs};
@@ -64,6 +64,14 @@ pub(crate) struct Try {
     tls: bool,
     /// This attempt is already the `sslmode` fallback.
     retried: bool,
+    /// The startup message names the application (libpq drops it and
+    /// tries again when a server refuses it; see [`Try::retry_without_appname`]).
+    send_appname: bool,
+    /// The server accepted the authentication (AuthenticationOk).
+    authenticated: bool,
+    /// The server asked for a password and the one sent came from the
+    /// password file.
+    file_password_sent: bool,
     wbuf: BytesMut,
     rbuf: ReadBuf,
     auth: Exchange,
@@ -96,10 +104,7 @@ impl Try {
         }
         let sock = match open(config, &candidate) {
             Ok(s) => s,
-            Err(e) => {
-                let e = connect_error(e, &candidate);
-                return Err(Box::new((candidate, e)));
-            }
+            Err(e) => return Err(Box::new((candidate, e))),
         };
         let timeout = attempt_timeout(config);
         Ok(Try {
@@ -108,6 +113,9 @@ impl Try {
             phase: Phase::Connecting,
             tls,
             retried: false,
+            send_appname: true,
+            authenticated: false,
+            file_password_sent: false,
             wbuf: BytesMut::with_capacity(1024),
             rbuf: ReadBuf::new(),
             auth: Exchange::default(),
@@ -137,9 +145,12 @@ impl Try {
     }
 
     /// Whether `sslmode` wants this failed attempt repeated at the same
-    /// address, and if so whether with TLS.
+    /// address, and if so whether with TLS. Only failures before the
+    /// server accepted the authentication count, as in libpq: an error
+    /// after it (an unknown database or role, a bad setting) is the
+    /// server's answer whatever the encryption, so it is reported once.
     pub(crate) fn fallback(&self, config: &Config, error: &Error) -> Option<bool> {
-        if self.retried || self.candidate.tls_name.is_none() {
+        if self.retried || self.authenticated || self.candidate.tls_name.is_none() {
             return None;
         }
         let during_startup = matches!(self.phase, Phase::Handshake | Phase::Startup);
@@ -163,6 +174,35 @@ impl Try {
 
     pub(crate) fn mark_retry(&mut self) {
         self.retried = true;
+    }
+
+    /// libpq's answer to a server that refuses the application name (as
+    /// servers before 9.0 did): an error with SQLSTATE 42704 once the
+    /// authentication has succeeded makes it connect to the same address
+    /// again without `application_name`. Today the same code means an
+    /// unknown setting in `options`, so the second attempt fails the same
+    /// way and both failures are reported, as libpq reports them.
+    pub(crate) fn retry_without_appname(&self, config: &Config, error: &Error) -> bool {
+        self.send_appname
+            && self.authenticated
+            && config.effective_application_name().is_some()
+            && error.kind() == ErrorKind::Db
+            && error.sqlstate() == Some("42704")
+    }
+
+    /// Makes this attempt the repetition of a failed one without the
+    /// application name, keeping its place in the `sslmode` fallback.
+    pub(crate) fn repeat_without_appname(&mut self, retried: bool) {
+        self.send_appname = false;
+        self.retried = retried;
+    }
+
+    pub(crate) fn retried(&self) -> bool {
+        self.retried
+    }
+
+    pub(crate) fn uses_tls(&self) -> bool {
+        self.tls
     }
 
     /// Advances until the attempt must wait, succeeds or fails.
@@ -273,19 +313,28 @@ impl Try {
         Ok(())
     }
 
+    /// The startup message, with its parameters in libpq's order (the
+    /// server applies settings in that order, so it decides which of two
+    /// bad ones is reported).
     fn queue_startup(&mut self, config: &Config) -> Result<(), Error> {
         let mut params: Vec<(&str, &str)> = vec![("user", &config.user)];
         if !config.dbname.is_empty() {
             params.push(("database", &config.dbname));
         }
-        if let Some(app) = config.effective_application_name() {
-            params.push(("application_name", app));
-        }
         if let Some(options) = config.options.as_deref() {
             params.push(("options", options));
         }
+        if let Some(app) = config
+            .effective_application_name()
+            .filter(|_| self.send_appname)
+        {
+            params.push(("application_name", app));
+        }
         if let Some(encoding) = config.client_encoding.as_deref() {
             params.push(("client_encoding", encoding));
+        }
+        for (name, value) in &config.environment_parameters {
+            params.push((name, value));
         }
         frontend::startup_message(params, &mut self.wbuf)
             .map_err(|e| Error::config(format!("invalid startup parameter: {e}")))?;
@@ -298,13 +347,22 @@ impl Try {
         while let Some(frame) = self.rbuf.next_frame()? {
             match (self.phase, Message::parse(frame)?) {
                 (_, Message::ErrorResponse(fields)) => {
-                    return Err(Error::db(DbError::from_fields(fields)?))
+                    let e = DbError::from_fields(fields)?;
+                    return Err(server_error(config, self.file_password_sent, e));
                 }
                 (_, Message::NoticeResponse(_)) => {}
                 (_, Message::ParameterStatus { name, value }) => {
                     set_param(&mut self.params, name, value)
                 }
                 (Phase::Startup, Message::Authentication(req)) => {
+                    match req {
+                        AuthRequest::Ok => self.authenticated = true,
+                        AuthRequest::Cleartext | AuthRequest::Md5 { .. } | AuthRequest::Sasl(_) => {
+                            self.file_password_sent =
+                                config.password.is_none() && self.password.is_some();
+                        }
+                        _ => {}
+                    }
                     let server_cert = self
                         .stream
                         .tls()
@@ -448,27 +506,49 @@ fn connect_error(e: std::io::Error, candidate: &Candidate) -> Error {
     Error::io(e).with_hint(hint)
 }
 
-/// A non-blocking socket with `connect` under way.
-fn open(config: &Config, candidate: &Candidate) -> std::io::Result<Socket> {
-    let sock = Socket::new(candidate.addr.domain(), Type::STREAM, None)?;
-    sock.set_nonblocking(true)?;
+/// A non-blocking socket with `connect` under way. A socket option the
+/// system refuses (`keepalives_idle=0` is EINVAL on Linux) fails the
+/// attempt with libpq's `setsockopt(NAME) failed: ...`.
+fn open(config: &Config, candidate: &Candidate) -> Result<Socket, Error> {
+    let failed = |e| connect_error(e, candidate);
+    let sock = Socket::new(candidate.addr.domain(), Type::STREAM, None).map_err(failed)?;
+    sock.set_nonblocking(true).map_err(failed)?;
     if candidate.tls_name.is_some() {
-        sock.set_nodelay(true)?;
+        let option = |name| move |e| Error::socket_option(name, e);
+        sock.set_nodelay(true).map_err(option("TCP_NODELAY"))?;
         if config.keepalives {
-            let mut ka = TcpKeepalive::new();
-            if let Some(t) = config.keepalives_idle {
-                ka = ka.with_time(t);
+            sock.set_keepalive(true).map_err(option("SO_KEEPALIVE"))?;
+            // One option at a time, in libpq's order, so that the message
+            // names the one refused.
+            let settings = [
+                (
+                    "TCP_KEEPIDLE",
+                    config
+                        .keepalives_idle
+                        .map(|t| TcpKeepalive::new().with_time(t)),
+                ),
+                (
+                    "TCP_KEEPINTVL",
+                    config
+                        .keepalives_interval
+                        .map(|t| TcpKeepalive::new().with_interval(t)),
+                ),
+                (
+                    "TCP_KEEPCNT",
+                    config
+                        .keepalives_count
+                        .map(|n| TcpKeepalive::new().with_retries(n)),
+                ),
+            ];
+            for (name, setting) in settings {
+                if let Some(ka) = setting {
+                    sock.set_tcp_keepalive(&ka).map_err(option(name))?;
+                }
             }
-            if let Some(t) = config.keepalives_interval {
-                ka = ka.with_interval(t);
-            }
-            if let Some(n) = config.keepalives_count {
-                ka = ka.with_retries(n);
-            }
-            sock.set_tcp_keepalive(&ka)?;
         }
         if let Some(t) = config.tcp_user_timeout {
-            sock.set_tcp_user_timeout(Some(t))?;
+            sock.set_tcp_user_timeout(Some(t))
+                .map_err(option("TCP_USER_TIMEOUT"))?;
         }
     }
     // Only EINPROGRESS means "under way". EAGAIN (a Unix socket's full
@@ -477,6 +557,20 @@ fn open(config: &Config, candidate: &Candidate) -> std::io::Result<Socket> {
     match sock.connect(&candidate.addr) {
         Ok(()) => Ok(sock),
         Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok(sock),
-        Err(e) => Err(e),
+        Err(e) => Err(failed(e)),
+    }
+}
+
+/// The server's error; a wrong password that came from the password
+/// file gets libpq's line naming the file.
+fn server_error(config: &Config, file_password_sent: bool, e: DbError) -> Error {
+    let from_file = file_password_sent && e.code == "28P01";
+    let err = Error::db(e);
+    match config.passfile.as_deref().filter(|_| from_file) {
+        Some(file) => err.with_note(format!(
+            "password retrieved from file \"{}\"",
+            file.display()
+        )),
+        None => err,
     }
 }

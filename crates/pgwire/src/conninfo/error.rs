@@ -42,8 +42,6 @@ pub enum Error {
     InvalidValue { key: &'static str, value: String },
     /// A value that must be an integer and is not.
     InvalidInteger { key: &'static str, value: String },
-    /// `keepalives` is not an integer.
-    KeepalivesNotInteger,
     /// A port outside 1..=65535.
     InvalidPort { value: String },
     /// `hostaddr` that is not a numeric IPv4 or IPv6 address.
@@ -137,7 +135,6 @@ impl fmt::Display for Error {
                 f,
                 "invalid integer value \"{value}\" for connection option \"{key}\""
             ),
-            KeepalivesNotInteger => f.write_str("keepalives parameter must be an integer"),
             InvalidPort { value } => write!(f, "invalid port number: \"{value}\""),
             InvalidHostAddr { value } => write!(
                 f,

@@ -2,7 +2,8 @@
 //!
 //! Each line is `host:port:database:user:password`; a field that is
 //! exactly `*` matches anything, `\:` and `\\` stand for `:` and `\`, lines
-//! starting with `#` are comments, and the first matching line wins. As in
+//! starting with `#` are comments, and the first matching line wins (an
+//! empty password there means none, as libpq discards it). As in
 //! libpq, the host `localhost` also matches a Unix-socket connection to the
 //! default socket directory (compared as text, without canonicalizing the
 //! path), and a file that group or others may access is ignored with a
@@ -102,7 +103,10 @@ pub(crate) fn lookup(
             .iter()
             .try_fold(line, |rest, token| match_field(rest, token.as_bytes()));
         if let Some(rest) = rest {
-            return Some(Secret::new(unescape_password(rest)));
+            // The first matching line decides; an empty password there
+            // means no password at all, as libpq discards it.
+            let password = unescape_password(rest);
+            return (!password.is_empty()).then(|| Secret::new(password));
         }
     }
     None

@@ -51,18 +51,25 @@ fn trim_c_space(line: &str) -> &str {
 }
 
 /// Applies the section `[service]` of `path`; returns whether it was there.
+///
+/// A directory opens but reads as nothing, as with libpq's `fopen` and
+/// `fgets`: the service is then looked for in the next file.
 fn apply_file(path: &Path, service: &str, options: &mut ConnOptions) -> Result<bool, Error> {
-    let bytes = fs::read(path).map_err(|e| match e.kind() {
-        ErrorKind::NotFound | ErrorKind::PermissionDenied | ErrorKind::IsADirectory => {
-            Error::ServiceFileNotFound {
+    let bytes = match fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.raw_os_error() == Some(libc::EISDIR) => Vec::new(),
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::PermissionDenied) => {
+            return Err(Error::ServiceFileNotFound {
                 path: path.to_path_buf(),
-            }
+            })
         }
-        _ => Error::ServiceFileRead {
-            path: path.to_path_buf(),
-            source: e,
-        },
-    })?;
+        Err(e) => {
+            return Err(Error::ServiceFileRead {
+                path: path.to_path_buf(),
+                source: e,
+            })
+        }
+    };
     let mut in_section = false;
     for (index, raw) in bytes.split_inclusive(|b| *b == b'\n').enumerate() {
         let line_number = index + 1;

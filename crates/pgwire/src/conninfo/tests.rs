@@ -260,7 +260,7 @@ fn invalid_values_are_reported_in_libpqs_words() {
         ("sslnegotiation=direct", "weak sslmode \"prefer\" may not be used with sslnegotiation=direct (use \"require\", \"verify-ca\", or \"verify-full\")"),
         ("connect_timeout=x", "invalid integer value \"x\" for connection option \"connect_timeout\""),
         ("connect_timeout=", "invalid integer value \"\" for connection option \"connect_timeout\""),
-        ("keepalives=on", "keepalives parameter must be an integer"),
+        ("keepalives=on", "invalid integer value \"on\" for connection option \"keepalives\""),
         ("keepalives_idle=soon", "invalid integer value \"soon\" for connection option \"keepalives_idle\""),
         ("min_protocol_version=4", "invalid min_protocol_version value: \"4\""),
     ];
@@ -520,6 +520,23 @@ fn service_file_errors() {
     );
 }
 
+/// A directory given as the service file opens and reads as empty for
+/// libpq, so the service is looked for in the system file next.
+#[test]
+fn a_directory_as_service_file_holds_no_service() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sys = tempfile::tempdir().expect("tempdir");
+    write(&sys.path().join("pg_service.conf"), "[s]\nport=7\n");
+    let e = env()
+        .with_var("PGSERVICEFILE", dir.path().to_str().expect("utf-8"))
+        .with_sysconfdir(sys.path());
+    assert_eq!(ok("service=s", &e).hosts[0].port, 7);
+    assert_eq!(
+        err("service=t", &e),
+        "definition of service \"t\" not found"
+    );
+}
+
 // ---- the password file ----
 
 fn pgpass(dir: &Path, text: &str, mode: u32) -> PathBuf {
@@ -601,6 +618,12 @@ fn pgpass_no_match_and_explicit_password() {
     c.password = Some(Secret::new("given"));
     assert_eq!(lookup(&c, &host).0.as_deref(), Some("given"));
     let c = config_with_passfile(&dir.path().join("missing"), "u", "db");
+    assert_eq!(lookup(&c, &host), (None, vec![]));
+    // An empty password on the first matching line means no password (the
+    // server's request then fails with "no password supplied"); later
+    // lines are not consulted.
+    let file = pgpass(dir.path(), "h:5432:db:u:\n*:*:*:*:later\n", 0o600);
+    let c = config_with_passfile(&file, "u", "db");
     assert_eq!(lookup(&c, &host), (None, vec![]));
 }
 

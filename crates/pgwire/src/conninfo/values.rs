@@ -37,33 +37,14 @@ pub(crate) fn int_option(key: &'static str, value: &str) -> Result<i32, Error> {
     })
 }
 
-/// `keepalives`: libpq reads it with `strtol` and only rejects trailing
-/// garbage, so an empty value means "off".
+/// `keepalives`: an integer, read as libpq reads integer options (white
+/// space around it allowed), non-zero meaning on. An empty value means off,
+/// as with libpq 15, which turns keepalives off for `keepalives=''`.
 pub(crate) fn keepalives(value: &str) -> Result<bool, Error> {
-    let b = value.as_bytes();
-    let mut i = 0;
-    while i < b.len() && is_c_space(b[i]) {
-        i += 1;
+    if value.is_empty() {
+        return Ok(false);
     }
-    if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
-        i += 1;
-    }
-    let digits_at = i;
-    while i < b.len() && b[i].is_ascii_digit() {
-        i += 1;
-    }
-    // With no digits strtol consumes nothing, so only "" is accepted.
-    if digits_at == i {
-        return if value.is_empty() {
-            Ok(false)
-        } else {
-            Err(Error::KeepalivesNotInteger)
-        };
-    }
-    if i != b.len() {
-        return Err(Error::KeepalivesNotInteger);
-    }
-    Ok(value[digits_at..i].bytes().any(|c| c != b'0'))
+    Ok(int_option("keepalives", value)? != 0)
 }
 
 fn invalid(key: &'static str, value: &str) -> Error {
@@ -286,15 +267,20 @@ mod tests {
             (" 5", Ok(true)),
             ("00", Ok(false)),
             ("-1", Ok(true)),
-            ("1 ", Err(())),
+            // White space around the number is allowed, as libpq allows it
+            // for every integer option.
+            ("1 ", Ok(true)),
+            (" 0 ", Ok(false)),
             ("yes", Err(())),
+            ("1x", Err(())),
+            ("99999999999", Err(())),
         ];
         for (input, want) in cases {
             assert_eq!(keepalives(input).map_err(|_| ()), want, "{input:?}");
         }
         assert_eq!(
             keepalives("on").unwrap_err().to_string(),
-            "keepalives parameter must be an integer"
+            "invalid integer value \"on\" for connection option \"keepalives\""
         );
     }
 
