@@ -86,6 +86,29 @@ fn fixed_seed_gives_pgbench_history() {
 }
 
 #[test]
+fn the_seed_line_appears_when_pgbench_prints_it() {
+    let db = database(Some(1));
+    let seed_line = |out: &std::process::Output| {
+        stderr(out)
+            .lines()
+            .any(|l| l.contains(": setting random seed to "))
+    };
+    for seed in [None, Some("time"), Some("rand"), Some("5")] {
+        let mut args = vec!["-n", "-S", "-t", "1"];
+        let option;
+        if let Some(seed) = seed {
+            option = format!("--random-seed={seed}");
+            args.push(&option);
+        }
+        let theirs = pgbench(&db, &args);
+        let ours = pgbolt(&db, &args);
+        assert!(ours.status.success(), "{}", stderr(&ours));
+        assert_eq!(seed_line(&ours), seed_line(&theirs), "{seed:?}");
+        assert_eq!(seed_line(&ours), seed.is_some(), "{seed:?}");
+    }
+}
+
+#[test]
 fn weighted_scripts_are_chosen_as_pgbench_chooses() {
     let db = database(Some(1));
     let args = [

@@ -105,8 +105,9 @@ pub struct Benchmark {
     pub exit_on_abort: bool,
     /// `--continue-on-error` (PostgreSQL 19).
     pub continue_on_error: bool,
-    /// `--random-seed`, else `PGBENCH_RANDOM_SEED`, else the time.
-    pub random_seed: RandomSeed,
+    /// `--random-seed`, else `PGBENCH_RANDOM_SEED`; `None` (neither given)
+    /// seeds from the time without saying so, as pgbench does.
+    pub random_seed: Option<RandomSeed>,
     /// `--json=FILE`: also write the results as JSON.
     pub json: Option<PathBuf>,
     /// `--pgbench-output`: print exactly what pgbench prints, nothing more.

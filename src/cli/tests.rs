@@ -167,7 +167,7 @@ static CASES: &[Case] = &[
         init(c).steps.last() == Some(&InitStep::ForeignKeys)
     }),
     case("random-seed", Some("42"), &[], |c| {
-        bench(c).random_seed == RandomSeed::Value(42)
+        bench(c).random_seed == Some(RandomSeed::Value(42))
     }),
     case("show-script", Some("tpcb"), &[], |c| {
         c.mode == Mode::ShowScript("tpcb".into())
@@ -316,7 +316,7 @@ fn defaults_are_pgbench_defaults() {
     assert_eq!(b.query_mode, QueryMode::Simple);
     assert_eq!(b.vacuum, VacuumBeforeRun::Standard);
     assert_eq!(b.max_tries, Some(1));
-    assert_eq!(b.random_seed, RandomSeed::Time);
+    assert_eq!(b.random_seed, None);
     assert_eq!((b.rate, b.latency_limit, b.progress), (None, None, None));
     assert_eq!(b.log, None);
     assert_eq!(config.connection, Connection::default());
@@ -508,9 +508,9 @@ fn environment() {
         open_files_limit: Some(10),
     };
     let config = parse(["-c", "7"], &env).expect("valid");
-    assert_eq!(bench(&config).random_seed, RandomSeed::Value(7));
+    assert_eq!(bench(&config).random_seed, Some(RandomSeed::Value(7)));
     let config = parse(["--random-seed=rand"], &env).expect("valid");
-    assert_eq!(bench(&config).random_seed, RandomSeed::Rand);
+    assert_eq!(bench(&config).random_seed, Some(RandomSeed::Rand));
     assert_eq!(
         parse(["-c", "8"], &env),
         Err(CliError::TooManyOpenFiles {

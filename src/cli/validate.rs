@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::config::{
     Benchmark, BusyPoll, Config, Init, InitStep, IoMethod, Mode, PartitionMethod, QueryMode,
-    RandomSeed, RunLength, ScriptSpec, TempInstance, TransactionLog, VacuumBeforeRun,
+    RunLength, ScriptSpec, TempInstance, TransactionLog, VacuumBeforeRun,
 };
 use super::error::CliError;
 use super::gather::Gathered;
@@ -149,7 +149,7 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
         verbose_errors: g.verbose_errors,
         exit_on_abort: g.exit_on_abort,
         continue_on_error: g.continue_on_error,
-        random_seed: g.random_seed.unwrap_or(RandomSeed::Time),
+        random_seed: g.random_seed,
         json: g.json.take(),
         pgbench_output: g.pgbench_output,
     })

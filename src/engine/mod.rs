@@ -212,9 +212,9 @@ fn run_worker(
 /// Everything up to the clients' connections: the seed, the scripts, the
 /// set-up connection's work, the random states and the starting variables.
 fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> {
-    let seed = bench.random_seed;
+    let seed = bench.random_seed.unwrap_or(RandomSeed::Time);
     let seed_value = seed.resolve().map_err(EngineError::Seed)?;
-    if !matches!(seed, RandomSeed::Time) {
+    if bench.random_seed.is_some() {
         log::info(format_args!("setting random seed to {seed_value}"));
     }
     let plan = Plan::new(bench, config.debug)?;
