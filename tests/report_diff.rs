@@ -287,6 +287,41 @@ fn an_uninitialized_database_is_refused_as_pgbench_refuses_it() {
     assert_eq!(stderr(&ours), expected);
 }
 
+/// The vacuum before a run, by a role that does not own the tables: the
+/// server's warnings appear inside the `starting vacuum...end.` line, as
+/// libpq's notice processor prints them for pgbench.
+#[test]
+fn vacuum_warnings_for_a_role_that_does_not_own_the_tables() {
+    let db = shared_database();
+    server()
+        .psql(&format!(
+            "CREATE ROLE report_nonowner LOGIN; \
+             GRANT CONNECT ON DATABASE {db} TO report_nonowner"
+        ))
+        .expect("create role");
+    server()
+        .psql_in(
+            db,
+            "GRANT SELECT, TRUNCATE ON ALL TABLES IN SCHEMA public TO report_nonowner",
+        )
+        .expect("grant");
+    let run = Run::new(db, &["-S", "-t", "1"]).env("PGUSER", "report_nonowner");
+    let (ours, theirs) = (run.pgbolt(), run.pgbench());
+    assert!(ours.status.success(), "{}", stderr(&ours));
+    assert!(theirs.status.success(), "{}", stderr(&theirs));
+    let vacuum = |text: String| -> String {
+        let start = text.find("starting vacuum").expect("vacuum line");
+        let end = start + text[start..].find("end.").expect("end of vacuum");
+        text[start..end].to_owned()
+    };
+    let expected = vacuum(stderr(&theirs));
+    assert!(
+        expected.contains("WARNING:  skipping \"pgbench_tellers\""),
+        "{expected}"
+    );
+    assert_eq!(vacuum(stderr(&ours)), expected);
+}
+
 /// Progress lines every second: the same shape from both tools. A run at
 /// full speed ends at its duration, so pgbolt prints one line per second
 /// (pgbench does unless its last transaction ends before its alarm

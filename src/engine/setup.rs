@@ -7,6 +7,7 @@
 use std::io::Write;
 
 use pgwire::blocking::Client;
+use pgwire::libpq_text::libpq_message;
 use pgwire::Connector;
 
 use crate::cli::{Connection, VacuumBeforeRun};
@@ -186,7 +187,13 @@ pub fn vacuum(client: &mut Client, vacuum: VacuumBeforeRun) {
 }
 
 fn try_execute(client: &mut Client, sql: &str) {
-    if let Err(e) = client.execute(sql) {
+    let result = client.execute(sql);
+    // Warnings (`skipping "pgbench_tellers" --- only table or database
+    // owner can vacuum it`) go where libpq's notice processor puts them.
+    for notice in client.take_notices() {
+        eprint!("{}", libpq_message(&notice, None, false));
+    }
+    if let Err(e) = result {
         log::error(format_args!("{e}"));
         log::detail(format_args!("(ignoring this error and continuing anyway)"));
     }
