@@ -12,6 +12,7 @@ pub mod engine;
 pub mod expr;
 pub mod init;
 pub mod oserror;
+mod prompt;
 pub mod random;
 pub mod report;
 pub mod script;

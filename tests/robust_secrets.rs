@@ -154,3 +154,94 @@ fn no_password_leaks_with_scram() {
 fn no_password_leaks_with_md5() {
     check_server(&server(AuthMethod::Md5, PasswordEncryption::Md5), "md5");
 }
+
+/// `program` reaching `db` as `bench` with no password from anywhere,
+/// with `answer` on standard input and no controlling terminal, so that
+/// the password question goes to standard error, as in a script that
+/// pipes the password in.
+fn asked(db: &TempDb, program: &str, args: &[&str], answer: &str) -> std::process::Output {
+    use std::io::Write;
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(program);
+    for var in ["PGPASSWORD", "PGSERVICE", "PGDATABASE"] {
+        cmd.env_remove(var);
+    }
+    cmd.env("LC_ALL", "C")
+        .env("PGPASSFILE", dir.path().join("no-such-passfile"))
+        .env("PGHOST", db.socket_dir())
+        .env("PGPORT", db.port().to_string())
+        .env("PGUSER", "bench")
+        .args(args)
+        .arg("postgres")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: setsid is async-signal-safe; it only detaches the child
+    // from the test's terminal, if any.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().expect("program starts");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(answer.as_bytes()).unwrap();
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_missing_password_is_asked_for_as_pgbench_asks() {
+    let db = server(AuthMethod::ScramSha256, PasswordEncryption::ScramSha256);
+    db.psql("GRANT CREATE ON SCHEMA public TO bench")
+        .expect("grant");
+    let cases: &[(&[&str], &str, i32, &str)] = &[
+        (
+            &["-i", "-s", "1", "-I", "dtg"],
+            "\n",
+            1,
+            "no password supplied",
+        ),
+        (
+            &["-i", "-s", "1", "-I", "dtg"],
+            &format!("{SECRET}\n"),
+            0,
+            "done in",
+        ),
+        (
+            &["-S", "-c", "2", "-C", "-t", "3"],
+            &format!("{SECRET}\r\n"),
+            0,
+            "processed: 6/6",
+        ),
+        (
+            &["-S", "-t", "1"],
+            &format!("{WRONG}\n"),
+            1,
+            "password authentication failed",
+        ),
+    ];
+    for &(args, answer, code, phrase) in cases {
+        let theirs = asked(&db, PGBENCH, args, answer);
+        let ours = asked(&db, &pgbolt_path().to_string_lossy(), args, answer);
+        for (who, out) in [("pgbench", &theirs), ("pgbolt", &ours)] {
+            let all = String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(code), "{who} {args:?}: {all}");
+            assert!(
+                String::from_utf8_lossy(&out.stderr).starts_with("Password: \n"),
+                "{who} {args:?}: {all}"
+            );
+            assert!(all.contains(phrase), "{who} {args:?}: {all}");
+            assert_eq!(all.matches("Password: ").count(), 1, "{who} {args:?}");
+            assert!(
+                !all.contains(SECRET) && !all.contains(WRONG),
+                "{who} leaked"
+            );
+        }
+    }
+}

@@ -218,8 +218,7 @@ fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> 
         log::info(format_args!("setting random seed to {seed_value}"));
     }
     let plan = Plan::new(bench, config.debug)?;
-    let connector = setup::connector(&config.connection)?;
-    let mut setup_client = setup::connect(&connector)?;
+    let (connector, mut setup_client) = setup::connect(&config.connection)?;
     setup::print_version(&setup_client, json_to_stdout(bench));
     if config.debug {
         let (what, n) = match bench.length {

@@ -24,19 +24,25 @@ pub struct TableInfo {
 }
 
 /// The connector for the command line's connection options.
-pub fn connector(conn: &Connection) -> Result<Connector, EngineError> {
-    let config = crate::cli::connection::resolve(conn).map_err(EngineError::ConnOptions)?;
-    Connector::new(&config).map_err(EngineError::SetupConnection)
-}
-
-/// Opens the set-up connection.
-pub fn connect(connector: &Connector) -> Result<Client, EngineError> {
-    let mut warnings = Vec::new();
-    let client = Client::connect_with(connector, &mut warnings);
-    for w in warnings {
-        eprintln!("{w}");
-    }
-    client.map_err(EngineError::SetupConnection)
+/// Resolves the connection options and opens the set-up connection,
+/// asking for a password as pgbench does when the server wants one that
+/// was not given; the connector returned carries it to the clients.
+pub fn connect(conn: &Connection) -> Result<(Connector, Client), EngineError> {
+    let mut config = crate::cli::connection::resolve(conn).map_err(EngineError::ConnOptions)?;
+    let mut connector = Connector::new(&config).map_err(EngineError::SetupConnection)?;
+    let client = crate::prompt::connect_asking(&mut config, |config| {
+        if connector.config().password != config.password {
+            connector = Connector::new(config)?;
+        }
+        let mut warnings = Vec::new();
+        let client = Client::connect_with(&connector, &mut warnings);
+        for w in warnings {
+            eprintln!("{w}");
+        }
+        client
+    })
+    .map_err(EngineError::SetupConnection)?;
+    Ok((connector, client))
 }
 
 /// pgbench's version line, with pgbolt's name and version; on standard

@@ -36,13 +36,14 @@ pub fn run_with_terminal(
 ) -> Result<(), InitError> {
     let schema = opts.schema()?;
     let steps = opts.effective_steps();
-    let main = Session::connect(conn_config)?;
+    let mut config = conn_config.clone();
+    let main = Session::connect_asking(&mut config)?;
     let mut init = Init {
         schema,
         quiet: opts.quiet,
         terminal,
         created_here: false,
-        pool: Pool::new(main, conn_config, opts.job_count()),
+        pool: Pool::new(main, &config, opts.job_count()),
     };
     let mut summary = Vec::new();
     let mut total = 0.0;

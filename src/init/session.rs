@@ -38,12 +38,26 @@ fn version_number(text: &str) -> u32 {
 
 impl Session {
     pub fn connect(config: &Config) -> Result<Session, InitError> {
-        let client = Client::connect(config).map_err(InitError::Connect)?;
+        Client::connect(config)
+            .map(Session::new)
+            .map_err(InitError::Connect)
+    }
+
+    /// The first connection: asks for a password as pgbench does when the
+    /// server wants one that was not given, and keeps it in `config` for
+    /// the connections that follow.
+    pub fn connect_asking(config: &mut Config) -> Result<Session, InitError> {
+        crate::prompt::connect_asking(config, Client::connect)
+            .map(Session::new)
+            .map_err(InitError::Connect)
+    }
+
+    fn new(client: Client) -> Session {
         let server_version = client.parameter("server_version").map_or(0, version_number);
-        Ok(Session {
+        Session {
             client,
             server_version,
-        })
+        }
     }
 
     /// The server's version as `PQserverVersion` gives it.

@@ -209,10 +209,12 @@ fn require_failed(ctx: &AuthContext<'_>, method: Option<AuthMethod>) -> Error {
     ))
 }
 
+/// The password to answer with; an empty one counts as none, as in libpq.
 fn password<'a>(ctx: &AuthContext<'a>) -> Result<&'a str, Error> {
     ctx.password
         .map(Secret::expose)
-        .ok_or_else(|| Error::auth("fe_sendauth: no password supplied"))
+        .filter(|p| !p.is_empty())
+        .ok_or_else(Error::no_password)
 }
 
 fn out_of_order() -> Error {

@@ -169,6 +169,9 @@ struct Inner {
     note: Option<String>,
 }
 
+/// libpq's words when the server asks for a password and there is none.
+const NO_PASSWORD: &str = "fe_sendauth: no password supplied";
+
 /// libpq's words for a connection the server closed.
 const CLOSED_TEXT: &str = "server closed the connection unexpectedly\n\tThis probably means the \
     server terminated abnormally\n\tbefore or while processing the request.";
@@ -260,6 +263,11 @@ impl Error {
         Error::new(ErrorKind::Auth, Cause::Message(msg.into()))
     }
 
+    /// The server asked for a password and none was given.
+    pub(crate) fn no_password() -> Error {
+        Error::auth(NO_PASSWORD)
+    }
+
     pub(crate) fn db(e: DbError) -> Error {
         Error::new(ErrorKind::Db, Cause::Db(Box::new(e)))
     }
@@ -301,6 +309,18 @@ impl Error {
     /// The SQLSTATE of the server's error, if any.
     pub fn sqlstate(&self) -> Option<&str> {
         self.db_error().map(|e| e.code.as_str())
+    }
+
+    /// Whether the connection failed only because the server asked for a
+    /// password and none was given (libpq's `PQconnectionNeedsPassword`):
+    /// a program may then ask its user for one and try again. For a host
+    /// list, the last attempt decides.
+    pub fn needs_password(&self) -> bool {
+        match &self.0.cause {
+            Cause::Message(m) => self.0.kind == ErrorKind::Auth && m == NO_PASSWORD,
+            Cause::Attempts(list) => list.last().is_some_and(|a| a.error.needs_password()),
+            _ => false,
+        }
     }
 
     /// The attempts of a failed host list, in the order they were made.

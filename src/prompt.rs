@@ -1,0 +1,138 @@
+//! `Password: `, as pgbench asks it.
+//!
+//! When the server wants a password and none was given (no `password`
+//! option, no `PGPASSWORD`, nothing in the password file), pgbench asks
+//! for one once, on the terminal, and uses the answer for every later
+//! connection of the run. Scripts that pipe a password into pgbench rely
+//! on where it asks: on `/dev/tty` when the process has a controlling
+//! terminal, else on standard error, reading standard input. Echo is off
+//! while the answer is typed, and a newline is written after it.
+//!
+//! Only the first connection (the set-up connection of a run, the main
+//! connection of `-i`) asks; the password then goes into the connection
+//! settings the other connections are made from.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
+
+use pgwire::conninfo::{Config, Secret};
+
+/// Runs `connect`; if the server asked for a password that was not given,
+/// asks for one, keeps it in `config` and runs `connect` again, once.
+pub fn connect_asking<T>(
+    config: &mut Config,
+    mut connect: impl FnMut(&Config) -> Result<T, pgwire::Error>,
+) -> Result<T, pgwire::Error> {
+    match connect(config) {
+        Err(e) if e.needs_password() => {
+            config.password = Some(Secret::new(read_password()));
+            connect(config)
+        }
+        other => other,
+    }
+}
+
+/// Asks for the password; an answer that cannot be read is an empty one,
+/// which the next attempt reports as `no password supplied`.
+fn read_password() -> String {
+    let answer = match OpenOptions::new().read(true).write(true).open("/dev/tty") {
+        Ok(tty) => {
+            let mut out = &tty;
+            ask(&tty, &mut out)
+        }
+        Err(_) => ask(&io::stdin(), &mut io::stderr()),
+    };
+    answer.unwrap_or_default()
+}
+
+/// Writes the question to `out`, reads one line from `input` with echo
+/// off when it is a terminal, and ends the line on `out`.
+fn ask(input: &impl Input, out: &mut impl Write) -> io::Result<String> {
+    out.write_all(b"Password: ")?;
+    out.flush()?;
+    let echo = EchoOff::new(input.as_raw_fd());
+    let line = read_line(input);
+    drop(echo);
+    out.write_all(b"\n")?;
+    out.flush()?;
+    line
+}
+
+/// What the answer is read from: the terminal or standard input.
+trait Input: AsRawFd {
+    fn read_byte(&self) -> io::Result<Option<u8>>;
+}
+
+impl Input for File {
+    fn read_byte(&self) -> io::Result<Option<u8>> {
+        let mut byte = [0u8];
+        let mut file = self;
+        Ok((file.read(&mut byte)? == 1).then_some(byte[0]))
+    }
+}
+
+impl Input for io::Stdin {
+    fn read_byte(&self) -> io::Result<Option<u8>> {
+        // Unbuffered, one byte at a time: nothing after the line is taken
+        // from standard input.
+        let mut byte = [0u8];
+        // SAFETY: reads at most one byte into a one-byte buffer.
+        let n = unsafe { libc::read(self.as_raw_fd(), byte.as_mut_ptr().cast(), 1) };
+        match n {
+            1 => Ok(Some(byte[0])),
+            0 => Ok(None),
+            _ => Err(io::Error::last_os_error()),
+        }
+    }
+}
+
+/// One line without its line ending (`\n` or `\r\n`).
+fn read_line(input: &impl Input) -> io::Result<String> {
+    let mut bytes = Vec::new();
+    loop {
+        match input.read_byte() {
+            Ok(Some(b'\n')) | Ok(None) => break,
+            Ok(Some(b)) => bytes.push(b),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if bytes.last() == Some(&b'\r') {
+        bytes.pop();
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Terminal echo switched off for as long as the value lives; nothing
+/// happens for an input that is not a terminal.
+struct EchoOff {
+    fd: i32,
+    saved: Option<libc::termios>,
+}
+
+impl EchoOff {
+    fn new(fd: i32) -> EchoOff {
+        // SAFETY: `termios` is plain data, filled in by `tcgetattr`, which
+        // fails harmlessly on a descriptor that is not a terminal.
+        let saved = unsafe {
+            let mut t: libc::termios = std::mem::zeroed();
+            (libc::tcgetattr(fd, &mut t) == 0).then_some(t)
+        };
+        if let Some(mut quiet) = saved {
+            quiet.c_lflag &= !libc::ECHO;
+            // SAFETY: sets attributes read from the same terminal.
+            unsafe { libc::tcsetattr(fd, libc::TCSAFLUSH, &quiet) };
+        }
+        EchoOff { fd, saved }
+    }
+}
+
+impl Drop for EchoOff {
+    fn drop(&mut self) {
+        if let Some(saved) = self.saved {
+            // SAFETY: restores the attributes read in `new`.
+            unsafe { libc::tcsetattr(self.fd, libc::TCSAFLUSH, &saved) };
+        }
+    }
+}
