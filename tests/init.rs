@@ -18,8 +18,7 @@ use pgwire::conninfo::{Config, Host, HostKind, Secret};
 mod common;
 
 use common::pgbouncer::{Bouncer, PoolMode};
-
-const PGBENCH: &str = "/usr/lib/postgresql/15/bin/pgbench";
+use common::PGBENCH;
 
 /// One server for this test binary, set up so that `vacuum` marks pages
 /// all-visible deterministically (for pgbench and pgbolt alike): commits

@@ -367,6 +367,35 @@ fn pgbolt_log_lines_exactly() {
     assert_eq!(log_file_name(Some("x/y"), 42, 3), "x/y.42.3");
 }
 
+/// pgbench counts aggregation intervals from when a thread's clients are
+/// connected: a file opened at .25 s whose clients start at 1.95 s writes
+/// no interval for the second the connections took; the first starts at
+/// 1 s, the whole second before the clients did.
+#[test]
+fn aggregation_starts_when_the_clients_do() {
+    let mut o = log_options(42);
+    o.aggregate_interval_s = Some(1);
+    let opened = 1_700_000_000_250_000;
+    let began = opened + 1_700_000;
+    let mut log = TransactionLog::new(Vec::new(), "memory".into(), &o, opened);
+    log.begin(began);
+    let entry = LogEntry {
+        client_id: 0,
+        transaction_no: 1,
+        script: 0,
+        outcome: Outcome::Committed,
+        tries: 1,
+        latency_us: 700,
+        lag_us: 0,
+        now_us: began + 100_000,
+    };
+    log.log(&entry, &mut || 0.0).unwrap();
+    log.finish(began + 1_200_000).unwrap();
+    let text = String::from_utf8(log.into_inner().unwrap()).unwrap();
+    let firsts: Vec<&str> = text.lines().filter_map(|l| l.split(' ').next()).collect();
+    assert_eq!(firsts, ["1700000001", "1700000002"], "{text}");
+}
+
 #[test]
 fn log_file_errors_are_reported() {
     let mut o = log_options(1);

@@ -241,13 +241,13 @@ fn a_backend_terminated_right_after_answering_is_reported_as_pgbench_reports_it(
     let dbname = database(db, false);
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("answered.sql");
-    std::fs::write(&script, "SELECT pg_sleep(0.5);\nSELECT 2;\n").unwrap();
+    std::fs::write(&script, "SELECT pg_sleep(2);\nSELECT 2;\n").unwrap();
     let script = script.display().to_string();
     let args = ["-n", "-c", "1", "-t", "1", "-f", script.as_str()];
     let backend_in = |state: &str| {
         format!(
             "SELECT pid FROM pg_stat_activity WHERE datname = '{dbname}' AND state = '{state}' \
-             AND query = 'SELECT pg_sleep(0.5);'"
+             AND query = 'SELECT pg_sleep(2);'"
         )
     };
     let mut seen = Vec::new();
@@ -270,9 +270,10 @@ fn a_backend_terminated_right_after_answering_is_reported_as_pgbench_reports_it(
         wait_for("active");
         let frozen = Frozen::freeze(vec![run.pid]);
         let pid = wait_for("idle");
-        db.psql(&format!("SELECT pg_terminate_backend({pid})"))
+        // With a timeout, pg_terminate_backend returns once the backend
+        // is gone, so its FATAL is already in the frozen client's socket.
+        db.psql(&format!("SELECT pg_terminate_backend({pid}, 10000)"))
             .unwrap();
-        std::thread::sleep(Duration::from_millis(300));
         drop(frozen);
         let done = run.wait(Duration::from_secs(30));
         let prefix = format!("{name}: ");

@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use pgwire::libpq_text::libpq_message;
+use pgwire::libpq_text::query_failure;
 
 use crate::random::SeedError;
 use crate::script::ScriptError;
@@ -107,16 +107,14 @@ impl fmt::Display for EngineError {
                 error,
                 missing_table_in,
             } => {
-                // libpq's wording, with the LINE excerpt and caret that
-                // pgbench's PQerrorMessage carries.
-                match error.db_error() {
-                    Some(db) => write!(
-                        f,
-                        "could not count number of branches: {}",
-                        libpq_message(db, Some(COUNT_BRANCHES), true).trim_end()
-                    )?,
-                    None => write!(f, "could not count number of branches: {error}")?,
-                }
+                // pgbench's PQerrorMessage: libpq's wording, with the LINE
+                // excerpt and caret, and the closed-connection lines after
+                // a FATAL error.
+                write!(
+                    f,
+                    "could not count number of branches: {}",
+                    query_failure(error, Some(COUNT_BRANCHES)).trim_end()
+                )?;
                 if let Some(db) = missing_table_in {
                     write!(
                         f,

@@ -218,6 +218,9 @@ fn prepare_pipeline(c: &mut Client, plan: &Plan) -> Result<u32, pgwire::Error> {
                 let name = plan.prepared_names[c.script][i]
                     .as_deref()
                     .unwrap_or_default();
+                if plan.debug {
+                    log::debug(format_args!("client {} preparing {name}", c.id));
+                }
                 conn.parse(name, &sql.extended_text, &[])?;
                 conn.sync();
                 c.prepared[c.script][i] = true;

@@ -6,7 +6,12 @@
 //! - extended: Parse (unnamed), Bind, Execute, Sync;
 //! - prepared: Parse of `P_<n>` the first time a command runs on a
 //!   connection, in the same write as its Bind, Execute and Sync (pgbench
-//!   prepares with a separate round trip).
+//!   prepares with a separate round trip). A Parse that finds the name
+//!   taken on the connection (behind a pooler) is logged and the command
+//!   sent again without it, which runs the statement found, as pgbench
+//!   does. Inside a pipeline the statements are prepared as it starts,
+//!   each Parse under a Sync of its own (pgbench's `PQprepare` per
+//!   statement), so one that fails is logged and the others go on.
 //!
 //! `\gset` and `\aset` commands also send Describe so the column names come
 //! back with the extended protocols. Results are framed in place; only the
@@ -407,21 +412,7 @@ fn handle(
         Message::RowDescription(desc) => {
             r.rows = 0;
             if let Some(prefix) = prefix {
-                r.columns.clear();
-                r.bad_name = None;
-                for field in desc.fields() {
-                    let name = field.map(|(n, _)| n).unwrap_or_default();
-                    r.name_buf.clear();
-                    r.name_buf.push_str(prefix);
-                    r.name_buf.push_str(name);
-                    r.columns.push(plan.names.lookup(&r.name_buf));
-                    if r.bad_name.is_none() && !valid_variable_name(&r.name_buf) {
-                        r.bad_name = Some(r.name_buf.clone());
-                    }
-                }
-                if r.values.len() < r.columns.len() {
-                    r.values.resize_with(r.columns.len(), Vec::new);
-                }
+                columns_to_store(r, &desc, prefix, plan);
             }
         }
         Message::DataRow(row) => {
@@ -459,19 +450,7 @@ fn handle(
                 log::error(format_args!("{}", libpq_message(&e, query.text(r), true)));
             }
         }
-        Message::ErrorResponse(fields) if r.error.is_none() => {
-            r.name_taken =
-                r.parse_pending && fields.get(b'C') == Some(DUPLICATE_PREPARED_STATEMENT);
-            let status = ErrorStatus::from_sqlstate(fields.get(b'C'));
-            let text = pgwire::DbError::from_fields(fields)
-                .map(|e| {
-                    let mut text = libpq_message(&e, query.text(r), true);
-                    text.pop();
-                    text
-                })
-                .unwrap_or_default();
-            r.error = Some((status, query.number(r.results), text));
-        }
+        Message::ErrorResponse(fields) if r.error.is_none() => record_error(r, &fields, query),
         Message::NoticeResponse(fields) => {
             if let Ok(notice) = pgwire::DbError::from_fields(fields) {
                 eprint!("{}", libpq_message(&notice, query.text(r), false));
@@ -492,6 +471,51 @@ fn handle(
         _ => {}
     }
     false
+}
+
+/// `\gset`/`\aset`: the variable slot of each column of the result about
+/// to come, and the first column name that is no valid variable name.
+fn columns_to_store(
+    r: &mut super::client::Response,
+    desc: &pgwire::backend::RowDescription<'_>,
+    prefix: &str,
+    plan: &Plan,
+) {
+    r.columns.clear();
+    r.bad_name = None;
+    for field in desc.fields() {
+        let name = field.map(|(n, _)| n).unwrap_or_default();
+        r.name_buf.clear();
+        r.name_buf.push_str(prefix);
+        r.name_buf.push_str(name);
+        r.columns.push(plan.names.lookup(&r.name_buf));
+        if r.bad_name.is_none() && !valid_variable_name(&r.name_buf) {
+            r.bad_name = Some(r.name_buf.clone());
+        }
+    }
+    if r.values.len() < r.columns.len() {
+        r.values.resize_with(r.columns.len(), Vec::new);
+    }
+}
+
+/// The command's first error: its status for the retry logic, the query
+/// number and libpq's wording of it, and whether it is the command's own
+/// Parse finding the statement name taken.
+fn record_error(
+    r: &mut super::client::Response,
+    fields: &pgwire::backend::Fields<'_>,
+    query: &Sent<'_>,
+) {
+    r.name_taken = r.parse_pending && fields.get(b'C') == Some(DUPLICATE_PREPARED_STATEMENT);
+    let status = ErrorStatus::from_sqlstate(fields.get(b'C'));
+    let text = pgwire::DbError::from_fields(*fields)
+        .map(|e| {
+            let mut text = libpq_message(&e, query.text(r), true);
+            text.pop();
+            text
+        })
+        .unwrap_or_default();
+    r.error = Some((status, query.number(r.results), text));
 }
 
 /// Stores the last row of the current result into the variables.

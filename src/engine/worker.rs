@@ -6,10 +6,10 @@
 //! [`SIGNAL`]. Sockets are registered once, edge-triggered, for reading;
 //! writability is added only while a write is incomplete (a socket
 //! watched for it would report every time its peer reads), so a client
-//! waiting for results never re-registers. The loop: wait (no longer than the nearest timer, not at all when a client
-//! is ready to run), advance the clients that have events, then those
-//! whose timers are due, then those that yielded; clock read once per
-//! turn.
+//! waiting for results never re-registers. The loop: wait (no longer than
+//! the nearest timer, not at all when a client is ready to run), advance
+//! the clients that have events, then those whose timers are due, then
+//! those that yielded; clock read once per turn.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -260,6 +260,9 @@ pub fn run(
     }
     let start = env.clock.now_us();
     env.throttle_trigger = start;
+    if let Some(log) = env.log.as_mut() {
+        log.begin(start);
+    }
     env.end_us = shared.end_us;
     for idx in 0..clients.len() {
         env.runq.push_back(idx);

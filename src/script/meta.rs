@@ -2,10 +2,9 @@
 //!
 //! A meta command runs from its backslash to the end of the line; a
 //! backslash right before a newline (or before `\r\n`) continues it on the
-//! next line. Its
-//! words are separated by spaces, tabs, `\r`, `\f` and `\v`. `\set`, `\if`
-//! and `\elif` take an expression, lexed from the end of their last word to
-//! the end of the command. Error columns are byte offsets from the
+//! next line. Its words are separated by spaces, tabs, `\r`, `\f` and
+//! `\v`. `\set`, `\if` and `\elif` take an expression, lexed from the end
+//! of their last word to the end of the command. Error columns are byte offsets from the
 //! backslash, as pgbench counts them, even when the command spans lines.
 
 use crate::expr;

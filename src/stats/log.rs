@@ -168,6 +168,15 @@ impl<W: Write> TransactionLog<W> {
         }
     }
 
+    /// Moves the start of the first aggregation interval to the whole
+    /// second before `start_us`: pgbench counts intervals from when its
+    /// thread's clients are connected, not from when the file was opened.
+    pub fn begin(&mut self, start_us: i64) {
+        if let Some(a) = self.aggregate.as_mut() {
+            a.start_us = start_us.div_euclid(1_000_000) * 1_000_000;
+        }
+    }
+
     /// Logs one transaction. Under `--sampling-rate`, `sample` is drawn once
     /// (a uniform value in [0, 1), the thread's sampling random state) and
     /// the transaction is left out when the draw exceeds the rate.

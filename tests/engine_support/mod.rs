@@ -80,3 +80,51 @@ pub fn ledger(dbname: &str) -> Vec<String> {
     .map(str::to_owned)
     .collect()
 }
+
+/// Runs the same script with both programs into fresh tables and returns
+/// (pgbolt's rows, pgbench's rows).
+pub fn both_into_table(script_text: &str, args: &[&str]) -> (String, String) {
+    let db = database(None);
+    sql(
+        &db,
+        "create table t (client int, a text, b text, c text, d text)",
+    );
+    let file = script(script_text);
+    let mut full = vec!["-n", "-f", file.path.as_str()];
+    full.extend_from_slice(args);
+    let ours = pgbolt(&db, &full);
+    assert!(ours.status.success(), "{}", stderr(&ours));
+    let mine = sql(&db, "select * from t order by 1, 2, 3, 4, 5");
+    sql(&db, "truncate t");
+    let theirs = pgbench(&db, &full);
+    assert!(theirs.status.success(), "{}", stderr(&theirs));
+    (mine, sql(&db, "select * from t order by 1, 2, 3, 4, 5"))
+}
+
+/// The exit status and standard error of both programs.
+pub fn both_fail(
+    script_text: &str,
+    args: &[&str],
+) -> ((Option<i32>, String), (Option<i32>, String)) {
+    let db = database(None);
+    let file = script(script_text);
+    let mut full = vec!["-n", "-f", file.path.as_str()];
+    full.extend_from_slice(args);
+    let ours = pgbolt(&db, &full);
+    let theirs = pgbench(&db, &full);
+    (
+        (ours.status.code(), stderr(&ours).replace("pgbolt", "PROG")),
+        (
+            theirs.status.code(),
+            stderr(&theirs).replace("pgbench", "PROG"),
+        ),
+    )
+}
+
+/// N of `number of transactions actually processed: N` (a `-T` run).
+pub fn processed(out: &Output) -> u64 {
+    line(&stdout(out), "number of transactions actually processed: ")
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect("processed count")
+}
