@@ -148,14 +148,7 @@ fn a_backend_killed_between_statements_is_reported_as_pgbench_reports_it() {
                 assert!(std::time::Instant::now() < deadline, "{name} never slept");
                 std::thread::sleep(Duration::from_millis(20));
             }
-            let done = run.wait(Duration::from_secs(30));
-            let prefix = format!("{name}: ");
-            let lines: Vec<String> = done
-                .stderr()
-                .lines()
-                .map(|l| l.strip_prefix(&prefix).unwrap_or(l).to_owned())
-                .collect();
-            seen.push((done.code(), lines));
+            seen.push(outcome(run, name));
         }
         assert_eq!(seen[1], seen[0], "{file}: pgbolt against pgbench");
         assert_eq!(seen[0].0, Some(2), "{file}");
@@ -203,14 +196,7 @@ fn a_backend_killed_without_a_word_is_reported_as_pgbench_reports_it() {
             std::thread::sleep(Duration::from_millis(20));
         };
         signal(pid, libc::SIGKILL);
-        let done = run.wait(Duration::from_secs(30));
-        let prefix = format!("{name}: ");
-        let lines: Vec<String> = done
-            .stderr()
-            .lines()
-            .map(|l| l.strip_prefix(&prefix).unwrap_or(l).to_owned())
-            .collect();
-        seen.push((done.code(), lines));
+        seen.push(outcome(run, name));
         // The server restarts after the crash of one of its processes.
         while db.psql("SELECT 1").is_err() {
             assert!(std::time::Instant::now() < deadline, "no restart");
@@ -275,14 +261,7 @@ fn a_backend_terminated_right_after_answering_is_reported_as_pgbench_reports_it(
         db.psql(&format!("SELECT pg_terminate_backend({pid}, 10000)"))
             .unwrap();
         drop(frozen);
-        let done = run.wait(Duration::from_secs(30));
-        let prefix = format!("{name}: ");
-        let lines: Vec<String> = done
-            .stderr()
-            .lines()
-            .map(|l| l.strip_prefix(&prefix).unwrap_or(l).to_owned())
-            .collect();
-        seen.push((done.code(), lines));
+        seen.push(outcome(run, name));
     }
     assert_eq!(seen[1], seen[0], "pgbolt against pgbench");
     assert_eq!(
@@ -458,4 +437,18 @@ fn frozen_server_and_ctrl_c_end_a_transaction_count_run() {
         "took {:?} after Ctrl-C",
         done.ended.duration_since(interrupted)
     );
+}
+
+/// The exit status of a run of `name` (pgbench or pgbolt) and its standard
+/// error lines without the program's name in front, so that both
+/// programs' lines compare equal.
+fn outcome(run: Running, name: &str) -> (Option<i32>, Vec<String>) {
+    let done = run.wait(Duration::from_secs(30));
+    let prefix = format!("{name}: ");
+    let lines = done
+        .stderr()
+        .lines()
+        .map(|l| l.strip_prefix(&prefix).unwrap_or(l).to_owned())
+        .collect();
+    (done.code(), lines)
 }
