@@ -112,3 +112,47 @@ fn full_disk_under_the_json_file_is_an_error_after_the_report() {
     );
     assert_eq!(processed(&out), 20, "{out}");
 }
+
+/// Regression: when `-R` with `--latency-limit` skipped every transaction,
+/// the lag average (zero over zero) was printed as C's `-nan`; pgbench
+/// prints through PostgreSQL's own `printf`, which writes `NaN`. The log
+/// has one `skipped` line per transaction, as pgbench's.
+#[test]
+fn a_run_whose_transactions_are_all_skipped_reports_as_pgbench() {
+    let db = shared();
+    let dbname = database(db, true);
+    for name in ["pgbolt", "pgbench"] {
+        let make = if name == "pgbolt" { pgbolt } else { pgbench };
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = format!("--log-prefix={}", dir.path().join("skip").display());
+        let args = [
+            "-n",
+            "-S",
+            "-R",
+            "100000000",
+            "-L",
+            "0.001",
+            "-t",
+            "3",
+            "-l",
+            &prefix,
+        ];
+        let done = spawn(make(db, &dbname, &args)).wait(Duration::from_secs(30));
+        let out = done.stdout();
+        assert_eq!(done.code(), Some(0), "{name}: {}", done.stderr());
+        for want in [
+            "number of transactions actually processed: 0/3\n",
+            "number of failed transactions: 0 (0.000%)\n",
+            "number of transactions skipped: 3 (100.000%)\n",
+            "rate limit schedule lag: avg NaN (max 0.000) ms\n",
+        ] {
+            assert!(out.contains(want), "{name}: no {want:?} in\n{out}");
+        }
+        let lines = log_lines(dir.path(), "skip");
+        assert_eq!(lines.len(), 3, "{name}: {lines:?}");
+        assert!(
+            lines.iter().all(|l| l.split(' ').nth(2) == Some("skipped")),
+            "{name}: {lines:?}"
+        );
+    }
+}
