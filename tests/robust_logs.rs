@@ -226,3 +226,24 @@ fn closed_standard_output_ends_the_run_by_sigpipe_as_pgbench() {
         }
     }
 }
+
+/// Regression: with standard error a pipe nobody reads, the first
+/// message written there (a server notice, a progress line) made pgbolt
+/// panic (exit status 101). The messages are lost, the run goes on and
+/// its report and exit status are as usual. (pgbench dies by SIGPIPE at
+/// its first message.)
+#[test]
+fn closed_standard_error_loses_the_messages_but_not_the_run() {
+    let db = shared();
+    let dbname = database(db, true);
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("notice.sql");
+    std::fs::write(&script, "DO $$ BEGIN RAISE NOTICE 'hello'; END $$;\n").unwrap();
+    let file = format!("--file={}", script.display());
+    let mut cmd = pgbolt(db, &dbname, &["-n", "-t", "5", "-c", "2", &file]);
+    cmd.stdout(Stdio::piped()).stderr(pipe_without_reader());
+    let out = cmd.output().expect("program starts");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{report}");
+    assert_eq!(processed(&report), 10, "{report}");
+}
