@@ -16,11 +16,20 @@ pub struct Installed {
     old: [libc::sigaction; 2],
 }
 
-/// Installs `handler` for [`SIGNALS`] (with `SA_RESTART`).
+/// Installs `handler` for [`SIGNALS`] (with `SA_RESTART`), except for a
+/// signal pgbolt was started with ignored: a shell ignores SIGINT for a
+/// command it starts in the background (`pgbolt ... &` in a script), and
+/// such a command is meant to go on, as pgbench (which installs no
+/// handler) does.
 pub fn install(handler: extern "C" fn(libc::c_int)) -> Installed {
     // SAFETY: zeroed sigaction structs are valid "default" values.
     let mut old: [libc::sigaction; 2] = unsafe { std::mem::zeroed() };
     for (i, &signo) in SIGNALS.iter().enumerate() {
+        // SAFETY: a null new action only reads the current one into `old`.
+        let read = unsafe { libc::sigaction(signo, std::ptr::null(), &mut old[i]) };
+        if read == 0 && old[i].sa_sigaction == libc::SIG_IGN {
+            continue;
+        }
         if let Ok(previous) = set_handler(signo, handler) {
             old[i] = previous;
         }

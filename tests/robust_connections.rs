@@ -185,3 +185,56 @@ fn slots_taken_mid_run_abort_reconnecting_clients() {
         "the clients did not abort"
     );
 }
+
+/// Regression: a server that closed a new connection without reading the
+/// startup packet (as a listener closed during a shutdown resets the
+/// connections waiting to be accepted) was reported as `Connection reset
+/// by peer`; libpq, so pgbench, says `server closed the connection
+/// unexpectedly`. A fake server on a Unix socket accepts each connection
+/// and drops it unread.
+#[test]
+fn a_connection_reset_at_startup_is_reported_as_pgbench_reports_it() {
+    use std::os::unix::net::UnixListener;
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join(".s.PGSQL.5432");
+    let listener = UnixListener::bind(&socket).unwrap();
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let server = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                // Give the client time to send its startup packet, then
+                // close with it unread.
+                std::thread::sleep(Duration::from_millis(100));
+                drop(stream);
+            }
+        })
+    };
+    let want = format!(
+        "error: connection to server on socket \"{}\" failed: server closed the connection \
+         unexpectedly\n\tThis probably means the server terminated abnormally\n\tbefore or \
+         while processing the request.\n",
+        socket.display()
+    );
+    for (name, path) in [
+        ("pgbolt", pgbolt_path().to_string_lossy().into_owned()),
+        ("pgbench", PGBENCH.to_owned()),
+    ] {
+        let mut cmd = std::process::Command::new(path);
+        cmd.args(["-n", "-t", "1", "-h"])
+            .arg(dir.path())
+            .args(["-U", "nobody", "nodb"])
+            .env("LC_ALL", "C")
+            .stdin(Stdio::null());
+        let done = spawn(cmd).wait(Duration::from_secs(30));
+        let err = done.stderr();
+        assert_eq!(done.code(), Some(1), "{name}: {err}");
+        assert!(err.contains(&want), "{name}: {err}");
+    }
+    stop.store(true, Ordering::SeqCst);
+    let _ = std::os::unix::net::UnixStream::connect(&socket);
+    server.join().unwrap();
+}

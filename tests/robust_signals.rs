@@ -109,3 +109,30 @@ fn signal_during_a_run_reports_and_flushes_the_logs() {
         );
     }
 }
+
+/// Regression: pgbolt installed its handler even for a signal it was
+/// started with ignored, as a shell starts a command in the background
+/// (`pgbolt ... &` in a script ignores SIGINT), so a Ctrl-C meant for the
+/// shell's foreground stopped it. pgbench, without handlers, goes on; so
+/// does pgbolt now.
+#[test]
+fn a_signal_ignored_at_start_stays_ignored() {
+    use std::os::unix::process::CommandExt;
+    let db = shared();
+    let dbname = database(db, true);
+    let mut cmd = pgbolt(db, &dbname, &["-n", "-S", "-T", "2", "-c", "2"]);
+    // SAFETY: only sets a signal disposition between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let run = spawn(cmd);
+    wait_for_backends(db, &dbname, 2);
+    run.signal(libc::SIGINT);
+    let done = run.wait(Duration::from_secs(30));
+    let err = done.stderr();
+    assert_eq!(done.code(), Some(0), "{err}");
+    assert!(!err.contains("interrupted"), "{err}");
+}

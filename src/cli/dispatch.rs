@@ -94,7 +94,7 @@ fn show_script(name: &str) -> i32 {
     match crate::script::show_builtin(name) {
         Ok(text) => print_stderr(&text),
         Err(err) => {
-            eprintln!("{PROGRAM}: error: {err}");
+            crate::cli::ewriteln!("{PROGRAM}: error: {err}");
             1
         }
     }
@@ -107,8 +107,10 @@ fn initialize(config: &Config, init: &Init) -> Result<i32, RunError> {
     let conn = match connection::resolve(&config.connection) {
         Ok(conn) => conn,
         Err(err) => {
-            eprintln!("{PROGRAM}: error: {err}");
-            eprintln!("{PROGRAM}: error: could not create connection for initialization");
+            crate::cli::ewriteln!("{PROGRAM}: error: {err}");
+            crate::cli::ewriteln!(
+                "{PROGRAM}: error: could not create connection for initialization"
+            );
             return Ok(1);
         }
     };

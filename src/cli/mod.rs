@@ -16,6 +16,24 @@
 //! `-?`/`--help` and `-V`/`--version` are recognised only as the first
 //! argument, like in pgbench.
 
+/// `eprint!` without its panic when standard error cannot be written (a
+/// pipe whose reader has gone): the message is lost and pgbolt carries
+/// on, its exit status still telling what happened.
+macro_rules! ewrite {
+    ($($arg:tt)*) => {
+        $crate::cli::write_stderr(format_args!($($arg)*))
+    };
+}
+
+/// [`ewrite!`] with a newline, as `eprintln!`.
+macro_rules! ewriteln {
+    ($($arg:tt)*) => {
+        $crate::cli::write_stderr(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+pub(crate) use {ewrite, ewriteln};
+
 pub mod config;
 pub mod connection;
 mod dispatch;
@@ -103,11 +121,19 @@ impl Config {
     }
 }
 
+/// Writes `args` to standard error in one write, so that lines of
+/// different threads do not mix; a failure is ignored (see [`ewrite!`]).
+pub fn write_stderr(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let text = args.to_string();
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
 /// Prints the lines of an error to standard error, each after the program
 /// name.
 pub fn print_error(err: &CliError) {
     for (level, text) in err.lines(PROGRAM) {
-        eprintln!("{PROGRAM}: {}{text}", level.label());
+        crate::cli::ewriteln!("{PROGRAM}: {}{text}", level.label());
     }
 }
 
@@ -124,7 +150,7 @@ pub fn main() -> i32 {
     match run(config) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("{PROGRAM}: error: {err}");
+            crate::cli::ewriteln!("{PROGRAM}: error: {err}");
             err.exit_code()
         }
     }

@@ -83,7 +83,7 @@ pub(super) fn run(
     let tables = match &mut local.mode {
         Mode::Run(benchmark) => {
             let scale = benchmark.scale.take().unwrap_or(DEFAULT_SCALE);
-            eprintln!(
+            crate::cli::ewriteln!(
                 "pgbolt: creating pgbench's tables at scale {scale} in the throwaway instance"
             );
             Some(default_init(scale))
@@ -94,12 +94,12 @@ pub(super) fn run(
 
     if temp.keep {
         let kept = db.keep();
-        eprintln!(
+        crate::cli::ewriteln!(
             "pgbolt: the throwaway instance keeps running in {}",
             kept.root.display()
         );
-        eprintln!("  connect: {}", kept.connect_command);
-        eprintln!("  stop:    {}", kept.stop_command);
+        crate::cli::ewriteln!("  connect: {}", kept.connect_command);
+        crate::cli::ewriteln!("  stop:    {}", kept.stop_command);
     }
     status
 }

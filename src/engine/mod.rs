@@ -531,20 +531,15 @@ fn report(prepared: &Prepared, bench: &Benchmark, ended: Ended) -> Result<i32, E
     let result = RunResult::build(options, timings, incomplete, &stats)
         .map_err(|e| EngineError::Report(e.to_string()))?;
     let text = report::render_text(&result, bench.pgbench_output);
+    let mut stdout = Stdout::default();
     if json_to_stdout(bench) {
         let _ = std::io::stderr().lock().write_all(text.as_bytes());
     } else {
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(text.as_bytes());
-        let _ = out.flush();
+        stdout.write(text.as_bytes());
     }
     if let Some(path) = &bench.json {
         match report::to_json(&result) {
-            Ok(json) if json_to_stdout(bench) => {
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{json}");
-                let _ = out.flush();
-            }
+            Ok(json) if json_to_stdout(bench) => stdout.write(format!("{json}\n").as_bytes()),
             Ok(json) => {
                 if let Err(e) = std::fs::write(path, json) {
                     log::error(format_args!(
@@ -567,20 +562,58 @@ fn report(prepared: &Prepared, bench: &Benchmark, ended: Ended) -> Result<i32, E
             worker::END_GRACE_US / 1_000_000
         ));
     }
-    if let Some(signo) = interrupted_by {
+    output_failed |= stdout.failed;
+    let status = if let Some(signo) = interrupted_by {
         log::error(format_args!(
             "Run was interrupted; the above results are incomplete."
         ));
-        return Ok(128 + signo);
-    }
-    if aborted > 0 || interrupted > 0 {
+        128 + signo
+    } else if aborted > 0 || interrupted > 0 {
         log::error(format_args!(
             "Run was aborted; the above results are incomplete."
         ));
-        return Ok(2);
+        2
+    } else if output_failed {
+        // The results are complete but some of them could not be written.
+        2
+    } else {
+        0
+    };
+    if stdout.closed {
+        signals::die_of_sigpipe();
     }
-    // The results are complete but some of them could not be written.
-    Ok(if output_failed { 2 } else { 0 })
+    Ok(status)
+}
+
+/// The report's way to standard output. Write errors are not left
+/// unsaid: a reader that went away (`pgbolt ... | head -1`) ends pgbolt
+/// as it ends pgbench, by SIGPIPE, but only once the logs are complete
+/// and the report is done; any other failure (a full disk under a
+/// redirection) is reported once and makes the exit status 2.
+#[derive(Default)]
+struct Stdout {
+    closed: bool,
+    failed: bool,
+}
+
+impl Stdout {
+    fn write(&mut self, bytes: &[u8]) {
+        if self.closed || self.failed {
+            return;
+        }
+        let mut out = std::io::stdout().lock();
+        match out.write_all(bytes).and_then(|()| out.flush()) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => self.closed = true,
+            Err(e) => {
+                log::error(format_args!(
+                    "could not write to standard output: {}",
+                    crate::oserror::os_message(&e)
+                ));
+                self.failed = true;
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -64,7 +64,7 @@ impl Progress {
         if now >= self.next_report {
             let total = shared.progress_total(tid, &stats.snapshot());
             let line = reporter.report(now, &total);
-            eprintln!("{line}");
+            crate::cli::ewriteln!("{line}");
             while self.next_report <= now {
                 self.next_report += self.interval_us;
             }

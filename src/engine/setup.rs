@@ -37,7 +37,7 @@ pub fn connect(conn: &Connection) -> Result<(Connector, Client), EngineError> {
         let mut warnings = Vec::new();
         let client = Client::connect_with(&connector, &mut warnings);
         for w in warnings {
-            eprintln!("{w}");
+            crate::cli::ewriteln!("{w}");
         }
         client
     })
@@ -176,7 +176,7 @@ pub fn vacuum(client: &mut Client, vacuum: VacuumBeforeRun) {
     if vacuum == VacuumBeforeRun::Skip {
         return;
     }
-    eprint!("starting vacuum...");
+    crate::cli::ewrite!("starting vacuum...");
     for sql in [
         "vacuum pgbench_branches",
         "vacuum pgbench_tellers",
@@ -184,11 +184,11 @@ pub fn vacuum(client: &mut Client, vacuum: VacuumBeforeRun) {
     ] {
         try_execute(client, sql);
     }
-    eprintln!("end.");
+    crate::cli::ewriteln!("end.");
     if vacuum == VacuumBeforeRun::IncludingAccounts {
-        eprint!("starting vacuum pgbench_accounts...");
+        crate::cli::ewrite!("starting vacuum pgbench_accounts...");
         try_execute(client, "vacuum analyze pgbench_accounts");
-        eprintln!("end.");
+        crate::cli::ewriteln!("end.");
     }
 }
 
@@ -197,7 +197,7 @@ fn try_execute(client: &mut Client, sql: &str) {
     // Warnings (`skipping "pgbench_tellers" --- only table or database
     // owner can vacuum it`) go where libpq's notice processor puts them.
     for notice in client.take_notices() {
-        eprint!("{}", libpq_message(&notice, None, false));
+        crate::cli::ewrite!("{}", libpq_message(&notice, None, false));
     }
     if let Err(e) = result {
         log::error(format_args!("{e}"));

@@ -324,7 +324,7 @@ fn read_while_idle(conn: &mut pgwire::Connection) -> Result<(), pgwire::Error> {
     while let Some(msg) = conn.next_message()? {
         if let Message::ErrorResponse(fields) | Message::NoticeResponse(fields) = msg {
             if let Ok(e) = pgwire::DbError::from_fields(fields) {
-                eprint!("{}", libpq_message(&e, None, false));
+                crate::cli::ewrite!("{}", libpq_message(&e, None, false));
             }
         }
     }
@@ -453,7 +453,7 @@ fn handle(
         Message::ErrorResponse(fields) if r.error.is_none() => record_error(r, &fields, query),
         Message::NoticeResponse(fields) => {
             if let Ok(notice) = pgwire::DbError::from_fields(fields) {
-                eprint!("{}", libpq_message(&notice, query.text(r), false));
+                crate::cli::ewrite!("{}", libpq_message(&notice, query.text(r), false));
             }
         }
         Message::CopyInResponse { .. }

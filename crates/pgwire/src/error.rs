@@ -363,7 +363,19 @@ impl fmt::Debug for Error {
 
 /// An OS error as libpq shows it: `strerror` text without Rust's
 /// `(os error N)` suffix.
+/// An I/O error in libpq's words: the system's text without Rust's
+/// ` (os error N)`, except that a connection reset or a broken pipe, on
+/// a read or a write, is libpq's `server closed the connection
+/// unexpectedly` (a server that ends with our bytes unread resets the
+/// connection: a Unix socket whose listener closes while the connection
+/// waits to be accepted, as during a shutdown).
 fn write_io(f: &mut fmt::Formatter<'_>, e: &io::Error) -> fmt::Result {
+    if matches!(
+        e.kind(),
+        io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+    ) {
+        return f.write_str(CLOSED_TEXT);
+    }
     let text = e.to_string();
     match text.find(" (os error ") {
         Some(i) => f.write_str(&text[..i]),
@@ -463,6 +475,19 @@ mod tests {
                 }]),
                 "connection to server at \"db\" (10.0.0.1), port 5432 failed: FATAL:  \
                  password authentication failed for user \"bob\"",
+            ),
+            (
+                Error::attempts(vec![Attempt {
+                    target: Some("on socket \"/tmp/.s.PGSQL.5432\"".into()),
+                    error: Error::io(io::Error::from_raw_os_error(libc::ECONNRESET)),
+                }]),
+                "connection to server on socket \"/tmp/.s.PGSQL.5432\" failed: server closed \
+                 the connection unexpectedly\n\tThis probably means the server terminated \
+                 abnormally\n\tbefore or while processing the request.",
+            ),
+            (
+                Error::io(io::Error::from_raw_os_error(libc::EPIPE)),
+                CLOSED_TEXT,
             ),
             (
                 Error::ssl_not_supported(),
