@@ -613,6 +613,36 @@ fn server_errors_read_as_pgbench_and_a_rerun_recovers() {
     }
 }
 
+/// Regression: a role that may not vacuum the tables gets one warning per
+/// table from step `v`. pgbolt vacuums the tables on several connections
+/// at once and printed the warnings connection by connection; it now
+/// prints them in pgbench's table order.
+#[test]
+fn vacuum_warnings_come_in_pgbench_order() {
+    let _turn = exclusive();
+    psql(
+        "postgres",
+        "do $$ begin create role init_not_owner login; exception when duplicate_object then null; end $$",
+    );
+    let (pgbench_db, pgbolt_db) = database_pair();
+    for db in [&pgbench_db, &pgbolt_db] {
+        assert!(run_pgbench(db, &["-I", "dtg"]).success);
+    }
+    let expected = run_pgbench_as(&pgbench_db, "init_not_owner", &["-I", "v"]);
+    let mut opts = options(&["-I", "v"]);
+    opts.jobs = NonZeroUsize::new(4);
+    let actual = run_pgbolt(&pgbolt_db, "init_not_owner", &opts);
+    assert!(expected.success && actual.success, "{}", actual.stderr);
+    assert!(
+        expected
+            .stderr
+            .contains("only table or database owner can vacuum it"),
+        "{}",
+        expected.stderr
+    );
+    assert_eq!(normalized(&actual.stderr), normalized(&expected.stderr));
+}
+
 #[test]
 fn tablespaces() {
     let _turn = exclusive();
