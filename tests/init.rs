@@ -437,6 +437,35 @@ fn unlogged_partitions_follow_pgbench_18() {
     );
 }
 
+/// Step `g` on a partitioned `pgbench_accounts` that an earlier run
+/// created, without `--partitions` this time: pgbench 16 and later (and
+/// pgbolt) look at the table and leave FREEZE out; pgbench 15 decides by
+/// the option and fails with `cannot perform COPY FREEZE on a partitioned
+/// table`. The rows and pages are those pgbench 15 gives when told
+/// `--partitions`.
+#[test]
+fn existing_partitions_are_loaded_as_pgbench_16_does() {
+    let _turn = exclusive();
+    let (pgbench_db, pgbolt_db) = database_pair();
+    for db in [&pgbench_db, &pgbolt_db] {
+        assert!(run_pgbench(db, &["-I", "dt", "--partitions=3"]).success);
+    }
+    let pgbench_15 = run_pgbench(&pgbench_db, &["-I", "g"]);
+    assert!(!pgbench_15.success);
+    assert!(
+        pgbench_15
+            .stderr
+            .contains("cannot perform COPY FREEZE on a partitioned table"),
+        "{}",
+        pgbench_15.stderr
+    );
+    assert!(run_pgbench(&pgbench_db, &["-I", "g", "--partitions=3"]).success);
+    let actual = run_pgbolt(&pgbolt_db, "postgres", &options(&["-I", "g"]));
+    assert!(actual.success, "{}", actual.stderr);
+    compare("existing partitions", &pgbench_db, &pgbolt_db, CATALOG);
+    compare("existing partitions", &pgbench_db, &pgbolt_db, DATA);
+}
+
 #[test]
 fn one_connection_gives_the_same_end_state() {
     let _turn = exclusive();
