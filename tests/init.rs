@@ -167,6 +167,40 @@ fn copy_failure_reads_as_pgbench() {
     );
 }
 
+/// Regression: when the connection breaks while rows are being sent (here
+/// a trigger ends the loading backend half-way), pgbench says `PQputline
+/// failed`; pgbolt printed the socket error (`Broken pipe`) and `PQendcopy
+/// failed`. A plain rerun then starts over.
+#[test]
+fn connection_lost_during_copy_reads_as_pgbench() {
+    let _turn = exclusive();
+    let (pgbench_db, pgbolt_db) = database_pair();
+    for db in [&pgbench_db, &pgbolt_db] {
+        assert!(run_pgbench(db, &["-I", "dt"]).success);
+        psql(
+            db,
+            "create function end_me() returns trigger language plpgsql as $$
+             begin
+               if new.aid = 50000 then perform pg_terminate_backend(pg_backend_pid()); end if;
+               return new;
+             end $$;
+             create trigger end_me before insert on pgbench_accounts
+               for each row execute function end_me()",
+        );
+    }
+    let expected = run_pgbench(&pgbench_db, &["-I", "g"]);
+    let actual = run_pgbolt(&pgbolt_db, "postgres", &options(&["-I", "g"]));
+    assert!(!expected.success && !actual.success);
+    assert!(
+        expected.stderr.contains("PQputline failed"),
+        "{}",
+        expected.stderr
+    );
+    assert_eq!(normalized(&actual.stderr), normalized(&expected.stderr));
+    let rerun = run_pgbolt(&pgbolt_db, "postgres", &InitOptions::default());
+    assert!(rerun.success, "{}", rerun.stderr);
+}
+
 #[test]
 fn connection_failure_reads_as_pgbench() {
     let _turn = exclusive();

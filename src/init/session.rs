@@ -100,6 +100,8 @@ impl Session {
 
     /// Runs `COPY ... FROM STDIN` (`sql`), sending what `fill` appends to a
     /// buffer, one buffer at a time, until `fill` says no rows remain.
+    /// Sending only fails when the connection is gone ([`InitError::CopyData`]);
+    /// a server error during the COPY is read at its end.
     pub fn copy_in(
         &mut self,
         sql: &str,
@@ -112,10 +114,8 @@ impl Session {
         loop {
             buf.clear();
             let more = fill(&mut buf);
-            if let Err(e) = copy.write(&buf) {
-                return Err(InitError::CopyEnd {
-                    message: failure_text(&e, sql),
-                });
+            if copy.write(&buf).is_err() {
+                return Err(InitError::CopyData);
             }
             if !more {
                 break;
