@@ -21,6 +21,17 @@ fn failure_text(error: &pgwire::Error, sql: &str) -> String {
     query_failure(error, Some(sql))
 }
 
+/// What libpq shows when `PQendcopy` fails: the server's error alone.
+/// libpq reads only that error there, not on to the end of the connection,
+/// so a backend that ended with a FATAL error gets no `server closed the
+/// connection unexpectedly` lines, unlike a failed query.
+fn copy_end_text(error: &pgwire::Error, sql: &str) -> String {
+    match error.db_error() {
+        Some(db) => libpq_message(db, Some(sql), true),
+        None => failure_text(error, sql),
+    }
+}
+
 /// `PQserverVersion`: `15.4` is 150004, `9.6.2` is 90602.
 fn version_number(text: &str) -> u32 {
     let mut parts = text
@@ -124,7 +135,7 @@ impl Session {
         match copy.finish() {
             Ok(_) => Ok(()),
             Err(e) => Err(InitError::CopyEnd {
-                message: failure_text(&e, sql),
+                message: copy_end_text(&e, sql),
             }),
         }
     }
