@@ -602,6 +602,33 @@ fn init_never_needs_more_connections_than_it_may_open() {
     }
 }
 
+/// Regression: the extra connections of step `v` stayed open, idle,
+/// through the following steps; a server that ends idle sessions
+/// (`idle_session_timeout`) had closed them by step `p`, which failed on
+/// them (`query failed: Broken pipe`) where pgbench, with its one busy
+/// connection, succeeds. Each step now opens its extra connections afresh.
+#[test]
+fn extra_connections_outlive_no_step() {
+    let _turn = exclusive();
+    let args = ["-s", "2", "-I", "dtvGp"];
+    let (pgbench_db, pgbolt_db) = database_pair();
+    for db in [&pgbench_db, &pgbolt_db] {
+        psql(
+            "postgres",
+            &format!("alter database {db} set idle_session_timeout = '100ms'"),
+        );
+    }
+    let expected = run_pgbench(&pgbench_db, &args);
+    let mut opts = options(&args);
+    opts.jobs = NonZeroUsize::new(4);
+    let actual = run_pgbolt(&pgbolt_db, "postgres", &opts);
+    assert!(expected.success, "{}", expected.stderr);
+    assert!(actual.success, "{}", actual.stderr);
+    assert_eq!(normalized(&actual.stderr), normalized(&expected.stderr));
+    compare("idle sessions", &pgbench_db, &pgbolt_db, CATALOG);
+    compare("idle sessions", &pgbench_db, &pgbolt_db, DATA);
+}
+
 #[test]
 fn rerun_replaces_the_previous_tables() {
     let _turn = exclusive();

@@ -1,5 +1,6 @@
 //! Several connections at once: a pool that opens extra connections only
-//! when a step has independent work for them, runs a list of independent
+//! when a step has independent work for them (and closes them when the
+//! step is done, see [`Pool::release`]), runs a list of independent
 //! statements over them, and loads account ranges side by side while one
 //! progress stream reports the combined count.
 //!
@@ -103,6 +104,20 @@ impl<'a> Pool<'a> {
     pub fn flush_notices(&mut self, out: &mut impl Write) {
         for notice in self.main.take_notices() {
             say(out, &notice);
+        }
+    }
+
+    /// Closes the extra connections once a step is done. A connection left
+    /// idle through a long step may be ended meanwhile (by
+    /// `idle_session_timeout`, a pooler or a firewall dropping idle
+    /// sessions), and the next statement sent on it would fail where
+    /// pgbench, whose only connection is never idle for long, goes on; so
+    /// each step opens the ones it needs afresh. Closing waits (briefly)
+    /// for the server to end each backend, so the next step finds their
+    /// slots free.
+    pub fn release(&mut self) {
+        for session in self.extra.drain(..) {
+            session.close_and_wait(CLOSE_WAIT);
         }
     }
 
