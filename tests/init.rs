@@ -167,6 +167,47 @@ fn copy_failure_reads_as_pgbench() {
     );
 }
 
+/// Regressions: when the connection breaks while rows are being sent
+/// (here a trigger ends the loading backend half-way), pgbench says
+/// `PQputline failed`; pgbolt printed the socket error (`Broken pipe`) and
+/// `PQendcopy failed`. When the backend ends at the last row, pgbench
+/// shows the server's FATAL error and `PQendcopy failed`; pgbolt added
+/// libpq's `server closed the connection unexpectedly` lines, which libpq
+/// prints for a failed query but not there. A plain rerun then starts over.
+#[test]
+fn connection_lost_during_copy_reads_as_pgbench() {
+    let _turn = exclusive();
+    for (row, phrase) in [(50000, "PQputline failed"), (100000, "PQendcopy failed")] {
+        let (pgbench_db, pgbolt_db) = database_pair();
+        for db in [&pgbench_db, &pgbolt_db] {
+            assert!(run_pgbench(db, &["-I", "dt"]).success);
+            psql(
+                db,
+                &format!(
+                    "create function end_me() returns trigger language plpgsql as $$
+                     begin
+                       if new.aid = {row} then perform pg_terminate_backend(pg_backend_pid()); end if;
+                       return new;
+                     end $$;
+                     create trigger end_me before insert on pgbench_accounts
+                       for each row execute function end_me()"
+                ),
+            );
+        }
+        let expected = run_pgbench(&pgbench_db, &["-I", "g"]);
+        let actual = run_pgbolt(&pgbolt_db, "postgres", &options(&["-I", "g"]));
+        assert!(!expected.success && !actual.success, "row {row}");
+        assert!(expected.stderr.contains(phrase), "{}", expected.stderr);
+        assert_eq!(
+            normalized(&actual.stderr),
+            normalized(&expected.stderr),
+            "row {row}"
+        );
+        let rerun = run_pgbolt(&pgbolt_db, "postgres", &InitOptions::default());
+        assert!(rerun.success, "{}", rerun.stderr);
+    }
+}
+
 #[test]
 fn connection_failure_reads_as_pgbench() {
     let _turn = exclusive();
@@ -437,6 +478,35 @@ fn unlogged_partitions_follow_pgbench_18() {
     );
 }
 
+/// Step `g` on a partitioned `pgbench_accounts` that an earlier run
+/// created, without `--partitions` this time: pgbench 16 and later (and
+/// pgbolt) look at the table and leave FREEZE out; pgbench 15 decides by
+/// the option and fails with `cannot perform COPY FREEZE on a partitioned
+/// table`. The rows and pages are those pgbench 15 gives when told
+/// `--partitions`.
+#[test]
+fn existing_partitions_are_loaded_as_pgbench_16_does() {
+    let _turn = exclusive();
+    let (pgbench_db, pgbolt_db) = database_pair();
+    for db in [&pgbench_db, &pgbolt_db] {
+        assert!(run_pgbench(db, &["-I", "dt", "--partitions=3"]).success);
+    }
+    let pgbench_15 = run_pgbench(&pgbench_db, &["-I", "g"]);
+    assert!(!pgbench_15.success);
+    assert!(
+        pgbench_15
+            .stderr
+            .contains("cannot perform COPY FREEZE on a partitioned table"),
+        "{}",
+        pgbench_15.stderr
+    );
+    assert!(run_pgbench(&pgbench_db, &["-I", "g", "--partitions=3"]).success);
+    let actual = run_pgbolt(&pgbolt_db, "postgres", &options(&["-I", "g"]));
+    assert!(actual.success, "{}", actual.stderr);
+    compare("existing partitions", &pgbench_db, &pgbolt_db, CATALOG);
+    compare("existing partitions", &pgbench_db, &pgbolt_db, DATA);
+}
+
 #[test]
 fn one_connection_gives_the_same_end_state() {
     let _turn = exclusive();
@@ -532,6 +602,33 @@ fn init_never_needs_more_connections_than_it_may_open() {
     }
 }
 
+/// Regression: the extra connections of step `v` stayed open, idle,
+/// through the following steps; a server that ends idle sessions
+/// (`idle_session_timeout`) had closed them by step `p`, which failed on
+/// them (`query failed: Broken pipe`) where pgbench, with its one busy
+/// connection, succeeds. Each step now opens its extra connections afresh.
+#[test]
+fn extra_connections_outlive_no_step() {
+    let _turn = exclusive();
+    let args = ["-s", "2", "-I", "dtvGp"];
+    let (pgbench_db, pgbolt_db) = database_pair();
+    for db in [&pgbench_db, &pgbolt_db] {
+        psql(
+            "postgres",
+            &format!("alter database {db} set idle_session_timeout = '100ms'"),
+        );
+    }
+    let expected = run_pgbench(&pgbench_db, &args);
+    let mut opts = options(&args);
+    opts.jobs = NonZeroUsize::new(4);
+    let actual = run_pgbolt(&pgbolt_db, "postgres", &opts);
+    assert!(expected.success, "{}", expected.stderr);
+    assert!(actual.success, "{}", actual.stderr);
+    assert_eq!(normalized(&actual.stderr), normalized(&expected.stderr));
+    compare("idle sessions", &pgbench_db, &pgbolt_db, CATALOG);
+    compare("idle sessions", &pgbench_db, &pgbolt_db, DATA);
+}
+
 #[test]
 fn rerun_replaces_the_previous_tables() {
     let _turn = exclusive();
@@ -611,6 +708,36 @@ fn server_errors_read_as_pgbench_and_a_rerun_recovers() {
             "100000"
         );
     }
+}
+
+/// Regression: a role that may not vacuum the tables gets one warning per
+/// table from step `v`. pgbolt vacuums the tables on several connections
+/// at once and printed the warnings connection by connection; it now
+/// prints them in pgbench's table order.
+#[test]
+fn vacuum_warnings_come_in_pgbench_order() {
+    let _turn = exclusive();
+    psql(
+        "postgres",
+        "do $$ begin create role init_not_owner login; exception when duplicate_object then null; end $$",
+    );
+    let (pgbench_db, pgbolt_db) = database_pair();
+    for db in [&pgbench_db, &pgbolt_db] {
+        assert!(run_pgbench(db, &["-I", "dtg"]).success);
+    }
+    let expected = run_pgbench_as(&pgbench_db, "init_not_owner", &["-I", "v"]);
+    let mut opts = options(&["-I", "v"]);
+    opts.jobs = NonZeroUsize::new(4);
+    let actual = run_pgbolt(&pgbolt_db, "init_not_owner", &opts);
+    assert!(expected.success && actual.success, "{}", actual.stderr);
+    assert!(
+        expected
+            .stderr
+            .contains("only table or database owner can vacuum it"),
+        "{}",
+        expected.stderr
+    );
+    assert_eq!(normalized(&actual.stderr), normalized(&expected.stderr));
 }
 
 #[test]

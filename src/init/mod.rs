@@ -186,6 +186,10 @@ pub enum InitError {
     Query { sql: String, message: String },
     /// The server refused to start a COPY.
     CopyStart { message: String },
+    /// Rows could not be sent during a COPY: the connection broke (the
+    /// server ended the backend, say). pgbench says only that
+    /// `PQputline` failed, without the reason.
+    CopyData,
     /// A COPY failed after it started.
     CopyEnd { message: String },
 }
@@ -207,6 +211,7 @@ impl fmt::Display for InitError {
                     message.trim_end_matches('\n')
                 )
             }
+            InitError::CopyData => f.write_str("PQputline failed"),
             InitError::CopyEnd { .. } => f.write_str("PQendcopy failed"),
         }
     }
@@ -234,6 +239,7 @@ impl InitError {
             }
             InitError::PartitionMethodWithoutPartitions
             | InitError::CopyStart { .. }
+            | InitError::CopyData
             | InitError::CopyEnd { .. } => {}
         }
         text
@@ -294,6 +300,10 @@ mod tests {
         assert_eq!(
             copy.report("pgbolt"),
             "ERROR:  boom\nCONTEXT:  COPY t, line 1\npgbolt: error: PQendcopy failed\n"
+        );
+        assert_eq!(
+            InitError::CopyData.report("pgbolt"),
+            "pgbolt: error: PQputline failed\n"
         );
     }
 

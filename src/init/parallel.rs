@@ -1,5 +1,6 @@
 //! Several connections at once: a pool that opens extra connections only
-//! when a step has independent work for them, runs a list of independent
+//! when a step has independent work for them (and closes them when the
+//! step is done, see [`Pool::release`]), runs a list of independent
 //! statements over them, and loads account ranges side by side while one
 //! progress stream reports the combined count.
 //!
@@ -106,6 +107,20 @@ impl<'a> Pool<'a> {
         }
     }
 
+    /// Closes the extra connections once a step is done. A connection left
+    /// idle through a long step may be ended meanwhile (by
+    /// `idle_session_timeout`, a pooler or a firewall dropping idle
+    /// sessions), and the next statement sent on it would fail where
+    /// pgbench, whose only connection is never idle for long, goes on; so
+    /// each step opens the ones it needs afresh. Closing waits (briefly)
+    /// for the server to end each backend, so the next step finds their
+    /// slots free.
+    pub fn release(&mut self) {
+        for session in self.extra.drain(..) {
+            session.close_and_wait(CLOSE_WAIT);
+        }
+    }
+
     /// Opens the connections missing for `n` (at most `jobs`) to be used at
     /// once.
     pub fn open(&mut self, n: usize) -> Result<(), InitError> {
@@ -157,7 +172,10 @@ fn first_error(errors: Vec<Option<InitError>>) -> Result<(), InitError> {
 }
 
 /// Runs independent statements, each once, over as many connections as
-/// useful. After a failure no further statement starts.
+/// useful. After a failure no further statement starts. The notices
+/// (vacuum's warnings about tables the role may not vacuum, say) come out
+/// in list order, as pgbench running the list one by one prints them, up
+/// to the statement whose failure is reported.
 pub fn execute_all(
     pool: &mut Pool<'_>,
     statements: &[String],
@@ -169,34 +187,48 @@ pub fn execute_all(
     let mut sessions = pool.sessions(statements.len())?;
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
-    let errors: Mutex<Vec<Option<InitError>>> =
-        Mutex::new((0..statements.len()).map(|_| None).collect());
+    let outcomes: Mutex<Vec<Outcome>> =
+        Mutex::new((0..statements.len()).map(|_| Outcome::default()).collect());
     std::thread::scope(|scope| {
         for session in sessions.iter_mut() {
-            let (next, failed, errors) = (&next, &failed, &errors);
+            let (next, failed, outcomes) = (&next, &failed, &outcomes);
             scope.spawn(move || loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 if i >= statements.len() || failed.load(Ordering::Relaxed) {
                     break;
                 }
-                if let Err(e) = session.execute(&statements[i]) {
+                let error = session.execute(&statements[i]).err();
+                if error.is_some() {
                     failed.store(true, Ordering::Relaxed);
-                    if let Ok(mut errors) = errors.lock() {
-                        errors[i] = Some(e);
-                    }
                 }
+                let notices = session.take_notices();
+                let mut outcomes = outcomes
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                outcomes[i] = Outcome { notices, error };
             });
         }
     });
-    for session in sessions.iter_mut() {
-        for notice in session.take_notices() {
-            say(out, &notice);
+    let outcomes = outcomes
+        .into_inner()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    for outcome in outcomes {
+        for notice in &outcome.notices {
+            say(out, notice);
+        }
+        if let Some(e) = outcome.error {
+            return Err(e);
         }
     }
-    match errors.into_inner() {
-        Ok(errors) => first_error(errors),
-        Err(poisoned) => first_error(poisoned.into_inner()),
-    }
+    Ok(())
+}
+
+/// What one statement of [`execute_all`] left: the notices it drew and
+/// its error, if it failed.
+#[derive(Default)]
+struct Outcome {
+    notices: Vec<String>,
+    error: Option<InitError>,
 }
 
 /// Loads `pgbench_accounts` over `loaders` connections at once, each

@@ -53,6 +53,7 @@ pub fn run_with_terminal(
         let elapsed = start.elapsed().as_secs_f64();
         summary.push(format!("{} {elapsed:.2} s", step.timing_label()));
         total += elapsed;
+        init.pool.release();
     }
     say(
         out,

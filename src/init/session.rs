@@ -21,6 +21,17 @@ fn failure_text(error: &pgwire::Error, sql: &str) -> String {
     query_failure(error, Some(sql))
 }
 
+/// What libpq shows when `PQendcopy` fails: the server's error alone.
+/// libpq reads only that error there, not on to the end of the connection,
+/// so a backend that ended with a FATAL error gets no `server closed the
+/// connection unexpectedly` lines, unlike a failed query.
+fn copy_end_text(error: &pgwire::Error, sql: &str) -> String {
+    match error.db_error() {
+        Some(db) => libpq_message(db, Some(sql), true),
+        None => failure_text(error, sql),
+    }
+}
+
 /// `PQserverVersion`: `15.4` is 150004, `9.6.2` is 90602.
 fn version_number(text: &str) -> u32 {
     let mut parts = text
@@ -100,6 +111,8 @@ impl Session {
 
     /// Runs `COPY ... FROM STDIN` (`sql`), sending what `fill` appends to a
     /// buffer, one buffer at a time, until `fill` says no rows remain.
+    /// Sending only fails when the connection is gone ([`InitError::CopyData`]);
+    /// a server error during the COPY is read at its end.
     pub fn copy_in(
         &mut self,
         sql: &str,
@@ -112,10 +125,8 @@ impl Session {
         loop {
             buf.clear();
             let more = fill(&mut buf);
-            if let Err(e) = copy.write(&buf) {
-                return Err(InitError::CopyEnd {
-                    message: failure_text(&e, sql),
-                });
+            if copy.write(&buf).is_err() {
+                return Err(InitError::CopyData);
             }
             if !more {
                 break;
@@ -124,7 +135,7 @@ impl Session {
         match copy.finish() {
             Ok(_) => Ok(()),
             Err(e) => Err(InitError::CopyEnd {
-                message: failure_text(&e, sql),
+                message: copy_end_text(&e, sql),
             }),
         }
     }
