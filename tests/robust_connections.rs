@@ -93,15 +93,15 @@ fn wait_for_sleepers(db: &TempDb, n: usize) {
 
 /// The client number in `could not create connection for client N`.
 fn failed_client(stderr: &str) -> Option<u32> {
-    stderr
-        .lines()
-        .find_map(|l| l.strip_prefix("pgbolt: error: could not create connection for client "))
-        .or_else(|| {
-            stderr.lines().find_map(|l| {
-                l.strip_prefix("pgbench: error: could not create connection for client ")
-            })
-        })
-        .and_then(|n| n.trim().parse().ok())
+    // Anywhere in the text: pgbench's two threads may both fail and write
+    // their lines into each other.
+    const PHRASE: &str = "could not create connection for client ";
+    let at = stderr.find(PHRASE)? + PHRASE.len();
+    let digits: String = stderr[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
 }
 
 /// More clients than the server has free slots (two are held by other
