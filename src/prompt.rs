@@ -12,9 +12,9 @@
 //! connection of `-i`) asks; the password then goes into the connection
 //! settings the other connections are made from.
 
-use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Write};
-use std::os::fd::AsRawFd;
+use std::fs::OpenOptions;
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, RawFd};
 
 use pgwire::conninfo::{Config, Secret};
 
@@ -39,19 +39,19 @@ fn read_password() -> String {
     let answer = match OpenOptions::new().read(true).write(true).open("/dev/tty") {
         Ok(tty) => {
             let mut out = &tty;
-            ask(&tty, &mut out)
+            ask(tty.as_raw_fd(), &mut out)
         }
-        Err(_) => ask(&io::stdin(), &mut io::stderr()),
+        Err(_) => ask(io::stdin().as_raw_fd(), &mut io::stderr()),
     };
     answer.unwrap_or_default()
 }
 
 /// Writes the question to `out`, reads one line from `input` with echo
 /// off when it is a terminal, and ends the line on `out`.
-fn ask(input: &impl Input, out: &mut impl Write) -> io::Result<String> {
+fn ask(input: RawFd, out: &mut impl Write) -> io::Result<String> {
     out.write_all(b"Password: ")?;
     out.flush()?;
-    let echo = EchoOff::new(input.as_raw_fd());
+    let echo = EchoOff::new(input);
     let line = read_line(input);
     drop(echo);
     out.write_all(b"\n")?;
@@ -59,43 +59,23 @@ fn ask(input: &impl Input, out: &mut impl Write) -> io::Result<String> {
     line
 }
 
-/// What the answer is read from: the terminal or standard input.
-trait Input: AsRawFd {
-    fn read_byte(&self) -> io::Result<Option<u8>>;
-}
-
-impl Input for File {
-    fn read_byte(&self) -> io::Result<Option<u8>> {
-        let mut byte = [0u8];
-        let mut file = self;
-        Ok((file.read(&mut byte)? == 1).then_some(byte[0]))
-    }
-}
-
-impl Input for io::Stdin {
-    fn read_byte(&self) -> io::Result<Option<u8>> {
-        // Unbuffered, one byte at a time: nothing after the line is taken
-        // from standard input.
-        let mut byte = [0u8];
-        // SAFETY: reads at most one byte into a one-byte buffer.
-        let n = unsafe { libc::read(self.as_raw_fd(), byte.as_mut_ptr().cast(), 1) };
-        match n {
-            1 => Ok(Some(byte[0])),
-            0 => Ok(None),
-            _ => Err(io::Error::last_os_error()),
-        }
-    }
-}
-
-/// One line without its line ending (`\n` or `\r\n`).
-fn read_line(input: &impl Input) -> io::Result<String> {
+/// One line without its line ending (`\n` or `\r\n`), read a byte at a
+/// time and unbuffered, so that nothing after it is taken from the input.
+fn read_line(input: RawFd) -> io::Result<String> {
     let mut bytes = Vec::new();
     loop {
-        match input.read_byte() {
-            Ok(Some(b'\n')) | Ok(None) => break,
-            Ok(Some(b)) => bytes.push(b),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+        let mut byte = 0u8;
+        // SAFETY: reads at most one byte into a one-byte buffer.
+        match unsafe { libc::read(input, (&mut byte as *mut u8).cast(), 1) } {
+            1 if byte == b'\n' => break,
+            1 => bytes.push(byte),
+            0 => break,
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
         }
     }
     if bytes.last() == Some(&b'\r') {
@@ -107,12 +87,12 @@ fn read_line(input: &impl Input) -> io::Result<String> {
 /// Terminal echo switched off for as long as the value lives; nothing
 /// happens for an input that is not a terminal.
 struct EchoOff {
-    fd: i32,
+    fd: RawFd,
     saved: Option<libc::termios>,
 }
 
 impl EchoOff {
-    fn new(fd: i32) -> EchoOff {
+    fn new(fd: RawFd) -> EchoOff {
         // SAFETY: `termios` is plain data, filled in by `tcgetattr`, which
         // fails harmlessly on a descriptor that is not a terminal.
         let saved = unsafe {

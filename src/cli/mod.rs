@@ -124,9 +124,13 @@ impl Config {
 /// Writes `args` to standard error in one write, so that lines of
 /// different threads do not mix; a failure is ignored (see [`ewrite!`]).
 pub fn write_stderr(args: std::fmt::Arguments<'_>) {
+    write_stderr_bytes(args.to_string().as_bytes());
+}
+
+/// Writes `bytes` to standard error in one write; a failure is ignored.
+pub fn write_stderr_bytes(bytes: &[u8]) {
     use std::io::Write;
-    let text = args.to_string();
-    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+    let _ = std::io::stderr().lock().write_all(bytes);
 }
 
 /// Prints the lines of an error to standard error, each after the program

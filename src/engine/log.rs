@@ -4,7 +4,6 @@
 //! server's error texts end in one).
 
 use std::fmt::Arguments;
-use std::io::Write;
 
 fn emit(kind: &str, args: Arguments<'_>) {
     emit_bytes(kind, format!("{args}").as_bytes());
@@ -14,7 +13,7 @@ fn emit_bytes(kind: &str, message: &[u8]) {
     let mut text = format!("{}: {kind}", crate::cli::PROGRAM).into_bytes();
     text.extend_from_slice(message.strip_suffix(b"\n").unwrap_or(message));
     text.push(b'\n');
-    let _ = std::io::stderr().lock().write_all(&text);
+    crate::cli::write_stderr_bytes(&text);
 }
 
 /// An error message holding bytes that need not be UTF-8 (a shell
