@@ -148,6 +148,22 @@ fn messages(text: &str, program: &str, sorted: bool) -> Vec<String> {
     lines
 }
 
+/// pgbench 15's report of a script that ran no transaction, rewritten to
+/// pgbench 18's: the failure and retry lines with NaN shares (and the
+/// retry total after them) go, 18 prints no counts for such a script.
+fn without_nan_shares(lines: Vec<String>) -> Vec<String> {
+    let mut dropping = false;
+    lines
+        .into_iter()
+        .filter(|l| {
+            let nan = l.starts_with(" - ") && l.ends_with("(NaN%)");
+            let total = dropping && l == " - total number of retries: 0";
+            dropping = nan || total;
+            !dropping
+        })
+        .collect()
+}
+
 /// Runs both programs and compares exit status, report and messages.
 fn same_as_pgbench(db: &str, args: &[String]) {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -167,11 +183,24 @@ fn same_as_pgbench(db: &str, args: &[String]) {
         .iter()
         .map(|l| untimed(l))
         .collect();
-    let expected: Vec<String> = pgbench15_to_18(&theirs_text)
+    let mut expected: Vec<String> = without_nan_shares(pgbench15_to_18(&theirs_text))
         .iter()
         .skip(1)
         .map(|l| untimed(l))
         .collect();
+    // No transaction ended at all: pgbench 18 stops after the processed
+    // line, where pgbench 15 goes on with NaN shares of failures and
+    // retries.
+    if theirs_text
+        .lines()
+        .any(|l| l == "number of failed transactions: 0 (NaN%)")
+    {
+        let processed = expected
+            .iter()
+            .position(|l| l.starts_with("number of transactions actually processed:"))
+            .map_or(expected.len(), |i| i + 1);
+        expected.truncate(processed);
+    }
     assert_eq!(
         mine, expected,
         "{what}\n--- pgbolt\n{ours_text}\n--- pgbench\n{theirs_text}"
@@ -304,9 +333,36 @@ fn failures_and_retries_are_counted_as_pgbench_counts_them() {
 fn a_run_where_every_transaction_failed_reports_as_pgbench_18() {
     let db = database();
     let files = scripts();
-    for mode in ["simple", "prepared"] {
+    let per_command = [
+        "statement latencies in milliseconds, failures and retries:",
+        "   T           0          0 BEGIN;",
+        "   T           3          3 SELECT fail_if(true, '40001');",
+        "   T           0          0 END;",
+    ];
+    let plain = [
+        "latency average = T ms (including failures)",
+        "initial connection time = T ms",
+        "tps = T (without initial connection time)",
+    ];
+    // Under -R the lag of no transaction is 0/0: pgbench's printf writes NaN.
+    let rated = [
+        "number of transactions skipped: 0 (0.000%)",
+        "number of transactions above the 5000.0 ms latency limit: 0/0 (0.000%)",
+        "rate limit schedule lag: avg NaN (max T) ms",
+        "initial connection time = T ms",
+        "tps = T (without initial connection time)",
+    ];
+    let cases: [(&[&str], Vec<&str>); 3] = [
+        (&["-M", "simple"], [&plain[..], &per_command[..]].concat()),
+        (&["-M", "prepared"], [&plain[..], &per_command[..]].concat()),
+        (
+            &["-R", "1000", "-L", "5000"],
+            [&rated[..], &per_command[..]].concat(),
+        ),
+    ];
+    for (more, tail) in cases {
         let args = arguments(
-            &["-t", "3", "-f", "FILE5", "-M", mode, "--max-tries=2", "-r"],
+            &[&["-t", "3", "-f", "FILE5", "--max-tries=2", "-r"], more].concat(),
             &files,
         );
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -324,20 +380,7 @@ fn a_run_where_every_transaction_failed_reports_as_pgbench_18() {
         );
         assert_eq!(mine[..expected.len()], expected[..], "{}", stdout(&ours));
         let rest: Vec<String> = mine[expected.len()..].iter().map(|l| untimed(l)).collect();
-        assert_eq!(
-            rest,
-            [
-                "latency average = T ms (including failures)",
-                "initial connection time = T ms",
-                "tps = T (without initial connection time)",
-                "statement latencies in milliseconds, failures and retries:",
-                "   T           0          0 BEGIN;",
-                "   T           3          3 SELECT fail_if(true, '40001');",
-                "   T           0          0 END;",
-            ],
-            "{}",
-            stdout(&ours)
-        );
+        assert_eq!(rest, tail, "{}", stdout(&ours));
     }
 }
 
@@ -465,5 +508,150 @@ fn errors_after_a_pipeline_sync_are_numbered_as_pgbench_18_numbers_them() {
                 );
             }
         }
+    }
+}
+
+/// Errors that are never retried abort the client, with pgbench's message
+/// (the query's number, the server's text) and exit status, whatever
+/// `--max-tries` says; the report covers what ran before.
+#[test]
+fn errors_that_are_not_retried_abort_the_client_as_in_pgbench() {
+    let db = database();
+    server()
+        .psql_in(
+            &db,
+            "CREATE TABLE k (id int PRIMARY KEY); INSERT INTO k VALUES (1);",
+        )
+        .expect("create table");
+    let files: Vec<ScriptFile> = [
+        ("unique.sql", "INSERT INTO k VALUES (1);\n"),
+        ("divide.sql", "SELECT 1;\nSELECT 1/0;\n"),
+        (
+            "pipeline.sql",
+            "\\startpipeline\nSELECT 1;\nSELECT 1/0;\nSELECT 2;\n\\endpipeline\n",
+        ),
+        ("multi.sql", "SELECT 1\\; SELECT 1/0\\; SELECT 3;\n"),
+        (
+            "gset.sql",
+            "SELECT 1/0 AS x \\gset\n\\if :x = 1\nSELECT 1;\n\\endif\n",
+        ),
+        ("block.sql", "BEGIN;\nSELECT 1/0;\nEND;\n"),
+        (
+            "late.sql",
+            "\\set r random(1, 5)\nSELECT CASE WHEN :r = 5 THEN 1/0 ELSE 1 END;\n",
+        ),
+    ]
+    .iter()
+    .map(|(name, text)| script(name, text))
+    .collect();
+    let cases: &[&[&str]] = &[
+        &["-t", "3", "-f", "FILE1", "-r"],
+        &["-t", "3", "-f", "FILE1", "-M", "extended", "--max-tries=2"],
+        &[
+            "-t",
+            "3",
+            "-f",
+            "FILE1",
+            "-M",
+            "prepared",
+            "--verbose-errors",
+        ],
+        &["-t", "3", "-f", "FILE2", "-r", "--max-tries=3"],
+        &["-t", "3", "-f", "FILE3", "-M", "extended", "-r"],
+        &["-t", "3", "-f", "FILE3", "-M", "prepared", "--max-tries=2"],
+        &["-t", "3", "-f", "FILE4"],
+        &["-t", "3", "-f", "FILE4", "-M", "extended"],
+        &["-t", "3", "-f", "FILE5", "-M", "prepared"],
+        &[
+            "-t",
+            "3",
+            "-f",
+            "FILE6",
+            "--max-tries=3",
+            "--verbose-errors",
+        ],
+        &["-t", "20", "-f", "FILE7", "-c", "2", "-j", "2", "-r"],
+        &[
+            "-t",
+            "20",
+            "-f",
+            "FILE7@1",
+            "-f",
+            "FILE2@0",
+            "-M",
+            "prepared",
+            "--failures-detailed",
+        ],
+    ];
+    for case in cases {
+        same_as_pgbench(&db, &arguments(case, &files));
+    }
+}
+
+/// `--continue-on-error` (PostgreSQL 19, not in pgbench 15) makes any SQL
+/// error fail the transaction as a serialization failure does without
+/// retries: the same rollback, counts, `-r` columns and messages as
+/// pgbench gives for serialization failures raised at the same places.
+#[test]
+fn continue_on_error_fails_transactions_as_pgbench_fails_serialization_failures() {
+    let db = database();
+    let text = |code: &str| {
+        format!(
+            "\\set r random(1, 4)\nBEGIN;\nSELECT fail_if(:r = 1, '{code}');\nEND;\nSELECT fail_if(:r = 2, '{code}');\n"
+        )
+    };
+    let (other, serialization) = (
+        script("other.sql", &text("22012")),
+        script("serialization.sql", &text("40001")),
+    );
+    for more in [
+        &["-r", "--verbose-errors"][..],
+        &["-M", "prepared", "-c", "2", "-j", "2"],
+    ] {
+        let common = ["-n", "--random-seed=3", "-t", "20"];
+        let ours_args = [
+            &common[..],
+            more,
+            &["-f", other.path.as_str(), "--continue-on-error"],
+        ]
+        .concat();
+        let theirs_args = [&common[..], more, &["-f", serialization.path.as_str()]].concat();
+        let ours = Run::new(&db, &ours_args).pgbolt();
+        let theirs = Run::new(&db, &theirs_args).pgbench();
+        assert_eq!(ours.status.code(), Some(0), "{}", stderr(&ours));
+        assert_eq!(theirs.status.code(), Some(0), "{}", stderr(&theirs));
+        let report = |lines: Vec<String>| -> Vec<String> {
+            lines
+                .iter()
+                .map(|l| {
+                    untimed(
+                        &l.replace(&other.path, "FILE")
+                            .replace(&serialization.path, "FILE"),
+                    )
+                })
+                .collect()
+        };
+        let mine = report(ours_without_additions(&stdout(&ours), false));
+        let expected = report(pgbench15_to_18(&stdout(&theirs)).split_off(1));
+        assert!(
+            expected
+                .iter()
+                .any(|l| l.starts_with("number of failed transactions: ")
+                    && !l.starts_with("number of failed transactions: 0 ")),
+            "{}",
+            stdout(&theirs)
+        );
+        let mine_text = mine.join("\n").replace("22012", "CODE");
+        let expected_text = expected.join("\n").replace("40001", "CODE");
+        assert_eq!(mine_text, expected_text);
+        let threads = more.contains(&"-j");
+        assert_eq!(
+            messages(&stderr(&ours).replace("22012", "CODE"), "pgbolt", threads),
+            messages(
+                &stderr(&theirs).replace("40001", "CODE"),
+                "pgbench",
+                threads
+            ),
+        );
     }
 }
