@@ -103,6 +103,11 @@ pub struct Response {
     /// ReadyForQuery messages so far (while a pipeline's statements are
     /// prepared, which statement a message belongs to).
     pub syncs_seen: u32,
+    /// Inside a pipeline: its synchronisation points (`\syncpipeline`)
+    /// answered since the last query result. libpq hands out no end of
+    /// results after a sync, so pgbench counts them into the query number
+    /// of the result that follows them.
+    pub syncs_since_result: u32,
     /// Rows of the result being read.
     pub rows: u64,
     /// Rows of the last completed result.
@@ -139,6 +144,7 @@ impl Response {
         self.syncs_left = syncs;
         self.results = 0;
         self.syncs_seen = 0;
+        self.syncs_since_result = 0;
         self.rows = 0;
         self.last_rows = 0;
         self.error = None;

@@ -384,12 +384,13 @@ impl<'a> Sent<'a> {
     }
 
     /// pgbench's query number in its abort message: results read so far
-    /// for the command, which inside a pipeline restarts at each query.
-    fn number(&self, result: u32) -> u32 {
+    /// for the command; inside a pipeline it restarts at each query, after
+    /// the synchronisation points just before it.
+    fn number(&self, r: &super::client::Response) -> u32 {
         if self.pipeline.is_some() {
-            0
+            r.syncs_since_result
         } else {
-            result
+            r.results
         }
     }
 }
@@ -441,6 +442,7 @@ fn handle(
                 r.results += 1;
             }
             r.rows = 0;
+            r.syncs_since_result = 0;
         }
         Message::ErrorResponse(fields) if query.preparing(r) => {
             // pgbench prepares a pipeline's statements one by one as it
@@ -464,6 +466,9 @@ fn handle(
             r.abort = Some("COPY is not supported in pgbench, aborting".to_owned());
         }
         Message::ReadyForQuery(_) => {
+            if !query.preparing(r) {
+                r.syncs_since_result += 1;
+            }
             r.syncs_seen += 1;
             r.syncs_left = r.syncs_left.saturating_sub(1);
             return r.syncs_left == 0;
@@ -515,7 +520,7 @@ fn record_error(
             text
         })
         .unwrap_or_default();
-    r.error = Some((status, query.number(r.results), text));
+    r.error = Some((status, query.number(r), text));
 }
 
 /// Stores the last row of the current result into the variables.
