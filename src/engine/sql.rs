@@ -23,7 +23,7 @@ use pgwire::{ErrorKind, Message, TxStatus};
 use crate::cli::QueryMode;
 use crate::script::{valid_variable_name, Command, CommandKind, ResultVars, SqlCommand, SqlPiece};
 
-use super::client::{Client, ErrorStatus, State};
+use super::client::{Client, ErrorStatus, Response, State};
 use super::log;
 use super::machine::Now;
 use super::plan::Plan;
@@ -356,7 +356,7 @@ impl<'a> Sent<'a> {
     /// that produced result number `r.results`; libpq keeps no text for a
     /// prepared statement executed in a pipeline (`PQsendQueryPrepared`),
     /// so there is none.
-    fn text(&self, r: &super::client::Response) -> Option<&'a str> {
+    fn text(&self, r: &Response) -> Option<&'a str> {
         let command = match self.pipeline {
             None => self.command?,
             Some((commands, sent)) => {
@@ -379,14 +379,14 @@ impl<'a> Sent<'a> {
 
     /// Whether the messages read answer the statements prepared as the
     /// pipeline started (one Sync each) rather than the pipeline itself.
-    fn preparing(&self, r: &super::client::Response) -> bool {
+    fn preparing(&self, r: &Response) -> bool {
         self.pipeline.is_some() && (r.syncs_seen as usize) < self.prepared.len()
     }
 
     /// pgbench's query number in its abort message: results read so far
     /// for the command; inside a pipeline it restarts at each query, after
     /// the synchronisation points just before it.
-    fn number(&self, r: &super::client::Response) -> u32 {
+    fn number(&self, r: &Response) -> u32 {
         if self.pipeline.is_some() {
             r.syncs_since_result
         } else {
@@ -398,7 +398,7 @@ impl<'a> Sent<'a> {
 /// Handles one message; true once the last expected ReadyForQuery came.
 fn handle(
     msg: Message<'_>,
-    r: &mut super::client::Response,
+    r: &mut Response,
     vars: &mut crate::script::vars::Variables,
     store: &ResultVars,
     query: &Sent<'_>,
@@ -481,7 +481,7 @@ fn handle(
 /// `\gset`/`\aset`: the variable slot of each column of the result about
 /// to come, and the first column name that is no valid variable name.
 fn columns_to_store(
-    r: &mut super::client::Response,
+    r: &mut Response,
     desc: &pgwire::backend::RowDescription<'_>,
     prefix: &str,
     plan: &Plan,
@@ -506,11 +506,7 @@ fn columns_to_store(
 /// The command's first error: its status for the retry logic, the query
 /// number and libpq's wording of it, and whether it is the command's own
 /// Parse finding the statement name taken.
-fn record_error(
-    r: &mut super::client::Response,
-    fields: &pgwire::backend::Fields<'_>,
-    query: &Sent<'_>,
-) {
+fn record_error(r: &mut Response, fields: &pgwire::backend::Fields<'_>, query: &Sent<'_>) {
     r.name_taken = r.parse_pending && fields.get(b'C') == Some(DUPLICATE_PREPARED_STATEMENT);
     let status = ErrorStatus::from_sqlstate(fields.get(b'C'));
     let text = pgwire::DbError::from_fields(*fields)
@@ -524,7 +520,7 @@ fn record_error(
 }
 
 /// Stores the last row of the current result into the variables.
-fn store_row(r: &super::client::Response, vars: &mut crate::script::vars::Variables) {
+fn store_row(r: &Response, vars: &mut crate::script::vars::Variables) {
     for (slot, value) in r.columns.iter().zip(&r.values) {
         if let Some(slot) = slot {
             vars.set_text(*slot, &String::from_utf8_lossy(value));
