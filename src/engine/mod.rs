@@ -209,15 +209,50 @@ fn run_worker(
     outcome
 }
 
+/// pgbench's `setting random seed to N` lines, shown as script loading
+/// reaches the point of the command line where each seed was met (a
+/// script that fails to load stops pgbench before the seeds after it).
+/// The last seed is the one used, already resolved.
+struct SeedLines<'a> {
+    notes: &'a [crate::cli::SeedNote],
+    shown: usize,
+    used: u64,
+}
+
+impl<'a> SeedLines<'a> {
+    fn new(notes: &'a [crate::cli::SeedNote], used: u64) -> Self {
+        SeedLines {
+            notes,
+            shown: 0,
+            used,
+        }
+    }
+
+    /// Shows the seeds met before the script numbered `scripts`.
+    fn show(&mut self, scripts: usize) {
+        while let Some(note) = self.notes.get(self.shown) {
+            if note.scripts_before > scripts {
+                break;
+            }
+            self.shown += 1;
+            let value = match self.shown == self.notes.len() {
+                true => Ok(self.used),
+                false => note.seed.resolve(),
+            };
+            if let Ok(value) = value {
+                log::info(format_args!("setting random seed to {value}"));
+            }
+        }
+    }
+}
+
 /// Everything up to the clients' connections: the seed, the scripts, the
 /// set-up connection's work, the random states and the starting variables.
 fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> {
     let seed = bench.random_seed.unwrap_or(RandomSeed::Time);
     let seed_value = seed.resolve().map_err(EngineError::Seed)?;
-    if bench.random_seed.is_some() {
-        log::info(format_args!("setting random seed to {seed_value}"));
-    }
-    let plan = Plan::new(bench, config.debug)?;
+    let mut seeds = SeedLines::new(&config.seeds, seed_value);
+    let plan = Plan::new(bench, config.debug, &mut |scripts| seeds.show(scripts))?;
     let (connector, mut setup_client) = setup::connect(&config.connection)?;
     setup::print_version(&setup_client, json_to_stdout(bench));
     if config.debug {
