@@ -71,3 +71,34 @@ fn random_seed_line_is_printed_where_pgbench_meets_the_option() {
     let failures: Vec<String> = cases.iter().filter_map(|args| compare(args)).collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// `--debug` shows each meta command as pgbench keeps it: its words one
+/// space apart, `\set` with its variable only, `\if`/`\elif` bare; and
+/// `\setshell`'s result line. No level word before the message.
+#[test]
+fn debug_lines_of_meta_commands_match_pgbench() {
+    let script = script_file(
+        "debug.sql",
+        "\\set x 1 + 2\n\\sleep   1\tms\n\\setshell y echo 4\n\\setshell w nproc\n\
+         \\shell true :x\n\\if :x = 3\n\\set z debug(:y)\n\\elif 1\n\\else\n\\endif\n\
+         \\setshell v \\\n printf '%s' 12\n",
+    );
+    let args = [
+        "-n",
+        "-t1",
+        "--debug",
+        "--random-seed=1",
+        "-f",
+        &script.path,
+    ];
+    let keep = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.contains("executing") || l.contains("parameter") || l.contains("debug("))
+            .map(str::to_owned)
+            .collect()
+    };
+    let (code, theirs) = run(PGBENCH, &args);
+    let (our_code, ours) = run(pgbolt_path().to_str().expect("UTF-8 path"), &args);
+    assert_eq!((our_code, keep(&ours)), (code, keep(&theirs)));
+    assert!(keep(&theirs).len() >= 9, "{theirs}");
+}
