@@ -209,6 +209,22 @@ fn run_worker(
     outcome
 }
 
+/// A host as libpq's `PQhost` names it: the socket directory, the host
+/// name, or the address when only `hostaddr` was given.
+fn debug_host(kind: &pgwire::conninfo::HostKind) -> String {
+    use pgwire::conninfo::HostKind;
+    match kind {
+        HostKind::Unix(dir) => dir.display().to_string(),
+        HostKind::Tcp {
+            name: Some(name), ..
+        } => name.clone(),
+        HostKind::Tcp {
+            addr: Some(addr), ..
+        } => addr.to_string(),
+        HostKind::Tcp { .. } => String::new(),
+    }
+}
+
 /// pgbench's `setting random seed to N` lines, shown as script loading
 /// reaches the point of the command line where each seed was met (a
 /// script that fails to load stops pgbench before the seeds after it).
@@ -260,10 +276,14 @@ fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> 
             RunLength::Transactions(n) => ("nxacts", n),
             RunLength::Duration(s) => ("duration", s),
         };
+        let cfg = connector.config();
+        let (host, port) = match cfg.hosts.first() {
+            Some(h) => (debug_host(&h.kind), h.port.to_string()),
+            None => (String::new(), String::new()),
+        };
         log::debug(format_args!(
-            "nclients: {} {what}: {n} dbName: {}",
-            plan.clients,
-            connector.config().dbname
+            "pghost: {host} pgport: {port} nclients: {} {what}: {n} dbName: {}",
+            plan.clients, cfg.dbname
         ));
     }
     if config.preflight {
