@@ -112,7 +112,7 @@ fn check_server(db: &TempDb, method: &str) {
         let ok = run(db, source, SECRET, dir.path());
         assert_eq!(ok.code(), Some(0), "{method} {source:?}: {}", ok.stderr());
         assert!(
-            ok.stderr().contains("pgbolt: debug: client 0 sending"),
+            ok.stderr().contains("pgbolt: client 0 sending"),
             "{method} {source:?}"
         );
         assert!(dir.path().join("out.json").exists(), "{method} {source:?}");

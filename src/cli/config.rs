@@ -21,6 +21,10 @@ pub struct Config {
     pub debug: bool,
     /// `--temp-instance`: run against a throwaway PostgreSQL instance.
     pub temp_instance: Option<TempInstance>,
+    /// The random seeds met while reading the command line, in order
+    /// (`PGBENCH_RANDOM_SEED` first, then each `--random-seed`): pgbench
+    /// prints `setting random seed to N` for each the moment it meets it.
+    pub seeds: Vec<SeedNote>,
     /// `--io`: the I/O driver of the worker threads.
     pub io: IoMethod,
     /// `--busy-poll`: whether a thread spins before it sleeps.
@@ -208,6 +212,16 @@ pub struct TransactionLog {
 
 /// `--random-seed`: `time`, `rand` or an unsigned integer.
 pub use crate::random::RandomSeed;
+
+/// A random seed as met on the command line. pgbench reads `-f`/`-b`
+/// scripts while it reads the options, so whether a script's error comes
+/// after this seed's line depends on how many scripts came before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SeedNote {
+    pub seed: RandomSeed,
+    /// How many `-f`/`-b` options came before the seed.
+    pub scripts_before: usize,
+}
 
 /// `--io`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -65,6 +65,14 @@ pub fn run(config: Config) -> Result<i32, RunError> {
 }
 
 fn run_mode(config: &Config) -> Result<i32, RunError> {
+    if !matches!(config.mode, Mode::Run(_)) {
+        // The benchmark shows them as it loads its scripts.
+        for note in &config.seeds {
+            if let Ok(value) = note.seed.resolve() {
+                super::announce_seed(value);
+            }
+        }
+    }
     match &config.mode {
         Mode::Help => Ok(print_stdout(&help::usage())),
         Mode::Version => Ok(print_stdout(&format!("{}\n", help::version()))),

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use super::config::{
     BusyPoll, Connection, Environment, InitStep, IoMethod, Mode, PartitionMethod, QueryMode,
-    RandomSeed, ScriptSpec, VariableDefinition,
+    RandomSeed, ScriptSpec, SeedNote, VariableDefinition,
 };
 use super::error::CliError;
 use super::values;
@@ -61,6 +61,8 @@ pub struct Gathered {
     pub aggregate_interval: Option<u32>,
     pub log_prefix: Option<String>,
     pub random_seed: Option<RandomSeed>,
+    /// Every seed met so far, the last one being `random_seed`.
+    pub seeds: Vec<SeedNote>,
     /// Raw `--max-tries` (0: unlimited); pgbench's default is 1.
     pub max_tries: Option<u32>,
     pub failures_detailed: bool,
@@ -86,11 +88,29 @@ impl Gathered {
             Some(seed) => Some(parse_seed(&text(seed), true)?),
             None => None,
         };
+        let seeds = random_seed
+            .map(|seed| SeedNote {
+                seed,
+                scripts_before: 0,
+            })
+            .into_iter()
+            .collect();
         Ok(Gathered {
             open_files_limit: env.open_files_limit,
             random_seed,
+            seeds,
             ..Gathered::default()
         })
+    }
+}
+
+impl Gathered {
+    /// `error`, with the seeds met before it.
+    pub fn failure(&self, error: CliError) -> super::ParseFailure {
+        super::ParseFailure {
+            error,
+            seeds: self.seeds.clone(),
+        }
     }
 }
 
@@ -363,7 +383,12 @@ pub fn foreign_keys(g: &mut Gathered) {
 }
 
 pub fn random_seed(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
-    g.random_seed = Some(parse_seed(&text(value), false)?);
+    let seed = parse_seed(&text(value), false)?;
+    g.random_seed = Some(seed);
+    g.seeds.push(SeedNote {
+        seed,
+        scripts_before: g.scripts.len(),
+    });
     Ok(())
 }
 

@@ -65,6 +65,23 @@ where
     I: IntoIterator,
     I::Item: Into<OsString>,
 {
+    parse_noting_seeds(args, env).map_err(|failure| failure.error)
+}
+
+/// A command line pgbolt refuses, with the random seeds met before the
+/// error: pgbench has printed their lines by the time it fails.
+#[derive(Debug)]
+pub struct ParseFailure {
+    pub error: CliError,
+    pub seeds: Vec<SeedNote>,
+}
+
+/// [`parse`], keeping the seeds met before an error.
+pub fn parse_noting_seeds<I>(args: I, env: &Environment) -> Result<Config, ParseFailure>
+where
+    I: IntoIterator,
+    I::Item: Into<OsString>,
+{
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
     if let Some(first) = args.first() {
         if first == "--help" || first == "-?" {
@@ -74,9 +91,17 @@ where
             return Ok(Config::for_mode(Mode::Version));
         }
     }
-    let mut gathered = gather::Gathered::new(env)?;
+    let mut gathered = gather::Gathered::new(env).map_err(|error| ParseFailure {
+        error,
+        seeds: Vec::new(),
+    })?;
     let mut getopt = getopt::Getopt::new(args);
-    while let Some(event) = getopt.next_event()? {
+    loop {
+        let event = match getopt.next_event() {
+            Ok(Some(event)) => event,
+            Ok(None) => break,
+            Err(error) => return Err(gathered.failure(error)),
+        };
         let def = match event {
             getopt::Event::Positional(value) => {
                 gathered
@@ -89,12 +114,16 @@ where
                 def
             }
             getopt::Event::Value(def, record, value) => {
-                record(&mut gathered, &value)?;
+                if let Err(error) = record(&mut gathered, &value) {
+                    return Err(gathered.failure(error));
+                }
                 def
             }
         };
         if let Some(mode) = gathered.early_exit.take() {
-            return Ok(Config::for_mode(mode));
+            let mut config = Config::for_mode(mode);
+            config.seeds = gathered.seeds;
+            return Ok(config);
         }
         match def.class {
             options::Class::Benchmark => gathered.benchmarking_option = true,
@@ -102,7 +131,8 @@ where
             options::Class::Common => {}
         }
     }
-    validate::finish(gathered)
+    let seeds = gathered.seeds.clone();
+    validate::finish(gathered).map_err(|error| ParseFailure { error, seeds })
 }
 
 impl Config {
@@ -114,6 +144,7 @@ impl Config {
             connection: Connection::default(),
             debug: false,
             temp_instance: None,
+            seeds: Vec::new(),
             io: IoMethod::Auto,
             busy_poll: BusyPoll::Auto,
             preflight: true,
@@ -133,6 +164,11 @@ pub fn write_stderr_bytes(bytes: &[u8]) {
     let _ = std::io::stderr().lock().write_all(bytes);
 }
 
+/// Prints pgbench's line for a random seed it has met.
+pub fn announce_seed(value: u64) {
+    crate::cli::ewriteln!("{PROGRAM}: setting random seed to {value}");
+}
+
 /// Prints the lines of an error to standard error, each after the program
 /// name.
 pub fn print_error(err: &CliError) {
@@ -144,10 +180,15 @@ pub fn print_error(err: &CliError) {
 /// Runs pgbolt with the process arguments and returns the exit code.
 pub fn main() -> i32 {
     let env = Environment::from_process();
-    let config = match parse(std::env::args_os().skip(1), &env) {
+    let config = match parse_noting_seeds(std::env::args_os().skip(1), &env) {
         Ok(config) => config,
-        Err(err) => {
-            print_error(&err);
+        Err(failure) => {
+            for note in &failure.seeds {
+                if let Ok(value) = note.seed.resolve() {
+                    announce_seed(value);
+                }
+            }
+            print_error(&failure.error);
             return 1;
         }
     };

@@ -54,6 +54,7 @@ pub fn finish(mut g: Gathered) -> Result<Config, CliError> {
         connection: g.connection,
         debug: g.debug,
         temp_instance,
+        seeds: std::mem::take(&mut g.seeds),
         io: g.io.unwrap_or(IoMethod::Auto),
         busy_poll: g.busy_poll.unwrap_or(BusyPoll::Auto),
         preflight: !g.no_preflight,

@@ -38,6 +38,12 @@ pub fn info(args: Arguments<'_>) {
     emit("", args);
 }
 
+/// `--debug` lines carry no level word, as in pgbench.
 pub fn debug(args: Arguments<'_>) {
-    emit("debug: ", args);
+    emit("", args);
+}
+
+/// A `--debug` line holding bytes that need not be UTF-8.
+pub fn debug_bytes(message: &[u8]) {
+    emit_bytes("", message);
 }

@@ -24,7 +24,7 @@ pub fn execute(
     kind: &CommandKind,
 ) {
     if plan.debug {
-        let text = &plan.scripts[c.script].commands[c.command].first_line;
+        let text = &plan.scripts[c.script].commands[c.command].words;
         log::debug(format_args!("client {} executing {text}", c.id));
     }
     c.state = State::EndCommand;

@@ -209,15 +209,66 @@ fn run_worker(
     outcome
 }
 
+/// A host as libpq's `PQhost` names it: the socket directory, the host
+/// name, or the address when only `hostaddr` was given.
+fn debug_host(kind: &pgwire::conninfo::HostKind) -> String {
+    use pgwire::conninfo::HostKind;
+    match kind {
+        HostKind::Unix(dir) => dir.display().to_string(),
+        HostKind::Tcp {
+            name: Some(name), ..
+        } => name.clone(),
+        HostKind::Tcp {
+            addr: Some(addr), ..
+        } => addr.to_string(),
+        HostKind::Tcp { .. } => String::new(),
+    }
+}
+
+/// pgbench's `setting random seed to N` lines, shown as script loading
+/// reaches the point of the command line where each seed was met (a
+/// script that fails to load stops pgbench before the seeds after it).
+/// The last seed is the one used, already resolved.
+struct SeedLines<'a> {
+    notes: &'a [crate::cli::SeedNote],
+    shown: usize,
+    used: u64,
+}
+
+impl<'a> SeedLines<'a> {
+    fn new(notes: &'a [crate::cli::SeedNote], used: u64) -> Self {
+        SeedLines {
+            notes,
+            shown: 0,
+            used,
+        }
+    }
+
+    /// Shows the seeds met before the script numbered `scripts`.
+    fn show(&mut self, scripts: usize) {
+        while let Some(note) = self.notes.get(self.shown) {
+            if note.scripts_before > scripts {
+                break;
+            }
+            self.shown += 1;
+            let value = match self.shown == self.notes.len() {
+                true => Ok(self.used),
+                false => note.seed.resolve(),
+            };
+            if let Ok(value) = value {
+                log::info(format_args!("setting random seed to {value}"));
+            }
+        }
+    }
+}
+
 /// Everything up to the clients' connections: the seed, the scripts, the
 /// set-up connection's work, the random states and the starting variables.
 fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> {
     let seed = bench.random_seed.unwrap_or(RandomSeed::Time);
     let seed_value = seed.resolve().map_err(EngineError::Seed)?;
-    if bench.random_seed.is_some() {
-        log::info(format_args!("setting random seed to {seed_value}"));
-    }
-    let plan = Plan::new(bench, config.debug)?;
+    let mut seeds = SeedLines::new(&config.seeds, seed_value);
+    let plan = Plan::new(bench, config.debug, &mut |scripts| seeds.show(scripts))?;
     let (connector, mut setup_client) = setup::connect(&config.connection)?;
     setup::print_version(&setup_client, json_to_stdout(bench));
     if config.debug {
@@ -225,10 +276,14 @@ fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> 
             RunLength::Transactions(n) => ("nxacts", n),
             RunLength::Duration(s) => ("duration", s),
         };
+        let cfg = connector.config();
+        let (host, port) = match cfg.hosts.first() {
+            Some(h) => (debug_host(&h.kind), h.port.to_string()),
+            None => (String::new(), String::new()),
+        };
         log::debug(format_args!(
-            "nclients: {} {what}: {n} dbName: {}",
-            plan.clients,
-            connector.config().dbname
+            "pghost: {host} pgport: {port} nclients: {} {what}: {n} dbName: {}",
+            plan.clients, cfg.dbname
         ));
     }
     if config.preflight {

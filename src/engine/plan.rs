@@ -54,15 +54,22 @@ pub struct AutoSlots {
 }
 
 impl Plan {
-    /// Loads the scripts of `bench` and fixes the run's shape.
-    pub fn new(bench: &Benchmark, debug: bool) -> Result<Plan, EngineError> {
+    /// Loads the scripts of `bench` and fixes the run's shape;
+    /// `before_script` is told each script's index before it is loaded,
+    /// then the number of scripts once all are.
+    pub fn new(
+        bench: &Benchmark,
+        debug: bool,
+        before_script: &mut dyn FnMut(usize),
+    ) -> Result<Plan, EngineError> {
         let mut names = VarNames::new();
         for def in &bench.variables {
             names.slot(&def.name);
         }
         let mut scripts = Vec::with_capacity(bench.scripts.len());
         let mut builtin_used = false;
-        for spec in &bench.scripts {
+        for (index, spec) in bench.scripts.iter().enumerate() {
+            before_script(index);
             let loaded = match spec {
                 ScriptSpec::Builtin { name, weight } => {
                     builtin_used = true;
@@ -76,6 +83,7 @@ impl Plan {
             loaded.check_query_mode(bench.query_mode)?;
             scripts.push(loaded);
         }
+        before_script(scripts.len());
         let total_weight = scripts.iter().map(|s| i64::from(s.weight)).sum();
         if total_weight == 0 {
             return Err(EngineError::ZeroWeight);

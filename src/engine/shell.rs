@@ -32,6 +32,9 @@ pub struct ShellJob {
     bad_target: Option<String>,
     /// `\setshell`: the output read so far (the first 63 bytes count).
     output: Vec<u8>,
+    /// `\setshell` under `--debug`: the command's first argument as
+    /// written, which pgbench's debug line calls the parameter name.
+    debug_argument: Option<String>,
     /// What the poller watches: the output pipe or a pidfd.
     watched: Option<OwnedFd>,
 }
@@ -117,12 +120,19 @@ pub fn start(
     let bad_target = target
         .filter(|t| !t.valid_name)
         .map(|t| plan.names.name(t.slot).to_owned());
+    let debug_argument = (plan.debug && target.is_some()).then(|| {
+        let words = &plan.scripts[c.script].commands[c.command].words;
+        // `\setshell var program argument`; C's printf shows a missing one
+        // as `(null)`.
+        words.split(' ').nth(3).unwrap_or("(null)").to_owned()
+    });
     let job = ShellJob {
         child,
         program,
         target,
         bad_target,
         output: Vec::new(),
+        debug_argument,
         watched,
     };
     if let Some(fd) = job.fd() {
@@ -270,5 +280,15 @@ fn store_result(c: &mut Client, job: &ShellJob, target: Target, env: &ThreadEnv)
         target.slot,
         crate::expr::Value::Int(i64::from(value as i32)),
     );
+    if let Some(argument) = &job.debug_argument {
+        let mut message = format!(
+            "{}: shell parameter name: \"{argument}\", value: \"",
+            job.program
+        )
+        .into_bytes();
+        message.extend_from_slice(line);
+        message.push(b'"');
+        log::debug_bytes(&message);
+    }
     true
 }

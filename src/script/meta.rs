@@ -22,6 +22,7 @@ pub(crate) enum Meta {
     Command {
         kind: PendingKind,
         first_line: String,
+        words: String,
     },
     /// `\gset` or `\aset`, to be merged into the preceding SQL command.
     Gset { aset: bool, prefix: String },
@@ -264,6 +265,10 @@ fn expression_command(
             ));
         }
     };
+    let words = match var {
+        Some(var) => format!("\\{command} {var}"),
+        None => format!("\\{command}"),
+    };
     let kind = match (name, var) {
         (Name::Set, Some(var)) => PendingKind::Ready(CommandKind::Set {
             target: target(var, vars),
@@ -275,6 +280,7 @@ fn expression_command(
     Ok(Meta::Command {
         kind,
         first_line: line.text(),
+        words,
     })
 }
 
@@ -337,6 +343,7 @@ fn word_command(
             return Ok(Meta::Command {
                 kind,
                 first_line: line.text(),
+                words: joined(&words),
             });
         }
         _ => return Err(line.error(SyntaxErrorKind::InvalidCommand, command, Shown::Line)),
@@ -344,7 +351,21 @@ fn word_command(
     Ok(Meta::Command {
         kind: PendingKind::Ready(kind),
         first_line: line.text(),
+        words: joined(&words),
     })
+}
+
+/// A word command as pgbench's `--debug` shows it: its words after a
+/// backslash, one space apart.
+fn joined(words: &[(usize, &str)]) -> String {
+    let mut text = String::from("\\");
+    for (i, (_, word)) in words.iter().enumerate() {
+        if i > 0 {
+            text.push(' ');
+        }
+        text.push_str(word);
+    }
+    text
 }
 
 fn shell_words(words: &[(usize, &str)], vars: &mut VarNames) -> Vec<ShellWord> {

@@ -101,6 +101,10 @@ pub struct Command {
     /// text from the backslash (a meta command), as pgbench shows it in
     /// per-command reports.
     pub first_line: String,
+    /// A meta command as pgbench's `--debug` shows it when it runs: the
+    /// backslash and its words one space apart, for `\set` only the
+    /// variable, for `\if` and `\elif` only the name (empty for SQL).
+    pub words: String,
     pub kind: CommandKind,
 }
 

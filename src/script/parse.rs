@@ -18,6 +18,7 @@ use super::{Command, CommandKind, ResultVars, Script};
 struct Pending {
     kind: PendingKind,
     first_line: String,
+    words: String,
 }
 
 /// Parse the text of a script named `name` (a file name or a builtin's
@@ -45,6 +46,7 @@ pub fn parse_script(
             commands.push(Pending {
                 kind: PendingKind::Ready(CommandKind::Sql(sql_command(sql, vars))),
                 first_line,
+                words: String::new(),
             });
         }
         match stop {
@@ -57,9 +59,15 @@ pub fn parse_script(
                 scanner.resume_at(resume);
                 match meta {
                     None => {}
-                    Some(Meta::Command { kind, first_line }) => {
-                        commands.push(Pending { kind, first_line })
-                    }
+                    Some(Meta::Command {
+                        kind,
+                        first_line,
+                        words,
+                    }) => commands.push(Pending {
+                        kind,
+                        first_line,
+                        words,
+                    }),
                     Some(Meta::Gset { aset, prefix }) => {
                         attach_gset(&mut commands, aset, prefix, name, lineno)?
                     }
@@ -228,6 +236,7 @@ fn resolve_conditionals(script: &str, pending: Vec<Pending>) -> Result<Vec<Comma
         .zip(jumps)
         .map(|(command, (false_target, end))| Command {
             first_line: command.first_line,
+            words: command.words,
             kind: match command.kind {
                 PendingKind::Ready(kind) => kind,
                 PendingKind::If(condition) => CommandKind::If {
