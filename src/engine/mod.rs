@@ -251,9 +251,10 @@ impl<'a> SeedLines<'a> {
                 break;
             }
             self.shown += 1;
-            let value = match self.shown == self.notes.len() {
-                true => Ok(self.used),
-                false => note.seed.resolve(),
+            let value = if self.shown == self.notes.len() {
+                Ok(self.used)
+            } else {
+                note.seed.resolve()
             };
             if let Ok(value) = value {
                 log::info(format_args!("setting random seed to {value}"));
