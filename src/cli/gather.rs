@@ -312,7 +312,9 @@ pub fn rate(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
     if rate.is_nan() || rate <= 0.0 {
         return Err(CliError::InvalidRate(value));
     }
-    g.rate = Some(rate);
+    // pgbench throttles by the delay between transactions, 1/rate: a rate
+    // too large for a double (`inf`, `1e400`) is a delay of 0, no limit.
+    g.rate = rate.is_finite().then_some(rate);
     Ok(())
 }
 

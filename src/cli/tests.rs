@@ -453,6 +453,10 @@ fn values_pgbench_derives() {
     );
     // atof reads the leading number.
     assert_eq!(bench(&parse_ok(&["-R", "5x"])).rate, Some(5.0));
+    // A rate that overflows a double is a delay of 0 between
+    // transactions: no rate limit, as in pgbench.
+    assert_eq!(bench(&parse_ok(&["-R", "inf"])).rate, None);
+    assert_eq!(bench(&parse_ok(&["-R", "5", "-R", "1e400"])).rate, None);
     // A latency limit under a microsecond is no limit.
     assert_eq!(bench(&parse_ok(&["-L", "0.0001"])).latency_limit, None);
     // -n drops vacuum steps, --foreign-keys adds its step once.

@@ -63,7 +63,11 @@ pub fn advance(c: &mut Client, idx: usize, plan: &Plan, env: &mut ThreadEnv) {
     loop {
         match c.state {
             State::ChooseScript => start_script(c, plan, env),
-            State::PrepareThrottle => prepare_throttle(c, plan, env, &mut now),
+            State::PrepareThrottle => {
+                if prepare_throttle(c, idx, plan, env, &mut now) {
+                    return;
+                }
+            }
             State::Throttle => {
                 let t = now.get(env);
                 if t < c.scheduled {
@@ -211,9 +215,22 @@ fn retry(c: &mut Client, plan: &Plan, env: &mut ThreadEnv, now: &mut Now) {
     c.state = State::StartCommand;
 }
 
-fn prepare_throttle(c: &mut Client, plan: &Plan, env: &mut ThreadEnv, now: &mut Now) {
+/// Draws the next scheduled start. Returns true when the client yields
+/// its turn: after a slot skipped under `-L`, as after a transaction, so
+/// that a rate so high that every delay rounds to 0 (the schedule then
+/// never catches up with the clock) cannot keep the thread from noticing
+/// the end of the run or a stop.
+fn prepare_throttle(
+    c: &mut Client,
+    idx: usize,
+    plan: &Plan,
+    env: &mut ThreadEnv,
+    now: &mut Now,
+) -> bool {
     let delay = poisson_delay(env, plan.throttle_delay_us);
-    env.throttle_trigger += delay;
+    // A rate so low that the delay does not fit (`-R 1e-300`) schedules
+    // the transaction at the end of time rather than overflowing.
+    env.throttle_trigger = env.throttle_trigger.saturating_add(delay);
     c.scheduled = env.throttle_trigger;
     if let Some(limit) = plan.latency_limit_us {
         let t = now.get(env);
@@ -221,14 +238,17 @@ fn prepare_throttle(c: &mut Client, plan: &Plan, env: &mut ThreadEnv, now: &mut 
             record_transaction(c, env, now, true);
             if env.over || (plan.transactions > 0 && c.count >= plan.transactions) {
                 c.state = State::Finished;
+                return false;
             }
-            return;
+            env.runq.push_back(idx);
+            return true;
         }
     }
     c.state = match env.end_us {
         Some(end) if c.scheduled > end => State::Finished,
         _ => State::Throttle,
     };
+    false
 }
 
 fn start_command(c: &mut Client, idx: usize, plan: &Plan, env: &mut ThreadEnv, now: &mut Now) {
