@@ -28,7 +28,7 @@ use crate::auth::{AuthContext, Exchange};
 use crate::backend::{AuthRequest, Message};
 use crate::cancel::CancelToken;
 use crate::connection::{set_param, Connection};
-use crate::conninfo::{Config, SslMode, SslNegotiation, TargetSessionAttrs};
+use crate::conninfo::{Config, HostKind, SslMode, SslNegotiation, TargetSessionAttrs};
 use crate::error::{DbError, Error, ErrorKind};
 use crate::frame::ReadBuf;
 use crate::transport::{Got, HandshakeError, Stream};
@@ -153,18 +153,20 @@ impl Try {
         if self.retried || self.authenticated || self.candidate.tls_name.is_none() {
             return None;
         }
-        let during_startup = matches!(self.phase, Phase::Handshake | Phase::Startup);
+        // As libpq: a failed handshake, or the server's error in reply to
+        // the startup message. A TLS session that breaks after the
+        // handshake (the server refusing our certificate under TLS 1.3) is
+        // not retried: libpq reads it as a broken connection.
+        let refused = match self.phase {
+            Phase::Handshake => matches!(
+                error.kind(),
+                ErrorKind::Tls | ErrorKind::Closed | ErrorKind::Io
+            ),
+            Phase::Startup => error.kind() == ErrorKind::Db,
+            _ => false,
+        };
         match config.sslmode {
-            SslMode::Prefer
-                if self.tls
-                    && during_startup
-                    && matches!(
-                        error.kind(),
-                        ErrorKind::Tls | ErrorKind::Db | ErrorKind::Closed | ErrorKind::Io
-                    ) =>
-            {
-                Some(false)
-            }
+            SslMode::Prefer if self.tls && refused => Some(false),
             SslMode::Allow if !self.tls && self.phase == Phase::Startup => {
                 (error.kind() == ErrorKind::Db).then_some(true)
             }
@@ -250,12 +252,17 @@ impl Try {
                 Phase::Handshake => match self.stream.handshake() {
                     Ok(Some(true)) => return Ok(Step::Wait(Interest::Write)),
                     Ok(Some(false)) => return Ok(Step::Wait(Interest::Read)),
-                    Ok(None) => self.queue_startup(config)?,
+                    Ok(None) => {
+                        self.check_peer_name(config)?;
+                        self.queue_startup(config)?
+                    }
                     Err(HandshakeError::Io(e)) => return Err(Error::io(e)),
                     Err(HandshakeError::Tls(rustls::Error::General(msg))) => {
                         return Err(Error::tls_msg(msg))
                     }
-                    Err(HandshakeError::Tls(e)) => return Err(Error::tls(e)),
+                    Err(HandshakeError::Tls(e)) => {
+                        return Err(Error::tls_msg(crate::tls::handshake_message(&e, config)))
+                    }
                 },
                 Phase::Startup | Phase::SessionCheck(_) => {
                     if let Some(step) = self.process(config, any_server)? {
@@ -297,6 +304,25 @@ impl Try {
         frontend::ssl_request(&mut self.wbuf);
         self.phase = Phase::SslReply;
         Ok(())
+    }
+
+    /// `verify-full`: the server certificate must name the `host` given
+    /// for this attempt (checked once the handshake is done, as in libpq).
+    fn check_peer_name(&self, config: &Config) -> Result<(), Error> {
+        if config.sslmode != SslMode::VerifyFull {
+            return Ok(());
+        }
+        let host = match &config.hosts[self.candidate.host_index].kind {
+            HostKind::Tcp { name, .. } => name.as_deref(),
+            HostKind::Unix(_) => None,
+        };
+        let cert = self
+            .stream
+            .tls()
+            .and_then(|t| t.peer_certificates())
+            .and_then(|c| c.first())
+            .ok_or_else(|| Error::tls_msg("server did not send a certificate"))?;
+        crate::tls::check_peer_name(cert, host)
     }
 
     fn start_tls(&mut self, shared: &Shared) -> Result<(), Error> {
