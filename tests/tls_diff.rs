@@ -167,9 +167,66 @@ fn certs() -> &'static Certs {
         );
         set_mode(&d.join("client-v1.der"), 0o600);
         std::fs::create_dir(d.join("home")).expect("home dir");
+        revocation_lists(d);
         std::fs::write(d.join("select.sql"), "SELECT 1;\n").expect("script");
         Certs { dir }
     })
+}
+
+/// CRLs from `openssl ca`: `good.crl` (nothing revoked), `revoked.crl`
+/// (the server certificate revoked), `other.crl` (from the other CA), a
+/// directory with the revoking list under its hashed name, an empty one,
+/// and a home directory whose `~/.postgresql/root.crl` revokes.
+fn revocation_lists(d: &Path) {
+    let config = format!(
+        "[ca]\ndefault_ca = here\n[here]\ndatabase = {0}/index.txt\ncrlnumber = {0}/crlnumber\n\
+         default_md = sha256\ndefault_crl_days = 30\n",
+        d.display()
+    );
+    std::fs::write(d.join("ca.cnf"), config).expect("write ca.cnf");
+    std::fs::write(d.join("index.txt"), "").expect("write index");
+    std::fs::write(d.join("crlnumber"), "01\n").expect("write crlnumber");
+    let gencrl = |ca: &str, out: &str| {
+        let (crt, key) = (format!("{ca}.crt"), format!("{ca}.key"));
+        openssl(
+            d,
+            &[
+                "ca", "-config", "ca.cnf", "-cert", &crt, "-keyfile", &key, "-gencrl", "-out", out,
+            ],
+        );
+    };
+    gencrl("ca", "good.crl");
+    gencrl("other", "other.crl");
+    openssl(
+        d,
+        &[
+            "ca",
+            "-config",
+            "ca.cnf",
+            "-cert",
+            "ca.crt",
+            "-keyfile",
+            "ca.key",
+            "-revoke",
+            "server.crt",
+        ],
+    );
+    gencrl("ca", "revoked.crl");
+    let hash = Command::new("openssl")
+        .args(["crl", "-in", "revoked.crl", "-noout", "-hash"])
+        .current_dir(d)
+        .output()
+        .expect("openssl crl runs");
+    let hash = common::stdout(&hash).trim().to_string();
+    for sub in ["crldir", "emptydir", "crlhome/.postgresql"] {
+        std::fs::create_dir_all(d.join(sub)).expect("mkdir");
+    }
+    std::fs::copy(d.join("revoked.crl"), d.join(format!("crldir/{hash}.r0"))).expect("copy");
+    std::fs::copy(
+        d.join("revoked.crl"),
+        d.join("crlhome/.postgresql/root.crl"),
+    )
+    .expect("copy");
 }
 
 fn tls_server(extra: &[(&str, &str)]) -> TempDb {
@@ -221,12 +278,12 @@ struct Outcome {
     messages: String,
 }
 
-fn run(program: &Path, name: &str, conninfo: &str, extra: &[&str]) -> Outcome {
+fn run(program: &Path, name: &str, conninfo: &str, extra: &[&str], home: &str) -> Outcome {
     let c = certs();
     let out = Command::new(program)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", c.path("home"))
+        .env("HOME", c.path(home))
         .args(["-n", "-t", "1", "-f", &c.arg("select.sql")])
         .args(extra)
         .arg(conninfo)
@@ -241,8 +298,13 @@ fn run(program: &Path, name: &str, conninfo: &str, extra: &[&str]) -> Outcome {
 /// Runs both tools with `conninfo`; they must agree. `want` is `None` for
 /// success, or a phrase the error must contain.
 fn same(conninfo: &str, extra: &[&str], want: Option<&str>) {
-    let ours = run(&pgbolt_path(), "pgbolt", conninfo, extra);
-    let theirs = run(Path::new(PGBENCH), "pgbench", conninfo, extra);
+    same_in("home", conninfo, extra, want)
+}
+
+/// [`same`] with `HOME` set to the certificate directory's `home`.
+fn same_in(home: &str, conninfo: &str, extra: &[&str], want: Option<&str>) {
+    let ours = run(&pgbolt_path(), "pgbolt", conninfo, extra, home);
+    let theirs = run(Path::new(PGBENCH), "pgbench", conninfo, extra, home);
     assert_eq!(ours, theirs, "{conninfo} {extra:?}");
     match want {
         None => assert_eq!(ours.code, Some(0), "{conninfo}: {}", ours.messages),
@@ -458,6 +520,67 @@ fn reconnecting_per_transaction_over_tls() {
         &tcp(tls13(), &untrusted),
         &["-C"],
         Some("SSL error: certificate verify failed"),
+    );
+}
+
+/// Revocation lists as libpq uses them: with a root certificate file, from
+/// `sslcrl`, `sslcrldir` or `~/.postgresql/root.crl`; a list that cannot be
+/// read is no check at all, a directory without the issuer's list fails
+/// every certificate.
+#[test]
+fn revocation_lists_are_checked_as_libpq_checks_them() {
+    let c = certs();
+    let root = format!("sslrootcert={}", c.arg("ca.crt"));
+    let failed = Some("SSL error: certificate verify failed");
+    let cases = [
+        (
+            format!("sslmode=verify-ca {root} sslcrl={}", c.arg("revoked.crl")),
+            failed,
+        ),
+        (
+            format!("sslmode=require {root} sslcrl={}", c.arg("revoked.crl")),
+            failed,
+        ),
+        (
+            format!("sslmode=require sslcrl={}", c.arg("revoked.crl")),
+            None,
+        ),
+        (
+            format!(
+                "sslmode=verify-full host=localhost {root} sslcrl={}",
+                c.arg("good.crl")
+            ),
+            None,
+        ),
+        (
+            format!("sslmode=verify-ca {root} sslcrl={}", c.arg("other.crl")),
+            failed,
+        ),
+        (
+            format!("sslmode=verify-ca {root} sslcrl={}", c.arg("garbage.pem")),
+            None,
+        ),
+        (
+            format!("sslmode=verify-ca {root} sslcrl={}", c.arg("missing.crl")),
+            None,
+        ),
+        (
+            format!("sslmode=verify-ca {root} sslcrldir={}", c.arg("crldir")),
+            failed,
+        ),
+        (
+            format!("sslmode=verify-ca {root} sslcrldir={}", c.arg("emptydir")),
+            failed,
+        ),
+    ];
+    for (options, want) in &cases {
+        same(&tcp(tls13(), options), &[], *want);
+    }
+    same_in(
+        "crlhome",
+        &tcp(tls13(), &format!("sslmode=verify-ca {root}")),
+        &[],
+        failed,
     );
 }
 

@@ -9,9 +9,9 @@
 //!
 //! rustls always checks the host name along with the chain, so the
 //! verification is our own [`ServerCertVerifier`]: it calls webpki's chain
-//! check only. `verify-full`'s host name check is made after the handshake,
-//! as libpq makes it ([`peer_name`]), and failures are worded as libpq words
-//! them ([`reason`]).
+//! and revocation check only ([`crl`] says which lists). `verify-full`'s host
+//! name check is made after the handshake, as libpq makes it ([`peer_name`]),
+//! and failures are worded as libpq words them ([`reason`]).
 //!
 //! The root certificates come from `sslrootcert`, else
 //! `~/.postgresql/root.crt`; `sslrootcert=system` loads the system bundle
@@ -20,6 +20,7 @@
 //! and `sslkey` (default `~/.postgresql/postgresql.crt` / `.key`) when the
 //! certificate file exists.
 
+mod crl;
 mod peer_name;
 mod reason;
 
@@ -30,13 +31,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::client::verify_server_cert_signed_by_trust_anchor;
+use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::server::ParsedCertificate;
 use rustls::sign::{CertifiedKey, SingleCertAndKey};
-use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::{
+    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
+};
 use sha2::Digest;
 use x509_parser::prelude::{FromDer, X509Certificate};
 
@@ -63,21 +65,12 @@ pub(crate) fn client_config(config: &Config) -> Result<Option<Arc<ClientConfig>>
         SslMode::Require => root_file.exists(),
         _ => false,
     };
-    let roots = match check_chain {
+    let chain = match check_chain {
         false => None,
-        true => Some(Arc::new(load_roots(&root_file, is_system)?)),
+        true => Some(chain_verifier(config, &root_file, is_system, &provider)?),
     };
-    if check_chain {
-        let crl_files = [config.sslcrl.as_deref(), config.sslcrldir.as_deref()];
-        if let Some(crl) = crl_files.into_iter().flatten().find(|p| p.exists()) {
-            return Err(Error::config(format!(
-                "certificate revocation lists are not supported yet (sslcrl=\"{}\")",
-                crl.display()
-            )));
-        }
-    }
     let verifier = Arc::new(PgVerifier {
-        roots,
+        chain,
         provider: provider.clone(),
     });
     let builder = ClientConfig::builder_with_provider(provider.clone())
@@ -147,6 +140,31 @@ fn root_cert_file(config: &Config) -> PathBuf {
         Some(p) => p.to_path_buf(),
         None => home_file("root.crt"),
     }
+}
+
+/// The chain check against the root certificates, with the revocation
+/// lists libpq would use (none with `sslrootcert=system`).
+fn chain_verifier(
+    config: &Config,
+    root_file: &Path,
+    is_system: bool,
+    provider: &Arc<CryptoProvider>,
+) -> Result<ChainCheck, Error> {
+    let roots = Arc::new(load_roots(root_file, is_system)?);
+    let crls = match is_system {
+        true => None,
+        false => crl::load(config),
+    };
+    let without_lists = crls.as_ref().is_some_and(Vec::is_empty);
+    let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
+        .with_crls(crls.unwrap_or_default())
+        .enforce_revocation_expiration()
+        .build()
+        .map_err(|e| Error::config(format!("could not load certificate revocation list: {e}")))?;
+    Ok(ChainCheck {
+        webpki,
+        without_lists,
+    })
 }
 
 fn load_roots(file: &Path, is_system: bool) -> Result<RootCertStore, Error> {
@@ -326,9 +344,19 @@ pub(crate) fn server_name(host: &str) -> Result<ServerName<'static>, Error> {
         .ok_or_else(|| Error::tls_msg(format!("invalid host name \"{host}\" for TLS")))
 }
 
+/// webpki's chain and revocation check; its host name check is not used
+/// (libpq's is made after the handshake).
+#[derive(Debug)]
+struct ChainCheck {
+    webpki: Arc<WebPkiServerVerifier>,
+    /// Revocation is checked but no list was found: as with OpenSSL, no
+    /// certificate can be shown unrevoked.
+    without_lists: bool,
+}
+
 #[derive(Debug)]
 struct PgVerifier {
-    roots: Option<Arc<RootCertStore>>,
+    chain: Option<ChainCheck>,
     provider: Arc<CryptoProvider>,
 }
 
@@ -337,22 +365,30 @@ impl ServerCertVerifier for PgVerifier {
         &self,
         end_entity: &CertificateDer<'_>,
         intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        let Some(roots) = &self.roots else {
+        let Some(chain) = &self.chain else {
             return Ok(ServerCertVerified::assertion());
         };
-        let cert = ParsedCertificate::try_from(end_entity)?;
-        verify_server_cert_signed_by_trust_anchor(
-            &cert,
-            roots,
+        if chain.without_lists {
+            return Err(rustls::Error::InvalidCertificate(
+                CertificateError::UnknownRevocationStatus,
+            ));
+        }
+        match chain.webpki.verify_server_cert(
+            end_entity,
             intermediates,
+            server_name,
+            ocsp_response,
             now,
-            self.provider.signature_verification_algorithms.all,
-        )?;
-        Ok(ServerCertVerified::assertion())
+        ) {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
     }
 
     fn verify_tls12_signature(
