@@ -584,6 +584,64 @@ fn revocation_lists_are_checked_as_libpq_checks_them() {
     );
 }
 
+/// `requirepeer` is checked on Unix sockets only, and like a failed
+/// handshake or a refused login it ends a host list: libpq goes on to the
+/// next host only when a server could not be reached.
+#[test]
+fn requirepeer_and_host_lists_stop_where_libpq_stops() {
+    let c = certs();
+    let db = tls13();
+    let (port, user) = (db.port(), db.superuser());
+    let socket = db.socket_dir().display().to_string();
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port");
+    let at = |hosts: &str, ports: &str, options: &str| {
+        format!("host={hosts} port={ports} user={user} dbname=postgres {options}")
+    };
+    let mismatch = "requirepeer specifies \"root\", but actual peer user name is \"postgres\"";
+    let cases = [
+        (at(&socket, &port.to_string(), "requirepeer=postgres"), None),
+        (
+            at(&socket, &port.to_string(), "requirepeer=root"),
+            Some(mismatch),
+        ),
+        (at("127.0.0.1", &port.to_string(), "requirepeer=root"), None),
+        (
+            at(
+                &format!("{socket},127.0.0.1"),
+                &port.to_string(),
+                "requirepeer=root",
+            ),
+            Some(mismatch),
+        ),
+        (
+            at(
+                "127.0.0.1,127.0.0.1",
+                &format!("{port},{port}"),
+                &format!("sslmode=verify-full sslrootcert={}", c.arg("other.crt")),
+            ),
+            Some("SSL error: certificate verify failed"),
+        ),
+        (
+            at(
+                "127.0.0.1,127.0.0.1",
+                &format!("{port},{port}"),
+                "dbname=nosuch",
+            ),
+            Some("database \"nosuch\" does not exist"),
+        ),
+        (
+            at("127.0.0.1,127.0.0.1", &format!("{dead},{port}"), ""),
+            None,
+        ),
+    ];
+    for (conninfo, want) in &cases {
+        same(conninfo, &[], *want);
+    }
+}
+
 /// Serialises the cases that replace the TLS 1.2 server's certificate.
 static CERT_SWAP: Mutex<()> = Mutex::new(());
 

@@ -85,9 +85,6 @@ impl Connector {
                 crate::tls::mode_name(config.sslmode)
             )));
         }
-        if config.requirepeer.is_some() {
-            return Err(Error::config("requirepeer is not supported yet"));
-        }
         config
             .auth_requirement()
             .map_err(|e| Error::config(e.to_string()))?;
@@ -227,6 +224,11 @@ impl Connecting {
             return;
         }
         let retry = current.fallback(config, &error);
+        if retry.is_none() && !current.moves_on(&error) {
+            self.pending.clear();
+            self.next_host = config.hosts.len();
+            self.second_pass = true;
+        }
         self.attempts.push(Attempt {
             target: Some(current.target().to_owned()),
             error,

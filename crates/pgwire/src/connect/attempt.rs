@@ -207,6 +207,20 @@ impl Try {
         self.tls
     }
 
+    /// Whether libpq would go on to the next address or host after this
+    /// failure: when the server could not be reached (or `connect_timeout`
+    /// expired), is not ready yet (57P03), or is not the kind of server
+    /// `target_session_attrs` asks for. Once a server was reached, a
+    /// failed TLS handshake or authentication ends the whole list, as the
+    /// libpq documentation states; so does a `requirepeer` mismatch.
+    pub(crate) fn moves_on(&self, error: &Error) -> bool {
+        let unreachable = self.phase == Phase::Connecting && error.kind() != ErrorKind::Config;
+        unreachable
+            || matches!(self.phase, Phase::SessionCheck(_))
+            || matches!(error.kind(), ErrorKind::Timeout | ErrorKind::SessionAttrs)
+            || error.sqlstate() == Some("57P03")
+    }
+
     /// Advances until the attempt must wait, succeeds or fails.
     pub(crate) fn step(&mut self, shared: &Shared, any_server: bool) -> Result<Step, Error> {
         let config = &shared.config;
@@ -295,6 +309,11 @@ impl Try {
 
     /// The socket is connected: ask for TLS or send the startup message.
     fn begin(&mut self, shared: &Shared) -> Result<(), Error> {
+        if let Some(required) = shared.config.requirepeer.as_deref() {
+            if !required.is_empty() && self.candidate.addr.is_unix() {
+                check_peer(self.stream.socket(), required)?;
+            }
+        }
         if !self.tls {
             return self.queue_startup(&shared.config);
         }
@@ -599,4 +618,43 @@ fn server_error(config: &Config, file_password_sent: bool, e: DbError) -> Error 
         )),
         None => err,
     }
+}
+
+/// `requirepeer`: the server process at the other end of a Unix socket
+/// must run as this OS user (its credentials come from the kernel).
+fn check_peer(socket: &Socket, required: &str) -> Result<(), Error> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: an all-zero ucred is a valid value for getsockopt to fill.
+    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: the pointers are valid for the length passed with them.
+    let rc = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        let e = std::io::Error::last_os_error();
+        let text = e.to_string();
+        let text = text.split(" (os error ").next().unwrap_or_default();
+        return Err(Error::config(format!(
+            "could not get peer credentials: {text}"
+        )));
+    }
+    let Some((name, _)) = crate::conninfo::passwd_entry(cred.uid) else {
+        return Err(Error::config(format!(
+            "local user with ID {} does not exist",
+            cred.uid
+        )));
+    };
+    if name != required {
+        return Err(Error::config(format!(
+            "requirepeer specifies \"{required}\", but actual peer user name is \"{name}\""
+        )));
+    }
+    Ok(())
 }
