@@ -642,6 +642,31 @@ fn requirepeer_and_host_lists_stop_where_libpq_stops() {
     }
 }
 
+/// TLS 1.0 and 1.1, which pgbolt cannot speak, fail like a handshake the
+/// server refuses: `prefer` and `allow` go on without TLS, `require` fails
+/// with an `SSL error` (worded differently: pgbench's comes from the
+/// server's alert, pgbolt's from the client).
+#[test]
+fn tls_versions_below_1_2_fail_like_a_refused_handshake() {
+    let old = "ssl_min_protocol_version=TLSv1 ssl_max_protocol_version=TLSv1.1";
+    for mode in ["prefer", "allow"] {
+        same(&tcp(tls13(), &format!("sslmode={mode} {old}")), &[], None);
+    }
+    let conninfo = tcp(tls13(), &format!("sslmode=require {old}"));
+    let ours = run(&pgbolt_path(), "pgbolt", &conninfo, &[], "home");
+    let theirs = run(Path::new(PGBENCH), "pgbench", &conninfo, &[], "home");
+    assert_eq!(ours.code, Some(1), "{}", ours.messages);
+    assert_eq!(theirs.code, Some(1), "{}", theirs.messages);
+    let prefix = "failed: SSL error: ";
+    assert!(ours.messages.contains(prefix), "{}", ours.messages);
+    assert!(theirs.messages.contains(prefix), "{}", theirs.messages);
+    assert!(
+        ours.messages.contains("between TLSv1 and TLSv1.1."),
+        "{}",
+        ours.messages
+    );
+}
+
 /// Serialises the cases that replace the TLS 1.2 server's certificate.
 static CERT_SWAP: Mutex<()> = Mutex::new(());
 

@@ -119,10 +119,14 @@ fn protocol_versions(
         versions.push(&rustls::version::TLS12);
     }
     if versions.is_empty() {
-        return Err(Error::config(
-            "no TLS version in the range set by ssl_min_protocol_version and \
-             ssl_max_protocol_version is supported (TLS 1.2 and 1.3 are)",
-        ));
+        // As a handshake that cannot start: `prefer` goes on without TLS,
+        // as libpq does when the server refuses these versions.
+        return Err(Error::tls_msg(format!(
+            "SSL error: no protocols available\nThis client supports TLSv1.2 and TLSv1.3 \
+             only, none of them between {} and {}.",
+            reason::version_name(min),
+            reason::version_name(max)
+        )));
     }
     Ok(versions)
 }

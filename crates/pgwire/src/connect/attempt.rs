@@ -348,7 +348,11 @@ impl Try {
         let tls_config = match &shared.tls {
             Ok(Some(c)) => c.clone(),
             Ok(None) => return Err(Error::state("TLS requested with sslmode=disable")),
-            Err(msg) => return Err(Error::config(msg.clone())),
+            Err((ErrorKind::Tls, msg)) => {
+                self.phase = Phase::Handshake;
+                return Err(Error::tls_msg(msg.clone()));
+            }
+            Err((_, msg)) => return Err(Error::config(msg.clone())),
         };
         let name = self.candidate.tls_name.as_deref().unwrap_or("localhost");
         let server_name = crate::tls::server_name(name)?;

@@ -43,7 +43,7 @@ pub(crate) fn handshake_message(e: &rustls::Error, config: &Config) -> String {
     message
 }
 
-fn version_name(version: SslProtocolVersion) -> &'static str {
+pub(super) fn version_name(version: SslProtocolVersion) -> &'static str {
     match version {
         SslProtocolVersion::Tls1 => "TLSv1",
         SslProtocolVersion::Tls1_1 => "TLSv1.1",
