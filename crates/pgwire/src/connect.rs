@@ -59,7 +59,10 @@ pub enum ConnectProgress {
 
 pub(crate) struct Shared {
     pub config: Config,
-    pub tls: Result<Option<Arc<ClientConfig>>, String>,
+    /// The TLS configuration, or why there is none: the kind tells a
+    /// configuration that cannot be used (every connection fails) from one
+    /// whose handshake can only fail (`prefer` then goes on without TLS).
+    pub tls: Result<Option<Arc<ClientConfig>>, (ErrorKind, String)>,
 }
 
 /// Starts connections for one configuration; cheap to clone.
@@ -85,13 +88,10 @@ impl Connector {
                 crate::tls::mode_name(config.sslmode)
             )));
         }
-        if config.requirepeer.is_some() {
-            return Err(Error::config("requirepeer is not supported yet"));
-        }
         config
             .auth_requirement()
             .map_err(|e| Error::config(e.to_string()))?;
-        let tls = crate::tls::client_config(config).map_err(|e| e.to_string());
+        let tls = crate::tls::client_config(config).map_err(|e| (e.kind(), e.to_string()));
         Ok(Connector {
             shared: Arc::new(Shared {
                 config: config.clone(),
@@ -227,6 +227,11 @@ impl Connecting {
             return;
         }
         let retry = current.fallback(config, &error);
+        if retry.is_none() && !current.moves_on(&error) {
+            self.pending.clear();
+            self.next_host = config.hosts.len();
+            self.second_pass = true;
+        }
         self.attempts.push(Attempt {
             target: Some(current.target().to_owned()),
             error,

@@ -376,6 +376,11 @@ fn write_io(f: &mut fmt::Formatter<'_>, e: &io::Error) -> fmt::Result {
     ) {
         return f.write_str(CLOSED_TEXT);
     }
+    // A TLS failure after the handshake (an alert refusing our certificate
+    // under TLS 1.3) comes through the socket reads.
+    if let Some(tls) = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+        return write!(f, "SSL error: {}", crate::tls::reason_text(tls));
+    }
     let text = e.to_string();
     match text.find(" (os error ") {
         Some(i) => f.write_str(&text[..i]),
@@ -387,7 +392,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.0.cause {
             Cause::Io(e) => write_io(f, e)?,
-            Cause::Tls(e) => write!(f, "SSL error: {e}")?,
+            Cause::Tls(e) => write!(f, "SSL error: {}", crate::tls::reason_text(e))?,
             Cause::Db(e) => write!(f, "{e}")?,
             Cause::Message(m) => f.write_str(m)?,
             Cause::Attempts(list) => {

@@ -28,7 +28,7 @@ use crate::auth::{AuthContext, Exchange};
 use crate::backend::{AuthRequest, Message};
 use crate::cancel::CancelToken;
 use crate::connection::{set_param, Connection};
-use crate::conninfo::{Config, SslMode, SslNegotiation, TargetSessionAttrs};
+use crate::conninfo::{Config, HostKind, SslMode, SslNegotiation, TargetSessionAttrs};
 use crate::error::{DbError, Error, ErrorKind};
 use crate::frame::ReadBuf;
 use crate::transport::{Got, HandshakeError, Stream};
@@ -153,18 +153,20 @@ impl Try {
         if self.retried || self.authenticated || self.candidate.tls_name.is_none() {
             return None;
         }
-        let during_startup = matches!(self.phase, Phase::Handshake | Phase::Startup);
+        // As libpq: a failed handshake, or the server's error in reply to
+        // the startup message. A TLS session that breaks after the
+        // handshake (the server refusing our certificate under TLS 1.3) is
+        // not retried: libpq reads it as a broken connection.
+        let refused = match self.phase {
+            Phase::Handshake => matches!(
+                error.kind(),
+                ErrorKind::Tls | ErrorKind::Closed | ErrorKind::Io
+            ),
+            Phase::Startup => error.kind() == ErrorKind::Db,
+            _ => false,
+        };
         match config.sslmode {
-            SslMode::Prefer
-                if self.tls
-                    && during_startup
-                    && matches!(
-                        error.kind(),
-                        ErrorKind::Tls | ErrorKind::Db | ErrorKind::Closed | ErrorKind::Io
-                    ) =>
-            {
-                Some(false)
-            }
+            SslMode::Prefer if self.tls && refused => Some(false),
             SslMode::Allow if !self.tls && self.phase == Phase::Startup => {
                 (error.kind() == ErrorKind::Db).then_some(true)
             }
@@ -203,6 +205,20 @@ impl Try {
 
     pub(crate) fn uses_tls(&self) -> bool {
         self.tls
+    }
+
+    /// Whether libpq would go on to the next address or host after this
+    /// failure: when the server could not be reached (or `connect_timeout`
+    /// expired), is not ready yet (57P03), or is not the kind of server
+    /// `target_session_attrs` asks for. Once a server was reached, a
+    /// failed TLS handshake or authentication ends the whole list, as the
+    /// libpq documentation states; so does a `requirepeer` mismatch.
+    pub(crate) fn moves_on(&self, error: &Error) -> bool {
+        let unreachable = self.phase == Phase::Connecting && error.kind() != ErrorKind::Config;
+        unreachable
+            || matches!(self.phase, Phase::SessionCheck(_))
+            || matches!(error.kind(), ErrorKind::Timeout | ErrorKind::SessionAttrs)
+            || error.sqlstate() == Some("57P03")
     }
 
     /// Advances until the attempt must wait, succeeds or fails.
@@ -250,12 +266,17 @@ impl Try {
                 Phase::Handshake => match self.stream.handshake() {
                     Ok(Some(true)) => return Ok(Step::Wait(Interest::Write)),
                     Ok(Some(false)) => return Ok(Step::Wait(Interest::Read)),
-                    Ok(None) => self.queue_startup(config)?,
+                    Ok(None) => {
+                        self.check_peer_name(config)?;
+                        self.queue_startup(config)?
+                    }
                     Err(HandshakeError::Io(e)) => return Err(Error::io(e)),
                     Err(HandshakeError::Tls(rustls::Error::General(msg))) => {
                         return Err(Error::tls_msg(msg))
                     }
-                    Err(HandshakeError::Tls(e)) => return Err(Error::tls(e)),
+                    Err(HandshakeError::Tls(e)) => {
+                        return Err(Error::tls_msg(crate::tls::handshake_message(&e, config)))
+                    }
                 },
                 Phase::Startup | Phase::SessionCheck(_) => {
                     if let Some(step) = self.process(config, any_server)? {
@@ -288,6 +309,11 @@ impl Try {
 
     /// The socket is connected: ask for TLS or send the startup message.
     fn begin(&mut self, shared: &Shared) -> Result<(), Error> {
+        if let Some(required) = shared.config.requirepeer.as_deref() {
+            if !required.is_empty() && self.candidate.addr.is_unix() {
+                check_peer(self.stream.socket(), required)?;
+            }
+        }
         if !self.tls {
             return self.queue_startup(&shared.config);
         }
@@ -299,11 +325,34 @@ impl Try {
         Ok(())
     }
 
+    /// `verify-full`: the server certificate must name the `host` given
+    /// for this attempt (checked once the handshake is done, as in libpq).
+    fn check_peer_name(&self, config: &Config) -> Result<(), Error> {
+        if config.sslmode != SslMode::VerifyFull {
+            return Ok(());
+        }
+        let host = match &config.hosts[self.candidate.host_index].kind {
+            HostKind::Tcp { name, .. } => name.as_deref(),
+            HostKind::Unix(_) => None,
+        };
+        let cert = self
+            .stream
+            .tls()
+            .and_then(|t| t.peer_certificates())
+            .and_then(|c| c.first())
+            .ok_or_else(|| Error::tls_msg("server did not send a certificate"))?;
+        crate::tls::check_peer_name(cert, host)
+    }
+
     fn start_tls(&mut self, shared: &Shared) -> Result<(), Error> {
         let tls_config = match &shared.tls {
             Ok(Some(c)) => c.clone(),
             Ok(None) => return Err(Error::state("TLS requested with sslmode=disable")),
-            Err(msg) => return Err(Error::config(msg.clone())),
+            Err((ErrorKind::Tls, msg)) => {
+                self.phase = Phase::Handshake;
+                return Err(Error::tls_msg(msg.clone()));
+            }
+            Err((_, msg)) => return Err(Error::config(msg.clone())),
         };
         let name = self.candidate.tls_name.as_deref().unwrap_or("localhost");
         let server_name = crate::tls::server_name(name)?;
@@ -573,4 +622,43 @@ fn server_error(config: &Config, file_password_sent: bool, e: DbError) -> Error 
         )),
         None => err,
     }
+}
+
+/// `requirepeer`: the server process at the other end of a Unix socket
+/// must run as this OS user (its credentials come from the kernel).
+fn check_peer(socket: &Socket, required: &str) -> Result<(), Error> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: an all-zero ucred is a valid value for getsockopt to fill.
+    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: the pointers are valid for the length passed with them.
+    let rc = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        let e = std::io::Error::last_os_error();
+        let text = e.to_string();
+        let text = text.split(" (os error ").next().unwrap_or_default();
+        return Err(Error::config(format!(
+            "could not get peer credentials: {text}"
+        )));
+    }
+    let Some((name, _)) = crate::conninfo::passwd_entry(cred.uid) else {
+        return Err(Error::config(format!(
+            "local user with ID {} does not exist",
+            cred.uid
+        )));
+    };
+    if name != required {
+        return Err(Error::config(format!(
+            "requirepeer specifies \"{required}\", but actual peer user name is \"{name}\""
+        )));
+    }
+    Ok(())
 }

@@ -167,7 +167,7 @@ impl fmt::Debug for Env {
 }
 
 /// The user name and home directory of `uid` from the password database.
-fn passwd_entry(uid: libc::uid_t) -> Option<(String, PathBuf)> {
+pub(crate) fn passwd_entry(uid: libc::uid_t) -> Option<(String, PathBuf)> {
     let mut size = 1024;
     while size <= 1 << 20 {
         let mut buf = vec![0 as libc::c_char; size];

@@ -39,6 +39,7 @@ mod tests;
 mod uri;
 mod values;
 
+pub(crate) use env::passwd_entry;
 pub use env::{Env, DEFAULT_SOCKET_DIRS, DEFAULT_SYSCONFDIR};
 pub use error::Error;
 pub use options::ConnOptions;
