@@ -429,8 +429,8 @@ fn seeded_runs_leave_the_same_rows_as_pgbench() {
     }
 }
 
-/// Sessions the server counted in `db` so far, once the count has
-/// settled (a backend is counted as it exits, just after the client).
+/// Sessions the server counted in `db` so far, once no backend is left
+/// in it (a backend is counted as it exits, just after the client).
 fn sessions(db: &str) -> (u64, u64) {
     let read = || -> (u64, u64) {
         let text = server()
@@ -443,16 +443,20 @@ fn sessions(db: &str) -> (u64, u64) {
         let mut fields = last.split('|').map(|f| f.trim().parse().unwrap_or(0));
         (fields.next().unwrap_or(0), fields.next().unwrap_or(0))
     };
-    let mut last = read();
-    for _ in 0..50 {
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        let now = read();
-        if now == last {
-            return now;
+    // A backend's counts are in once it has left pg_stat_activity (it
+    // flushes its statistics before it gives up its slot).
+    for _ in 0..150 {
+        let left = server()
+            .psql(&format!(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = '{db}'"
+            ))
+            .expect("read activity");
+        if left.lines().any(|l| l.trim() == "0") {
+            break;
         }
-        last = now;
+        std::thread::sleep(std::time::Duration::from_millis(200));
     }
-    last
+    read()
 }
 
 /// How many connections a run opens (one for the set-up, one per client,

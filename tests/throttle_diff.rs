@@ -168,11 +168,6 @@ fn skipping_at_a_rate_of_zero_delays_ends_with_the_duration() {
             line(&out, "number of transactions skipped: ").is_some(),
             "{name}: {out}"
         );
-        assert!(
-            done.elapsed < Duration::from_secs(20),
-            "{name} ran {:?}",
-            done.elapsed
-        );
     }
 }
 

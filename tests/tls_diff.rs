@@ -504,6 +504,74 @@ fn sessions_look_the_same_to_the_server() {
     }
 }
 
+/// A file of the certificate directory copied into a `~/.postgresql`:
+/// its name there, its name in the home, its mode.
+type HomeFile = (&'static str, &'static str, u32);
+
+/// libpq reads `~/.postgresql`'s files as the TLS session starts, so under
+/// the default `sslmode=prefer` a problem with them is a failed handshake,
+/// retried without TLS: a client certificate without its key or with a
+/// key others can read, and a root certificate of another CA (the chain is
+/// checked whenever that file exists). Regressions: pgbolt failed the
+/// first two and kept TLS without checking the chain in the third.
+#[test]
+fn prefer_goes_on_without_tls_when_home_files_fail() {
+    let c = certs();
+    let db = tls13();
+    let homes: [(&str, &[HomeFile]); 3] = [
+        ("home-no-key", &[("client-v1.crt", "postgresql.crt", 0o644)]),
+        (
+            "home-open-key",
+            &[
+                ("client-v1.crt", "postgresql.crt", 0o644),
+                ("client-v1.key", "postgresql.key", 0o644),
+            ],
+        ),
+        ("home-other-root", &[("other.crt", "root.crt", 0o644)]),
+    ];
+    db.psql("CREATE TABLE IF NOT EXISTS prefer_seen (tool text, ssl bool)")
+        .expect("create table");
+    for (home, files) in homes {
+        let dir = c.path(home).join(".postgresql");
+        std::fs::create_dir_all(&dir).expect("home dir");
+        for (from, to, mode) in files {
+            std::fs::copy(c.path(from), dir.join(to)).expect("copy");
+            set_mode(&dir.join(to), *mode);
+        }
+        same_in(home, &tcp(db, ""), &[], None);
+        for (program, name) in [
+            (pgbolt_path(), "pgbolt"),
+            (PathBuf::from(PGBENCH), "pgbench"),
+        ] {
+            let script = c.path(&format!("prefer-{name}-{home}.sql"));
+            std::fs::write(
+                &script,
+                format!(
+                    "INSERT INTO prefer_seen SELECT '{name}-{home}', ssl \
+                     FROM pg_stat_ssl WHERE pid = pg_backend_pid();\n"
+                ),
+            )
+            .expect("script");
+            let out = Command::new(&program)
+                .env_clear()
+                .env("HOME", c.path(home))
+                .args(["-n", "-t", "1", "-f", &script.to_string_lossy()])
+                .arg(tcp(db, ""))
+                .output()
+                .expect("tool runs");
+            assert!(out.status.success(), "{name} {home}: {}", stderr(&out));
+        }
+        let seen = |name: &str| {
+            db.psql(&format!(
+                "SELECT ssl FROM prefer_seen WHERE tool = '{name}-{home}'"
+            ))
+            .expect("query")
+        };
+        assert_eq!(seen("pgbolt"), seen("pgbench"), "{home}");
+        assert_eq!(seen("pgbolt").trim(), "f", "{home}");
+    }
+}
+
 /// `-C` opens a verified TLS session for every transaction, and fails the
 /// same way when verification fails.
 #[test]

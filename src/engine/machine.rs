@@ -215,11 +215,12 @@ fn retry(c: &mut Client, plan: &Plan, env: &mut ThreadEnv, now: &mut Now) {
     c.state = State::StartCommand;
 }
 
-/// Draws the next scheduled start. Returns true when the client yields
-/// its turn: after a slot skipped under `-L`, as after a transaction, so
-/// that a rate so high that every delay rounds to 0 (the schedule then
-/// never catches up with the clock) cannot keep the thread from noticing
-/// the end of the run or a stop.
+/// Draws the next scheduled start; slots already too late under `-L` are
+/// skipped, in a tight loop as in pgbench. Returns true when the client
+/// yields its turn: after a skipped slot whose delay rounded to 0, so that
+/// a rate so high that every delay does (the schedule then never catches
+/// up with the clock) cannot keep the thread from noticing the end of the
+/// run or a stop.
 fn prepare_throttle(
     c: &mut Client,
     idx: usize,
@@ -238,6 +239,9 @@ fn prepare_throttle(
             record_transaction(c, env, now, true);
             if env.over || (plan.transactions > 0 && c.count >= plan.transactions) {
                 c.state = State::Finished;
+                return false;
+            }
+            if delay > 0 {
                 return false;
             }
             env.runq.push_back(idx);

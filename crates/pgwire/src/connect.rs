@@ -30,7 +30,7 @@ use socket2::SockAddr;
 use crate::connection::Connection;
 use crate::conninfo::{Config, HostKind, SslMode, SslNegotiation, TargetSessionAttrs};
 use crate::error::{Attempt, Error, ErrorKind};
-use attempt::{Step, Try};
+use attempt::{is_not_ready, After, Step, Try};
 
 /// The readiness a connection waits for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -226,11 +226,21 @@ impl Connecting {
             }
             return;
         }
-        let retry = current.fallback(config, &error);
-        if retry.is_none() && !current.moves_on(&error) {
-            self.pending.clear();
-            self.next_host = config.hosts.len();
-            self.second_pass = true;
+        let retry = if is_not_ready(&error) {
+            None
+        } else {
+            current.fallback(config, &error)
+        };
+        if retry.is_none() {
+            match current.after(&error) {
+                After::NextAddress => {}
+                After::NextHost => self.pending.clear(),
+                After::Stop => {
+                    self.pending.clear();
+                    self.next_host = config.hosts.len();
+                    self.second_pass = true;
+                }
+            }
         }
         self.attempts.push(Attempt {
             target: Some(current.target().to_owned()),

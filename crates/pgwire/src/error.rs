@@ -228,11 +228,9 @@ impl Error {
     /// A socket option the system refused, in libpq's words:
     /// `setsockopt(TCP_KEEPIDLE) failed: Invalid argument`.
     pub(crate) fn socket_option(name: &str, e: io::Error) -> Error {
-        let text = e.to_string();
-        let reason = text.find(" (os error ").map_or(&text[..], |i| &text[..i]);
         Error::new(
             ErrorKind::Io,
-            Cause::Message(format!("setsockopt({name}) failed: {reason}")),
+            Cause::Message(format!("setsockopt({name}) failed: {}", strerror(&e))),
         )
     }
 
@@ -381,11 +379,17 @@ fn write_io(f: &mut fmt::Formatter<'_>, e: &io::Error) -> fmt::Result {
     if let Some(tls) = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
         return write!(f, "SSL error: {}", crate::tls::reason_text(tls));
     }
-    let text = e.to_string();
-    match text.find(" (os error ") {
-        Some(i) => f.write_str(&text[..i]),
-        None => f.write_str(&text),
+    f.write_str(&strerror(e))
+}
+
+/// An I/O error as C's `strerror` words it (Rust's text without its
+/// ` (os error N)` tail), as libpq shows system errors.
+pub(crate) fn strerror(e: &io::Error) -> String {
+    let mut text = e.to_string();
+    if let Some(i) = text.find(" (os error ") {
+        text.truncate(i);
     }
+    text
 }
 
 impl fmt::Display for Error {

@@ -2,8 +2,7 @@
 //!
 //! | sslmode | chain checked | host name checked |
 //! |---|---|---|
-//! | `allow`, `prefer` | no | no |
-//! | `require` | only if a root certificate file exists | no |
+//! | `allow`, `prefer`, `require` | only if a root certificate file exists | no |
 //! | `verify-ca` | yes | no |
 //! | `verify-full` | yes | yes |
 //!
@@ -19,6 +18,12 @@
 //! libpq, demands `verify-full`. A client certificate comes from `sslcert`
 //! and `sslkey` (default `~/.postgresql/postgresql.crt` / `.key`) when the
 //! certificate file exists.
+//!
+//! libpq reads the root, revocation and client files as the TLS session
+//! starts, so a problem with one of them is a failed handshake: `prefer`
+//! then goes on without TLS. Only the checks libpq makes on the options
+//! themselves (`sslrootcert=system` with a weak `sslmode`) fail every
+//! connection.
 
 mod crl;
 mod peer_name;
@@ -43,7 +48,7 @@ use sha2::Digest;
 use x509_parser::prelude::{FromDer, X509Certificate};
 
 use crate::conninfo::{Config, SslCertMode, SslMode, SslProtocolVersion};
-use crate::error::Error;
+use crate::error::{strerror, Error};
 
 /// A ready TLS client configuration for one [`Config`], built once and
 /// shared by every connection made from it.
@@ -54,6 +59,9 @@ pub(crate) fn client_config(config: &Config) -> Result<Option<Arc<ClientConfig>>
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let root_file = root_cert_file(config);
     let is_system = config.sslrootcert.as_deref() == Some(Path::new("system"));
+    if config.sslcertmode == SslCertMode::Require {
+        return Err(Error::config("sslcertmode=require is not supported yet"));
+    }
     if is_system && config.sslmode != SslMode::VerifyFull {
         return Err(Error::config(format!(
             "weak sslmode \"{}\" may not be used with sslrootcert=system (use \"verify-full\")",
@@ -62,12 +70,12 @@ pub(crate) fn client_config(config: &Config) -> Result<Option<Arc<ClientConfig>>
     }
     let check_chain = match config.sslmode {
         SslMode::VerifyFull | SslMode::VerifyCa => true,
-        SslMode::Require => root_file.exists(),
-        _ => false,
+        _ => root_file.exists(),
     };
+    let at_start = |e: Error| Error::tls_msg(e.to_string());
     let chain = match check_chain {
         false => None,
-        true => Some(chain_verifier(config, &root_file, is_system, &provider)?),
+        true => Some(chain_verifier(config, &root_file, is_system, &provider).map_err(at_start)?),
     };
     let verifier = Arc::new(PgVerifier {
         chain,
@@ -78,7 +86,7 @@ pub(crate) fn client_config(config: &Config) -> Result<Option<Arc<ClientConfig>>
         .map_err(Error::tls)?
         .dangerous()
         .with_custom_certificate_verifier(verifier);
-    let mut tls = match client_identity(config, &provider)? {
+    let mut tls = match client_identity(config, &provider).map_err(at_start)? {
         Some(identity) => {
             builder.with_client_cert_resolver(Arc::new(SingleCertAndKey::from(identity)))
         }
@@ -211,12 +219,8 @@ fn client_identity(
     config: &Config,
     provider: &CryptoProvider,
 ) -> Result<Option<Arc<CertifiedKey>>, Error> {
-    match config.sslcertmode {
-        SslCertMode::Disable => return Ok(None),
-        SslCertMode::Allow => {}
-        SslCertMode::Require => {
-            return Err(Error::config("sslcertmode=require is not supported yet"))
-        }
+    if config.sslcertmode == SslCertMode::Disable {
+        return Ok(None);
     }
     let cert_file = config
         .sslcert
@@ -229,7 +233,7 @@ fn client_identity(
             return Err(Error::config(format!(
                 "could not open certificate file \"{}\": {}",
                 cert_file.display(),
-                os_text(&e)
+                strerror(&e)
             )))
         }
     }
@@ -272,7 +276,7 @@ fn client_identity(
 
 /// The private key of `file`: PEM, else DER, as libpq tries both.
 fn read_key(file: &Path) -> Result<PrivateKeyDer<'static>, String> {
-    let bytes = std::fs::read(file).map_err(|e| os_text(&e))?;
+    let bytes = std::fs::read(file).map_err(|e| strerror(&e))?;
     match PrivateKeyDer::from_pem_slice(&bytes) {
         Ok(key) => return Ok(key),
         Err(_) if memchr::memmem::find(&bytes, b"ENCRYPTED").is_some() => {
@@ -285,15 +289,6 @@ fn read_key(file: &Path) -> Result<PrivateKeyDer<'static>, String> {
 
 fn is_absent(e: &std::io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR))
-}
-
-/// An I/O error as `strerror` words it.
-fn os_text(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    match text.find(" (os error ") {
-        Some(i) => text[..i].to_string(),
-        None => text,
-    }
 }
 
 /// libpq's checks of the key file before reading it: it must exist, be a
@@ -310,7 +305,7 @@ fn check_key_file(key_file: &Path) -> Result<(), Error> {
             _ => format!(
                 "could not stat private key file \"{}\": {}",
                 key_file.display(),
-                os_text(&e)
+                strerror(&e)
             ),
         })
     })?;

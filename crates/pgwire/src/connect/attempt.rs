@@ -29,9 +29,23 @@ use crate::backend::{AuthRequest, Message};
 use crate::cancel::CancelToken;
 use crate::connection::{set_param, Connection};
 use crate::conninfo::{Config, HostKind, SslMode, SslNegotiation, TargetSessionAttrs};
-use crate::error::{DbError, Error, ErrorKind};
+use crate::error::{strerror, DbError, Error, ErrorKind};
 use crate::frame::ReadBuf;
 use crate::transport::{Got, HandshakeError, Stream};
+
+/// Where the list of hosts goes after a failed attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum After {
+    NextAddress,
+    NextHost,
+    Stop,
+}
+
+/// The server is starting up, shutting down or recovering (57P03): libpq
+/// tries the next host, with no other encryption on this one.
+pub(crate) fn is_not_ready(error: &Error) -> bool {
+    error.sqlstate() == Some("57P03")
+}
 
 pub(crate) enum Step {
     Wait(Interest),
@@ -207,18 +221,26 @@ impl Try {
         self.tls
     }
 
-    /// Whether libpq would go on to the next address or host after this
-    /// failure: when the server could not be reached (or `connect_timeout`
-    /// expired), is not ready yet (57P03), or is not the kind of server
-    /// `target_session_attrs` asks for. Once a server was reached, a
-    /// failed TLS handshake or authentication ends the whole list, as the
-    /// libpq documentation states; so does a `requirepeer` mismatch.
-    pub(crate) fn moves_on(&self, error: &Error) -> bool {
-        let unreachable = self.phase == Phase::Connecting && error.kind() != ErrorKind::Config;
-        unreachable
+    /// Where libpq goes after this failure: to the next address when the
+    /// server could not be reached or `connect_timeout` expired; to the
+    /// next host, skipping this one's other addresses, when the server is
+    /// not ready yet (57P03) or is not the kind `target_session_attrs` asks
+    /// for. Once a server was reached, any other failure (a TLS handshake,
+    /// authentication, a `requirepeer` mismatch) ends the whole list, as
+    /// the libpq documentation states.
+    pub(crate) fn after(&self, error: &Error) -> After {
+        if is_not_ready(error)
             || matches!(self.phase, Phase::SessionCheck(_))
-            || matches!(error.kind(), ErrorKind::Timeout | ErrorKind::SessionAttrs)
-            || error.sqlstate() == Some("57P03")
+            || error.kind() == ErrorKind::SessionAttrs
+        {
+            After::NextHost
+        } else if (self.phase == Phase::Connecting && error.kind() != ErrorKind::Config)
+            || error.kind() == ErrorKind::Timeout
+        {
+            After::NextAddress
+        } else {
+            After::Stop
+        }
     }
 
     /// Advances until the attempt must wait, succeeds or fails.
@@ -335,11 +357,7 @@ impl Try {
             HostKind::Tcp { name, .. } => name.as_deref(),
             HostKind::Unix(_) => None,
         };
-        let cert = self
-            .stream
-            .tls()
-            .and_then(|t| t.peer_certificates())
-            .and_then(|c| c.first())
+        let cert = server_certificate(&self.stream)
             .ok_or_else(|| Error::tls_msg("server did not send a certificate"))?;
         crate::tls::check_peer_name(cert, host)
     }
@@ -412,12 +430,7 @@ impl Try {
                         }
                         _ => {}
                     }
-                    let server_cert = self
-                        .stream
-                        .tls()
-                        .and_then(|t| t.peer_certificates())
-                        .and_then(|c| c.first())
-                        .map(|c| c.as_ref());
+                    let server_cert = server_certificate(&self.stream);
                     let ctx = AuthContext {
                         user: &config.user,
                         password: self.password.as_ref(),
@@ -642,11 +655,9 @@ fn check_peer(socket: &Socket, required: &str) -> Result<(), Error> {
         )
     };
     if rc != 0 {
-        let e = std::io::Error::last_os_error();
-        let text = e.to_string();
-        let text = text.split(" (os error ").next().unwrap_or_default();
         return Err(Error::config(format!(
-            "could not get peer credentials: {text}"
+            "could not get peer credentials: {}",
+            strerror(&std::io::Error::last_os_error())
         )));
     }
     let Some((name, _)) = crate::conninfo::passwd_entry(cred.uid) else {
@@ -661,4 +672,13 @@ fn check_peer(socket: &Socket, required: &str) -> Result<(), Error> {
         )));
     }
     Ok(())
+}
+
+/// The certificate the server presented in the TLS session of `stream`.
+fn server_certificate(stream: &Stream) -> Option<&[u8]> {
+    stream
+        .tls()
+        .and_then(|t| t.peer_certificates())
+        .and_then(|c| c.first())
+        .map(|c| c.as_ref())
 }

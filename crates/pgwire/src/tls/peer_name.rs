@@ -31,10 +31,11 @@ pub(crate) fn check(der: &[u8], host: Option<&str>) -> Result<(), Error> {
     let host_ip = parse_ip(host);
     let mut seen = Seen::default();
     let mut check_cn = true;
+    // A SAN extension that cannot be read fails the check rather than
+    // letting the common name decide.
     let sans = cert
         .subject_alternative_name()
-        .ok()
-        .flatten()
+        .map_err(|_| Error::tls_msg("could not get server's host name from server certificate"))?
         .map(|ext| ext.value.general_names.as_slice())
         .unwrap_or_default();
     for name in sans {
@@ -119,8 +120,8 @@ fn dns_matches(name: &str, host: &str) -> Result<bool, Error> {
         return Ok(false);
     }
     let (label, rest) = host.split_at(at);
-    let inner = &label[..label.len().saturating_sub(1)];
-    Ok(rest.eq_ignore_ascii_case(suffix) && !inner.contains('.'))
+    let inner = &label.as_bytes()[..label.len().saturating_sub(1)];
+    Ok(rest.eq_ignore_ascii_case(suffix) && !inner.contains(&b'.'))
 }
 
 /// An IP address alternative name and its text.
