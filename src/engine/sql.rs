@@ -146,11 +146,12 @@ fn encode(
                     }
                 }
             }
-            let text = String::from_utf8_lossy(sql);
             if plan.debug {
-                log::debug(format_args!("client {id} sending {text}"));
+                let mut line = format!("client {id} sending ").into_bytes();
+                line.extend_from_slice(sql);
+                log::debug_bytes(&line);
             }
-            conn.query(&text)?;
+            conn.query(&sql[..])?;
             return Ok(false);
         }
         QueryMode::Extended => {
@@ -523,7 +524,7 @@ fn record_error(r: &mut Response, fields: &pgwire::backend::Fields<'_>, query: &
 fn store_row(r: &Response, vars: &mut crate::script::vars::Variables) {
     for (slot, value) in r.columns.iter().zip(&r.values) {
         if let Some(slot) = slot {
-            vars.set_text(*slot, &String::from_utf8_lossy(value));
+            vars.set_text(*slot, value);
         }
     }
 }
