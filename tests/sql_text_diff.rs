@@ -66,3 +66,45 @@ fn stored_values_keep_the_servers_bytes() {
         );
     }
 }
+
+/// Both programs' exit status and standard error for one run of `text`
+/// with `--debug`, without the `receiving` lines (pgbench prints one per
+/// poll of the socket, pgbolt one per result) and the set-up line (it names
+/// the server's directory, whose name holds `pgbolt`).
+fn debug_run(text: &str, args: &[&str]) -> ((Option<i32>, String), (Option<i32>, String)) {
+    let mut full = vec!["--debug", "-t", "1"];
+    full.extend_from_slice(args);
+    let ((ours_code, ours), (theirs_code, theirs)) = both_fail(text, &full);
+    let keep = |s: String| {
+        s.lines()
+            .filter(|l| !l.ends_with(" receiving") && !l.contains(" pghost: "))
+            .map(|l| format!("{l}\n"))
+            .collect::<String>()
+    };
+    ((ours_code, keep(ours)), (theirs_code, keep(theirs)))
+}
+
+/// Regression: a letter right after a number or a `$n` parameter opened a
+/// special string (`1e'...'` an `E'...'` string with backslash escapes),
+/// so a semicolon or a meta command after it was swallowed into the
+/// command; psql's lexer, which pgbench uses, reads `1e` as one token
+/// ("trailing junk") and the quote as a plain string.
+#[test]
+fn a_letter_stuck_to_a_number_opens_no_string() {
+    let scripts = [
+        "select 1e'a\\';select 1;\n",
+        "select 1e'a\\';select 1;\n\\set x 1\n",
+        "select 1.5e'a\\';select 1;\n",
+        "select 1.e'a\\';select 1;\n",
+        "select .5e'a\\';select 1;\n",
+        "select $1e'a\\';select 1;\n",
+        "select 1_0e'a\\';select 1;\n",
+        "select 1..e'a\\';select 1;\n",
+        "select 0x'a\\';select 1;\n",
+    ];
+    for text in scripts {
+        let (ours, theirs) = debug_run(text, &[]);
+        assert_eq!(ours, theirs, "{text:?}");
+        assert_eq!(ours.0, Some(2), "{text:?}");
+    }
+}
