@@ -108,3 +108,31 @@ fn a_letter_stuck_to_a_number_opens_no_string() {
         assert_eq!(ours.0, Some(2), "{text:?}");
     }
 }
+
+/// pgbench 18's lexer takes a vertical tab for whitespace (pgbench 15's
+/// does not), so it may separate the parts of a string continued on the
+/// next line: here the `E'...'` string goes on and holds the semicolon.
+#[test]
+fn a_vertical_tab_is_whitespace_as_in_pgbench_18() {
+    use pgbolt::script::{parse_script, CommandKind, VarNames};
+    let cases: [(&str, &[&str]); 3] = [
+        (
+            "select E'a'\x0b\n'\\';' as x;\n",
+            &["select E'a'\x0b\n'\\';' as x;"],
+        ),
+        ("\x0b select 1;\x0b\n", &["select 1;"]),
+        ("select 1 \x0b-- c\x0b\n;\n", &["select 1 \x0b-- c\x0b\n;"]),
+    ];
+    for (text, commands) in cases {
+        let script = parse_script("v.sql", text, 1, &mut VarNames::new()).expect("parses");
+        let got: Vec<&str> = script
+            .commands
+            .iter()
+            .map(|c| match &c.kind {
+                CommandKind::Sql(sql) => sql.text.as_str(),
+                _ => "(meta)",
+            })
+            .collect();
+        assert_eq!(got, commands, "{text:?}");
+    }
+}

@@ -83,8 +83,9 @@ fn is_ident_cont(b: u8) -> bool {
     is_var_char(b) || b == b'$'
 }
 
+/// psql's whitespace; the vertical tab is one since PostgreSQL 16.
 fn is_space(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0c)
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
 }
 
 fn is_newline(b: u8) -> bool {
@@ -472,7 +473,7 @@ impl<'a> SqlScanner<'a> {
         };
         loop {
             match self.at(i) {
-                b' ' | b'\t' | 0x0c => i += 1,
+                b' ' | b'\t' | 0x0b | 0x0c => i += 1,
                 b'-' if self.at(i + 1) == b'-' => i = skip_comment(i),
                 _ => break,
             }
