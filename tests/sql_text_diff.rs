@@ -136,3 +136,38 @@ fn a_vertical_tab_is_whitespace_as_in_pgbench_18() {
         assert_eq!(got, commands, "{text:?}");
     }
 }
+
+/// Regression: a server error or notice holding bytes that are not UTF-8
+/// (a `LATIN1` database quoting a value) was dropped: the client aborted
+/// with an empty message and the notice went unseen. pgbench prints both
+/// (with the server's bytes, which pgbolt shows as U+FFFD; both are read
+/// here with replacement characters).
+#[test]
+fn server_messages_in_another_encoding_are_shown() {
+    let db = database_in("LATIN1");
+    let cases = [
+        (
+            "do $$ begin raise notice 'n: %', chr(233); end $$;\nselect 1;\n",
+            Some(0),
+            "NOTICE:  n: \u{fffd}\n",
+        ),
+        (
+            "select chr(233)::int;\n",
+            Some(2),
+            "ERROR:  invalid input syntax for type integer: \"\u{fffd}\"\n",
+        ),
+    ];
+    for (text, code, message) in cases {
+        let file = script(text);
+        for mode in ["simple", "extended"] {
+            let args = ["-n", "-t", "1", "-M", mode, "-f", file.path.as_str()];
+            let (ours, theirs) = (pgbolt(&db, &args), pgbench(&db, &args));
+            let lines = |out: &std::process::Output, name: &str| {
+                (out.status.code(), stderr(out).replace(name, "PROG"))
+            };
+            assert_eq!(lines(&ours, "pgbolt"), lines(&theirs, "pgbench"), "{text}");
+            assert_eq!(ours.status.code(), code, "{text}");
+            assert!(stderr(&ours).contains(message), "{text}: {}", stderr(&ours));
+        }
+    }
+}

@@ -6,6 +6,8 @@
 //! an ErrorResponse into an owned [`DbError`](crate::DbError) allocates.
 //! Every reader checks its bounds: a malformed body is a protocol error.
 
+use std::borrow::Cow;
+
 use crate::error::Error;
 use crate::frame::Frame;
 
@@ -280,14 +282,23 @@ impl<'a> Fields<'a> {
         Fields { body }
     }
 
-    /// The value of the field with this code (`b'C'` is the SQLSTATE).
+    /// The value of the field with this code (`b'C'` is the SQLSTATE), if
+    /// it is UTF-8.
     pub fn get(&self, code: u8) -> Option<&'a str> {
-        self.iter()
-            .find_map(|f| f.ok().filter(|(c, _)| *c == code).map(|(_, v)| v))
+        self.raw()
+            .find_map(|f| f.ok().filter(|(c, _)| *c == code))
+            .and_then(|(_, v)| std::str::from_utf8(v).ok())
     }
 
-    /// Every field in order; a malformed body ends with an error.
-    pub fn iter(&self) -> impl Iterator<Item = Result<(u8, &'a str), Error>> {
+    /// Every field in order; a malformed body ends with an error. Texts
+    /// come in the client encoding, which need not be UTF-8 (a `LATIN1`
+    /// database): bytes that are not UTF-8 read as U+FFFD.
+    pub fn iter(&self) -> impl Iterator<Item = Result<(u8, Cow<'a, str>), Error>> {
+        self.raw()
+            .map(|f| f.map(|(code, value)| (code, String::from_utf8_lossy(value))))
+    }
+
+    fn raw(&self) -> impl Iterator<Item = Result<(u8, &'a [u8]), Error>> {
         let mut r = Reader::new(b'E', self.body);
         let mut done = false;
         std::iter::from_fn(move || {
@@ -299,7 +310,7 @@ impl<'a> Fields<'a> {
                 if code == 0 {
                     return Ok(None);
                 }
-                Ok(Some((code, r.cstr()?)))
+                Ok(Some((code, r.cbytes()?)))
             })();
             match field {
                 Ok(Some(f)) => Some(Ok(f)),
