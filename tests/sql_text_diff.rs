@@ -171,3 +171,24 @@ fn server_messages_in_another_encoding_are_shown() {
         }
     }
 }
+
+/// Regression: `\gset` on a column whose name is not UTF-8 (a `LATIN1`
+/// database) took it for an empty name and aborted the client with
+/// `gset: invalid variable name: ""`; pgbench stores it under that name
+/// (which no UTF-8 script can refer to) and stores the other columns.
+#[test]
+fn gset_takes_column_names_in_another_encoding() {
+    let db = database_in("LATIN1");
+    sql(
+        &db,
+        "do $$ begin execute format('create table colt (%I int, b int)', chr(233)); end $$; \
+         insert into colt values (7, 8)",
+    );
+    let text = "SELECT * FROM colt \\gset\nINSERT INTO t VALUES ('gset', :b);\n";
+    let (ours, theirs) = (
+        rows_in(&db, pgbolt, text, &["simple", "extended", "prepared"]),
+        rows_in(&db, pgbench, text, &["simple", "extended", "prepared"]),
+    );
+    assert_eq!(ours, theirs);
+    assert_eq!(ours, "gset|38\ngset|38\ngset|38");
+}

@@ -489,11 +489,10 @@ fn columns_to_store(
 ) {
     r.columns.clear();
     r.bad_name = None;
-    for field in desc.fields() {
-        let name = field.map(|(n, _)| n).unwrap_or_default();
+    for name in desc.column_names() {
         r.name_buf.clear();
         r.name_buf.push_str(prefix);
-        r.name_buf.push_str(name);
+        r.name_buf.push_str(&name);
         r.columns.push(plan.names.lookup(&r.name_buf));
         if r.bad_name.is_none() && !valid_variable_name(&r.name_buf) {
             r.bad_name = Some(r.name_buf.clone());

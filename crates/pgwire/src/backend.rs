@@ -246,8 +246,28 @@ impl<'a> RowDescription<'a> {
         self.count == 0
     }
 
-    /// Field names and type OIDs, in column order.
+    /// Field names and type OIDs, in column order; a name that is not
+    /// UTF-8 is an error.
     pub fn fields(&self) -> impl Iterator<Item = Result<(&'a str, u32), Error>> {
+        self.raw().map(|f| {
+            f.and_then(|(name, oid)| {
+                std::str::from_utf8(name)
+                    .map(|name| (name, oid))
+                    .map_err(|_| Error::protocol("row description holds a name that is not UTF-8"))
+            })
+        })
+    }
+
+    /// Column names in order. They come in the client encoding, which need
+    /// not be UTF-8 (a `LATIN1` database): bytes that are not UTF-8 read as
+    /// U+FFFD. A malformed body ends the names early.
+    pub fn column_names(&self) -> impl Iterator<Item = Cow<'a, str>> {
+        self.raw()
+            .map_while(Result::ok)
+            .map(|(name, _)| String::from_utf8_lossy(name))
+    }
+
+    fn raw(&self) -> impl Iterator<Item = Result<(&'a [u8], u32), Error>> {
         let mut r = Reader::new(b'T', self.body);
         let mut left = self.count;
         std::iter::from_fn(move || {
@@ -256,7 +276,7 @@ impl<'a> RowDescription<'a> {
             }
             left -= 1;
             let field = (|| {
-                let name = r.cstr()?;
+                let name = r.cbytes()?;
                 r.take(6)?;
                 let oid = r.i32()? as u32;
                 r.take(8)?;
