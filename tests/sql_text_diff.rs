@@ -192,3 +192,19 @@ fn gset_takes_column_names_in_another_encoding() {
     assert_eq!(ours, theirs);
     assert_eq!(ours, "gset|38\ngset|38\ngset|38");
 }
+
+/// Regression: a notification whose payload is not UTF-8 (a `LATIN1`
+/// database) was a protocol error that aborted the client; pgbench, which
+/// ignores notifications, runs on.
+#[test]
+fn notifications_in_another_encoding_are_ignored() {
+    let db = database_in("LATIN1");
+    let text = "LISTEN pgbolt_c;\nSELECT pg_notify('pgbolt_c', chr(233));\n\
+                INSERT INTO t VALUES ('after', 'x');\n";
+    let (ours, theirs) = (
+        rows_in(&db, pgbolt, text, &["simple", "extended", "prepared"]),
+        rows_in(&db, pgbench, text, &["simple", "extended", "prepared"]),
+    );
+    assert_eq!(ours, theirs);
+    assert_eq!(ours, "after|78\nafter|78\nafter|78");
+}

@@ -68,10 +68,11 @@ pub enum Message<'a> {
     ErrorResponse(Fields<'a>),
     NoData,
     NoticeResponse(Fields<'a>),
+    /// A notification, its channel and payload in the client encoding.
     NotificationResponse {
         process_id: i32,
-        channel: &'a str,
-        payload: &'a str,
+        channel: &'a [u8],
+        payload: &'a [u8],
     },
     ParameterDescription(&'a [u8]),
     ParameterStatus {
@@ -120,8 +121,8 @@ impl<'a> Message<'a> {
             b'N' => Message::NoticeResponse(Fields::new(frame.body)),
             b'A' => Message::NotificationResponse {
                 process_id: r.i32()?,
-                channel: r.cstr()?,
-                payload: r.cstr()?,
+                channel: r.cbytes()?,
+                payload: r.cbytes()?,
             },
             b't' => Message::ParameterDescription(r.rest()),
             b'S' => Message::ParameterStatus {
