@@ -137,29 +137,39 @@ fn a_vertical_tab_is_whitespace_as_in_pgbench_18() {
     }
 }
 
-/// Regression: a server error or notice holding bytes that are not UTF-8
+/// Regressions: a server error or notice holding bytes that are not UTF-8
 /// (a `LATIN1` database quoting a value) was dropped: the client aborted
-/// with an empty message and the notice went unseen. pgbench prints both
-/// (with the server's bytes, which pgbolt shows as U+FFFD; both are read
-/// here with replacement characters).
+/// with an empty message and the notice went unseen; and a simple query
+/// whose text was not UTF-8 (a value `\gset` read substituted into it) got
+/// ` at character N` instead of libpq's `LINE 1:` excerpt. pgbench prints
+/// the server's bytes, which pgbolt shows as U+FFFD (both are read here
+/// with replacement characters).
 #[test]
 fn server_messages_in_another_encoding_are_shown() {
     let db = database_in("LATIN1");
-    let cases = [
+    let cases: [(&str, &[&str], Option<i32>, &str); 3] = [
         (
             "do $$ begin raise notice 'n: %', chr(233); end $$;\nselect 1;\n",
+            &["simple", "extended"],
             Some(0),
             "NOTICE:  n: \u{fffd}\n",
         ),
         (
             "select chr(233)::int;\n",
+            &["simple", "extended"],
             Some(2),
             "ERROR:  invalid input syntax for type integer: \"\u{fffd}\"\n",
         ),
+        (
+            "select chr(233) as v \\gset\nselect ':v', 1 + 'x';\n",
+            &["simple"],
+            Some(2),
+            "\"x\"\nLINE 1: select '\u{fffd}', 1 + 'x';\n                        ^\n",
+        ),
     ];
-    for (text, code, message) in cases {
+    for (text, modes, code, message) in cases {
         let file = script(text);
-        for mode in ["simple", "extended"] {
+        for mode in modes {
             let args = ["-n", "-t", "1", "-M", mode, "-f", file.path.as_str()];
             let (ours, theirs) = (pgbolt(&db, &args), pgbench(&db, &args));
             let lines = |out: &std::process::Output, name: &str| {

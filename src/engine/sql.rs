@@ -17,6 +17,8 @@
 //! back with the extended protocols. Results are framed in place; only the
 //! values stored by `\gset`/`\aset` are copied, into reused buffers.
 
+use std::borrow::Cow;
+
 use pgwire::libpq_text::libpq_message;
 use pgwire::{ErrorKind, Message, TxStatus};
 
@@ -356,8 +358,10 @@ impl<'a> Sent<'a> {
     /// them with `PQprepare`, which keeps the text), then the statement
     /// that produced result number `r.results`; libpq keeps no text for a
     /// prepared statement executed in a pipeline (`PQsendQueryPrepared`),
-    /// so there is none.
-    fn text(&self, r: &Response) -> Option<&'a str> {
+    /// so there is none. A simple-mode text that is not UTF-8 (a value
+    /// `\gset` read from a `LATIN1` database substituted into it) shows
+    /// U+FFFD for its bad bytes.
+    fn text(&self, r: &Response) -> Option<Cow<'a, str>> {
         let command = match self.pipeline {
             None => self.command?,
             Some((commands, sent)) => {
@@ -373,8 +377,8 @@ impl<'a> Sent<'a> {
             }
         };
         match self.mode {
-            QueryMode::Simple => std::str::from_utf8(self.simple_text).ok(),
-            _ => Some(command.extended_text.as_str()),
+            QueryMode::Simple => Some(String::from_utf8_lossy(self.simple_text)),
+            _ => Some(Cow::Borrowed(command.extended_text.as_str())),
         }
     }
 
@@ -450,13 +454,19 @@ fn handle(
             // starts, logs a failure and goes on; the statement fails again
             // if it runs (its prepared statement does not exist).
             if let Ok(e) = pgwire::DbError::from_fields(fields) {
-                log::error(format_args!("{}", libpq_message(&e, query.text(r), true)));
+                log::error(format_args!(
+                    "{}",
+                    libpq_message(&e, query.text(r).as_deref(), true)
+                ));
             }
         }
         Message::ErrorResponse(fields) if r.error.is_none() => record_error(r, &fields, query),
         Message::NoticeResponse(fields) => {
             if let Ok(notice) = pgwire::DbError::from_fields(fields) {
-                crate::cli::ewrite!("{}", libpq_message(&notice, query.text(r), false));
+                crate::cli::ewrite!(
+                    "{}",
+                    libpq_message(&notice, query.text(r).as_deref(), false)
+                );
             }
         }
         Message::CopyInResponse { .. }
@@ -511,7 +521,7 @@ fn record_error(r: &mut Response, fields: &pgwire::backend::Fields<'_>, query: &
     let status = ErrorStatus::from_sqlstate(fields.get(b'C'));
     let text = pgwire::DbError::from_fields(*fields)
         .map(|e| {
-            let mut text = libpq_message(&e, query.text(r), true);
+            let mut text = libpq_message(&e, query.text(r).as_deref(), true);
             text.pop();
             text
         })
