@@ -254,7 +254,9 @@ impl<'a> RowDescription<'a> {
             f.and_then(|(name, oid)| {
                 std::str::from_utf8(name)
                     .map(|name| (name, oid))
-                    .map_err(|_| Error::protocol("row description holds a name that is not UTF-8"))
+                    .map_err(|_| {
+                        Error::protocol("message of type \"T\" holds a string that is not UTF-8")
+                    })
             })
         })
     }
