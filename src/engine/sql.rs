@@ -234,6 +234,7 @@ pub fn read_results(c: &mut Client, plan: &Plan) -> bool {
 /// (false).
 fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
     let Client {
+        id,
         conn,
         response,
         vars,
@@ -260,6 +261,7 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
         (CommandKind::Sql(cmd), None) => (
             &cmd.results,
             Sent {
+                client: *id,
                 mode: plan.query_mode,
                 command: Some(cmd),
                 simple_text: sql,
@@ -270,6 +272,7 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
         _ => (
             &ResultVars::Discard,
             Sent {
+                client: *id,
                 mode: plan.query_mode,
                 command: None,
                 simple_text: &[],
@@ -335,8 +338,10 @@ fn read_while_idle(conn: &mut pgwire::Connection) -> Result<(), pgwire::Error> {
 }
 
 /// What was sent for the command whose results are read, kept for the
-/// `LINE n:` excerpt of a server error and only looked at then.
+/// `LINE n:` excerpt of a server error and only looked at then, and by
+/// which client (for `--debug` lines).
 struct Sent<'a> {
+    client: u32,
     mode: QueryMode,
     /// The SQL command read outside a pipeline.
     command: Option<&'a SqlCommand>,
@@ -478,6 +483,13 @@ fn handle(
         }
         Message::ReadyForQuery(_) => {
             if !query.preparing(r) {
+                let failed = r.error.is_some() || r.abort.is_some() || r.store_failed.is_some();
+                if plan.debug && query.pipeline.is_some() && !failed {
+                    log::debug(format_args!(
+                        "client {} pipeline ending, ongoing syncs: {}",
+                        query.client, r.syncs_left
+                    ));
+                }
                 r.syncs_since_result += 1;
             }
             r.syncs_seen += 1;
