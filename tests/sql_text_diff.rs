@@ -9,15 +9,15 @@ use engine_support::*;
 /// A fresh database in `encoding` (collation C) with table
 /// `t (m text, v text)`.
 fn database_in(encoding: &str) -> String {
-    let name = database(None);
-    let latin = format!("{name}_{}", encoding.to_lowercase().replace('_', ""));
+    let base = database(None);
+    let name = format!("{base}_{}", encoding.to_lowercase().replace('_', ""));
     server()
         .psql(&format!(
-            "CREATE DATABASE {latin} ENCODING '{encoding}' LOCALE 'C' TEMPLATE template0"
+            "CREATE DATABASE {name} ENCODING '{encoding}' LOCALE 'C' TEMPLATE template0"
         ))
         .expect("create database");
-    sql(&latin, "create table t (m text, v text)");
-    latin
+    sql(&name, "create table t (m text, v text)");
+    name
 }
 
 /// Runs `text` once with `program` in each of `modes` against `db` and
