@@ -255,3 +255,43 @@ fn debug_shows_the_end_of_each_pipeline() {
         ]
     );
 }
+
+/// Regression: a statement with more than 255 variables was refused under
+/// `-M extended` as its script was read, before a later script's syntax
+/// error; pgbench reads every script first and turns variables into
+/// parameters afterwards, so it reports the syntax error.
+#[test]
+fn too_many_parameters_are_found_once_every_script_is_read() {
+    let vars: Vec<String> = (0..256).map(|i| format!(":v{i}")).collect();
+    let many = script(&format!("select {};\n", vars.join(",")));
+    let bad = script("\\set x\n");
+    let db = database(None);
+    for (first, second, phrase) in [
+        (&many, &bad, "syntax error in command \"set\""),
+        (&bad, &many, "syntax error in command \"set\""),
+        (
+            &many,
+            &many,
+            "statement has too many arguments (maximum is 255)",
+        ),
+    ] {
+        let args = [
+            "-n",
+            "-t",
+            "1",
+            "-M",
+            "extended",
+            "-f",
+            &first.path,
+            "-f",
+            &second.path,
+        ];
+        let (ours, theirs) = (pgbolt(&db, &args), pgbench(&db, &args));
+        let text = |out: &std::process::Output, name: &str| {
+            (out.status.code(), stderr(out).replace(name, "PROG"))
+        };
+        assert_eq!(text(&ours, "pgbolt"), text(&theirs, "pgbench"), "{phrase}");
+        assert_eq!(ours.status.code(), Some(1));
+        assert!(stderr(&ours).contains(phrase), "{}", stderr(&ours));
+    }
+}
