@@ -80,10 +80,14 @@ impl Plan {
                     script::load_file(&path.to_string_lossy(), *weight, &mut names)?
                 }
             };
-            loaded.check_query_mode(bench.query_mode)?;
             scripts.push(loaded);
         }
         before_script(scripts.len());
+        // pgbench turns `:name` into parameters once every script is read,
+        // before it adds up the weights.
+        for script in &scripts {
+            script.check_query_mode(bench.query_mode)?;
+        }
         let total_weight = scripts.iter().map(|s| i64::from(s.weight)).sum();
         if total_weight == 0 {
             return Err(EngineError::ZeroWeight);

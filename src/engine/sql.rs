@@ -17,6 +17,8 @@
 //! back with the extended protocols. Results are framed in place; only the
 //! values stored by `\gset`/`\aset` are copied, into reused buffers.
 
+use std::borrow::Cow;
+
 use pgwire::libpq_text::libpq_message;
 use pgwire::{ErrorKind, Message, TxStatus};
 
@@ -146,11 +148,12 @@ fn encode(
                     }
                 }
             }
-            let text = String::from_utf8_lossy(sql);
             if plan.debug {
-                log::debug(format_args!("client {id} sending {text}"));
+                let mut line = format!("client {id} sending ").into_bytes();
+                line.extend_from_slice(sql);
+                log::debug_bytes(&line);
             }
-            conn.query(&text)?;
+            conn.query(&sql[..])?;
             return Ok(false);
         }
         QueryMode::Extended => {
@@ -231,6 +234,7 @@ pub fn read_results(c: &mut Client, plan: &Plan) -> bool {
 /// (false).
 fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
     let Client {
+        id,
         conn,
         response,
         vars,
@@ -257,6 +261,7 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
         (CommandKind::Sql(cmd), None) => (
             &cmd.results,
             Sent {
+                client: *id,
                 mode: plan.query_mode,
                 command: Some(cmd),
                 simple_text: sql,
@@ -267,6 +272,7 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
         _ => (
             &ResultVars::Discard,
             Sent {
+                client: *id,
                 mode: plan.query_mode,
                 command: None,
                 simple_text: &[],
@@ -332,8 +338,10 @@ fn read_while_idle(conn: &mut pgwire::Connection) -> Result<(), pgwire::Error> {
 }
 
 /// What was sent for the command whose results are read, kept for the
-/// `LINE n:` excerpt of a server error and only looked at then.
+/// `LINE n:` excerpt of a server error and only looked at then, and by
+/// which client (for `--debug` lines).
 struct Sent<'a> {
+    client: u32,
     mode: QueryMode,
     /// The SQL command read outside a pipeline.
     command: Option<&'a SqlCommand>,
@@ -355,8 +363,10 @@ impl<'a> Sent<'a> {
     /// them with `PQprepare`, which keeps the text), then the statement
     /// that produced result number `r.results`; libpq keeps no text for a
     /// prepared statement executed in a pipeline (`PQsendQueryPrepared`),
-    /// so there is none.
-    fn text(&self, r: &Response) -> Option<&'a str> {
+    /// so there is none. A simple-mode text that is not UTF-8 (a value
+    /// `\gset` read from a `LATIN1` database substituted into it) shows
+    /// U+FFFD for its bad bytes.
+    fn text(&self, r: &Response) -> Option<Cow<'a, str>> {
         let command = match self.pipeline {
             None => self.command?,
             Some((commands, sent)) => {
@@ -372,8 +382,8 @@ impl<'a> Sent<'a> {
             }
         };
         match self.mode {
-            QueryMode::Simple => std::str::from_utf8(self.simple_text).ok(),
-            _ => Some(command.extended_text.as_str()),
+            QueryMode::Simple => Some(String::from_utf8_lossy(self.simple_text)),
+            _ => Some(Cow::Borrowed(command.extended_text.as_str())),
         }
     }
 
@@ -449,13 +459,19 @@ fn handle(
             // starts, logs a failure and goes on; the statement fails again
             // if it runs (its prepared statement does not exist).
             if let Ok(e) = pgwire::DbError::from_fields(fields) {
-                log::error(format_args!("{}", libpq_message(&e, query.text(r), true)));
+                log::error(format_args!(
+                    "{}",
+                    libpq_message(&e, query.text(r).as_deref(), true)
+                ));
             }
         }
         Message::ErrorResponse(fields) if r.error.is_none() => record_error(r, &fields, query),
         Message::NoticeResponse(fields) => {
             if let Ok(notice) = pgwire::DbError::from_fields(fields) {
-                crate::cli::ewrite!("{}", libpq_message(&notice, query.text(r), false));
+                crate::cli::ewrite!(
+                    "{}",
+                    libpq_message(&notice, query.text(r).as_deref(), false)
+                );
             }
         }
         Message::CopyInResponse { .. }
@@ -467,6 +483,13 @@ fn handle(
         }
         Message::ReadyForQuery(_) => {
             if !query.preparing(r) {
+                let failed = r.error.is_some() || r.abort.is_some() || r.store_failed.is_some();
+                if plan.debug && query.pipeline.is_some() && !failed {
+                    log::debug(format_args!(
+                        "client {} pipeline ending, ongoing syncs: {}",
+                        query.client, r.syncs_left
+                    ));
+                }
                 r.syncs_since_result += 1;
             }
             r.syncs_seen += 1;
@@ -488,11 +511,10 @@ fn columns_to_store(
 ) {
     r.columns.clear();
     r.bad_name = None;
-    for field in desc.fields() {
-        let name = field.map(|(n, _)| n).unwrap_or_default();
+    for name in desc.column_names() {
         r.name_buf.clear();
         r.name_buf.push_str(prefix);
-        r.name_buf.push_str(name);
+        r.name_buf.push_str(&name);
         r.columns.push(plan.names.lookup(&r.name_buf));
         if r.bad_name.is_none() && !valid_variable_name(&r.name_buf) {
             r.bad_name = Some(r.name_buf.clone());
@@ -511,7 +533,7 @@ fn record_error(r: &mut Response, fields: &pgwire::backend::Fields<'_>, query: &
     let status = ErrorStatus::from_sqlstate(fields.get(b'C'));
     let text = pgwire::DbError::from_fields(*fields)
         .map(|e| {
-            let mut text = libpq_message(&e, query.text(r), true);
+            let mut text = libpq_message(&e, query.text(r).as_deref(), true);
             text.pop();
             text
         })
@@ -523,7 +545,7 @@ fn record_error(r: &mut Response, fields: &pgwire::backend::Fields<'_>, query: &
 fn store_row(r: &Response, vars: &mut crate::script::vars::Variables) {
     for (slot, value) in r.columns.iter().zip(&r.values) {
         if let Some(slot) = slot {
-            vars.set_text(*slot, &String::from_utf8_lossy(value));
+            vars.set_text(*slot, value);
         }
     }
 }

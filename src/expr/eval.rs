@@ -256,7 +256,7 @@ impl Expr {
 }
 
 fn variable_error(vars: &Variables, slot: usize, e: VarError) -> EvalError {
-    let text = || vars.text(slot).unwrap_or_default().to_owned();
+    let text = || String::from_utf8_lossy(vars.text(slot).unwrap_or_default()).into_owned();
     match e {
         VarError::Undefined => EvalError::UndefinedVariable { slot },
         VarError::Empty => EvalError::EmptyVariable { slot },

@@ -16,7 +16,9 @@
 //! - `:'name'` and `:"name"` are kept verbatim (they open no quote), and
 //!   `:{?name}` becomes `FALSE`, because pgbench gives psql's lexer no
 //!   variables to test;
-//! - a quoted string closed and reopened after a newline continues.
+//! - a quoted string closed and reopened after a newline continues;
+//! - an identifier stuck to a number or a `$n` parameter belongs to it, so
+//!   `1e'...'` holds a plain string, not an `E'...'` one.
 //!
 //! The scanner state (parenthesis depth and the function-body heuristic)
 //! survives backslash commands, as it does in pgbench.
@@ -81,8 +83,9 @@ fn is_ident_cont(b: u8) -> bool {
     is_var_char(b) || b == b'$'
 }
 
+/// psql's whitespace; the vertical tab is one since PostgreSQL 16.
 fn is_space(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0c)
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
 }
 
 fn is_newline(b: u8) -> bool {
@@ -216,12 +219,7 @@ impl<'a> SqlScanner<'a> {
                 return Some(Stop::Backslash(at));
             }
             b':' => self.colon(out),
-            b'0'..=b'9' => {
-                while self.pos < self.src.len() && self.src[self.pos].is_ascii_digit() {
-                    self.pos += 1;
-                    out.push(self.src[self.pos - 1]);
-                }
-            }
+            b'0'..=b'9' => self.number(out),
             _ if is_ident_start(b) => self.word(out),
             _ => self.echo(1, out),
         }
@@ -357,8 +355,44 @@ impl<'a> SqlScanner<'a> {
         }
         // `$1` parameters and a `$` before something else are plain text.
         self.echo(1, out);
+        if self.digits(out) > 0 {
+            self.junk(out);
+        }
+    }
+
+    /// Echoes the digits at the current position; how many there were.
+    fn digits(&mut self, out: &mut Vec<u8>) -> usize {
+        let start = self.pos;
         while self.pos < self.src.len() && self.src[self.pos].is_ascii_digit() {
+            self.pos += 1;
+        }
+        out.extend_from_slice(&self.src[start..self.pos]);
+        self.pos - start
+    }
+
+    /// A number: digits, and a decimal point with more digits unless two
+    /// points follow (`1..10`), then any identifier stuck to it.
+    fn number(&mut self, out: &mut Vec<u8>) {
+        self.digits(out);
+        if self.at(self.pos) == b'.' && self.at(self.pos + 1) != b'.' {
             self.echo(1, out);
+            self.digits(out);
+        }
+        self.junk(out);
+    }
+
+    /// psql's lexer reads an identifier right after a number or a `$n`
+    /// parameter as part of that token (`1e`, `2x`, `$1abc`: "trailing
+    /// junk" the server rejects), so a quote right after it opens a plain
+    /// string: `1e'\'` is not an `E'...'` string. Nor is the identifier a
+    /// keyword for the function-body heuristic.
+    fn junk(&mut self, out: &mut Vec<u8>) {
+        if is_ident_start(self.at(self.pos)) {
+            let start = self.pos;
+            while self.pos < self.src.len() && is_ident_cont(self.src[self.pos]) {
+                self.pos += 1;
+            }
+            out.extend_from_slice(&self.src[start..self.pos]);
         }
     }
 
@@ -439,7 +473,7 @@ impl<'a> SqlScanner<'a> {
         };
         loop {
             match self.at(i) {
-                b' ' | b'\t' | 0x0c => i += 1,
+                b' ' | b'\t' | 0x0b | 0x0c => i += 1,
                 b'-' if self.at(i + 1) == b'-' => i = skip_comment(i),
                 _ => break,
             }

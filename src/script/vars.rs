@@ -71,8 +71,9 @@ pub enum VarError {
 /// One client's variables, one entry per slot of the run's [`VarNames`].
 ///
 /// Values set by an expression are kept as values; values given as text
-/// (`-D`, `\gset`, `\setshell`) are kept as text, substituted into SQL
-/// verbatim, and converted to a number, boolean or NULL the first time an
+/// (`-D`, `\gset`, `\setshell`) are kept as bytes, substituted into SQL
+/// verbatim (like pgbench's C strings they need not be UTF-8: a `LATIN1`
+/// or `SQL_ASCII` database hands back and takes other bytes), and converted to a number, boolean or NULL the first time an
 /// expression uses them (pgbench's `makeVariableValue`), the result being
 /// remembered. Setting a text variable again reuses its buffer, so steady
 /// state assignments do not allocate.
@@ -87,7 +88,7 @@ enum Slot {
     Unset,
     Value(Value),
     Text {
-        text: String,
+        text: Vec<u8>,
         parsed: Option<Value>,
     },
 }
@@ -112,16 +113,17 @@ impl Variables {
     }
 
     /// Sets a variable to text, to be converted when an expression uses it.
-    pub fn set_text(&mut self, slot: usize, value: &str) {
+    pub fn set_text(&mut self, slot: usize, value: impl AsRef<[u8]>) {
+        let value = value.as_ref();
         match self.slot_mut(slot) {
             Slot::Text { text, parsed } => {
                 text.clear();
-                text.push_str(value);
+                text.extend_from_slice(value);
                 *parsed = None;
             }
             other => {
                 *other = Slot::Text {
-                    text: value.to_owned(),
+                    text: value.to_vec(),
                     parsed: None,
                 }
             }
@@ -149,7 +151,7 @@ impl Variables {
     }
 
     /// The text of a variable if it was set as text.
-    pub fn text(&self, slot: usize) -> Option<&str> {
+    pub fn text(&self, slot: usize) -> Option<&[u8]> {
         match self.slots.get(slot) {
             Some(Slot::Text { text, .. }) => Some(text),
             _ => None,
@@ -167,7 +169,7 @@ impl Variables {
             }
             None | Some(Slot::Unset) => false,
             Some(Slot::Text { text, .. }) => {
-                out.extend_from_slice(text.as_bytes());
+                out.extend_from_slice(text);
                 true
             }
             Some(Slot::Value(v)) => write!(out, "{v}").is_ok(),
@@ -178,11 +180,12 @@ impl Variables {
 /// pgbench's conversion of a variable's text: `null`, prefixes of `true`,
 /// `yes`, `false`, `no`, and `on`, `off`, `of` (any case) are NULL and
 /// booleans; then an integer if it looks like one; else a double as C's
-/// `strtod` reads it.
-fn text_value(text: &str) -> Result<Value, VarError> {
+/// `strtod` reads it. Text that is not UTF-8 is none of these.
+fn text_value(text: &[u8]) -> Result<Value, VarError> {
     if text.is_empty() {
         return Err(VarError::Empty);
     }
+    let text = std::str::from_utf8(text).map_err(|_| VarError::Malformed)?;
     let is_prefix_of =
         |word: &str| text.len() <= word.len() && word[..text.len()].eq_ignore_ascii_case(text);
     if text.eq_ignore_ascii_case("null") {

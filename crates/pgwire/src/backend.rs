@@ -6,6 +6,8 @@
 //! an ErrorResponse into an owned [`DbError`](crate::DbError) allocates.
 //! Every reader checks its bounds: a malformed body is a protocol error.
 
+use std::borrow::Cow;
+
 use crate::error::Error;
 use crate::frame::Frame;
 
@@ -66,10 +68,11 @@ pub enum Message<'a> {
     ErrorResponse(Fields<'a>),
     NoData,
     NoticeResponse(Fields<'a>),
+    /// A notification, its channel and payload in the client encoding.
     NotificationResponse {
         process_id: i32,
-        channel: &'a str,
-        payload: &'a str,
+        channel: &'a [u8],
+        payload: &'a [u8],
     },
     ParameterDescription(&'a [u8]),
     ParameterStatus {
@@ -118,8 +121,8 @@ impl<'a> Message<'a> {
             b'N' => Message::NoticeResponse(Fields::new(frame.body)),
             b'A' => Message::NotificationResponse {
                 process_id: r.i32()?,
-                channel: r.cstr()?,
-                payload: r.cstr()?,
+                channel: r.cbytes()?,
+                payload: r.cbytes()?,
             },
             b't' => Message::ParameterDescription(r.rest()),
             b'S' => Message::ParameterStatus {
@@ -244,8 +247,30 @@ impl<'a> RowDescription<'a> {
         self.count == 0
     }
 
-    /// Field names and type OIDs, in column order.
+    /// Field names and type OIDs, in column order; a name that is not
+    /// UTF-8 is an error.
     pub fn fields(&self) -> impl Iterator<Item = Result<(&'a str, u32), Error>> {
+        self.raw().map(|f| {
+            f.and_then(|(name, oid)| {
+                std::str::from_utf8(name)
+                    .map(|name| (name, oid))
+                    .map_err(|_| {
+                        Error::protocol("message of type \"T\" holds a string that is not UTF-8")
+                    })
+            })
+        })
+    }
+
+    /// Column names in order. They come in the client encoding, which need
+    /// not be UTF-8 (a `LATIN1` database): bytes that are not UTF-8 read as
+    /// U+FFFD. A malformed body ends the names early.
+    pub fn column_names(&self) -> impl Iterator<Item = Cow<'a, str>> {
+        self.raw()
+            .map_while(Result::ok)
+            .map(|(name, _)| String::from_utf8_lossy(name))
+    }
+
+    fn raw(&self) -> impl Iterator<Item = Result<(&'a [u8], u32), Error>> {
         let mut r = Reader::new(b'T', self.body);
         let mut left = self.count;
         std::iter::from_fn(move || {
@@ -254,7 +279,7 @@ impl<'a> RowDescription<'a> {
             }
             left -= 1;
             let field = (|| {
-                let name = r.cstr()?;
+                let name = r.cbytes()?;
                 r.take(6)?;
                 let oid = r.i32()? as u32;
                 r.take(8)?;
@@ -280,14 +305,23 @@ impl<'a> Fields<'a> {
         Fields { body }
     }
 
-    /// The value of the field with this code (`b'C'` is the SQLSTATE).
+    /// The value of the field with this code (`b'C'` is the SQLSTATE), if
+    /// it is UTF-8.
     pub fn get(&self, code: u8) -> Option<&'a str> {
-        self.iter()
-            .find_map(|f| f.ok().filter(|(c, _)| *c == code).map(|(_, v)| v))
+        self.raw()
+            .find_map(|f| f.ok().filter(|(c, _)| *c == code))
+            .and_then(|(_, v)| std::str::from_utf8(v).ok())
     }
 
-    /// Every field in order; a malformed body ends with an error.
-    pub fn iter(&self) -> impl Iterator<Item = Result<(u8, &'a str), Error>> {
+    /// Every field in order; a malformed body ends with an error. Texts
+    /// come in the client encoding, which need not be UTF-8 (a `LATIN1`
+    /// database): bytes that are not UTF-8 read as U+FFFD.
+    pub fn iter(&self) -> impl Iterator<Item = Result<(u8, Cow<'a, str>), Error>> {
+        self.raw()
+            .map(|f| f.map(|(code, value)| (code, String::from_utf8_lossy(value))))
+    }
+
+    fn raw(&self) -> impl Iterator<Item = Result<(u8, &'a [u8]), Error>> {
         let mut r = Reader::new(b'E', self.body);
         let mut done = false;
         std::iter::from_fn(move || {
@@ -299,7 +333,7 @@ impl<'a> Fields<'a> {
                 if code == 0 {
                     return Ok(None);
                 }
-                Ok(Some((code, r.cstr()?)))
+                Ok(Some((code, r.cbytes()?)))
             })();
             match field {
                 Ok(Some(f)) => Some(Ok(f)),

@@ -251,9 +251,24 @@ impl Connection {
         self.cancel.clone()
     }
 
-    /// Encodes a simple Query.
-    pub fn query(&mut self, sql: &str) -> Result<(), Error> {
-        frontend::query(sql, &mut self.wbuf).map_err(encode_err)
+    /// Encodes a simple Query. The text goes out byte for byte, so it
+    /// need not be UTF-8 (the server checks it against the client
+    /// encoding, as it does for libpq's queries).
+    pub fn query(&mut self, sql: impl AsRef<[u8]>) -> Result<(), Error> {
+        let sql = sql.as_ref();
+        if sql.contains(&0) {
+            return Err(Error::state(
+                "cannot encode message: string contains embedded null",
+            ));
+        }
+        let len = i32::try_from(sql.len() + 5)
+            .map_err(|_| Error::state("cannot encode message: value too large to transmit"))?;
+        self.wbuf.reserve(sql.len() + 6);
+        self.wbuf.put_u8(b'Q');
+        self.wbuf.put_i32(len);
+        self.wbuf.extend_from_slice(sql);
+        self.wbuf.put_u8(0);
+        Ok(())
     }
 
     /// Encodes Parse; `param_types` may be empty to let the server infer.

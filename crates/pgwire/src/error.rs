@@ -81,12 +81,12 @@ impl DbError {
         let mut e = DbError::default();
         for field in fields.iter() {
             let (code, value) = field?;
-            let owned = || Some(value.to_owned());
+            let owned = || Some(value.clone().into_owned());
             match code {
-                b'S' => e.severity = value.to_owned(),
+                b'S' => e.severity = value.into_owned(),
                 b'V' => e.severity_nonlocalized = owned(),
-                b'C' => e.code = value.to_owned(),
-                b'M' => e.message = value.to_owned(),
+                b'C' => e.code = value.into_owned(),
+                b'M' => e.message = value.into_owned(),
                 b'D' => e.detail = owned(),
                 b'H' => e.hint = owned(),
                 b'P' => e.position = value.parse().ok(),
