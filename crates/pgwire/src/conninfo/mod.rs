@@ -45,7 +45,7 @@ pub use error::Error;
 pub use options::ConnOptions;
 pub use parse::{from_params, is_connection_string, parse};
 pub use resolve::{resolve, with_defaults};
-pub use values::{AuthMethod, AuthRequirement};
+pub use values::{AuthMethod, AuthRequirement, SaslMechanism};
 
 /// A password or other secret; formatting never reveals it.
 #[derive(Clone, PartialEq, Eq)]
