@@ -83,6 +83,20 @@ pub enum HostKind {
     },
 }
 
+/// How one entry of the host list was written: the password file's host
+/// and port fields are compared with this text, as libpq compares them
+/// (`port=05432` does not match a line for `5432`, `hostaddr=0:0:0:0:0:0:0:1`
+/// does not match one for `::1`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostSpelling {
+    /// The entry this spelling belongs to.
+    pub host: Host,
+    /// `host` as written, else `hostaddr` as written, else empty.
+    pub name: String,
+    /// The port as written, `5432` when none was.
+    pub port: String,
+}
+
 /// One entry of the host list, tried in order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Host {
@@ -196,6 +210,10 @@ pub struct Config {
     /// as `datestyle`, `PGTZ` as `timezone`, `PGGEQO` as `geqo` (a value of
     /// `default`, in any case, is not sent). Send them with the others.
     pub environment_parameters: Vec<(&'static str, String)>,
+    /// The host list as written, entry by entry, for the password file;
+    /// an entry of `hosts` without its spelling here is looked up by its
+    /// parsed values.
+    pub host_spellings: Vec<HostSpelling>,
     /// The socket directory used when no host was given; a `.pgpass` line
     /// for `localhost` also matches a socket connection to this directory.
     pub default_socket_dir: PathBuf,
@@ -237,6 +255,7 @@ impl Config {
             ssl_max_protocol_version: None,
             requirepeer: None,
             environment_parameters: Vec::new(),
+            host_spellings: Vec::new(),
             default_socket_dir: PathBuf::from("/tmp"),
         }
     }

@@ -7,7 +7,9 @@
 //! libpq, the host `localhost` also matches a Unix-socket connection to the
 //! default socket directory (compared as text, without canonicalizing the
 //! path), and a file that group or others may access is ignored with a
-//! warning. Warnings are handed back to the caller, never printed.
+//! warning. Host and port are compared as the user wrote them (see
+//! [`HostSpelling`](super::HostSpelling)), as libpq does. Warnings are handed
+//! back to the caller, never printed.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -25,19 +27,15 @@ impl Config {
             return Some(password.clone());
         }
         let file = self.passfile.as_deref()?;
-        let host_name = match &host.kind {
-            HostKind::Unix(dir) => dir.to_string_lossy().into_owned(),
-            HostKind::Tcp {
-                name: Some(name), ..
-            } => name.clone(),
-            HostKind::Tcp {
-                name: None,
-                addr: Some(addr),
-            } => addr.to_string(),
-            HostKind::Tcp {
-                name: None,
-                addr: None,
-            } => String::new(),
+        let spelling = self
+            .hosts
+            .iter()
+            .position(|h| std::ptr::eq(h, host))
+            .and_then(|i| self.host_spellings.get(i))
+            .filter(|s| s.host == *host);
+        let (host_name, port) = match spelling {
+            Some(s) => (s.name.clone(), s.port.clone()),
+            None => (parsed_name(host), host.port.to_string()),
         };
         let default_dir = self.default_socket_dir.to_string_lossy();
         let host_name = if host_name.is_empty()
@@ -47,14 +45,26 @@ impl Config {
         } else {
             host_name
         };
-        lookup(
-            file,
-            &host_name,
-            &host.port.to_string(),
-            &self.dbname,
-            &self.user,
-            warnings,
-        )
+        lookup(file, &host_name, &port, &self.dbname, &self.user, warnings)
+    }
+}
+
+/// The password file's host key for an entry known only by its parsed
+/// values.
+fn parsed_name(host: &Host) -> String {
+    match &host.kind {
+        HostKind::Unix(dir) => dir.to_string_lossy().into_owned(),
+        HostKind::Tcp {
+            name: Some(name), ..
+        } => name.clone(),
+        HostKind::Tcp {
+            name: None,
+            addr: Some(addr),
+        } => addr.to_string(),
+        HostKind::Tcp {
+            name: None,
+            addr: None,
+        } => String::new(),
     }
 }
 
