@@ -27,6 +27,11 @@ const PASSWORD: &str = "pw-9f3kq";
 const DECOMPOSED: &str = "pa\u{0308}ssw\u{006f}\u{0308}rd";
 const COMPOSED: &str = "p\u{00e4}ssw\u{00f6}rd";
 const ESCAPED: &str = "a b\\c:d";
+/// "pässwort" in Latin-1: not UTF-8. libpq sends such bytes as they are,
+/// so an MD5 verifier made from them (as psql's `\password` makes it in a
+/// Latin-1 terminal) lets them in.
+const LATIN1: &[u8] = b"p\xe4sswort";
+const LATIN1_HEX: &str = "70e47373776f7274";
 
 fn server() -> &'static TempDb {
     static DB: OnceLock<TempDb> = OnceLock::new();
@@ -51,7 +56,10 @@ fn server() -> &'static TempDb {
              CREATE ROLE umlaut LOGIN PASSWORD '{COMPOSED}';
              CREATE ROLE escaped LOGIN PASSWORD E'a b\\\\c:d';
              SET password_encryption = 'md5';
-             CREATE ROLE md5_md5 LOGIN PASSWORD '{PASSWORD}';"
+             CREATE ROLE md5_md5 LOGIN PASSWORD '{PASSWORD}';
+             CREATE ROLE latin1 LOGIN;
+             DO $$ BEGIN EXECUTE format('ALTER ROLE latin1 PASSWORD %L', 'md5' ||
+                 md5(decode('{LATIN1_HEX}', 'hex') || 'latin1'::bytea)); END $$;"
         ))
         .expect("roles");
         let hba = format!(
@@ -61,6 +69,7 @@ fn server() -> &'static TempDb {
              host all pw_user 127.0.0.1/32 password
              local all md5_scram md5
              local all md5_md5 md5
+             local all latin1 md5
              host all md5_md5 127.0.0.1/32 scram-sha-256
              local all reject_user reject
              local all peer_user peer
@@ -574,5 +583,79 @@ fn require_auth_speaks_libpq_18() {
                 assert!(stderr.contains(&want), "{spec}: {stderr}");
             }
         }
+    }
+}
+
+/// Runs `program` with `-n -t 1 -S` as role `latin1` over the socket, the
+/// password file `passfile` and `answer` on standard input for the prompt.
+fn run_latin1(program: &Path, passfile: &[u8], answer: &[u8]) -> Output {
+    use std::io::Write;
+
+    let db = server();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("pgpass");
+    std::fs::write(&file, passfile).expect("write password file");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let mut cmd = Command::new(program);
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("PG") {
+            cmd.env_remove(name);
+        }
+    }
+    let mut args = vec!["-n".to_owned(), "-t".into(), "1".into(), "-S".into()];
+    args.extend(socket(db, "latin1"));
+    cmd.env("LC_ALL", "C")
+        .env("HOME", dir.path())
+        .env("PGPASSFILE", &file)
+        .args(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: setsid only detaches the child from the test's terminal, so
+    // the prompt reads standard input.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().expect("program starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(answer).expect("answer");
+    drop(stdin);
+    child.wait_with_output().expect("program ends")
+}
+
+#[test]
+fn passwords_that_are_not_utf8_are_sent_as_they_are() {
+    let mut line = b"*:*:*:latin1:".to_vec();
+    line.extend_from_slice(LATIN1);
+    line.push(b'\n');
+    let mut typed = LATIN1.to_vec();
+    typed.push(b'\n');
+    let cases: [(&str, &[u8], &[u8], &str); 3] = [
+        ("from the password file", &line, b"", ""),
+        ("typed at the prompt", b"", &typed, "Password: "),
+        (
+            "wrong",
+            b"",
+            b"p\xe4ss\n",
+            "password authentication failed for user \"latin1\"",
+        ),
+    ];
+    for (case, passfile, answer, want) in cases {
+        let theirs = run_latin1(Path::new(PGBENCH), passfile, answer);
+        let ours = run_latin1(&pgbolt_path(), passfile, answer);
+        let (their_lines, our_lines) = (seen(&theirs, "pgbench"), seen(&ours, "pgbolt"));
+        let shown = format!("{case}\npgbench: {their_lines:#?}\npgbolt: {our_lines:#?}");
+        assert_eq!(theirs.status.code(), ours.status.code(), "{shown}");
+        assert_eq!(their_lines, our_lines, "{shown}");
+        assert!(their_lines.join("\n").contains(want), "{shown}");
+        let everything = [ours.stdout.as_slice(), ours.stderr.as_slice()].concat();
+        assert!(
+            !everything.windows(LATIN1.len()).any(|w| w == LATIN1),
+            "{case}: pgbolt printed the password"
+        );
     }
 }

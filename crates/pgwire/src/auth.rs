@@ -125,11 +125,11 @@ impl Exchange {
                 Ok(true)
             }
             AuthRequest::Cleartext => {
-                frontend::password_message(password(ctx)?.as_bytes(), out).map_err(encode)?;
+                frontend::password_message(password(ctx)?, out).map_err(encode)?;
                 Ok(false)
             }
             AuthRequest::Md5 { salt } => {
-                let hash = md5_hash(ctx.user.as_bytes(), password(ctx)?.as_bytes(), salt);
+                let hash = md5_hash(ctx.user.as_bytes(), password(ctx)?, salt);
                 frontend::password_message(hash.as_bytes(), out).map_err(encode)?;
                 Ok(false)
             }
@@ -267,7 +267,7 @@ fn require_failed(ctx: &AuthContext<'_>, reason: &str) -> Error {
 }
 
 /// The password to answer with; an empty one counts as none, as in libpq.
-fn password<'a>(ctx: &AuthContext<'a>) -> Result<&'a str, Error> {
+fn password<'a>(ctx: &AuthContext<'a>) -> Result<&'a [u8], Error> {
     ctx.password
         .map(Secret::expose)
         .filter(|p| !p.is_empty())

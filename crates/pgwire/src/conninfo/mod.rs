@@ -47,17 +47,24 @@ pub use parse::{from_params, is_connection_string, parse};
 pub use resolve::{resolve, with_defaults};
 pub use values::{AuthMethod, AuthRequirement, SaslMechanism};
 
-/// A password or other secret; formatting never reveals it.
+/// A password or other secret; formatting never reveals it. It is bytes,
+/// not text: a password read from the password file or typed at the prompt
+/// is sent as it is, UTF-8 or not, as libpq sends it.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
+pub struct Secret(Vec<u8>);
 
 impl Secret {
     pub fn new(value: impl Into<String>) -> Self {
-        Secret(value.into())
+        Secret(value.into().into_bytes())
+    }
+
+    /// A secret that need not be UTF-8.
+    pub fn from_bytes(value: Vec<u8>) -> Self {
+        Secret(value)
     }
 
     /// The secret itself, for the one place that must send it.
-    pub fn expose(&self) -> &str {
+    pub fn expose(&self) -> &[u8] {
         &self.0
     }
 }

@@ -116,7 +116,7 @@ pub(crate) fn lookup(
             // The first matching line decides; an empty password there
             // means no password at all, as libpq discards it.
             let password = unescape_password(rest);
-            return (!password.is_empty()).then(|| Secret::new(password));
+            return (!password.is_empty()).then(|| Secret::from_bytes(password));
         }
     }
     None
@@ -148,8 +148,9 @@ fn match_field<'a>(line: &'a [u8], token: &[u8]) -> Option<&'a [u8]> {
     None
 }
 
-/// The password field: up to the first unescaped `:`, escapes removed.
-fn unescape_password(field: &[u8]) -> String {
+/// The password field: up to the first unescaped `:`, escapes removed,
+/// bytes as they are (libpq does not ask for UTF-8).
+fn unescape_password(field: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(field.len());
     let mut i = 0;
     while i < field.len() && field[i] != b':' {
@@ -159,5 +160,5 @@ fn unescape_password(field: &[u8]) -> String {
         out.push(field[i]);
         i += 1;
     }
-    String::from_utf8_lossy(&out).into_owned()
+    out
 }
