@@ -84,8 +84,9 @@ pub(crate) struct Exchange {
     scram: Option<Scram>,
     /// SCRAM-SHA-256-PLUS was used.
     bound: bool,
-    /// Some method was requested before AuthenticationOk.
-    requested: bool,
+    /// The client finished its part: a password or hash was sent, or the
+    /// SCRAM exchange was verified (libpq's `client_finished_auth`).
+    finished: bool,
     /// A SASL exchange was started (a second AuthenticationSASL is refused).
     sasl_started: bool,
 }
@@ -100,7 +101,6 @@ impl Exchange {
         out: &mut BytesMut,
     ) -> Result<bool, Error> {
         if let Some(asked) = Asked::of(req) {
-            self.requested = true;
             if ctx.require_auth.is_some() && !asked.allowed_by(&ctx.requirement) {
                 return Err(require_failed(ctx, asked.description()));
             }
@@ -126,11 +126,13 @@ impl Exchange {
             }
             AuthRequest::Cleartext => {
                 frontend::password_message(password(ctx)?, out).map_err(encode)?;
+                self.finished = true;
                 Ok(false)
             }
             AuthRequest::Md5 { salt } => {
                 let hash = md5_hash(ctx.user.as_bytes(), password(ctx)?, salt);
                 frontend::password_message(hash.as_bytes(), out).map_err(encode)?;
+                self.finished = true;
                 Ok(false)
             }
             AuthRequest::Sasl(mechanisms) => {
@@ -150,6 +152,7 @@ impl Exchange {
                 scram
                     .finish(data)
                     .map_err(|e| Error::auth(format!("invalid SCRAM server signature: {e}")))?;
+                self.finished = true;
                 Ok(false)
             }
             AuthRequest::Unsupported(7 | 8) => {
@@ -237,23 +240,26 @@ impl Exchange {
         Ok(())
     }
 
+    /// AuthenticationOk: libpq's checks in libpq's order (`require_auth`,
+    /// then channel binding), then pgbolt's own refusal of a SCRAM
+    /// exchange cut short, which libpq lets pass when neither check applies.
     fn finish_checks(&self, ctx: &AuthContext<'_>) -> Result<(), Error> {
-        if self.scram.is_some() {
-            return Err(Error::auth(
-                "server reported authentication success before the SCRAM exchange completed",
-            ));
+        if ctx.require_auth.is_some()
+            && !self.finished
+            && !Asked::Nothing.allowed_by(&ctx.requirement)
+        {
+            return Err(require_failed(ctx, Asked::Nothing.description()));
         }
-        if ctx.channel_binding == ChannelBinding::Require && !self.bound {
+        if ctx.channel_binding == ChannelBinding::Require && !(self.bound && self.finished) {
             return Err(Error::auth(
                 "channel binding required, but server authenticated client without channel \
                  binding",
             ));
         }
-        if ctx.require_auth.is_some()
-            && !self.requested
-            && !Asked::Nothing.allowed_by(&ctx.requirement)
-        {
-            return Err(require_failed(ctx, Asked::Nothing.description()));
+        if self.scram.is_some() {
+            return Err(Error::auth(
+                "server reported authentication success before the SCRAM exchange completed",
+            ));
         }
         Ok(())
     }

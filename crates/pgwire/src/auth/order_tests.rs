@@ -171,3 +171,40 @@ fn a_second_sasl_request_is_refused() {
         "duplicate SASL authentication request"
     );
 }
+
+#[test]
+fn success_before_scram_completes_is_refused_in_libpq_words_first() {
+    let secret = Secret::new("pw");
+    let sasl = AuthRequest::Sasl(b"SCRAM-SHA-256\0\0");
+    let cases = [
+        (
+            ChannelBinding::Prefer,
+            Some("scram-sha-256"),
+            "authentication method requirement \"scram-sha-256\" failed: server did not \
+             complete authentication",
+        ),
+        (
+            ChannelBinding::Prefer,
+            Some("scram-sha-256,none"),
+            "server reported authentication success before the SCRAM exchange completed",
+        ),
+        (
+            ChannelBinding::Prefer,
+            None,
+            "server reported authentication success before the SCRAM exchange completed",
+        ),
+    ];
+    for (channel_binding, require_auth, want) in cases {
+        let ctx = context(&secret, None, channel_binding, require_auth);
+        assert_eq!(first_error(&[sasl, AuthRequest::Ok], &ctx), want);
+    }
+    let ctx = context(&secret, None, ChannelBinding::Prefer, Some("password"));
+    let mut exchange = Exchange::default();
+    let mut out = BytesMut::new();
+    assert!(!exchange
+        .step(AuthRequest::Cleartext, &ctx, &mut out)
+        .expect("password sent"));
+    assert!(exchange
+        .step(AuthRequest::Ok, &ctx, &mut out)
+        .expect("finished"));
+}
