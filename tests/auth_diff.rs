@@ -6,8 +6,8 @@
 //! prompt line must match (warnings once each: libpq repeats some per
 //! connection attempt), and no password may appear in pgbolt's output.
 //!
-//! `require_auth` is checked against libpq 18's wording only: pgbench 15's
-//! libpq does not know the option.
+//! `require_auth` is checked against libpq 18's wording and prompting
+//! rules, read from its source: pgbench 15's libpq does not know the option.
 
 mod common;
 
@@ -583,6 +583,29 @@ fn require_auth_speaks_libpq_18() {
                 assert!(stderr.contains(&want), "{spec}: {stderr}");
             }
         }
+    }
+    // libpq 18 counts the password as needed once it has chosen SCRAM, so
+    // a refusal of that mechanism without a password makes pgbench ask
+    // for one (and fail the same way again); a refusal of the request
+    // itself does not.
+    for (spec, prompted) in [("!scram-sha-256", true), ("password", false)] {
+        let mut args = vec!["-n".to_owned(), "-t".into(), "1".into(), "-S".into()];
+        args.extend(tcp(db, "scram_user"));
+        args.pop();
+        args.push(format!(
+            "dbname=postgres sslmode=disable require_auth={spec}"
+        ));
+        let dir = tempfile::tempdir().expect("temp dir");
+        let out = run(&pgbolt_path(), &NOTHING, &args, dir.path());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{spec}: {stderr}");
+        assert_eq!(stderr.contains("Password: "), prompted, "{spec}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "authentication method requirement \"{spec}\" failed"
+            )),
+            "{spec}: {stderr}"
+        );
     }
 }
 

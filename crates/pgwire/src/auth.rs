@@ -212,20 +212,25 @@ impl Exchange {
                 "none of the server's SASL authentication mechanisms are supported",
             ));
         };
+        // From here on libpq counts the password as needed: a refusal
+        // below without one lets pgbench ask for it and try again.
+        let unanswered = password(ctx).is_err();
         if ctx.require_auth.is_some()
             && !ctx.requirement.allows_mechanism(SaslMechanism::ScramSha256)
         {
             return Err(require_failed(
                 ctx,
                 &format!("server requested {mechanism} authentication"),
-            ));
+            )
+            .wanting_password(unanswered));
         }
         let plus = mechanism == sasl::SCRAM_SHA_256_PLUS;
         if ctx.channel_binding == ChannelBinding::Require && !plus {
             return Err(Error::auth(
                 "channel binding is required, but server did not offer an authentication \
                  method that supports channel binding",
-            ));
+            )
+            .wanting_password(unanswered));
         }
         let binding = match ctx.server_cert {
             Some(cert) if plus => Binding::TlsServerEndPoint(crate::tls::server_end_point(cert)?),

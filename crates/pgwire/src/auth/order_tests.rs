@@ -208,3 +208,41 @@ fn success_before_scram_completes_is_refused_in_libpq_words_first() {
         .step(AuthRequest::Ok, &ctx, &mut out)
         .expect("finished"));
 }
+
+#[test]
+fn a_refusal_after_scram_was_chosen_asks_for_a_missing_password() {
+    let empty = Secret::new("");
+    let given = Secret::new("pw");
+    let cert: &[u8] = b"not a certificate";
+    let scram_only = AuthRequest::Sasl(b"SCRAM-SHA-256\0\0");
+    let cases = [
+        (
+            &empty,
+            None,
+            ChannelBinding::Prefer,
+            Some("!scram-sha-256"),
+            true,
+        ),
+        (
+            &given,
+            None,
+            ChannelBinding::Prefer,
+            Some("!scram-sha-256"),
+            false,
+        ),
+        (&empty, Some(cert), ChannelBinding::Require, None, true),
+        (&empty, None, ChannelBinding::Require, None, false),
+        (&empty, None, ChannelBinding::Prefer, Some("md5"), false),
+    ];
+    for (secret, cert, channel_binding, require_auth, wanted) in cases {
+        let ctx = context(secret, cert, channel_binding, require_auth);
+        let err = Exchange::default()
+            .step(scram_only, &ctx, &mut BytesMut::new())
+            .expect_err("refused");
+        assert_eq!(
+            err.needs_password(),
+            wanted,
+            "{require_auth:?} {channel_binding:?}: {err}"
+        );
+    }
+}
