@@ -26,7 +26,7 @@ pub fn connect_asking<T>(
 ) -> Result<T, pgwire::Error> {
     match connect(config) {
         Err(e) if e.needs_password() => {
-            config.password = Some(Secret::new(read_password()));
+            config.password = Some(Secret::from_bytes(read_password()));
             connect(config)
         }
         other => other,
@@ -35,7 +35,7 @@ pub fn connect_asking<T>(
 
 /// Asks for the password; an answer that cannot be read is an empty one,
 /// which the next attempt reports as `no password supplied`.
-fn read_password() -> String {
+fn read_password() -> Vec<u8> {
     let answer = match OpenOptions::new().read(true).write(true).open("/dev/tty") {
         Ok(tty) => {
             let mut out = &tty;
@@ -48,7 +48,7 @@ fn read_password() -> String {
 
 /// Writes the question to `out`, reads one line from `input` with echo
 /// off when it is a terminal, and ends the line on `out`.
-fn ask(input: RawFd, out: &mut impl Write) -> io::Result<String> {
+fn ask(input: RawFd, out: &mut impl Write) -> io::Result<Vec<u8>> {
     out.write_all(b"Password: ")?;
     out.flush()?;
     let echo = EchoOff::new(input);
@@ -61,7 +61,8 @@ fn ask(input: RawFd, out: &mut impl Write) -> io::Result<String> {
 
 /// One line without its line ending (`\n` or `\r\n`), read a byte at a
 /// time and unbuffered, so that nothing after it is taken from the input.
-fn read_line(input: RawFd) -> io::Result<String> {
+/// The bytes are kept as typed, UTF-8 or not, as libpq keeps them.
+fn read_line(input: RawFd) -> io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     loop {
         let mut byte = 0u8;
@@ -81,7 +82,7 @@ fn read_line(input: RawFd) -> io::Result<String> {
     if bytes.last() == Some(&b'\r') {
         bytes.pop();
     }
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+    Ok(bytes)
 }
 
 /// Terminal echo switched off for as long as the value lives; nothing

@@ -13,7 +13,7 @@ use postgres_protocol::authentication::sasl;
 use postgres_protocol::message::frontend;
 
 use crate::backend::AuthRequest;
-use crate::conninfo::{AuthMethod, AuthRequirement, ChannelBinding, Secret};
+use crate::conninfo::{AuthMethod, AuthRequirement, ChannelBinding, SaslMechanism, Secret};
 use crate::error::Error;
 
 mod scram;
@@ -31,14 +31,50 @@ pub(crate) struct AuthContext<'a> {
     pub requirement: AuthRequirement,
 }
 
-fn what_server_asked(method: Option<AuthMethod>) -> &'static str {
-    match method {
-        Some(AuthMethod::Password) => "server requested a cleartext password",
-        Some(AuthMethod::Md5) => "server requested a hashed password",
-        Some(AuthMethod::Gss) => "server requested GSSAPI authentication",
-        Some(AuthMethod::Sspi) => "server requested SSPI authentication",
-        Some(AuthMethod::ScramSha256) => "server requested SASL authentication",
-        None => "server did not complete authentication",
+/// What the server asked for, as `require_auth` judges it.
+#[derive(Clone, Copy)]
+enum Asked {
+    Method(AuthMethod),
+    /// A request code no `require_auth` method names (Kerberos 4 and 5,
+    /// crypt, SCM credentials, anything newer).
+    Unknown,
+    /// AuthenticationOk with no completed exchange before it.
+    Nothing,
+}
+
+impl Asked {
+    fn of(req: AuthRequest<'_>) -> Option<Asked> {
+        Some(match req {
+            AuthRequest::Ok | AuthRequest::SaslContinue(_) | AuthRequest::SaslFinal(_) => {
+                return None
+            }
+            AuthRequest::Cleartext => Asked::Method(AuthMethod::Password),
+            AuthRequest::Md5 { .. } => Asked::Method(AuthMethod::Md5),
+            AuthRequest::Sasl(_) => Asked::Method(AuthMethod::ScramSha256),
+            AuthRequest::Unsupported(7 | 8) => Asked::Method(AuthMethod::Gss),
+            AuthRequest::Unsupported(9) => Asked::Method(AuthMethod::Sspi),
+            AuthRequest::Unsupported(_) => Asked::Unknown,
+        })
+    }
+
+    fn allowed_by(self, requirement: &AuthRequirement) -> bool {
+        match self {
+            Asked::Method(method) => requirement.allows(method),
+            Asked::Unknown => false,
+            Asked::Nothing => requirement.allows_no_authentication(),
+        }
+    }
+
+    fn description(self) -> &'static str {
+        match self {
+            Asked::Method(AuthMethod::Password) => "server requested a cleartext password",
+            Asked::Method(AuthMethod::Md5) => "server requested a hashed password",
+            Asked::Method(AuthMethod::Gss) => "server requested GSSAPI authentication",
+            Asked::Method(AuthMethod::Sspi) => "server requested SSPI authentication",
+            Asked::Method(AuthMethod::ScramSha256) => "server requested SASL authentication",
+            Asked::Unknown => "server requested an unknown authentication type",
+            Asked::Nothing => "server did not complete authentication",
+        }
     }
 }
 
@@ -48,8 +84,11 @@ pub(crate) struct Exchange {
     scram: Option<Scram>,
     /// SCRAM-SHA-256-PLUS was used.
     bound: bool,
-    /// Some method was requested before AuthenticationOk.
-    requested: bool,
+    /// The client finished its part: a password or hash was sent, or the
+    /// SCRAM exchange was verified (libpq's `client_finished_auth`).
+    finished: bool,
+    /// A SASL exchange was started (a second AuthenticationSASL is refused).
+    sasl_started: bool,
 }
 
 impl Exchange {
@@ -61,20 +100,9 @@ impl Exchange {
         ctx: &AuthContext<'_>,
         out: &mut BytesMut,
     ) -> Result<bool, Error> {
-        let method = match req {
-            AuthRequest::Ok => None,
-            AuthRequest::Cleartext => Some(AuthMethod::Password),
-            AuthRequest::Md5 { .. } => Some(AuthMethod::Md5),
-            AuthRequest::Sasl(_) => Some(AuthMethod::ScramSha256),
-            AuthRequest::SaslContinue(_) | AuthRequest::SaslFinal(_) => None,
-            AuthRequest::Unsupported(7 | 8) => Some(AuthMethod::Gss),
-            AuthRequest::Unsupported(9) => Some(AuthMethod::Sspi),
-            AuthRequest::Unsupported(_) => None,
-        };
-        if let Some(method) = method {
-            self.requested = true;
-            if !ctx.requirement.allows(method) {
-                return Err(require_failed(ctx, Some(method)));
+        if let Some(asked) = Asked::of(req) {
+            if ctx.require_auth.is_some() && !asked.allowed_by(&ctx.requirement) {
+                return Err(require_failed(ctx, asked.description()));
             }
         }
         let sasl_or_ok = matches!(
@@ -97,12 +125,14 @@ impl Exchange {
                 Ok(true)
             }
             AuthRequest::Cleartext => {
-                frontend::password_message(password(ctx)?.as_bytes(), out).map_err(encode)?;
+                frontend::password_message(password(ctx)?, out).map_err(encode)?;
+                self.finished = true;
                 Ok(false)
             }
             AuthRequest::Md5 { salt } => {
-                let hash = md5_hash(ctx.user.as_bytes(), password(ctx)?.as_bytes(), salt);
+                let hash = md5_hash(ctx.user.as_bytes(), password(ctx)?, salt);
                 frontend::password_message(hash.as_bytes(), out).map_err(encode)?;
+                self.finished = true;
                 Ok(false)
             }
             AuthRequest::Sasl(mechanisms) => {
@@ -122,58 +152,91 @@ impl Exchange {
                 scram
                     .finish(data)
                     .map_err(|e| Error::auth(format!("invalid SCRAM server signature: {e}")))?;
+                self.finished = true;
                 Ok(false)
             }
             AuthRequest::Unsupported(7 | 8) => {
                 Err(Error::auth("GSSAPI authentication not supported"))
             }
             AuthRequest::Unsupported(9) => Err(Error::auth("SSPI authentication not supported")),
+            AuthRequest::Unsupported(1) => {
+                Err(Error::auth("Kerberos 4 authentication not supported"))
+            }
             AuthRequest::Unsupported(2) => {
                 Err(Error::auth("Kerberos 5 authentication not supported"))
             }
+            AuthRequest::Unsupported(4) => Err(Error::auth("Crypt authentication not supported")),
             AuthRequest::Unsupported(code) => Err(Error::auth(format!(
                 "authentication method {code} not supported"
             ))),
         }
     }
 
+    /// Starts SCRAM with libpq 18's checks in libpq's order: TLS for
+    /// `channel_binding=require`, one exchange only, the mechanism chosen
+    /// from the server's list, `require_auth`'s mechanisms, then channel
+    /// binding and the password.
     fn start_scram(
         &mut self,
         mechanisms: &[u8],
         ctx: &AuthContext<'_>,
         out: &mut BytesMut,
     ) -> Result<(), Error> {
-        let offered = |name: &str| mechanisms.split(|b| *b == 0).any(|m| m == name.as_bytes());
-        let plus = ctx.server_cert.is_some()
-            && ctx.channel_binding != ChannelBinding::Disable
-            && offered(sasl::SCRAM_SHA_256_PLUS);
-        if ctx.channel_binding == ChannelBinding::Require && !plus {
-            return Err(Error::auth(if ctx.server_cert.is_none() {
-                "channel binding required, but SSL not in use"
-            } else {
-                "channel binding is required, but server did not offer an authentication \
-                 method that supports channel binding"
-            }));
+        let tls = ctx.server_cert.is_some();
+        if ctx.channel_binding == ChannelBinding::Require && !tls {
+            return Err(Error::auth("channel binding required, but SSL not in use"));
         }
-        let (mechanism, binding) = if plus {
-            let cert = ctx.server_cert.unwrap_or_default();
-            (
-                sasl::SCRAM_SHA_256_PLUS,
-                Binding::TlsServerEndPoint(crate::tls::server_end_point(cert)?),
-            )
-        } else if offered(sasl::SCRAM_SHA_256) {
-            let binding =
-                if ctx.server_cert.is_some() && ctx.channel_binding != ChannelBinding::Disable {
-                    // We could bind, but the server did not offer it.
-                    Binding::Unrequested
-                } else {
-                    Binding::Unsupported
-                };
-            (sasl::SCRAM_SHA_256, binding)
-        } else {
+        if self.sasl_started {
+            return Err(Error::auth("duplicate SASL authentication request"));
+        }
+        self.sasl_started = true;
+        let mut chosen = None;
+        for name in mechanisms.split(|b| *b == 0).take_while(|m| !m.is_empty()) {
+            if name == sasl::SCRAM_SHA_256_PLUS.as_bytes() {
+                if !tls {
+                    // A server that offers binding without TLS has lost its
+                    // TLS somewhere (a proxy?): libpq stops here.
+                    return Err(Error::auth(
+                        "server offered SCRAM-SHA-256-PLUS authentication over a non-SSL connection",
+                    ));
+                }
+                if ctx.channel_binding != ChannelBinding::Disable {
+                    chosen = Some(sasl::SCRAM_SHA_256_PLUS);
+                }
+            } else if name == sasl::SCRAM_SHA_256.as_bytes() && chosen.is_none() {
+                chosen = Some(sasl::SCRAM_SHA_256);
+            }
+        }
+        let Some(mechanism) = chosen else {
             return Err(Error::auth(
                 "none of the server's SASL authentication mechanisms are supported",
             ));
+        };
+        // From here on libpq counts the password as needed: a refusal
+        // below without one lets pgbench ask for it and try again.
+        let unanswered = password(ctx).is_err();
+        if ctx.require_auth.is_some()
+            && !ctx.requirement.allows_mechanism(SaslMechanism::ScramSha256)
+        {
+            return Err(require_failed(
+                ctx,
+                &format!("server requested {mechanism} authentication"),
+            )
+            .wanting_password(unanswered));
+        }
+        let plus = mechanism == sasl::SCRAM_SHA_256_PLUS;
+        if ctx.channel_binding == ChannelBinding::Require && !plus {
+            return Err(Error::auth(
+                "channel binding is required, but server did not offer an authentication \
+                 method that supports channel binding",
+            )
+            .wanting_password(unanswered));
+        }
+        let binding = match ctx.server_cert {
+            Some(cert) if plus => Binding::TlsServerEndPoint(crate::tls::server_end_point(cert)?),
+            // We could bind, but the server did not offer it.
+            Some(_) if ctx.channel_binding != ChannelBinding::Disable => Binding::Unrequested,
+            _ => Binding::Unsupported,
         };
         let scram = Scram::new(password(ctx)?, binding).map_err(Error::auth)?;
         frontend::sasl_initial_response(mechanism, scram.message(), out).map_err(encode)?;
@@ -182,35 +245,40 @@ impl Exchange {
         Ok(())
     }
 
+    /// AuthenticationOk: libpq's checks in libpq's order (`require_auth`,
+    /// then channel binding), then pgbolt's own refusal of a SCRAM
+    /// exchange cut short, which libpq lets pass when neither check applies.
     fn finish_checks(&self, ctx: &AuthContext<'_>) -> Result<(), Error> {
-        if self.scram.is_some() {
-            return Err(Error::auth(
-                "server reported authentication success before the SCRAM exchange completed",
-            ));
+        if ctx.require_auth.is_some()
+            && !self.finished
+            && !Asked::Nothing.allowed_by(&ctx.requirement)
+        {
+            return Err(require_failed(ctx, Asked::Nothing.description()));
         }
-        if ctx.channel_binding == ChannelBinding::Require && !self.bound {
+        if ctx.channel_binding == ChannelBinding::Require && !(self.bound && self.finished) {
             return Err(Error::auth(
                 "channel binding required, but server authenticated client without channel \
                  binding",
             ));
         }
-        if !self.requested && !ctx.requirement.allows_no_authentication() {
-            return Err(require_failed(ctx, None));
+        if self.scram.is_some() {
+            return Err(Error::auth(
+                "server reported authentication success before the SCRAM exchange completed",
+            ));
         }
         Ok(())
     }
 }
 
-fn require_failed(ctx: &AuthContext<'_>, method: Option<AuthMethod>) -> Error {
+fn require_failed(ctx: &AuthContext<'_>, reason: &str) -> Error {
     Error::auth(format!(
-        "authentication method requirement \"{}\" failed: {}",
+        "authentication method requirement \"{}\" failed: {reason}",
         ctx.require_auth.unwrap_or_default(),
-        what_server_asked(method)
     ))
 }
 
 /// The password to answer with; an empty one counts as none, as in libpq.
-fn password<'a>(ctx: &AuthContext<'a>) -> Result<&'a str, Error> {
+fn password<'a>(ctx: &AuthContext<'a>) -> Result<&'a [u8], Error> {
     ctx.password
         .map(Secret::expose)
         .filter(|p| !p.is_empty())
@@ -225,5 +293,7 @@ fn encode(e: std::io::Error) -> Error {
     Error::protocol(format!("could not encode authentication message: {e}"))
 }
 
+#[cfg(test)]
+mod order_tests;
 #[cfg(test)]
 mod tests;

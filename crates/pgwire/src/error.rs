@@ -167,6 +167,9 @@ struct Inner {
     /// A line libpq adds after a server's error (`password retrieved from
     /// file "..."`).
     note: Option<String>,
+    /// The exchange had reached the point of needing a password and none
+    /// was given (libpq's `password_needed` with no password).
+    password_wanted: bool,
 }
 
 /// libpq's words when the server asks for a password and there is none.
@@ -184,7 +187,17 @@ impl Error {
             hint: None,
             closed_after: false,
             note: None,
+            password_wanted: false,
         }))
+    }
+
+    /// Marks an error that came after the exchange had chosen a method
+    /// needing a password, when none was given: as libpq's
+    /// `PQconnectionNeedsPassword`, [`Error::needs_password`] then says yes
+    /// (pgbench asks for one and tries again).
+    pub(crate) fn wanting_password(mut self, wanted: bool) -> Error {
+        self.0.password_wanted = wanted;
+        self
     }
 
     /// Marks an error after which the server closed the connection (as it
@@ -263,7 +276,7 @@ impl Error {
 
     /// The server asked for a password and none was given.
     pub(crate) fn no_password() -> Error {
-        Error::auth(NO_PASSWORD)
+        Error::auth(NO_PASSWORD).wanting_password(true)
     }
 
     pub(crate) fn db(e: DbError) -> Error {
@@ -315,7 +328,7 @@ impl Error {
     /// list, the last attempt decides.
     pub fn needs_password(&self) -> bool {
         match &self.0.cause {
-            Cause::Message(m) => self.0.kind == ErrorKind::Auth && m == NO_PASSWORD,
+            Cause::Message(_) => self.0.password_wanted,
             Cause::Attempts(list) => list.last().is_some_and(|a| a.error.needs_password()),
             _ => false,
         }

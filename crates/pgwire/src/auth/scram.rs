@@ -63,16 +63,16 @@ pub(crate) struct Scram {
 
 impl Scram {
     /// Starts an exchange: [`Scram::message`] is the client-first message.
-    pub(crate) fn new(password: &str, binding: Binding) -> Result<Scram, String> {
+    pub(crate) fn new(password: &[u8], binding: Binding) -> Result<Scram, String> {
         let mut random = [0u8; 18];
         fill_random(&mut random)?;
         Ok(Scram::with_nonce(password, binding, BASE64.encode(random)))
     }
 
-    fn with_nonce(password: &str, binding: Binding, nonce: String) -> Scram {
+    fn with_nonce(password: impl AsRef<[u8]>, binding: Binding, nonce: String) -> Scram {
         let message = format!("{}n=,r={nonce}", binding.gs2_header());
         Scram {
-            password: normalize(password),
+            password: normalize(password.as_ref()),
             binding,
             nonce,
             message,
@@ -169,12 +169,14 @@ fn parse_server_first(text: &str) -> Result<(&str, Vec<u8>, u32), String> {
     Ok((nonce, salt, iterations))
 }
 
-/// SASLprep of the password, or its bytes as they are where SASLprep
-/// refuses it or leaves nothing (as libpq and the server do).
-fn normalize(password: &str) -> Vec<u8> {
-    match stringprep::saslprep(password) {
-        Ok(p) if !p.is_empty() => p.into_owned().into_bytes(),
-        _ => password.as_bytes().to_vec(),
+/// SASLprep of the password, or its bytes as they are where it is not
+/// UTF-8, where SASLprep refuses it or where it leaves nothing (as libpq
+/// and the server do).
+fn normalize(password: impl AsRef<[u8]>) -> Vec<u8> {
+    let bytes = password.as_ref();
+    match std::str::from_utf8(bytes).map(stringprep::saslprep) {
+        Ok(Ok(p)) if !p.is_empty() => p.into_owned().into_bytes(),
+        _ => bytes.to_vec(),
     }
 }
 

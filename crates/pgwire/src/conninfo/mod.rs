@@ -45,19 +45,26 @@ pub use error::Error;
 pub use options::ConnOptions;
 pub use parse::{from_params, is_connection_string, parse};
 pub use resolve::{resolve, with_defaults};
-pub use values::{AuthMethod, AuthRequirement};
+pub use values::{AuthMethod, AuthRequirement, SaslMechanism};
 
-/// A password or other secret; formatting never reveals it.
+/// A password or other secret; formatting never reveals it. It is bytes,
+/// not text: a password read from the password file or typed at the prompt
+/// is sent as it is, UTF-8 or not, as libpq sends it.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
+pub struct Secret(Vec<u8>);
 
 impl Secret {
     pub fn new(value: impl Into<String>) -> Self {
-        Secret(value.into())
+        Secret(value.into().into_bytes())
+    }
+
+    /// A secret that need not be UTF-8.
+    pub fn from_bytes(value: Vec<u8>) -> Self {
+        Secret(value)
     }
 
     /// The secret itself, for the one place that must send it.
-    pub fn expose(&self) -> &str {
+    pub fn expose(&self) -> &[u8] {
         &self.0
     }
 }
@@ -81,6 +88,20 @@ pub enum HostKind {
         name: Option<String>,
         addr: Option<std::net::IpAddr>,
     },
+}
+
+/// How one entry of the host list was written: the password file's host
+/// and port fields are compared with this text, as libpq compares them
+/// (`port=05432` does not match a line for `5432`, `hostaddr=0:0:0:0:0:0:0:1`
+/// does not match one for `::1`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostSpelling {
+    /// The entry this spelling belongs to.
+    pub host: Host,
+    /// `host` as written, else `hostaddr` as written, else empty.
+    pub name: String,
+    /// The port as written, `5432` when none was.
+    pub port: String,
 }
 
 /// One entry of the host list, tried in order.
@@ -196,6 +217,10 @@ pub struct Config {
     /// as `datestyle`, `PGTZ` as `timezone`, `PGGEQO` as `geqo` (a value of
     /// `default`, in any case, is not sent). Send them with the others.
     pub environment_parameters: Vec<(&'static str, String)>,
+    /// The host list as written, entry by entry, for the password file;
+    /// an entry of `hosts` without its spelling here is looked up by its
+    /// parsed values.
+    pub host_spellings: Vec<HostSpelling>,
     /// The socket directory used when no host was given; a `.pgpass` line
     /// for `localhost` also matches a socket connection to this directory.
     pub default_socket_dir: PathBuf,
@@ -237,6 +262,7 @@ impl Config {
             ssl_max_protocol_version: None,
             requirepeer: None,
             environment_parameters: Vec::new(),
+            host_spellings: Vec::new(),
             default_socket_dir: PathBuf::from("/tmp"),
         }
     }

@@ -7,7 +7,9 @@
 //! libpq, the host `localhost` also matches a Unix-socket connection to the
 //! default socket directory (compared as text, without canonicalizing the
 //! path), and a file that group or others may access is ignored with a
-//! warning. Warnings are handed back to the caller, never printed.
+//! warning. Host and port are compared as the user wrote them (see
+//! [`HostSpelling`](super::HostSpelling)), as libpq does. Warnings are handed
+//! back to the caller, never printed.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -25,19 +27,15 @@ impl Config {
             return Some(password.clone());
         }
         let file = self.passfile.as_deref()?;
-        let host_name = match &host.kind {
-            HostKind::Unix(dir) => dir.to_string_lossy().into_owned(),
-            HostKind::Tcp {
-                name: Some(name), ..
-            } => name.clone(),
-            HostKind::Tcp {
-                name: None,
-                addr: Some(addr),
-            } => addr.to_string(),
-            HostKind::Tcp {
-                name: None,
-                addr: None,
-            } => String::new(),
+        let spelling = self
+            .hosts
+            .iter()
+            .position(|h| std::ptr::eq(h, host))
+            .and_then(|i| self.host_spellings.get(i))
+            .filter(|s| s.host == *host);
+        let (host_name, port) = match spelling {
+            Some(s) => (s.name.clone(), s.port.clone()),
+            None => (parsed_name(host), host.port.to_string()),
         };
         let default_dir = self.default_socket_dir.to_string_lossy();
         let host_name = if host_name.is_empty()
@@ -47,14 +45,26 @@ impl Config {
         } else {
             host_name
         };
-        lookup(
-            file,
-            &host_name,
-            &host.port.to_string(),
-            &self.dbname,
-            &self.user,
-            warnings,
-        )
+        lookup(file, &host_name, &port, &self.dbname, &self.user, warnings)
+    }
+}
+
+/// The password file's host key for an entry known only by its parsed
+/// values.
+fn parsed_name(host: &Host) -> String {
+    match &host.kind {
+        HostKind::Unix(dir) => dir.to_string_lossy().into_owned(),
+        HostKind::Tcp {
+            name: Some(name), ..
+        } => name.clone(),
+        HostKind::Tcp {
+            name: None,
+            addr: Some(addr),
+        } => addr.to_string(),
+        HostKind::Tcp {
+            name: None,
+            addr: None,
+        } => String::new(),
     }
 }
 
@@ -106,7 +116,7 @@ pub(crate) fn lookup(
             // The first matching line decides; an empty password there
             // means no password at all, as libpq discards it.
             let password = unescape_password(rest);
-            return (!password.is_empty()).then(|| Secret::new(password));
+            return (!password.is_empty()).then(|| Secret::from_bytes(password));
         }
     }
     None
@@ -138,8 +148,9 @@ fn match_field<'a>(line: &'a [u8], token: &[u8]) -> Option<&'a [u8]> {
     None
 }
 
-/// The password field: up to the first unescaped `:`, escapes removed.
-fn unescape_password(field: &[u8]) -> String {
+/// The password field: up to the first unescaped `:`, escapes removed,
+/// bytes as they are (libpq does not ask for UTF-8).
+fn unescape_password(field: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(field.len());
     let mut i = 0;
     while i < field.len() && field[i] != b':' {
@@ -149,5 +160,5 @@ fn unescape_password(field: &[u8]) -> String {
         out.push(field[i]);
         i += 1;
     }
-    String::from_utf8_lossy(&out).into_owned()
+    out
 }

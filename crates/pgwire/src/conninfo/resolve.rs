@@ -16,7 +16,8 @@ use std::time::Duration;
 use super::options::KEYWORDS;
 use super::values::{self, int_option, AuthRequirement};
 use super::{
-    service, Config, ConnOptions, Env, Error, Host, HostKind, Secret, SslMode, SslNegotiation,
+    service, Config, ConnOptions, Env, Error, Host, HostKind, HostSpelling, Secret, SslMode,
+    SslNegotiation,
 };
 
 /// Options libpq knows and pgbolt does not implement, rejected when set to
@@ -119,7 +120,7 @@ fn string(o: &ConnOptions, key: &str) -> Option<String> {
 
 /// The host list, libpq's way: `hostaddr` (if set) fixes the count and
 /// `host` must match it; a single port applies to every host.
-fn hosts(o: &ConnOptions, default_socket_dir: &Path) -> Result<Vec<Host>, Error> {
+fn hosts(o: &ConnOptions, default_socket_dir: &Path) -> Result<Vec<HostSpelling>, Error> {
     let names = o.get_nonempty("host").map(split);
     let addrs = o.get_nonempty("hostaddr").map(split);
     let count = match (&addrs, &names) {
@@ -166,9 +167,19 @@ fn hosts(o: &ConnOptions, default_socket_dir: &Path) -> Result<Vec<Host>, Error>
             },
             (None, None) => HostKind::Unix(default_socket_dir.to_path_buf()),
         };
-        hosts.push(Host {
+        let host = Host {
             kind,
             port: port(port_text)?,
+        };
+        hosts.push(HostSpelling {
+            host,
+            name: name.or(addr).unwrap_or_default().to_owned(),
+            port: if port_text.is_empty() {
+                "5432"
+            } else {
+                port_text
+            }
+            .to_owned(),
         });
     }
     Ok(hosts)
@@ -202,7 +213,8 @@ fn duration_option(
 
 fn build(o: &ConnOptions, env: &Env) -> Result<Config, Error> {
     let default_socket_dir = env.default_socket_dir();
-    let hosts = hosts(o, &default_socket_dir)?;
+    let spellings = hosts(o, &default_socket_dir)?;
+    let hosts = spellings.iter().map(|s| s.host.clone()).collect();
     let user = match o.get_nonempty("user") {
         Some(user) => user.to_owned(),
         None => env.os_user()?.to_owned(),
@@ -210,6 +222,7 @@ fn build(o: &ConnOptions, env: &Env) -> Result<Config, Error> {
     let dbname = o.get_nonempty("dbname").unwrap_or(&user).to_owned();
     let mut c = Config::new(hosts, user, dbname);
     c.default_socket_dir = default_socket_dir;
+    c.host_spellings = spellings;
     c.password = o.get_nonempty("password").map(Secret::new);
     c.passfile = path(o, "passfile").or_else(|| env.home_dir().map(|h| h.join(".pgpass")));
     c.application_name = string(o, "application_name");

@@ -105,7 +105,7 @@ fn explicit_beats_environment_beats_default() {
     let c = ok("", &e);
     assert_eq!(c.hosts, vec![tcp(Some("envhost"), None, 6000)]);
     assert_eq!((c.user.as_str(), c.dbname.as_str()), ("envuser", "envdb"));
-    assert_eq!(c.password.as_ref().map(Secret::expose), Some("envpw"));
+    assert_eq!(c.password.as_ref().map(Secret::expose), Some(&b"envpw"[..]));
     assert_eq!(c.application_name.as_deref(), Some("envapp"));
     assert_eq!(c.options.as_deref(), Some("-c geqo=off"));
     assert_eq!(c.connect_timeout, Some(Duration::from_secs(7)));
@@ -126,7 +126,7 @@ fn explicit_beats_environment_beats_default() {
     );
     assert_eq!(c.hosts, vec![tcp(Some("h"), None, 1)]);
     assert_eq!((c.user.as_str(), c.dbname.as_str()), ("u", "d"));
-    assert_eq!(c.password.as_ref().map(Secret::expose), Some("p"));
+    assert_eq!(c.password.as_ref().map(Secret::expose), Some(&b"p"[..]));
     assert_eq!(c.application_name.as_deref(), Some("a"));
     assert_eq!(c.sslmode, SslMode::Require);
 }
@@ -556,7 +556,10 @@ fn config_with_passfile(passfile: &Path, user: &str, dbname: &str) -> Config {
 fn lookup(c: &Config, host: &Host) -> (Option<String>, Vec<String>) {
     let mut warnings = Vec::new();
     let found = c.password_for(host, &mut warnings);
-    (found.map(|s| s.expose().to_owned()), warnings)
+    (
+        found.map(|s| String::from_utf8_lossy(s.expose()).into_owned()),
+        warnings,
+    )
 }
 
 #[test]
@@ -666,7 +669,7 @@ fn pgpass_through_resolution_uses_default_socket_dir() {
     let c = ok("", &e);
     let mut warnings = Vec::new();
     let pw = c.password_for(&c.hosts[0], &mut warnings);
-    assert_eq!(pw.as_ref().map(Secret::expose), Some("sockpw"));
+    assert_eq!(pw.as_ref().map(Secret::expose), Some(&b"sockpw"[..]));
     let c = ok("host=/elsewhere", &e);
     assert_eq!(c.password_for(&c.hosts[0], &mut warnings), None);
     assert!(warnings.is_empty());

@@ -121,7 +121,7 @@ pub(crate) fn ssl_protocol_version(
     Ok(Some(v))
 }
 
-/// An authentication method that `require_auth` can name.
+/// An authentication request `require_auth` can allow or refuse.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AuthMethod {
     /// Cleartext password.
@@ -129,6 +129,9 @@ pub enum AuthMethod {
     Md5,
     Gss,
     Sspi,
+    /// A SASL request, whatever its mechanisms: allowed when `require_auth`
+    /// allows any SASL mechanism (`scram-sha-256` or `oauth`), as libpq 18
+    /// decides before it picks one.
     ScramSha256,
 }
 
@@ -138,11 +141,30 @@ impl AuthMethod {
     }
 }
 
-/// What `require_auth` allows, in libpq's terms: a set of allowed methods
-/// and whether the server must ask for authentication at all (`none`).
+/// A SASL mechanism `require_auth` can name. pgbolt speaks only
+/// SCRAM-SHA-256 (with or without channel binding); `oauth` is accepted in
+/// the list so that a libpq 18 `require_auth` means the same here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SaslMechanism {
+    ScramSha256,
+    OAuthBearer,
+}
+
+impl SaslMechanism {
+    fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+}
+
+const ALL_MECHANISMS: u8 = 0b11;
+
+/// What `require_auth` allows, in libpq's terms: a set of allowed methods,
+/// a set of allowed SASL mechanisms and whether the server must ask for
+/// authentication at all (`none`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AuthRequirement {
     allowed: u8,
+    mechanisms: u8,
     auth_required: bool,
 }
 
@@ -151,6 +173,7 @@ impl Default for AuthRequirement {
     fn default() -> Self {
         AuthRequirement {
             allowed: u8::MAX,
+            mechanisms: ALL_MECHANISMS,
             auth_required: false,
         }
     }
@@ -159,7 +182,15 @@ impl Default for AuthRequirement {
 impl AuthRequirement {
     /// Whether the server may authenticate the client with `method`.
     pub fn allows(&self, method: AuthMethod) -> bool {
-        self.allowed & method.bit() != 0
+        match method {
+            AuthMethod::ScramSha256 => self.mechanisms != 0,
+            _ => self.allowed & method.bit() != 0,
+        }
+    }
+
+    /// Whether the SASL exchange may use `mechanism` once it is chosen.
+    pub fn allows_mechanism(&self, mechanism: SaslMechanism) -> bool {
+        self.mechanisms & mechanism.bit() != 0
     }
 
     /// Whether a server that asks for no authentication (trust, or a
@@ -176,6 +207,7 @@ impl AuthRequirement {
         }
         let mut req = AuthRequirement {
             allowed: 0,
+            mechanisms: 0,
             auth_required: true,
         };
         let mut negated = false;
@@ -202,12 +234,13 @@ impl AuthRequirement {
             let duplicate = || Error::RequireAuthDuplicate {
                 method: part.to_owned(),
             };
-            let m = match method {
-                "password" => AuthMethod::Password,
-                "md5" => AuthMethod::Md5,
-                "gss" => AuthMethod::Gss,
-                "sspi" => AuthMethod::Sspi,
-                "scram-sha-256" => AuthMethod::ScramSha256,
+            let (set, bit) = match method {
+                "password" => (&mut req.allowed, AuthMethod::Password.bit()),
+                "md5" => (&mut req.allowed, AuthMethod::Md5.bit()),
+                "gss" => (&mut req.allowed, AuthMethod::Gss.bit()),
+                "sspi" => (&mut req.allowed, AuthMethod::Sspi.bit()),
+                "scram-sha-256" => (&mut req.mechanisms, SaslMechanism::ScramSha256.bit()),
+                "oauth" => (&mut req.mechanisms, SaslMechanism::OAuthBearer.bit()),
                 "none" => {
                     if req.auth_required == negated {
                         return Err(duplicate());
@@ -217,17 +250,13 @@ impl AuthRequirement {
                 }
                 _ => return Err(invalid("require_auth", method)),
             };
-            if negated {
-                if !req.allows(m) {
-                    return Err(duplicate());
-                }
-                req.allowed &= !m.bit();
-            } else {
-                if req.allows(m) {
-                    return Err(duplicate());
-                }
-                req.allowed |= m.bit();
+            // Negated lists start from everything and remove; positive
+            // ones start from nothing and add. Either way, a change that
+            // changes nothing means the method was named twice.
+            if (*set & bit != 0) != negated {
+                return Err(duplicate());
             }
+            *set ^= bit;
         }
         Ok(req)
     }
@@ -296,12 +325,23 @@ mod tests {
         assert!(r.allows(Md5) && r.allows_no_authentication());
         let r = AuthRequirement::parse("!none").expect("valid");
         assert!(r.allows(Md5) && !r.allows_no_authentication());
+        let r = AuthRequirement::parse("!scram-sha-256").expect("valid");
+        assert!(r.allows(ScramSha256) && !r.allows_mechanism(SaslMechanism::ScramSha256));
+        assert!(r.allows_mechanism(SaslMechanism::OAuthBearer));
+        let r = AuthRequirement::parse("!scram-sha-256,!oauth").expect("valid");
+        assert!(!r.allows(ScramSha256) && r.allows(Password));
+        let r = AuthRequirement::parse("oauth").expect("valid");
+        assert!(r.allows(ScramSha256) && !r.allows_mechanism(SaslMechanism::ScramSha256));
+        let r = AuthRequirement::parse("password").expect("valid");
+        assert!(!r.allows(ScramSha256));
         let errors = [
             ("md5,!password", "negative require_auth method \"!password\" cannot be mixed with non-negative methods"),
             ("!md5,password", "require_auth method \"password\" cannot be mixed with negative methods"),
             ("md5,md5", "require_auth method \"md5\" is specified more than once"),
             ("!none,!none", "require_auth method \"!none\" is specified more than once"),
             ("none,none", "require_auth method \"none\" is specified more than once"),
+            ("oauth,oauth", "require_auth method \"oauth\" is specified more than once"),
+            ("!oauth,!oauth", "require_auth method \"!oauth\" is specified more than once"),
             ("kerberos", "invalid require_auth value: \"kerberos\""),
             ("md5,", "invalid require_auth value: \"\""),
         ];
