@@ -17,7 +17,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::{pgbolt_path, PGBENCH};
+use common::{pgbolt_path, run_without_terminal, PGBENCH};
 use pgbolt::tempdb::{AuthMethod, TempDb};
 
 const PASSWORD: &str = "pw-9f3kq";
@@ -612,8 +612,6 @@ fn require_auth_speaks_libpq_18() {
 /// Runs `program` with `-n -t 1 -S` as role `latin1` over the socket, the
 /// password file `passfile` and `answer` on standard input for the prompt.
 fn run_latin1(program: &Path, passfile: &[u8], answer: &[u8]) -> Output {
-    use std::io::Write;
-
     let db = server();
     let dir = tempfile::tempdir().expect("temp dir");
     let file = dir.path().join("pgpass");
@@ -630,24 +628,8 @@ fn run_latin1(program: &Path, passfile: &[u8], answer: &[u8]) -> Output {
     cmd.env("LC_ALL", "C")
         .env("HOME", dir.path())
         .env("PGPASSFILE", &file)
-        .args(&args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // SAFETY: setsid only detaches the child from the test's terminal, so
-    // the prompt reads standard input.
-    unsafe {
-        use std::os::unix::process::CommandExt;
-        cmd.pre_exec(|| {
-            libc::setsid();
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().expect("program starts");
-    let mut stdin = child.stdin.take().expect("stdin");
-    stdin.write_all(answer).expect("answer");
-    drop(stdin);
-    child.wait_with_output().expect("program ends")
+        .args(&args);
+    run_without_terminal(&mut cmd, answer)
 }
 
 #[test]

@@ -11,6 +11,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use pgbolt::tempdb::{AuthMethod, PasswordEncryption, TempDb};
+use robust_support::common::run_without_terminal;
 use robust_support::*;
 
 const SECRET: &str = "Zq7-secret-Kx9";
@@ -160,10 +161,6 @@ fn no_password_leaks_with_md5() {
 /// the password question goes to standard error, as in a script that
 /// pipes the password in.
 fn asked(db: &TempDb, program: &str, args: &[&str], answer: &str) -> std::process::Output {
-    use std::io::Write;
-    use std::os::unix::process::CommandExt;
-    use std::process::Stdio;
-
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(program);
     for var in ["PGPASSWORD", "PGSERVICE", "PGDATABASE"] {
@@ -175,23 +172,8 @@ fn asked(db: &TempDb, program: &str, args: &[&str], answer: &str) -> std::proces
         .env("PGPORT", db.port().to_string())
         .env("PGUSER", "bench")
         .args(args)
-        .arg("postgres")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // SAFETY: setsid is async-signal-safe; it only detaches the child
-    // from the test's terminal, if any.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::setsid();
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().expect("program starts");
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(answer.as_bytes()).unwrap();
-    drop(stdin);
-    child.wait_with_output().unwrap()
+        .arg("postgres");
+    run_without_terminal(&mut cmd, answer.as_bytes())
 }
 
 #[test]

@@ -5,7 +5,7 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
-use std::process::Output;
+use std::process::{Command, Output, Stdio};
 
 use pgbolt::tempdb::{self, TempDb};
 
@@ -55,4 +55,29 @@ pub fn script_file(name: &str, text: &str) -> ScriptFile {
         _dir: dir,
     }
 }
+/// Runs `cmd` with no controlling terminal (its own session) and `answer`
+/// on standard input, so that a password question goes to standard error
+/// and reads standard input, as in a script that pipes the password in.
+pub fn run_without_terminal(cmd: &mut Command, answer: &[u8]) -> Output {
+    use std::io::Write;
+    use std::os::unix::process::CommandExt;
+
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: setsid is async-signal-safe; it only detaches the child from
+    // the test's terminal, if any.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().expect("program starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(answer).expect("answer");
+    drop(stdin);
+    child.wait_with_output().expect("program ends")
+}
+
 pub mod pgbouncer;
