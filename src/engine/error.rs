@@ -50,6 +50,8 @@ pub enum EngineError {
     PreflightQuery(pgwire::Error),
     /// A transaction log file could not be opened.
     Log(LogError),
+    /// The `--json` file could not be opened.
+    ResultFile(super::result_file::OpenError),
     /// A worker thread could not be started.
     Thread(std::io::Error),
     /// A worker's poller failed (waiting, or watching a socket).
@@ -150,6 +152,7 @@ impl fmt::Display for EngineError {
                 write!(f, "could not check the server's connection limit: {e}")
             }
             EngineError::Log(e) => write!(f, "{e}"),
+            EngineError::ResultFile(e) => write!(f, "{e}"),
             EngineError::Thread(e) => write!(f, "could not create thread: {e}"),
             EngineError::Poll(e) => write!(f, "waiting for the clients' sockets failed: {e}"),
             EngineError::IoUring(e) => write!(

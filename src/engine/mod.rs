@@ -53,6 +53,7 @@ mod machine;
 mod meta;
 pub mod plan;
 mod progress;
+mod result_file;
 mod setup;
 mod shared;
 mod shell;
@@ -81,6 +82,7 @@ use client::Client;
 use clock::Clock;
 pub use error::EngineError;
 use plan::Plan;
+use result_file::ResultFile;
 use shared::Shared;
 use spin::SpinMode;
 use worker::{ThreadEnv, WorkerResult};
@@ -98,6 +100,12 @@ struct Prepared {
 
 /// Runs the benchmark and returns the exit status.
 pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
+    let json_file = match &bench.json {
+        Some(path) if !json_to_stdout(bench) => {
+            Some(ResultFile::open(path).map_err(EngineError::ResultFile)?)
+        }
+        _ => None,
+    };
     let prepared = prepare(config, bench)?;
     let io_uring = choose_io(config.io)?;
     let spin = if io_uring {
@@ -186,7 +194,7 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
         now: clock.now_us(),
         interrupted_by,
     };
-    report(&prepared, bench, ended)
+    report(&prepared, bench, ended, json_file)
 }
 
 /// Runs one worker thread's loop. A panic (a bug) is reported through the
@@ -520,7 +528,12 @@ fn json_to_stdout(bench: &Benchmark) -> bool {
 }
 
 /// Merges the threads' results, prints the report, and gives the status.
-fn report(prepared: &Prepared, bench: &Benchmark, ended: Ended) -> Result<i32, EngineError> {
+fn report(
+    prepared: &Prepared,
+    bench: &Benchmark,
+    ended: Ended,
+    json_file: Option<ResultFile>,
+) -> Result<i32, EngineError> {
     let plan = &prepared.plan;
     let Ended {
         results,
@@ -593,20 +606,20 @@ fn report(prepared: &Prepared, bench: &Benchmark, ended: Ended) -> Result<i32, E
     } else {
         stdout.write(text.as_bytes());
     }
-    if let Some(path) = &bench.json {
-        match report::to_json(&result) {
-            Ok(json) if json_to_stdout(bench) => stdout.write(format!("{json}\n").as_bytes()),
-            Ok(json) => {
-                if let Err(e) = std::fs::write(path, json) {
+    if bench.json.is_some() {
+        match (report::to_json(&result), json_file) {
+            (Ok(json), Some(mut file)) => {
+                if let Err(e) = file.write(json.as_bytes()) {
                     log::error(format_args!(
                         "could not write \"{}\": {}",
-                        path.display(),
+                        file.path().display(),
                         crate::oserror::os_message(&e)
                     ));
                     output_failed = true;
                 }
             }
-            Err(e) => {
+            (Ok(json), None) => stdout.write(format!("{json}\n").as_bytes()),
+            (Err(e), _) => {
                 log::error(format_args!("{e}"));
                 output_failed = true;
             }
