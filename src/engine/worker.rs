@@ -203,8 +203,18 @@ impl ThreadEnv {
     }
 
     /// Closes the client's connection (and child), if any.
-    pub fn close(&mut self, c: &mut Client, _idx: usize) {
-        if let Some(conn) = c.conn.take() {
+    ///
+    /// A client closed with its pipeline open (an abort) first hands the
+    /// statements it queued there to the server, as libpq does when
+    /// pgbench closes such a connection: the server runs them before it
+    /// reads Terminate, so a `COMMIT` among them commits.
+    pub fn close(&mut self, c: &mut Client, idx: usize) {
+        if let Some(mut conn) = c.conn.take() {
+            let in_flight = self.ring.as_ref().is_some_and(|r| r.sending(idx));
+            if c.pipeline.is_some() && conn.pending_output() > 0 && !in_flight {
+                conn.set_external_io(false);
+                let _ = conn.flush();
+            }
             let fd = conn.fd();
             let _ = self.registry.deregister(&mut SourceFd(&fd));
             conn.close();
