@@ -199,3 +199,31 @@ fn syncpipeline_parts_commit_on_their_own() {
         }
     }
 }
+
+/// Under `-M prepared`, pgbench prepares a pipeline's statements up to the
+/// first `\endpipeline` after `\startpipeline`; a statement past it that
+/// the pipeline runs (the first `\endpipeline` is in a branch not taken)
+/// then fails, since libpq refuses to prepare inside a pipeline. pgbolt
+/// prepares it with its execution and runs it (docs/compatibility.md).
+#[test]
+fn a_statement_past_the_first_endpipeline_runs_under_prepared() {
+    let text = "\\set r 2\n\\startpipeline\nINSERT INTO t VALUES (0, 'a');\n\\if :r = 1\n\
+                INSERT INTO t VALUES (0, 'b');\n\\endpipeline\n\\else\n\
+                INSERT INTO t VALUES (0, 'c');\n\\endpipeline\n\\endif\n";
+    let db = database_with_table();
+    let (ours, theirs) = both(&db, text, &["-t", "1", "-M", "prepared"]);
+    assert_eq!(theirs.status, Some(2), "{}", theirs.messages);
+    assert!(
+        theirs
+            .messages
+            .contains("synchronous command execution functions are not allowed in pipeline mode")
+            && theirs
+                .messages
+                .contains("ERROR:  prepared statement \"P_2\" does not exist"),
+        "{}",
+        theirs.messages
+    );
+    assert_eq!(theirs.rows, "");
+    assert_eq!((ours.status, ours.messages.as_str()), (Some(0), ""));
+    assert_eq!(ours.rows, "0|a\n0|c");
+}
