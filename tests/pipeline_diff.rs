@@ -106,11 +106,44 @@ fn a_client_aborted_inside_a_pipeline_still_sends_what_it_queued() {
     let db = database_with_table();
     for (cause, message) in causes {
         let text = format!("{queued}{cause}");
-        let (ours, theirs) = both(&db, &text, &["-t", "1", "-M", "extended"]);
-        assert_eq!(ours, theirs, "{text}");
-        assert_eq!(ours.status, Some(2), "{text}");
-        assert!(ours.messages.contains(message), "{text}: {}", ours.messages);
-        assert_eq!(ours.rows, "0|kept", "{text}");
+        for mode in ["extended", "prepared"] {
+            let (ours, theirs) = both(&db, &text, &["-t", "1", "-M", mode]);
+            assert_eq!(ours, theirs, "-M {mode}: {text}");
+            assert_eq!(ours.status, Some(2), "-M {mode}: {text}");
+            assert!(
+                ours.messages.contains(message),
+                "-M {mode}: {text}: {}",
+                ours.messages
+            );
+            assert_eq!(ours.rows, "0|kept", "-M {mode}: {text}");
+        }
+    }
+}
+
+/// Regression: the statements a client queued after a `\syncpipeline`
+/// and before aborting were lost when it closed its connection at once:
+/// the server, answering the synchronisation point (or, under `-M
+/// prepared`, the pipeline's preparations) on a closed socket, ended the
+/// session before reading them. pgbolt keeps the socket open until the
+/// server has ended the session, so the first part commits and the rest
+/// runs and is rolled back, as pgbench 18 has the server do.
+#[test]
+fn what_an_aborted_client_queued_after_a_sync_still_runs() {
+    let text = "\\startpipeline\nINSERT INTO t VALUES (0, 'synced');\n\\syncpipeline\n\
+                INSERT INTO t VALUES (0, 'rolled back');\nINSERT INTO t VALUES (0, 'in pipeline') \\gset\n";
+    let db = database_with_table();
+    let file = script(text);
+    for mode in ["extended", "prepared"] {
+        let out = pgbolt(&db, &["-n", "-t", "1", "-M", mode, "-f", &file.path]);
+        let ours = outcome(&db, &out, "pgbolt");
+        assert_eq!(ours.status, Some(2), "-M {mode}");
+        assert!(
+            ours.messages
+                .contains("\\gset is not allowed in pipeline mode"),
+            "-M {mode}: {}",
+            ours.messages
+        );
+        assert_eq!(ours.rows, "0|synced", "-M {mode}");
     }
 }
 
