@@ -48,6 +48,7 @@
 mod client;
 mod clock;
 pub mod error;
+mod linger;
 mod log;
 mod machine;
 mod meta;
@@ -81,6 +82,7 @@ use crate::stats::{LogOptions, ProgressOptions, StatsLayout, ThreadStats, Transa
 use client::Client;
 use clock::Clock;
 pub use error::EngineError;
+use linger::Lingering;
 use plan::Plan;
 use result_file::ResultFile;
 use shared::Shared;
@@ -443,6 +445,7 @@ fn thread_parts(
         spin: t.spin,
         precise_timer,
         ring: None,
+        lingering: Lingering::default(),
         progress: bench.progress.map(|interval| {
             progress::Progress::new(
                 interval,

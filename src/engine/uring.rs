@@ -139,6 +139,11 @@ impl Ring {
         self.slots.get(idx).is_some_and(|s| s.receiving)
     }
 
+    /// Whether client `idx` has a Send in flight.
+    pub fn sending(&self, idx: usize) -> bool {
+        self.slots.get(idx).is_some_and(|s| s.sending)
+    }
+
     /// Queues what client `idx` needs after a step: its pending output, and
     /// a Recv when it waits for input. Nothing is submitted until
     /// [`Ring::wait`].

@@ -28,6 +28,7 @@ use crate::stats::{LogEntry, ThreadStats, TransactionLog};
 use super::client::{Client, State};
 use super::clock::Clock;
 use super::error::EngineError;
+use super::linger::Lingering;
 use super::log;
 use super::machine;
 use super::plan::Plan;
@@ -73,6 +74,9 @@ pub struct ThreadEnv {
     /// Wakes the epoll loop on time for waits shorter than its
     /// millisecond timeouts can express.
     pub precise_timer: PreciseTimer,
+    /// Connections of clients aborted inside a pipeline, ended with
+    /// Terminate and kept open (see [`ThreadEnv::close`]).
+    pub lingering: Lingering,
 }
 
 impl ThreadEnv {
@@ -203,11 +207,28 @@ impl ThreadEnv {
     }
 
     /// Closes the client's connection (and child), if any.
-    pub fn close(&mut self, c: &mut Client, _idx: usize) {
-        if let Some(conn) = c.conn.take() {
+    ///
+    /// A client closed with its pipeline open (an abort) first hands the
+    /// statements it queued there to the server, as libpq does when
+    /// pgbench closes such a connection: the server runs them before it
+    /// reads Terminate, so a `COMMIT` among them commits. Its socket stays
+    /// open until the server has ended the session (see [`Lingering`]).
+    pub fn close(&mut self, c: &mut Client, idx: usize) {
+        if let Some(mut conn) = c.conn.take() {
+            let in_flight = self.ring.as_ref().is_some_and(|r| r.sending(idx));
+            let queued = c.pipeline.is_some() && conn.pending_output() > 0 && !in_flight;
+            if queued {
+                conn.set_external_io(false);
+                let _ = conn.flush();
+            }
             let fd = conn.fd();
             let _ = self.registry.deregister(&mut SourceFd(&fd));
-            conn.close();
+            if queued {
+                conn.terminate();
+                self.lingering.keep(conn);
+            } else {
+                conn.close();
+            }
         }
         c.connecting = None;
         if let Some(job) = c.shell.take() {
@@ -558,6 +579,7 @@ fn finish(mut clients: Vec<Client>, mut env: ThreadEnv, start: i64) -> WorkerRes
         }
         env.close(c, idx);
     }
+    std::mem::take(&mut env.lingering).drain();
     if let Some(log) = env.log.as_mut() {
         if let Err(e) = log.finish(env.clock.now_us()) {
             if !env.log_failed {

@@ -389,7 +389,11 @@ impl Connection {
         self.terminate();
     }
 
-    fn terminate(&mut self) {
+    /// Sends Terminate (best effort, without blocking) and ends the
+    /// session, keeping the socket open until the connection is dropped:
+    /// the server can still deliver what it answers to messages sent
+    /// before, instead of failing on a closed socket.
+    pub fn terminate(&mut self) {
         if self.closed {
             return;
         }

@@ -1,0 +1,262 @@
+//! Pipelines (`\startpipeline`, `\syncpipeline`, `\endpipeline`) at run
+//! time, pgbolt against the real pgbench: which statements reach the
+//! server and stay committed, exit statuses and messages, for scripts
+//! that run through, fail in the middle of a pipeline or abort with a
+//! pipeline open.
+//!
+//! What the server runs is read from the rows a script leaves behind. A
+//! client that aborts with its pipeline open hands its queued statements
+//! to the server as it closes, so the server may still be running them
+//! when the program exits; rows are read once the database has no other
+//! backend left.
+
+mod engine_support;
+
+use std::time::{Duration, Instant};
+
+use engine_support::*;
+
+/// A fresh database with an empty `t`.
+fn database_with_table() -> String {
+    let db = database(None);
+    sql(&db, "create table t (client int, a text)");
+    db
+}
+
+/// Waits until no backend but psql's own is connected to `db`, so that
+/// what a closed client queued has been run or dropped by the server.
+fn settled(db: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let others = format!(
+        "select count(*) from pg_stat_activity where datname = '{db}' and pid <> pg_backend_pid()"
+    );
+    while sql(db, &others) != "0" {
+        assert!(Instant::now() < deadline, "backends of {db} never ended");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// What one program did: exit status, standard error with the program's
+/// name masked where it starts a line, and the rows of `t` (which are then removed).
+#[derive(Debug, PartialEq)]
+struct Outcome {
+    status: Option<i32>,
+    messages: String,
+    rows: String,
+}
+
+fn outcome(db: &str, out: &std::process::Output, program: &str) -> Outcome {
+    settled(db);
+    let rows = sql(db, "select client, a from t order by 1, 2");
+    sql(db, "truncate t");
+    Outcome {
+        status: out.status.code(),
+        messages: stderr(out)
+            .lines()
+            .map(|l| match l.strip_prefix(program) {
+                Some(rest) => format!("PROG{rest}\n"),
+                None => format!("{l}\n"),
+            })
+            .collect(),
+        rows,
+    }
+}
+
+/// Runs `text` with both programs, one after the other on the same
+/// database: (pgbolt's outcome, pgbench's).
+fn both(db: &str, text: &str, args: &[&str]) -> (Outcome, Outcome) {
+    let file = script(text);
+    let mut full = vec!["-n", "-f", file.path.as_str()];
+    full.extend_from_slice(args);
+    let ours = pgbolt(db, &full);
+    let ours = outcome(db, &ours, "pgbolt");
+    let theirs = pgbench(db, &full);
+    let theirs = outcome(db, &theirs, "pgbench");
+    (ours, theirs)
+}
+
+/// Regression: a client aborted with its pipeline open (the script ends
+/// there, a second `\startpipeline`, a meta command that fails, `\gset`)
+/// dropped the statements it had queued. pgbench's libpq sends them with
+/// its Terminate when the connection is closed, and the server runs them
+/// before it ends the session, so a `COMMIT` among them commits.
+#[test]
+fn a_client_aborted_inside_a_pipeline_still_sends_what_it_queued() {
+    let queued = "\\startpipeline\nBEGIN;\nINSERT INTO t VALUES (:client_id, 'kept');\nCOMMIT;\n\
+                  INSERT INTO t VALUES (:client_id, 'rolled back');\n";
+    let causes = [
+        ("", "client 0 aborted: end of script reached with pipeline open"),
+        (
+            "\\startpipeline\n\\endpipeline\n",
+            "client 0 aborted in command 5 (startpipeline) of script 0; already in pipeline mode",
+        ),
+        (
+            "\\set x 1 / 0\n\\endpipeline\n",
+            "client 0 aborted in command 5 (set) of script 0; evaluation of meta-command failed",
+        ),
+        (
+            "\\sleep :nosuch\n\\endpipeline\n",
+            "client 0 aborted in command 5 (sleep) of script 0; execution of meta-command failed",
+        ),
+        (
+            "SELECT 1 AS one \\gset\n\\endpipeline\n",
+            "client 0 aborted in command 5 (gset) of script 0; \\gset is not allowed in pipeline mode",
+        ),
+    ];
+    let db = database_with_table();
+    for (cause, message) in causes {
+        let text = format!("{queued}{cause}");
+        for mode in ["extended", "prepared"] {
+            let (ours, theirs) = both(&db, &text, &["-t", "1", "-M", mode]);
+            assert_eq!(ours, theirs, "-M {mode}: {text}");
+            assert_eq!(ours.status, Some(2), "-M {mode}: {text}");
+            assert!(
+                ours.messages.contains(message),
+                "-M {mode}: {text}: {}",
+                ours.messages
+            );
+            assert_eq!(ours.rows, "0|kept", "-M {mode}: {text}");
+        }
+    }
+}
+
+/// Regression: the statements a client queued after a `\syncpipeline`
+/// and before aborting were lost when it closed its connection at once:
+/// the server, answering the synchronisation point (or, under `-M
+/// prepared`, the pipeline's preparations) on a closed socket, ended the
+/// session before reading them. pgbolt keeps the socket open until the
+/// server has ended the session, so the first part commits and the rest
+/// runs and is rolled back, as pgbench 18 has the server do.
+#[test]
+fn what_an_aborted_client_queued_after_a_sync_still_runs() {
+    let text = "\\startpipeline\nINSERT INTO t VALUES (0, 'synced');\n\\syncpipeline\n\
+                INSERT INTO t VALUES (0, 'rolled back');\nINSERT INTO t VALUES (0, 'in pipeline') \\gset\n";
+    let db = database_with_table();
+    let file = script(text);
+    for mode in ["extended", "prepared"] {
+        let out = pgbolt(&db, &["-n", "-t", "1", "-M", mode, "-f", &file.path]);
+        let ours = outcome(&db, &out, "pgbolt");
+        assert_eq!(ours.status, Some(2), "-M {mode}");
+        assert!(
+            ours.messages
+                .contains("\\gset is not allowed in pipeline mode"),
+            "-M {mode}: {}",
+            ours.messages
+        );
+        assert_eq!(ours.rows, "0|synced", "-M {mode}");
+    }
+}
+
+/// Scripts whose pipelines run through or fail in the middle: pgbolt
+/// leaves the rows pgbench leaves, with the same exit status and
+/// messages, in both protocols that allow pipelines.
+#[test]
+fn pipeline_scripts_match_pgbench() {
+    let row = |v: &str| format!("INSERT INTO t VALUES (:client_id, '{v}');\n");
+    let (a, b, c) = (row("a"), row("b"), row("c"));
+    let scripts = [
+        format!("\\startpipeline\n{a}SELECT 1/0;\n{b}\\endpipeline\n"),
+        format!("\\startpipeline\nSELECT 1/0;\n{a}\\endpipeline\n{b}"),
+        format!("\\startpipeline\nBEGIN;\n{a}COMMIT;\nSELECT 1/0;\n{b}\\endpipeline\n"),
+        format!("\\startpipeline\nBEGIN;\n{a}SELECT 1/0;\n{b}COMMIT;\n\\endpipeline\n"),
+        format!("\\startpipeline\nBEGIN;\n{a}ROLLBACK;\n{b}\\endpipeline\n"),
+        format!("\\startpipeline\nBEGIN;\n{a}\\endpipeline\n{b}COMMIT;\n"),
+        format!("BEGIN;\n\\startpipeline\n{a}\\endpipeline\n{b}COMMIT;\n"),
+        format!("BEGIN;\n\\startpipeline\n{a}SELECT 1/0;\n\\endpipeline\nCOMMIT;\n"),
+        format!("\\startpipeline\n{a}VACUUM t;\n{b}\\endpipeline\n"),
+        format!("\\startpipeline\n{a}SELEC 1;\n{b}\\endpipeline\n"),
+        "\\startpipeline\nINSERT INTO t VALUES (1, 'x') \\; INSERT INTO t VALUES (2, 'y');\n\
+         \\endpipeline\n"
+            .to_owned(),
+        format!("\\startpipeline\n\\endpipeline\n\\startpipeline\n{a}\\endpipeline\n{b}"),
+        format!(
+            "\\set v 5\n\\startpipeline\n\\set v :v + 1\nINSERT INTO t VALUES (:v, 'set');\n\
+             \\setshell w echo 42\nINSERT INTO t VALUES (:w, 'setshell');\n\\shell true\n\
+             \\sleep 1 ms\n{a}\\endpipeline\n"
+        ),
+        format!(
+            "\\set r 2\n\\startpipeline\n{a}\\if :r = 1\n{b}\\else\n{c}\\endif\n\\endpipeline\n"
+        ),
+        format!("\\startpipeline\n{a}\\if false\n\\endpipeline\n\\endif\n\\endpipeline\n{b}"),
+        format!("\\startpipeline\n{a}\\endpipeline\nSELECT count(*) AS n FROM t \\gset\n{b}"),
+        format!("\\startpipeline\nCOPY (SELECT 1) TO STDOUT;\n{a}\\endpipeline\n"),
+        format!("{a}\\endpipeline\n"),
+    ];
+    let db = database_with_table();
+    for text in &scripts {
+        for mode in ["extended", "prepared"] {
+            let (ours, theirs) = both(&db, text, &["-t", "2", "-M", mode]);
+            assert_eq!(ours, theirs, "-M {mode}:\n{text}");
+        }
+    }
+}
+
+/// `\syncpipeline` (pgbench 17) splits a pipeline into transactions that
+/// the server runs whatever happened before: an error in the first part
+/// aborts the client, yet the part after the synchronisation point, sent
+/// with `\endpipeline`, runs and commits; an error in the second part
+/// leaves the first committed. pgbench 15 does not know the command, so
+/// the expectations follow pgbench 18's code: the client aborts as the
+/// error comes back and the server is left to finish what it was sent.
+#[test]
+fn syncpipeline_parts_commit_on_their_own() {
+    let db = database_with_table();
+    let cases = [
+        (
+            "\\startpipeline\nINSERT INTO t VALUES (0, 'a');\nSELECT 1/0;\n\\syncpipeline\n\
+             INSERT INTO t VALUES (0, 'b');\n\\endpipeline\n",
+            "0|b",
+        ),
+        (
+            "\\startpipeline\nINSERT INTO t VALUES (0, 'a');\n\\syncpipeline\n\
+             INSERT INTO t VALUES (0, 'b');\nSELECT 1/0;\n\\endpipeline\n",
+            "0|a",
+        ),
+    ];
+    for (text, rows) in cases {
+        for mode in ["extended", "prepared"] {
+            let file = script(text);
+            let out = pgbolt(&db, &["-n", "-t", "2", "-M", mode, "-f", &file.path]);
+            let ours = outcome(&db, &out, "pgbolt");
+            assert_eq!(ours.status, Some(2), "-M {mode}: {text}");
+            assert!(
+                ours.messages
+                    .contains("aborted in command 5 query 0: ERROR:  division by zero")
+                    || ours
+                        .messages
+                        .contains("aborted in command 6 query 0: ERROR:  division by zero"),
+                "-M {mode}: {}",
+                ours.messages
+            );
+            assert_eq!(ours.rows, rows, "-M {mode}: {text}");
+        }
+    }
+}
+
+/// Under `-M prepared`, pgbench prepares a pipeline's statements up to the
+/// first `\endpipeline` after `\startpipeline`; a statement past it that
+/// the pipeline runs (the first `\endpipeline` is in a branch not taken)
+/// then fails, since libpq refuses to prepare inside a pipeline. pgbolt
+/// prepares it with its execution and runs it (docs/compatibility.md).
+#[test]
+fn a_statement_past_the_first_endpipeline_runs_under_prepared() {
+    let text = "\\set r 2\n\\startpipeline\nINSERT INTO t VALUES (0, 'a');\n\\if :r = 1\n\
+                INSERT INTO t VALUES (0, 'b');\n\\endpipeline\n\\else\n\
+                INSERT INTO t VALUES (0, 'c');\n\\endpipeline\n\\endif\n";
+    let db = database_with_table();
+    let (ours, theirs) = both(&db, text, &["-t", "1", "-M", "prepared"]);
+    assert_eq!(theirs.status, Some(2), "{}", theirs.messages);
+    assert!(
+        theirs
+            .messages
+            .contains("synchronous command execution functions are not allowed in pipeline mode")
+            && theirs
+                .messages
+                .contains("ERROR:  prepared statement \"P_2\" does not exist"),
+        "{}",
+        theirs.messages
+    );
+    assert_eq!(theirs.rows, "");
+    assert_eq!((ours.status, ours.messages.as_str()), (Some(0), ""));
+    assert_eq!(ours.rows, "0|a\n0|c");
+}
