@@ -1,0 +1,117 @@
+//! A server that is not an ordinary idle primary, pgbolt against the real
+//! pgbench: a hot standby, sessions that are read-only or serializable by
+//! default, statement and idle timeouts that end the backend. Exit codes,
+//! report lines and messages are compared with durations masked.
+
+mod serverstate_support;
+
+use pgbolt::tempdb::TempDb;
+use serverstate_support::*;
+
+/// Environment variables given to both programs.
+type Env<'a> = &'a [(&'a str, &'a str)];
+
+/// One command line and its environment.
+type Case<'a> = (&'a [&'a str], Env<'a>);
+
+/// Compares both programs on each case; `FILE` in an argument stands for
+/// `file`'s path.
+fn same_as_pgbench(target: &Target, file: &ScriptFile, cases: &[Case<'_>]) {
+    for (args, env) in cases {
+        let args: Vec<&str> = args
+            .iter()
+            .map(|a| if *a == "FILE" { file.path.as_str() } else { a })
+            .collect();
+        let sorted = args.windows(2).any(|w| w[0] == "-c" && w[1] != "1");
+        let [pgbench, pgbolt] = both(target, &args, env, sorted);
+        assert_eq!(pgbolt, pgbench, "{args:?} {env:?}: pgbolt against pgbench");
+    }
+}
+
+const SERIALIZABLE: Env<'static> =
+    &[("PGOPTIONS", "-c default_transaction_isolation=serializable")];
+
+/// On a hot standby reads run, writes and the vacuum before the run fail
+/// with the server's words, and `-i` stops at its first statement.
+///
+/// Regression: with serializable transactions by default, which a standby
+/// refuses, pgbolt's own check of the connection limit failed and stopped
+/// the run with its own message (exit 1) where pgbench fails on the
+/// branch count, or runs and aborts its clients (exit 2).
+#[test]
+fn a_hot_standby_is_benchmarked_as_pgbench_benchmarks_it() {
+    let primary = TempDb::builder().start().expect("primary starts");
+    let dbname = primary.create_database().expect("create database");
+    let init = Target::on(&primary, &dbname)
+        .command(std::path::Path::new(PGBENCH), &["-i", "-q"], &[])
+        .output()
+        .expect("pgbench -i");
+    assert!(init.status.success(), "{}", text(&init.stderr));
+    let standby = Standby::of(&primary);
+    let target = standby.target(primary.superuser(), &dbname);
+    assert_eq!(target.psql("SELECT pg_is_in_recovery()"), "t");
+    let one = script_file("one.sql", "SELECT 1;\n");
+    let cases: &[Case<'_>] = &[
+        (&["-S", "-t", "5"], &[]),
+        (
+            &["-S", "-c", "3", "-j", "3", "-t", "5", "-M", "prepared"],
+            &[],
+        ),
+        (&["-S", "-t", "3", "-C", "-v"], &[]),
+        (&["-t", "3"], &[]),
+        (&["-t", "2", "-c", "2", "-v", "-M", "extended"], &[]),
+        (&["-N", "-t", "2", "--max-tries=3", "-r"], &[]),
+        (
+            &["-n", "-b", "simple-update", "-t", "2", "-M", "prepared"],
+            &[],
+        ),
+        (&["-i"], &[]),
+        (&["-i", "-I", "v"], &[]),
+        (&["-t", "2"], SERIALIZABLE),
+        (&["-n", "-f", "FILE", "-t", "2"], SERIALIZABLE),
+        (&["-f", "FILE", "-t", "2"], SERIALIZABLE),
+        (&["-n", "-f", "FILE", "-t", "2"], &[]),
+    ];
+    same_as_pgbench(&target, &one, cases);
+}
+
+/// Read-only by default, or a statement timeout shorter than a query:
+/// the same aborts, counts and exit codes as pgbench.
+#[test]
+fn read_only_sessions_and_statement_timeouts_are_met_as_pgbench_meets_them() {
+    let db = shared();
+    let dbname = db.create_database().expect("create database");
+    let target = Target::on(db, &dbname);
+    let init = target
+        .command(std::path::Path::new(PGBENCH), &["-i", "-q"], &[])
+        .output()
+        .expect("pgbench -i");
+    assert!(init.status.success(), "{}", text(&init.stderr));
+    let slow = script_file(
+        "slow.sql",
+        "BEGIN;\nSELECT 1;\nSELECT pg_sleep(0.3);\nEND;\n",
+    );
+    let read_only: Env<'_> = &[("PGOPTIONS", "-c default_transaction_read_only=on")];
+    let timeout: Env<'_> = &[("PGOPTIONS", "-c statement_timeout=50")];
+    let cases: &[Case<'_>] = &[
+        (&["-t", "3"], read_only),
+        (&["-S", "-t", "3", "-M", "prepared"], read_only),
+        (&["-i", "-I", "dtg"], read_only),
+        (&["-n", "-f", "FILE", "-t", "2"], timeout),
+        (
+            &[
+                "-n",
+                "-f",
+                "FILE",
+                "-t",
+                "2",
+                "-M",
+                "prepared",
+                "--max-tries=3",
+            ],
+            timeout,
+        ),
+        (&["-n", "-f", "FILE", "-t", "2", "-c", "2", "-C"], timeout),
+    ];
+    same_as_pgbench(&target, &slow, cases);
+}
