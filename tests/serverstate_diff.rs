@@ -115,3 +115,41 @@ fn read_only_sessions_and_statement_timeouts_are_met_as_pgbench_meets_them() {
     ];
     same_as_pgbench(&target, &slow, cases);
 }
+
+/// A backend the server ends while its client sleeps (an idle or idle
+/// in transaction session timeout shorter than the script's `\sleep`):
+/// the client aborts at its next statement, in each query mode.
+///
+/// Regression: under `-M prepared`, a statement whose Parse went out to
+/// the closed connection was reported as failing with the server's
+/// FATAL; pgbench prepares it first, logs the FATAL and libpq's lines
+/// about the closed connection, and aborts on `SQL command send failed`.
+#[test]
+fn a_backend_ended_while_its_client_sleeps_is_reported_as_pgbench_reports_it() {
+    let db = shared();
+    let dbname = db.create_database().expect("create database");
+    let target = Target::on(db, &dbname);
+    let in_transaction = script_file(
+        "in_transaction.sql",
+        "BEGIN;\nSELECT 1;\n\\sleep 400 ms\nSELECT 2;\nEND;\n",
+    );
+    let between = script_file("between.sql", "\\sleep 400 ms\nSELECT 1;\n");
+    let idle_in_transaction: Env<'_> =
+        &[("PGOPTIONS", "-c idle_in_transaction_session_timeout=100")];
+    let idle: Env<'_> = &[("PGOPTIONS", "-c idle_session_timeout=100")];
+    for mode in ["simple", "extended", "prepared"] {
+        let cases: &[Case<'_>] = &[(
+            &["-n", "-f", "FILE", "-t", "2", "-M", mode],
+            idle_in_transaction,
+        )];
+        same_as_pgbench(&target, &in_transaction, cases);
+        let cases: &[Case<'_>] = &[
+            (&["-n", "-f", "FILE", "-t", "2", "-M", mode], idle),
+            (
+                &["-n", "-f", "FILE", "-t", "2", "-c", "2", "-M", mode],
+                idle,
+            ),
+        ];
+        same_as_pgbench(&target, &between, cases);
+    }
+}

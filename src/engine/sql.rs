@@ -85,6 +85,7 @@ pub fn send(c: &mut Client, plan: &Plan, command: &SqlCommand) {
     }
     c.response.reset(1);
     c.response.parse_pending = parse_sent;
+    c.response.closed_before_send = c.peer_closed;
     if plan.debug {
         log::debug(format_args!("client {} receiving", c.id));
     }
@@ -206,6 +207,24 @@ pub fn read_results(c: &mut Client, plan: &Plan) -> bool {
         Ok(false) => false,
         Ok(true) => {
             finish_results(c, plan);
+            true
+        }
+        Err(e)
+            if c.response.parse_pending
+                && c.response.closed_before_send
+                && matches!(e.kind(), ErrorKind::Closed) =>
+        {
+            // The statement was to be prepared on a connection whose
+            // backend had ended while the client was idle. pgbench
+            // prepares with a round trip of its own, which reads the
+            // server's last words (if any) and the end of the connection,
+            // logs them, and then fails to send the statement.
+            match c.response.error.take() {
+                Some((_, _, message)) => log::error(format_args!("{message}\n{e}")),
+                None => log::error(format_args!("{e}")),
+            }
+            command_failed(c, "SQL", "SQL command send failed");
+            c.state = State::Aborted;
             true
         }
         Err(e) => {
