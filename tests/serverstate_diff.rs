@@ -28,6 +28,22 @@ fn same_as_pgbench(target: &Target, file: &ScriptFile, cases: &[Case<'_>]) {
     }
 }
 
+/// A throwaway primary with pgbench's tables at scale 1 in a database of
+/// its own, its hot standby, and where that database is on the standby.
+fn primary_and_standby() -> (TempDb, Standby, Target) {
+    let primary = TempDb::builder().start().expect("primary starts");
+    let dbname = primary.create_database().expect("create database");
+    let init = Target::on(&primary, &dbname)
+        .command(std::path::Path::new(PGBENCH), &["-i", "-q"], &[])
+        .output()
+        .expect("pgbench -i");
+    assert!(init.status.success(), "{}", text(&init.stderr));
+    let standby = Standby::of(&primary);
+    let target = standby.target(primary.superuser(), &dbname);
+    assert_eq!(target.psql("SELECT pg_is_in_recovery()"), "t");
+    (primary, standby, target)
+}
+
 const SERIALIZABLE: Env<'static> =
     &[("PGOPTIONS", "-c default_transaction_isolation=serializable")];
 
@@ -40,16 +56,7 @@ const SERIALIZABLE: Env<'static> =
 /// branch count, or runs and aborts its clients (exit 2).
 #[test]
 fn a_hot_standby_is_benchmarked_as_pgbench_benchmarks_it() {
-    let primary = TempDb::builder().start().expect("primary starts");
-    let dbname = primary.create_database().expect("create database");
-    let init = Target::on(&primary, &dbname)
-        .command(std::path::Path::new(PGBENCH), &["-i", "-q"], &[])
-        .output()
-        .expect("pgbench -i");
-    assert!(init.status.success(), "{}", text(&init.stderr));
-    let standby = Standby::of(&primary);
-    let target = standby.target(primary.superuser(), &dbname);
-    assert_eq!(target.psql("SELECT pg_is_in_recovery()"), "t");
+    let (_primary, _standby, target) = primary_and_standby();
     let one = script_file("one.sql", "SELECT 1;\n");
     let cases: &[Case<'_>] = &[
         (&["-S", "-t", "5"], &[]),
@@ -152,4 +159,90 @@ fn a_backend_ended_while_its_client_sleeps_is_reported_as_pgbench_reports_it() {
         ];
         same_as_pgbench(&target, &between, cases);
     }
+}
+
+/// A standby cancels what stands in the way of replaying the primary's
+/// changes: here a query holding a lock on `pgbench_tellers` that the
+/// primary takes exclusively. A running query gets an ERROR with SQLSTATE
+/// 40001, which both programs count as a serialization failure and retry
+/// under `--max-tries`.
+///
+/// A session idle in a transaction gets a FATAL error with the same
+/// SQLSTATE and loses its connection. pgbench 15 to 18 take it for a
+/// serialization failure, then find the connection gone (`perhaps the
+/// backend died while processing`, `client N aborted while receiving the
+/// transaction status`); pgbolt, as pgbench 19 does, aborts the client
+/// with the server's message (docs/compatibility.md).
+#[test]
+fn a_recovery_conflict_is_retried_or_aborts_the_client() {
+    let (primary, _standby, target) = primary_and_standby();
+    let conflict = |name: &str, state: &str| {
+        wait_until(
+            &target,
+            &format!(
+                "SELECT count(*) = 1 FROM pg_stat_activity WHERE application_name = '{name}' \
+                 AND state = '{state}' AND query LIKE 'SELECT%pgbench_tellers%'"
+            ),
+        );
+        primary
+            .psql_in(
+                &target.dbname,
+                "BEGIN; LOCK TABLE pgbench_tellers IN ACCESS EXCLUSIVE MODE; COMMIT;",
+            )
+            .expect("lock on the primary");
+    };
+    let running = script_file(
+        "running.sql",
+        "SELECT pg_sleep(1) FROM pgbench_tellers LIMIT 1;\n",
+    );
+    // Without retries one transaction of two fails: a run where every
+    // transaction failed reports differently in pgbench 15 and 18.
+    for (tries, transactions) in [("--max-tries=1", "2"), ("--max-tries=3", "1")] {
+        let args = [
+            "-n",
+            "-f",
+            &running.path,
+            "-t",
+            transactions,
+            tries,
+            "--verbose-errors",
+        ];
+        let [pgbench, pgbolt] = both_during(&target, &args, |name| conflict(name, "active"));
+        assert_eq!(pgbolt, pgbench, "{args:?}: pgbolt against pgbench");
+        assert!(
+            pgbolt.stderr.iter().any(|l| {
+                l
+                == "PROG: client 0 got an error in command 0 (SQL) of script 0; ERROR:  canceling \
+                    statement due to conflict with recovery"
+            }),
+            "{pgbolt:?}"
+        );
+    }
+    let idle = script_file(
+        "idle.sql",
+        "BEGIN;\nSELECT count(*) FROM pgbench_tellers;\n\\sleep 1500 ms\nSELECT 1;\nEND;\n",
+    );
+    let args = ["-n", "-f", &idle.path, "-t", "1", "--max-tries=3"];
+    let [pgbench, pgbolt] =
+        both_during(&target, &args, |name| conflict(name, "idle in transaction"));
+    for seen in [&pgbench, &pgbolt] {
+        assert_eq!(seen.code, Some(2), "{seen:?}");
+        assert!(seen
+            .stdout
+            .contains(&"number of transactions actually processed: 0/1".to_owned()));
+    }
+    assert!(
+        pgbench.stderr.contains(
+            &"PROG: error: client 0 aborted while receiving the transaction status".to_owned()
+        ),
+        "{pgbench:?}"
+    );
+    assert!(
+        pgbolt.stderr.contains(
+            &"PROG: error: client 0 script 0 aborted in command 3 query 0: FATAL:  terminating \
+              connection due to conflict with recovery"
+                .to_owned()
+        ),
+        "{pgbolt:?}"
+    );
 }

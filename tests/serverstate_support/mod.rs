@@ -11,6 +11,7 @@ pub mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use pgbolt::tempdb::TempDb;
 use regex::Regex;
@@ -156,6 +157,47 @@ fn server_user_command(program: &Path, args: &[&str]) -> Command {
     };
     cmd.args(args).stdin(Stdio::null());
     cmd
+}
+
+/// Runs pgbench, then pgbolt, in the background against `target`, calls
+/// `during` while each runs, and returns what each showed. A program
+/// still running a minute later is killed and the test fails.
+pub fn both_during(target: &Target, args: &[&str], during: impl Fn(&str)) -> [Seen; 2] {
+    [PathBuf::from(PGBENCH), pgbolt_path()].map(|program| {
+        let name = program
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let child = target
+            .command(&program, args, &[])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("program starts");
+        let pid = child.id() as i32;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait_with_output());
+        });
+        during(&name);
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(out) => seen(&out.expect("program ends"), false),
+            Err(_) => {
+                // SAFETY: kill has no memory-safety preconditions.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                panic!("{name} {args:?} still running after a minute");
+            }
+        }
+    })
+}
+
+/// Waits until `sql` answers `t` at `target`; fails the test after 30 s.
+pub fn wait_until(target: &Target, sql: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while target.psql(sql) != "t" {
+        assert!(Instant::now() < deadline, "never true: {sql}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Runs a command as the server's OS user and fails the test if it fails.
