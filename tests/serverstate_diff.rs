@@ -17,14 +17,32 @@ type Case<'a> = (&'a [&'a str], Env<'a>);
 /// Compares both programs on each case; `FILE` in an argument stands for
 /// `file`'s path.
 fn same_as_pgbench(target: &Target, file: &ScriptFile, cases: &[Case<'_>]) {
+    compare(target, file, cases, false);
+}
+
+/// [`same_as_pgbench`], and when `uring`, pgbolt's io_uring driver too
+/// (unless the kernel forbids io_uring here).
+fn compare(target: &Target, file: &ScriptFile, cases: &[Case<'_>], uring: bool) {
     for (args, env) in cases {
-        let args: Vec<&str> = args
+        let mut args: Vec<&str> = args
             .iter()
             .map(|a| if *a == "FILE" { file.path.as_str() } else { a })
             .collect();
         let sorted = args.windows(2).any(|w| w[0] == "-c" && w[1] != "1");
         let [pgbench, pgbolt] = both(target, &args, env, sorted);
         assert_eq!(pgbolt, pgbench, "{args:?} {env:?}: pgbolt against pgbench");
+        if uring {
+            args.push("--io=uring");
+            let ring = ours(target, &args, env, sorted);
+            let forbidden = ring.code == Some(1)
+                && ring
+                    .stderr
+                    .iter()
+                    .any(|l| l.contains("io_uring cannot be used here"));
+            if !forbidden {
+                assert_eq!(ring, pgbench, "{args:?} {env:?}: pgbolt against pgbench");
+            }
+        }
     }
 }
 
@@ -131,6 +149,10 @@ fn read_only_sessions_and_statement_timeouts_are_met_as_pgbench_meets_them() {
 /// the closed connection was reported as failing with the server's
 /// FATAL; pgbench prepares it first, logs the FATAL and libpq's lines
 /// about the closed connection, and aborts on `SQL command send failed`.
+///
+/// Regression: with `--io=uring`, a send that found the connection closed
+/// ended the client at once, so the server's FATAL was never read and the
+/// client aborted with `perhaps the backend died while processing`.
 #[test]
 fn a_backend_ended_while_its_client_sleeps_is_reported_as_pgbench_reports_it() {
     let db = shared();
@@ -149,7 +171,7 @@ fn a_backend_ended_while_its_client_sleeps_is_reported_as_pgbench_reports_it() {
             &["-n", "-f", "FILE", "-t", "2", "-M", mode],
             idle_in_transaction,
         )];
-        same_as_pgbench(&target, &in_transaction, cases);
+        compare(&target, &in_transaction, cases, true);
         let cases: &[Case<'_>] = &[
             (&["-n", "-f", "FILE", "-t", "2", "-M", mode], idle),
             (
@@ -157,7 +179,7 @@ fn a_backend_ended_while_its_client_sleeps_is_reported_as_pgbench_reports_it() {
                 idle,
             ),
         ];
-        same_as_pgbench(&target, &between, cases);
+        compare(&target, &between, cases, true);
     }
 }
 

@@ -159,6 +159,15 @@ fn server_user_command(program: &Path, args: &[&str]) -> Command {
     cmd
 }
 
+/// Runs pgbolt alone against `target`.
+pub fn ours(target: &Target, args: &[&str], env: &[(&str, &str)], sorted: bool) -> Seen {
+    let out = target
+        .command(&pgbolt_path(), args, env)
+        .output()
+        .expect("pgbolt runs");
+    seen(&out, sorted)
+}
+
 /// Runs pgbench, then pgbolt, in the background against `target`, calls
 /// `during` while each runs, and returns what each showed. A program
 /// still running a minute later is killed and the test fails.
