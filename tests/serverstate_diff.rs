@@ -149,6 +149,8 @@ fn read_only_sessions_and_statement_timeouts_are_met_as_pgbench_meets_them() {
 /// the closed connection was reported as failing with the server's
 /// FATAL; pgbench prepares it first, logs the FATAL and libpq's lines
 /// about the closed connection, and aborts on `SQL command send failed`.
+/// The same for the statements a pipeline prepares as it starts (the
+/// others get `no connection to the server`).
 ///
 /// Regression: with `--io=uring`, a send that found the connection closed
 /// ended the client at once, so the server's FATAL was never read and the
@@ -163,6 +165,10 @@ fn a_backend_ended_while_its_client_sleeps_is_reported_as_pgbench_reports_it() {
         "BEGIN;\nSELECT 1;\n\\sleep 400 ms\nSELECT 2;\nEND;\n",
     );
     let between = script_file("between.sql", "\\sleep 400 ms\nSELECT 1;\n");
+    let pipeline = script_file(
+        "pipeline.sql",
+        "\\sleep 400 ms\n\\startpipeline\nSELECT 1;\nSELECT 2;\n\\endpipeline\n",
+    );
     let idle_in_transaction: Env<'_> =
         &[("PGOPTIONS", "-c idle_in_transaction_session_timeout=100")];
     let idle: Env<'_> = &[("PGOPTIONS", "-c idle_session_timeout=100")];
@@ -180,6 +186,8 @@ fn a_backend_ended_while_its_client_sleeps_is_reported_as_pgbench_reports_it() {
             ),
         ];
         compare(&target, &between, cases, true);
+        let cases: &[Case<'_>] = &[(&["-n", "-f", "FILE", "-t", "2", "-M", mode], idle)];
+        compare(&target, &pipeline, cases, true);
     }
 }
 

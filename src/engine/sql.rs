@@ -210,6 +210,30 @@ pub fn read_results(c: &mut Client, plan: &Plan) -> bool {
             true
         }
         Err(e)
+            if c.pipeline.is_some()
+                && !c.pipeline_prepared.is_empty()
+                && c.response.closed_before_send
+                && matches!(e.kind(), ErrorKind::Closed) =>
+        {
+            // The same for the statements a pipeline prepares as it
+            // starts: pgbench's first `PQprepare` meets the closed
+            // connection, the others find none, and the pipeline's first
+            // statement cannot be sent.
+            match c.response.error.take() {
+                Some((_, _, message)) => log::error(format_args!("{message}\n{e}")),
+                None => log::error(format_args!("{e}")),
+            }
+            for _ in 1..c.pipeline_prepared.len() {
+                log::error(format_args!("no connection to the server"));
+            }
+            if let Some(&first) = c.pipeline_sent.first() {
+                c.command = first;
+            }
+            command_failed(c, "SQL", "SQL command send failed");
+            c.state = State::Aborted;
+            true
+        }
+        Err(e)
             if c.response.parse_pending
                 && c.response.closed_before_send
                 && matches!(e.kind(), ErrorKind::Closed) =>
@@ -472,6 +496,13 @@ fn handle(
             }
             r.rows = 0;
             r.syncs_since_result = 0;
+        }
+        Message::ErrorResponse(fields)
+            if query.preparing(r) && r.closed_before_send && r.error.is_none() =>
+        {
+            // The backend's last words on a connection that was already
+            // closed: reported with the end of the connection.
+            record_error(r, &fields, query);
         }
         Message::ErrorResponse(fields) if query.preparing(r) => {
             // pgbench prepares a pipeline's statements one by one as it
