@@ -12,6 +12,9 @@
 //!   does. Inside a pipeline the statements are prepared as it starts,
 //!   each Parse under a Sync of its own (pgbench's `PQprepare` per
 //!   statement), so one that fails is logged and the others go on.
+//!   A statement to be prepared on a connection whose backend had
+//!   already ended is reported as pgbench's separate prepare round trip
+//!   reports it (`prepare_met_closed_connection`).
 //!
 //! `\gset` and `\aset` commands also send Describe so the column names come
 //! back with the extended protocols. Results are framed in place; only the
