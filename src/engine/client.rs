@@ -137,6 +137,9 @@ pub struct Response {
     /// That Parse failed because the connection already has a statement
     /// of that name (see `sql::finish_results`).
     pub name_taken: bool,
+    /// The server had already closed the connection when the command was
+    /// sent (its backend ended while the client was idle).
+    pub closed_before_send: bool,
 }
 
 impl Response {
@@ -154,6 +157,7 @@ impl Response {
         self.store_failed = None;
         self.parse_pending = false;
         self.name_taken = false;
+        self.closed_before_send = false;
     }
 }
 

@@ -46,8 +46,6 @@ pub enum EngineError {
     PartitionMethod(String),
     /// The server cannot accept that many more connections.
     Preflight(Preflight),
-    /// A query of the preflight check failed.
-    PreflightQuery(pgwire::Error),
     /// A transaction log file could not be opened.
     Log(LogError),
     /// The `--json` file could not be opened.
@@ -148,9 +146,6 @@ impl fmt::Display for EngineError {
                 p.available().max(0),
                 p.available().max(1),
             ),
-            EngineError::PreflightQuery(e) => {
-                write!(f, "could not check the server's connection limit: {e}")
-            }
             EngineError::Log(e) => write!(f, "{e}"),
             EngineError::ResultFile(e) => write!(f, "{e}"),
             EngineError::Thread(e) => write!(f, "could not create thread: {e}"),

@@ -246,6 +246,7 @@ fn end_pipeline(c: &mut Client, plan: &Plan) {
         return;
     }
     c.response.reset(n + 1);
+    c.response.closed_before_send = c.peer_closed;
     if plan.debug {
         log::debug(format_args!("client {} receiving", c.id));
     }

@@ -12,6 +12,9 @@
 //!   does. Inside a pipeline the statements are prepared as it starts,
 //!   each Parse under a Sync of its own (pgbench's `PQprepare` per
 //!   statement), so one that fails is logged and the others go on.
+//!   A statement to be prepared on a connection whose backend had
+//!   already ended is reported as pgbench's separate prepare round trip
+//!   reports it (`prepare_met_closed_connection`).
 //!
 //! `\gset` and `\aset` commands also send Describe so the column names come
 //! back with the extended protocols. Results are framed in place; only the
@@ -85,6 +88,7 @@ pub fn send(c: &mut Client, plan: &Plan, command: &SqlCommand) {
     }
     c.response.reset(1);
     c.response.parse_pending = parse_sent;
+    c.response.closed_before_send = c.peer_closed;
     if plan.debug {
         log::debug(format_args!("client {} receiving", c.id));
     }
@@ -208,27 +212,71 @@ pub fn read_results(c: &mut Client, plan: &Plan) -> bool {
             finish_results(c, plan);
             true
         }
-        Err(e) => {
-            if let Some((_, qry, message)) = c.response.error.take() {
-                log::error(format_args!(
-                    "client {} script {} aborted in command {} query {qry}: {message}",
-                    c.id, c.script, c.command
-                ));
-            } else {
-                // A connection that broke or ended says nothing more than
-                // pgbench's line (libpq's "server closed the connection
-                // unexpectedly" stays inside PQconsumeInput there).
-                if !matches!(e.kind(), ErrorKind::Io | ErrorKind::Closed) {
-                    log::error(format_args!("{e}"));
-                }
-                command_failed(c, "SQL", "perhaps the backend died while processing");
+        Err(e) if c.response.closed_before_send && matches!(e.kind(), ErrorKind::Closed) => {
+            if !prepare_met_closed_connection(c, &e) {
+                report_failure(c, &e);
             }
+            c.state = State::Aborted;
+            true
+        }
+        Err(e) => {
+            report_failure(c, &e);
             c.state = State::Aborted;
             true
         }
     }
 }
 
+/// A connection whose backend had ended while the client was idle, and a
+/// statement (or a pipeline's statements) still to be prepared on it:
+/// pgbench prepares with `PQprepare`, a round trip of its own, which reads
+/// the server's last words (if any) and the end of the connection and
+/// logs them; each further `PQprepare` of the pipeline finds no
+/// connection, and the statement (the pipeline's first) cannot be sent.
+/// Prints those lines and returns true, or returns false when nothing
+/// was to be prepared.
+fn prepare_met_closed_connection(c: &mut Client, e: &pgwire::Error) -> bool {
+    let statements = if c.pipeline.is_some() {
+        c.pipeline_prepared.len()
+    } else {
+        usize::from(c.response.parse_pending)
+    };
+    if statements == 0 {
+        return false;
+    }
+    match c.response.error.take() {
+        Some((_, _, message)) => log::error(format_args!("{message}\n{e}")),
+        None => log::error(format_args!("{e}")),
+    }
+    for _ in 1..statements {
+        log::error(format_args!("no connection to the server"));
+    }
+    if c.pipeline.is_some() {
+        if let Some(&first) = c.pipeline_sent.first() {
+            c.command = first;
+        }
+    }
+    command_failed(c, "SQL", "SQL command send failed");
+    true
+}
+
+/// The client's abort line for results that ended in an error.
+fn report_failure(c: &Client, e: &pgwire::Error) {
+    if let Some((_, qry, message)) = &c.response.error {
+        log::error(format_args!(
+            "client {} script {} aborted in command {} query {qry}: {message}",
+            c.id, c.script, c.command
+        ));
+    } else {
+        // A connection that broke or ended says nothing more than
+        // pgbench's line (libpq's "server closed the connection
+        // unexpectedly" stays inside PQconsumeInput there).
+        if !matches!(e.kind(), ErrorKind::Io | ErrorKind::Closed) {
+            log::error(format_args!("{e}"));
+        }
+        command_failed(c, "SQL", "perhaps the backend died while processing");
+    }
+}
 /// Flushes pending output, then reads and handles messages until all the
 /// expected ReadyForQuery messages are in (true) or the socket is drained
 /// (false).
@@ -453,6 +501,13 @@ fn handle(
             }
             r.rows = 0;
             r.syncs_since_result = 0;
+        }
+        Message::ErrorResponse(fields)
+            if query.preparing(r) && r.closed_before_send && r.error.is_none() =>
+        {
+            // The backend's last words on a connection that was already
+            // closed: reported with the end of the connection.
+            record_error(r, &fields, query);
         }
         Message::ErrorResponse(fields) if query.preparing(r) => {
             // pgbench prepares a pipeline's statements one by one as it

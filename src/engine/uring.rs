@@ -246,9 +246,19 @@ impl Ring {
                     let Some(slot) = self.slots.get_mut(idx) else {
                         continue;
                     };
-                    match clients.get_mut(idx).and_then(|c| c.conn.as_mut()) {
-                        Some(conn) => complete(slot, kind, &cqe, conn),
-                        None => {
+                    match clients.get_mut(idx) {
+                        Some(Client {
+                            conn: Some(conn),
+                            peer_closed,
+                            response,
+                            ..
+                        }) => {
+                            if complete(slot, kind, &cqe, conn) {
+                                *peer_closed = true;
+                                response.closed_before_send = true;
+                            }
+                        }
+                        _ => {
                             slot.sending &= kind != SEND;
                             slot.receiving &= kind != RECV;
                             slot.out.clear();
@@ -312,8 +322,12 @@ impl Ring {
     }
 }
 
-/// Hands a finished Send or Recv to the connection.
-fn complete(slot: &mut Slot, kind: u64, cqe: &cqueue::Entry, conn: &mut Connection) {
+/// Hands a finished Send or Recv to the connection. True when a Send
+/// found that the server had closed the connection: as the epoll loop
+/// does (and libpq), the output is dropped and the failure is left to the
+/// reads that follow, which find the server's last message (the FATAL
+/// that says why the backend ended) before the end of the stream.
+fn complete(slot: &mut Slot, kind: u64, cqe: &cqueue::Entry, conn: &mut Connection) -> bool {
     let res = cqe.result();
     if kind == RECV {
         slot.receiving = false;
@@ -324,10 +338,15 @@ fn complete(slot: &mut Slot, kind: u64, cqe: &cqueue::Entry, conn: &mut Connecti
             r if r < 0 => conn.received(Err(io::Error::from_raw_os_error(-r))),
             r => conn.received(Ok(r as usize)),
         }
-        return;
+        return false;
     }
     slot.sending = false;
     match res {
+        r if r == -libc::EPIPE || r == -libc::ECONNRESET => {
+            slot.out.clear();
+            conn.discard_output();
+            return true;
+        }
         r if r < 0 && r != -libc::EINTR && r != -libc::EAGAIN => {
             slot.out.clear();
             conn.received(Err(io::Error::from_raw_os_error(-r)));
@@ -338,6 +357,7 @@ fn complete(slot: &mut Slot, kind: u64, cqe: &cqueue::Entry, conn: &mut Connecti
             resend(slot, conn);
         }
     }
+    false
 }
 
 /// Puts output a Send did not take back in front of the connection's
