@@ -277,6 +277,7 @@ fn report_failure(c: &Client, e: &pgwire::Error) {
         command_failed(c, "SQL", "perhaps the backend died while processing");
     }
 }
+
 /// Flushes pending output, then reads and handles messages until all the
 /// expected ReadyForQuery messages are in (true) or the socket is drained
 /// (false).
