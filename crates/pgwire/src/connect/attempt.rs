@@ -393,7 +393,7 @@ impl Try {
         }
         if let Some(app) = config
             .effective_application_name()
-            .filter(|_| self.send_appname)
+            .filter(|app| self.send_appname && !app.is_empty())
         {
             params.push(("application_name", app));
         }

@@ -279,8 +279,8 @@ impl Config {
             .is_some_and(|p| p.as_os_str() == "system")
     }
 
-    /// The application name to send: `application_name`, else
-    /// `fallback_application_name`.
+    /// The application name: `application_name` if set (even to an empty
+    /// value), else `fallback_application_name`. An empty name is not sent.
     pub fn effective_application_name(&self) -> Option<&str> {
         self.application_name
             .as_deref()

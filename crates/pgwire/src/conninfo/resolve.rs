@@ -225,7 +225,9 @@ fn build(o: &ConnOptions, env: &Env) -> Result<Config, Error> {
     c.host_spellings = spellings;
     c.password = o.get_nonempty("password").map(Secret::new);
     c.passfile = path(o, "passfile").or_else(|| env.home_dir().map(|h| h.join(".pgpass")));
-    c.application_name = string(o, "application_name");
+    // An empty application_name still counts: it hides the fallback, and
+    // then no name is sent at all (libpq's startup packet skips empty names).
+    c.application_name = o.get("application_name").map(str::to_owned);
     c.fallback_application_name = string(o, "fallback_application_name");
     c.options = string(o, "options");
     c.requirepeer = string(o, "requirepeer");

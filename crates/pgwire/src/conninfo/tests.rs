@@ -162,6 +162,14 @@ fn pgbench_style_params_and_fallback_application_name() {
     assert_eq!(c.effective_application_name(), Some("mine"));
     let c = ok("fallback_application_name=pgbolt", &e);
     assert_eq!(c.effective_application_name(), Some("pgbolt"));
+    // An empty name hides the fallback, from the string or the environment.
+    let c = ok("application_name='' fallback_application_name=pgbolt", &e);
+    assert_eq!(c.effective_application_name(), Some(""));
+    let c = ok(
+        "fallback_application_name=pgbolt",
+        &e.with_var("PGAPPNAME", ""),
+    );
+    assert_eq!(c.effective_application_name(), Some(""));
 }
 
 #[test]

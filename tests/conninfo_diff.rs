@@ -1,0 +1,67 @@
+//! How connection options are read and combined, against the real pgbench:
+//! both programs run with the same command line and environment (every
+//! inherited `PG*` variable removed, `HOME` an empty directory) against
+//! one throwaway server that logs its connections, and what the server saw
+//! (`connection authorized: ...` lines, with the application name) and what
+//! the programs printed must agree.
+
+mod common;
+mod conninfo_support;
+
+use conninfo_support::*;
+
+/// Environment variables for one run.
+type Env<'a> = Vec<(&'a str, &'a str)>;
+
+/// An empty `application_name`, from wherever it comes, hides the fallback
+/// name and libpq then sends none at all.
+#[test]
+fn an_empty_application_name_sends_none() {
+    let db = database("appname");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let services = dir.path().join("services.conf");
+    let srv = server();
+    std::fs::write(
+        &services,
+        format!(
+            "[empty]\nhost={}\nport={}\napplication_name=\n",
+            srv.socket_dir().display(),
+            srv.port()
+        ),
+    )
+    .expect("write service file");
+    let services = services.to_string_lossy().into_owned();
+    let conninfo = socket_conninfo(&db);
+    let uri = format!(
+        "postgresql://{}@:{}/{db}?host={}&application_name=",
+        srv.superuser(),
+        srv.port(),
+        srv.socket_dir().display()
+    );
+    let with_empty = format!("{conninfo} application_name=''");
+    let named = format!("{conninfo} application_name=bench1");
+    let service = format!("service=empty user={} dbname={db}", srv.superuser());
+    let cases: [(&str, Env, &str); 6] = [
+        (&with_empty, vec![], ""),
+        (&conninfo, vec![("PGAPPNAME", "")], ""),
+        (&uri, vec![], ""),
+        (&service, vec![("PGSERVICEFILE", &services)], ""),
+        (&with_empty, vec![("PGAPPNAME", "fromenv")], ""),
+        (&named, vec![], " application_name=bench1"),
+    ];
+    let script = common::script_file("one.sql", "SELECT 1;\n");
+    for (target, env, want) in cases {
+        let args = ["-n", "-t", "1", "-f", &script.path, target];
+        let seen = |program: Program| {
+            let (out, lines) = authorized(&db, || run(program, &args, &env));
+            assert_eq!(out.status.code(), Some(0), "{program:?} {target} {env:?}");
+            lines
+        };
+        let ours = seen(Program::Pgbolt);
+        assert_eq!(ours, seen(Program::Pgbench), "{target} {env:?}");
+        assert!(!ours.is_empty(), "{target} {env:?}");
+        for line in &ours {
+            assert!(line.ends_with(&format!("database={db}{want}")), "{line}");
+        }
+    }
+}
