@@ -65,3 +65,23 @@ fn an_empty_application_name_sends_none() {
         }
     }
 }
+
+/// libpq sends `replication` as written; a value the server reads as false
+/// asks for an ordinary session, which pgbolt accepts.
+#[test]
+fn replication_off_is_an_ordinary_session() {
+    let db = database("replication_off");
+    let conninfo = socket_conninfo(&db);
+    let script = common::script_file("one.sql", "SELECT 1;\n");
+    for value in ["0", "off", "false", "No", "f"] {
+        let target = format!("{conninfo} replication={value}");
+        let args = ["-n", "-t", "1", "-f", &script.path, &target];
+        let seen = |program: Program| {
+            let (out, lines) = authorized(&db, || run(program, &args, &[]));
+            assert_eq!(out.status.code(), Some(0), "{program:?} {target}");
+            assert_eq!(messages(&out, program), "", "{program:?} {target}");
+            lines.len()
+        };
+        assert_eq!(seen(Program::Pgbolt), seen(Program::Pgbench), "{target}");
+    }
+}

@@ -27,7 +27,6 @@ const UNSUPPORTED: &[(&str, &str)] = &[
     ("sslkeylogfile", "TLS key logging is not supported"),
     ("krbsrvname", "GSSAPI and Kerberos are not supported"),
     ("gsslib", "GSSAPI and Kerberos are not supported"),
-    ("replication", "replication connections are not supported"),
     (
         "scram_client_key",
         "SCRAM key pass-through is not supported",
@@ -96,6 +95,14 @@ fn reject_unsupported(o: &ConnOptions) -> Result<(), Error> {
             return Err(Error::Unsupported { key, reason });
         }
     }
+    if o.get_nonempty("replication")
+        .is_some_and(|v| !server_reads_as_false(v))
+    {
+        return Err(Error::Unsupported {
+            key: "replication",
+            reason: "replication connections are not supported",
+        });
+    }
     if let Some(v) = o.get("gssdelegation").filter(|v| v.starts_with('1')) {
         return Err(Error::UnsupportedValue {
             key: "gssdelegation",
@@ -104,6 +111,15 @@ fn reject_unsupported(o: &ConnOptions) -> Result<(), Error> {
         });
     }
     Ok(())
+}
+
+/// Whether the server takes `value` for a false boolean (its `parse_bool`:
+/// any case, a prefix of `false` or `no`, `of`/`off`, or `0`). libpq sends
+/// `replication` as written, so such a value asks for an ordinary session.
+fn server_reads_as_false(value: &str) -> bool {
+    let v = value.to_ascii_lowercase();
+    let prefix_of = |word: &str, min: usize| v.len() >= min && word.starts_with(v.as_str());
+    v == "0" || prefix_of("false", 1) || prefix_of("no", 1) || prefix_of("off", 2)
 }
 
 fn split(list: &str) -> Vec<&str> {

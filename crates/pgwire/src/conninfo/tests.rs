@@ -286,6 +286,9 @@ fn unsupported_options_are_rejected_by_name() {
         ("gssdelegation=1", "gssdelegation value \"1\" is not supported by pgbolt: GSSAPI and Kerberos are not supported"),
         ("sslpassword=x", "connection option \"sslpassword\" is not supported by pgbolt: encrypted client keys are not supported"),
         ("replication=database", "connection option \"replication\" is not supported by pgbolt: replication connections are not supported"),
+        ("replication=true", "connection option \"replication\" is not supported by pgbolt: replication connections are not supported"),
+        ("replication=o", "connection option \"replication\" is not supported by pgbolt: replication connections are not supported"),
+        ("replication=' 0'", "connection option \"replication\" is not supported by pgbolt: replication connections are not supported"),
         ("load_balance_hosts=random", "load_balance_hosts value \"random\" is not supported by pgbolt: hosts are always tried in the order given"),
         ("client_encoding=auto", "client_encoding value \"auto\" is not supported by pgbolt: name the encoding explicitly"),
         ("min_protocol_version=3.2", "min_protocol_version value \"3.2\" is not supported by pgbolt: only protocol version 3.0 is spoken"),
@@ -300,10 +303,14 @@ fn unsupported_options_are_rejected_by_name() {
     );
     // Settings that change nothing for a client without GSSAPI are accepted.
     ok(
-        "gssencmode=prefer gssdelegation=0 krbsrvname='' sslcompression=1",
+        "gssencmode=prefer gssdelegation=0 krbsrvname='' sslcompression=1 replication=''",
         &e,
     );
     ok("max_protocol_version=latest min_protocol_version=3.0", &e);
+    // Values the server reads as false ask for an ordinary session.
+    for off in ["0", "off", "OF", "false", "f", "No", "n"] {
+        ok(&format!("replication={off}"), &e);
+    }
 }
 
 #[test]
