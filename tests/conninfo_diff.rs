@@ -85,3 +85,41 @@ fn replication_off_is_an_ordinary_session() {
         assert_eq!(seen(Program::Pgbolt), seen(Program::Pgbench), "{target}");
     }
 }
+
+/// `--debug`'s `pghost: H pgport: P` line names the entry of the host list
+/// that the set-up connection reached, as written (libpq's `PQhost` and
+/// `PQport`), not the first one.
+#[test]
+fn debug_names_the_host_that_was_reached() {
+    let db = database("debug_hosts");
+    let srv = server();
+    let (dir, port) = (srv.socket_dir().display().to_string(), srv.port());
+    let missing = format!("{dir}/missing");
+    let user = format!("user={} dbname={db}", srv.superuser());
+    let targets = [
+        format!("host={missing},{dir} port={port} {user}"),
+        format!("host={missing},127.0.0.1 port={port},0{port} {user}"),
+        format!("hostaddr=,127.0.0.1 host={missing},localhost port=1,{port} {user}"),
+        format!(
+            "postgresql://{}@%2Fnowhere:1,127.0.0.1:{port}/{db}",
+            srv.superuser()
+        ),
+    ];
+    let script = common::script_file("one.sql", "SELECT 1;\n");
+    for target in &targets {
+        let args = ["--debug", "-n", "-t", "1", "-f", &script.path, target];
+        let line = |program: Program| {
+            let out = run(program, &args, &[]);
+            assert_eq!(out.status.code(), Some(0), "{program:?} {target}");
+            let text = messages(&out, program);
+            let found = text.lines().find(|l| l.starts_with("PROG: pghost: "));
+            found.expect("a pghost line").to_owned()
+        };
+        let ours = line(Program::Pgbolt);
+        assert_eq!(ours, line(Program::Pgbench), "{target}");
+        assert!(
+            !ours.contains("missing") && !ours.contains("nowhere"),
+            "{ours}"
+        );
+    }
+}

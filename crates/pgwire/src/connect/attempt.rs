@@ -547,7 +547,14 @@ impl Try {
             self.key.1,
             self.timeout,
         );
-        Connection::new(self.stream, self.wbuf, self.rbuf, self.params, cancel)
+        Connection::new(
+            self.stream,
+            self.wbuf,
+            self.rbuf,
+            self.params,
+            cancel,
+            self.candidate.host_index,
+        )
     }
 }
 
