@@ -123,3 +123,38 @@ fn debug_names_the_host_that_was_reached() {
         );
     }
 }
+
+/// `client_encoding=auto` follows the program's locale, which for pgbench
+/// (and pgbolt) is always "C", whatever the environment says: SQL_ASCII.
+#[test]
+fn client_encoding_auto_is_what_pgbench_gets() {
+    let db = database("encoding_auto");
+    let conninfo = socket_conninfo(&db);
+    let script = common::script_file(
+        "enc.sql",
+        "SHOW client_encoding \\gset\n\\shell echo encoding :client_encoding\n",
+    );
+    let with_auto = format!("{conninfo} client_encoding=auto");
+    let cases: [(&str, Env); 4] = [
+        (&with_auto, vec![("LC_ALL", "C.UTF-8")]),
+        (&with_auto, vec![("LANG", "C.UTF-8"), ("LC_ALL", "")]),
+        (&conninfo, vec![("PGCLIENTENCODING", "auto")]),
+        (&conninfo, vec![("PGCLIENTENCODING", "LATIN1")]),
+    ];
+    for (target, env) in cases {
+        let args = ["-n", "-t", "1", "-f", &script.path, target];
+        let shown = |program: Program| {
+            let out = run(program, &args, &env);
+            assert_eq!(out.status.code(), Some(0), "{program:?} {target} {env:?}");
+            let text = common::stdout(&out);
+            let found = text.lines().find(|l| l.starts_with("encoding "));
+            found.expect("the encoding line").to_owned()
+        };
+        let ours = shown(Program::Pgbolt);
+        assert_eq!(ours, shown(Program::Pgbench), "{target} {env:?}");
+        assert!(
+            ours.ends_with("SQL_ASCII") || ours.ends_with("LATIN1"),
+            "{ours}"
+        );
+    }
+}

@@ -257,14 +257,16 @@ fn build(o: &ConnOptions, env: &Env) -> Result<Config, Error> {
         values::target_session_attrs(o.get("target_session_attrs").unwrap_or("any"))?;
     check_load_balance_hosts(o.get("load_balance_hosts").unwrap_or("disable"))?;
     check_protocol_versions(o)?;
-    c.client_encoding = string(o, "client_encoding");
-    if c.client_encoding.as_deref() == Some("auto") {
-        return Err(Error::UnsupportedValue {
-            key: "client_encoding",
-            value: "auto".to_owned(),
-            reason: "name the encoding explicitly",
-        });
-    }
+    // libpq takes `auto` from the process's LC_CTYPE locale. A program
+    // that never calls setlocale (pgbench, pgbolt) runs in the "C" locale,
+    // for which libpq picks SQL_ASCII, whatever LANG or LC_ALL say.
+    c.client_encoding = string(o, "client_encoding").map(|e| {
+        if e == "auto" {
+            "SQL_ASCII".to_owned()
+        } else {
+            e
+        }
+    });
     apply_timeouts(&mut c, o)?;
     c.environment_parameters = ENVIRONMENT_PARAMETERS
         .iter()

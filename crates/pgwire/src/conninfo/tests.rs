@@ -290,7 +290,6 @@ fn unsupported_options_are_rejected_by_name() {
         ("replication=o", "connection option \"replication\" is not supported by pgbolt: replication connections are not supported"),
         ("replication=' 0'", "connection option \"replication\" is not supported by pgbolt: replication connections are not supported"),
         ("load_balance_hosts=random", "load_balance_hosts value \"random\" is not supported by pgbolt: hosts are always tried in the order given"),
-        ("client_encoding=auto", "client_encoding value \"auto\" is not supported by pgbolt: name the encoding explicitly"),
         ("min_protocol_version=3.2", "min_protocol_version value \"3.2\" is not supported by pgbolt: only protocol version 3.0 is spoken"),
         ("oauth_issuer=https://x", "connection option \"oauth_issuer\" is not supported by pgbolt: OAuth authentication is not supported"),
     ];
@@ -307,6 +306,13 @@ fn unsupported_options_are_rejected_by_name() {
         &e,
     );
     ok("max_protocol_version=latest min_protocol_version=3.0", &e);
+    // `auto` is what libpq picks in the "C" locale of pgbench and pgbolt.
+    let encoding = |s: &str| ok(s, &e).client_encoding;
+    assert_eq!(
+        encoding("client_encoding=auto").as_deref(),
+        Some("SQL_ASCII")
+    );
+    assert_eq!(encoding("client_encoding=AUTO").as_deref(), Some("AUTO"));
     // Values the server reads as false ask for an ordinary session.
     for off in ["0", "off", "OF", "false", "f", "No", "n"] {
         ok(&format!("replication={off}"), &e);
