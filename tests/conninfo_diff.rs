@@ -158,3 +158,53 @@ fn client_encoding_auto_is_what_pgbench_gets() {
         );
     }
 }
+
+/// The TCP socket options are read as a TCP connection opens, in libpq's
+/// order: a Unix socket never looks at them, keepalives off skips the
+/// others, and a bad value fails that attempt only (with the attempt's
+/// `connection to server ... failed:` prefix), so the next host is tried.
+#[test]
+fn tcp_options_are_read_as_a_tcp_connection_opens() {
+    let db = database("tcp_options");
+    let srv = server();
+    let (dir, port) = (srv.socket_dir().display().to_string(), srv.port());
+    let user = format!("user={} dbname={db}", srv.superuser());
+    let tcp = format!("host=127.0.0.1 port={port} {user}");
+    let socket = socket_conninfo(&db);
+    let cases = [
+        (format!("{socket} keepalives=x keepalives_idle=x"), 0),
+        (format!("{socket} tcp_user_timeout=x keepalives_count=x"), 0),
+        (
+            format!("{tcp} keepalives=0 keepalives_idle=x tcp_user_timeout=x"),
+            0,
+        ),
+        (format!("{tcp} keepalives=-1 tcp_user_timeout=-5"), 0),
+        (format!("{tcp} keepalives=x"), 1),
+        (format!("{tcp} keepalives=''"), 1),
+        (format!("{tcp} keepalives_idle=x keepalives_interval=y"), 1),
+        (format!("{tcp} keepalives=1 tcp_user_timeout=x"), 1),
+        (format!("{tcp} keepalives_idle=0"), 1),
+        (
+            format!("host=127.0.0.1,{dir} port={port} {user} keepalives=x"),
+            0,
+        ),
+    ];
+    let script = common::script_file("one.sql", "SELECT 1;\n");
+    for (target, status) in &cases {
+        let args = ["-n", "-t", "1", "-f", &script.path, target];
+        let ended = |program: Program| {
+            let out = run(program, &args, &[]);
+            assert_eq!(out.status.code(), Some(*status), "{program:?} {target}");
+            messages(&out, program)
+        };
+        let ours = ended(Program::Pgbolt);
+        assert_eq!(ours, ended(Program::Pgbench), "{target}");
+        if *status == 1 {
+            let first = ours.lines().next().unwrap_or_default();
+            assert!(
+                first.starts_with("PROG: error: connection to server at \"127.0.0.1\""),
+                "{first}"
+            );
+        }
+    }
+}

@@ -45,7 +45,7 @@ pub use error::Error;
 pub use options::ConnOptions;
 pub use parse::{from_params, is_connection_string, parse};
 pub use resolve::{resolve, with_defaults};
-pub use values::{AuthMethod, AuthRequirement, SaslMechanism};
+pub use values::{AuthMethod, AuthRequirement, SaslMechanism, TcpOptions};
 
 /// A password or other secret; formatting never reveals it. It is bytes,
 /// not text: a password read from the password file or typed at the prompt
@@ -195,16 +195,8 @@ pub struct Config {
     pub require_auth: Option<String>,
     /// `client_encoding`, sent as a startup parameter when set.
     pub client_encoding: Option<String>,
-    /// `keepalives` (TCP only): whether to enable `SO_KEEPALIVE` (default on).
-    pub keepalives: bool,
-    /// `keepalives_idle` (`TCP_KEEPIDLE`), when set.
-    pub keepalives_idle: Option<Duration>,
-    /// `keepalives_interval` (`TCP_KEEPINTVL`), when set.
-    pub keepalives_interval: Option<Duration>,
-    /// `keepalives_count` (`TCP_KEEPCNT`), when set.
-    pub keepalives_count: Option<u32>,
-    /// `tcp_user_timeout` (`TCP_USER_TIMEOUT`, milliseconds), when set.
-    pub tcp_user_timeout: Option<Duration>,
+    /// The TCP socket options as written, read as each TCP connection opens.
+    pub tcp: TcpOptions,
     pub sslcertmode: SslCertMode,
     pub sslcrldir: Option<PathBuf>,
     /// Defaults to TLS 1.2, as in libpq.
@@ -251,11 +243,7 @@ impl Config {
             target_session_attrs: TargetSessionAttrs::default(),
             require_auth: None,
             client_encoding: None,
-            keepalives: true,
-            keepalives_idle: None,
-            keepalives_interval: None,
-            keepalives_count: None,
-            tcp_user_timeout: None,
+            tcp: TcpOptions::default(),
             sslcertmode: SslCertMode::default(),
             sslcrldir: None,
             ssl_min_protocol_version: Some(SslProtocolVersion::Tls1_2),

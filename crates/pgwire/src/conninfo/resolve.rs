@@ -5,9 +5,11 @@
 //! any key still unset, then the `PG*` environment, then compiled-in
 //! defaults; a key explicitly set to an empty value counts as set and so
 //! blocks the later sources. Checks that libpq makes only when it starts
-//! connecting (port numbers, `hostaddr`, `connect_timeout`, keepalive
-//! settings) are made here too, so every bad option is reported before the
-//! first connection opens.
+//! connecting (port numbers, `hostaddr`, `connect_timeout`) are made here
+//! too, so those bad options are reported before the first connection
+//! opens. The TCP socket options are kept as written and read as each TCP
+//! connection opens, as libpq reads them: a Unix socket never looks at
+//! them, and a bad value fails that attempt only.
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -17,7 +19,7 @@ use super::options::KEYWORDS;
 use super::values::{self, int_option, AuthRequirement};
 use super::{
     service, Config, ConnOptions, Env, Error, Host, HostKind, HostSpelling, Secret, SslMode,
-    SslNegotiation,
+    SslNegotiation, TcpOptions,
 };
 
 /// Options libpq knows and pgbolt does not implement, rejected when set to
@@ -214,19 +216,6 @@ fn port(text: &str) -> Result<u16, Error> {
         })
 }
 
-/// A non-negative number of `unit`s from an integer option (negative
-/// values count as 0, as libpq's socket-option setters do).
-fn duration_option(
-    o: &ConnOptions,
-    key: &'static str,
-    unit: fn(u64) -> Duration,
-) -> Result<Option<Duration>, Error> {
-    match o.get(key) {
-        None => Ok(None),
-        Some(v) => Ok(Some(unit(int_option(key, v)?.max(0) as u64))),
-    }
-}
-
 fn build(o: &ConnOptions, env: &Env) -> Result<Config, Error> {
     let default_socket_dir = env.default_socket_dir();
     let spellings = hosts(o, &default_socket_dir)?;
@@ -327,17 +316,14 @@ fn apply_timeouts(c: &mut Config, o: &ConnOptions) -> Result<(), Error> {
             t => Some(Duration::from_secs(t.max(2) as u64)),
         },
     };
-    c.keepalives = match o.get("keepalives") {
-        None => true,
-        Some(v) => values::keepalives(v)?,
+    let written = |key: &str| o.get(key).map(str::to_owned);
+    c.tcp = TcpOptions {
+        keepalives: written("keepalives"),
+        keepalives_idle: written("keepalives_idle"),
+        keepalives_interval: written("keepalives_interval"),
+        keepalives_count: written("keepalives_count"),
+        tcp_user_timeout: written("tcp_user_timeout"),
     };
-    c.keepalives_idle = duration_option(o, "keepalives_idle", Duration::from_secs)?;
-    c.keepalives_interval = duration_option(o, "keepalives_interval", Duration::from_secs)?;
-    c.keepalives_count = match o.get("keepalives_count") {
-        None => None,
-        Some(v) => Some(int_option("keepalives_count", v)?.max(0) as u32),
-    };
-    c.tcp_user_timeout = duration_option(o, "tcp_user_timeout", Duration::from_millis)?;
     Ok(())
 }
 
