@@ -208,3 +208,61 @@ fn tcp_options_are_read_as_a_tcp_connection_opens() {
         }
     }
 }
+
+/// `target_session_attrs` against a real primary and its hot standby, with
+/// the host list in both orders: the same server is chosen (the script
+/// says which), `--debug` names it, and a refusal reads the same.
+#[test]
+fn target_session_attrs_choose_the_same_server() {
+    let primary = pgbolt::tempdb::TempDb::builder()
+        .start()
+        .expect("primary starts");
+    let standby = Standby::of(&primary);
+    let dir = primary.socket_dir().display().to_string();
+    let (p, s) = (primary.port(), standby.port);
+    let script = common::script_file(
+        "which.sql",
+        "SELECT pg_is_in_recovery() AS standby \\gset\n\\shell echo standby :standby\n",
+    );
+    let attrs = [
+        "any",
+        "read-write",
+        "read-only",
+        "primary",
+        "standby",
+        "prefer-standby",
+    ];
+    let orders = [(p, s), (s, p), (p, p), (s, s)];
+    let mut outcomes = std::collections::BTreeSet::new();
+    for attr in attrs {
+        for (first, second) in orders {
+            let target = format!(
+                "host={dir},{dir} port={first},{second} user={} dbname=postgres \
+                 target_session_attrs={attr}",
+                primary.superuser()
+            );
+            let args = ["--debug", "-n", "-t", "1", "-f", &script.path, &target];
+            let seen = |program: Program| {
+                let out = run(program, &args, &[]);
+                let text = messages(&out, program);
+                let chosen = common::line(&common::stdout(&out), "standby ").map(str::to_owned);
+                let shown = match chosen {
+                    Some(_) => common::line(&text, "PROG: pghost: ")
+                        .unwrap_or_default()
+                        .to_owned(),
+                    None => text,
+                };
+                (out.status.code(), chosen, shown)
+            };
+            let ours = seen(Program::Pgbolt);
+            assert_eq!(ours, seen(Program::Pgbench), "{target}");
+            outcomes.insert((ours.0, ours.1));
+        }
+    }
+    // Both servers were chosen somewhere, and some lists had none to offer.
+    let standby_t = (Some(0), Some("standby t".to_owned()));
+    let standby_f = (Some(0), Some("standby f".to_owned()));
+    assert!(outcomes.contains(&standby_t) && outcomes.contains(&standby_f));
+    assert!(outcomes.contains(&(Some(1), None)), "{outcomes:?}");
+    drop(standby);
+}

@@ -4,6 +4,9 @@
 
 #![allow(dead_code)]
 
+mod standby;
+pub use standby::Standby;
+
 use std::io::{Read, Seek, SeekFrom};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
