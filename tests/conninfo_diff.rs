@@ -266,3 +266,52 @@ fn target_session_attrs_choose_the_same_server() {
     assert!(outcomes.contains(&(Some(1), None)), "{outcomes:?}");
     drop(standby);
 }
+
+/// `connect_timeout` against a server that never answers: the attempt is
+/// given up with libpq's words and the next host of the list is tried.
+#[test]
+fn connect_timeout_gives_up_on_a_silent_host() {
+    let db = database("silent_host");
+    let hole = Blackhole::new();
+    let srv = server();
+    let dir = srv.socket_dir().display().to_string();
+    let user = format!("user={} dbname={db}", srv.superuser());
+    let cases = [
+        (
+            format!(
+                "host=127.0.0.1,{dir} port={},{} {user} connect_timeout=1",
+                hole.port,
+                srv.port()
+            ),
+            0,
+        ),
+        (format!("host=127.0.0.1 port={} {user}", hole.port), 1),
+    ];
+    let script = common::script_file("one.sql", "SELECT 1;\n");
+    for (target, status) in &cases {
+        let args = ["--debug", "-n", "-t", "1", "-f", &script.path, target];
+        let env = [("PGCONNECT_TIMEOUT", "2")];
+        let ended = |program: Program| {
+            let out = run(program, &args, &env);
+            assert_eq!(out.status.code(), Some(*status), "{program:?} {target}");
+            let text = messages(&out, program);
+            match common::line(&text, "PROG: pghost: ") {
+                Some(line) => line.to_owned(),
+                None => text,
+            }
+        };
+        // Both wait out the same timeout: run them side by side.
+        let (ours, theirs) = std::thread::scope(|scope| {
+            let theirs = scope.spawn(|| ended(Program::Pgbench));
+            let ours = ended(Program::Pgbolt);
+            (ours, theirs.join().expect("pgbench runs"))
+        });
+        assert_eq!(ours, theirs, "{target}");
+        let want = if *status == 0 {
+            dir.as_str()
+        } else {
+            "timeout expired"
+        };
+        assert!(ours.contains(want), "{ours}");
+    }
+}

@@ -111,3 +111,35 @@ pub fn authorized(db: &str, f: impl FnOnce() -> Output) -> (Output, Vec<String>)
         .collect();
     (out, lines)
 }
+
+/// A TCP port on 127.0.0.1 whose listener never accepts and whose queue is
+/// full, so a connection attempt waits until `connect_timeout` gives up.
+pub struct Blackhole {
+    _listener: std::net::TcpListener,
+    _queued: Vec<std::net::TcpStream>,
+    pub port: u16,
+}
+
+impl Blackhole {
+    pub fn new() -> Blackhole {
+        use std::os::fd::AsRawFd;
+        use std::time::Duration;
+
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        // SAFETY: listen on a socket this function owns; it only shrinks
+        // the queue of pending connections.
+        let shrunk = unsafe { libc::listen(listener.as_raw_fd(), 0) };
+        assert_eq!(shrunk, 0, "listen(0)");
+        let addr = listener.local_addr().expect("local address");
+        let queued = (0..4)
+            .filter_map(|_| {
+                std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok()
+            })
+            .collect();
+        Blackhole {
+            port: addr.port(),
+            _listener: listener,
+            _queued: queued,
+        }
+    }
+}
