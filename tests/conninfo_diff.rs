@@ -315,3 +315,40 @@ fn connect_timeout_gives_up_on_a_silent_host() {
         assert!(ours.contains(want), "{ours}");
     }
 }
+
+/// `hostaddr` takes what the system resolver takes as a numeric address
+/// (`127.1`, `0x7f.0.0.1`, `2130706433`), refuses the rest in its words,
+/// and names the server by the address as written.
+#[test]
+fn hostaddr_is_read_and_named_as_written() {
+    let db = database("hostaddr_forms");
+    let srv = server();
+    let user = format!("user={} dbname={db}", srv.superuser());
+    let port = srv.port();
+    let cases = [
+        (format!("hostaddr=127.1 port={port} {user}"), 0),
+        (format!("hostaddr=0x7f.0.0.1 port={port} {user}"), 0),
+        (
+            format!("hostaddr=2130706433 host=localhost port={port} {user}"),
+            0,
+        ),
+        (format!("hostaddr=0x7f.1 port=1 {user}"), 1),
+        (format!("hostaddr='127.0.0.1 ' port={port} {user}"), 1),
+        (format!("hostaddr=[::1] port={port} {user}"), 1),
+    ];
+    let script = common::script_file("one.sql", "SELECT 1;\n");
+    for (target, status) in &cases {
+        let args = ["--debug", "-n", "-t", "1", "-f", &script.path, target];
+        let ended = |program: Program| {
+            let out = run(program, &args, &[]);
+            assert_eq!(out.status.code(), Some(*status), "{program:?} {target}");
+            let text = messages(&out, program);
+            match common::line(&text, "PROG: pghost: ") {
+                Some(line) => line.to_owned(),
+                None => text,
+            }
+        };
+        let ours = ended(Program::Pgbolt);
+        assert_eq!(ours, ended(Program::Pgbench), "{target}");
+    }
+}

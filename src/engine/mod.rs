@@ -278,11 +278,15 @@ fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> 
             RunLength::Duration(s) => ("duration", s),
         };
         // pgbench names the host and port its set-up connection reached
-        // (PQhost, PQport): the entry as written, the port as written.
+        // (PQhost, PQport): `host`, else `hostaddr`, as written (the
+        // default socket directory when neither is), the port as written.
         let cfg = connector.config();
         let index = setup_client.host_index();
         let (host, port) = match (cfg.hosts.get(index), cfg.host_spellings.get(index)) {
-            (Some(h), Some(written)) => (debug_host(&h.kind), written.port.clone()),
+            (Some(h), Some(written)) if written.name.is_empty() => {
+                (debug_host(&h.kind), written.port.clone())
+            }
+            (Some(_), Some(written)) => (written.name.clone(), written.port.clone()),
             (Some(h), None) => (debug_host(&h.kind), h.port.to_string()),
             (None, _) => (String::new(), String::new()),
         };

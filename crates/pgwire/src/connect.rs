@@ -363,9 +363,17 @@ fn candidates(config: &Config, index: usize) -> Result<Vec<Candidate>, Error> {
                 .map(|sa| {
                     let ip = sa.ip().to_string();
                     let tls_name = name.clone().unwrap_or_else(|| ip.clone());
-                    // As libpq: a `hostaddr` is shown alone; a resolved
-                    // name is followed by its address when they differ.
-                    let target = if addr.is_some() || tls_name == ip {
+                    // As libpq: a `hostaddr` is shown alone, as written; a
+                    // resolved name is followed by its address when they
+                    // differ.
+                    let written = config
+                        .host_spellings
+                        .get(index)
+                        .map(|s| s.hostaddr.as_str())
+                        .filter(|a| !a.is_empty());
+                    let target = if let Some(written) = written {
+                        format!("at \"{written}\", port {port}")
+                    } else if addr.is_some() || tls_name == ip {
                         format!("at \"{ip}\", port {port}")
                     } else {
                         format!("at \"{tls_name}\" ({ip}), port {port}")

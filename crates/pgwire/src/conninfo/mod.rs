@@ -100,6 +100,8 @@ pub struct HostSpelling {
     pub host: Host,
     /// `host` as written, else `hostaddr` as written, else empty.
     pub name: String,
+    /// `hostaddr` as written (libpq names the server by it), else empty.
+    pub hostaddr: String,
     /// The port as written, `5432` when none was.
     pub port: String,
 }

@@ -124,6 +124,62 @@ fn server_reads_as_false(value: &str) -> bool {
     v == "0" || prefix_of("false", 1) || prefix_of("no", 1) || prefix_of("off", 2)
 }
 
+/// A `hostaddr` entry read as libpq reads it: the system resolver with
+/// `AI_NUMERICHOST`, so every form it takes as an address is one
+/// (`127.1`, `0x7f.0.0.1`, `2130706433`) and nothing is looked up; its
+/// message when it refuses. An IPv6 zone identifier (`fe80::1%eth0`) is
+/// refused: a connection target here is an address without a scope.
+fn numeric_address(text: &str) -> Result<IpAddr, Error> {
+    let invalid = |reason: String| Error::InvalidHostAddr {
+        value: text.to_owned(),
+        reason,
+    };
+    let resolver_says = |code: libc::c_int| {
+        // SAFETY: gai_strerror returns a static, NUL-terminated string.
+        let message = unsafe { std::ffi::CStr::from_ptr(libc::gai_strerror(code)) };
+        invalid(message.to_string_lossy().into_owned())
+    };
+    let c_text = std::ffi::CString::new(text).map_err(|_| resolver_says(libc::EAI_NONAME))?;
+    // SAFETY: an all-zero addrinfo is a valid "no hints" value.
+    let mut hints: libc::addrinfo = unsafe { std::mem::zeroed() };
+    hints.ai_flags = libc::AI_NUMERICHOST;
+    hints.ai_family = libc::AF_UNSPEC;
+    hints.ai_socktype = libc::SOCK_STREAM;
+    let mut list: *mut libc::addrinfo = std::ptr::null_mut();
+    // SAFETY: valid C string, hints and out-pointer; the list is freed below.
+    let rc = unsafe { libc::getaddrinfo(c_text.as_ptr(), std::ptr::null(), &hints, &mut list) };
+    if rc != 0 {
+        return Err(resolver_says(rc));
+    }
+    // SAFETY: on success the list holds at least one entry whose ai_addr
+    // points to a sockaddr of its ai_family.
+    let found = unsafe {
+        let entry = &*list;
+        match entry.ai_family {
+            libc::AF_INET => {
+                let sin = &*entry.ai_addr.cast::<libc::sockaddr_in>();
+                let ip = std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
+                Some((IpAddr::V4(ip), 0))
+            }
+            libc::AF_INET6 => {
+                let sin6 = &*entry.ai_addr.cast::<libc::sockaddr_in6>();
+                let ip = std::net::Ipv6Addr::from(sin6.sin6_addr.s6_addr);
+                Some((IpAddr::V6(ip), sin6.sin6_scope_id))
+            }
+            _ => None,
+        }
+    };
+    // SAFETY: the list came from getaddrinfo and is freed once.
+    unsafe { libc::freeaddrinfo(list) };
+    match found {
+        Some((_, scope)) if scope != 0 => Err(invalid(
+            "IPv6 zone identifiers are not supported by pgbolt".to_owned(),
+        )),
+        Some((ip, _)) => Ok(ip),
+        None => Err(resolver_says(libc::EAI_NONAME)),
+    }
+}
+
 fn split(list: &str) -> Vec<&str> {
     list.split(',').collect()
 }
@@ -172,9 +228,7 @@ fn hosts(o: &ConnOptions, default_socket_dir: &Path) -> Result<Vec<HostSpelling>
         let kind = match (addr, name) {
             (Some(addr), name) => HostKind::Tcp {
                 name: name.map(str::to_owned),
-                addr: Some(addr.parse::<IpAddr>().map_err(|_| Error::InvalidHostAddr {
-                    value: addr.to_owned(),
-                })?),
+                addr: Some(numeric_address(addr)?),
             },
             (None, Some(name)) if name.starts_with(['/', '@']) => {
                 HostKind::Unix(PathBuf::from(name))
@@ -192,6 +246,7 @@ fn hosts(o: &ConnOptions, default_socket_dir: &Path) -> Result<Vec<HostSpelling>
         hosts.push(HostSpelling {
             host,
             name: name.or(addr).unwrap_or_default().to_owned(),
+            hostaddr: addr.unwrap_or_default().to_owned(),
             port: if port_text.is_empty() {
                 "5432"
             } else {

@@ -173,6 +173,21 @@ fn pgbench_style_params_and_fallback_application_name() {
 }
 
 #[test]
+fn hostaddr_takes_every_numeric_form_the_resolver_takes() {
+    let e = env();
+    let v4 = |s: &str| match &ok(s, &e).hosts[0].kind {
+        HostKind::Tcp { addr, .. } => *addr,
+        other => panic!("{other:?}"),
+    };
+    let local = Some(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    for form in ["127.0.0.1", "127.1", "0x7f.1", "2130706433", "0177.0.0.1"] {
+        assert_eq!(v4(&format!("hostaddr={form}")), local, "{form}");
+    }
+    let c = ok("hostaddr=127.1", &e);
+    assert_eq!(c.host_spellings[0].hostaddr, "127.1");
+}
+
+#[test]
 fn host_lists() {
     let e = env();
     let v4 = |a, b, c, d| Some(IpAddr::V4(Ipv4Addr::new(a, b, c, d)));
@@ -252,7 +267,10 @@ fn invalid_values_are_reported_in_libpqs_words() {
         ("port=99999", "invalid port number: \"99999\""),
         ("port=0", "invalid port number: \"0\""),
         ("port=abc", "invalid integer value \"abc\" for connection option \"port\""),
-        ("hostaddr=x", "could not parse network address \"x\": not a numeric IPv4 or IPv6 address"),
+        ("hostaddr=x", "could not parse network address \"x\": Name or service not known"),
+        ("hostaddr='127.0.0.1 '", "could not parse network address \"127.0.0.1 \": Name or service not known"),
+        ("hostaddr=[::1]", "could not parse network address \"[::1]\": Name or service not known"),
+        ("hostaddr=::1%1", "could not parse network address \"::1%1\": IPv6 zone identifiers are not supported by pgbolt"),
         ("sslmode=x", "invalid sslmode value: \"x\""),
         ("sslnegotiation=x", "invalid sslnegotiation value: \"x\""),
         ("channel_binding=maybe", "invalid channel_binding value: \"maybe\""),
