@@ -211,7 +211,8 @@ fn tcp_options_are_read_as_a_tcp_connection_opens() {
 
 /// `target_session_attrs` against a real primary and its hot standby, with
 /// the host list in both orders: the same server is chosen (the script
-/// says which), `--debug` names it, and a refusal reads the same.
+/// says which), `--debug` names it, and a refusal reads the same. Then
+/// `load_balance_hosts=random` spreads connections over both.
 #[test]
 fn target_session_attrs_choose_the_same_server() {
     let primary = pgbolt::tempdb::TempDb::builder()
@@ -264,6 +265,24 @@ fn target_session_attrs_choose_the_same_server() {
     let standby_f = (Some(0), Some("standby f".to_owned()));
     assert!(outcomes.contains(&standby_t) && outcomes.contains(&standby_f));
     assert!(outcomes.contains(&(Some(1), None)), "{outcomes:?}");
+
+    // load_balance_hosts=random (libpq 16, unknown to pgbench 15): with a
+    // new connection per transaction, both servers get some of 30.
+    let target = format!(
+        "host={dir},{dir} port={p},{s} user={} dbname=postgres load_balance_hosts=random",
+        primary.superuser()
+    );
+    let args = ["-C", "-n", "-t", "30", "-f", &script.path, &target];
+    let out = run(Program::Pgbolt, &args, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let text = common::stdout(&out);
+    let count = |which: &str| text.lines().filter(|l| *l == which).count();
+    let (on_standby, on_primary) = (count("standby t"), count("standby f"));
+    assert_eq!(on_standby + on_primary, 30, "{text}");
+    assert!(
+        on_standby > 0 && on_primary > 0,
+        "{on_standby} {on_primary}"
+    );
     drop(standby);
 }
 

@@ -106,8 +106,13 @@ impl Connector {
 
     /// Begins connecting; nothing happens until the first [`Connecting::poll`].
     pub fn connect(&self) -> Connecting {
+        let mut order: Vec<usize> = (0..self.shared.config.hosts.len()).collect();
+        if self.shared.config.load_balance_random {
+            shuffle(&mut order);
+        }
         Connecting {
             shared: self.shared.clone(),
+            order,
             next_host: 0,
             second_pass: false,
             pending: VecDeque::new(),
@@ -132,6 +137,8 @@ pub(crate) struct Candidate {
 /// A connection being opened. See [`ConnectProgress`] for the protocol.
 pub struct Connecting {
     shared: Arc<Shared>,
+    /// The order in which the hosts are tried (indexes into the host list).
+    order: Vec<usize>,
     next_host: usize,
     second_pass: bool,
     pending: VecDeque<Candidate>,
@@ -301,7 +308,11 @@ impl Connecting {
                 }
                 return Err(Error::attempts(std::mem::take(&mut self.attempts)));
             }
-            let index = self.next_host;
+            let index = self
+                .order
+                .get(self.next_host)
+                .copied()
+                .unwrap_or(self.next_host);
             self.next_host += 1;
             match candidates(config, index) {
                 Ok(list) => self.pending.extend(list),
@@ -342,7 +353,7 @@ fn candidates(config: &Config, index: usize) -> Result<Vec<Candidate>, Error> {
             }])
         }
         HostKind::Tcp { name, addr } => {
-            let addrs: Vec<SocketAddr> = match (addr, name) {
+            let mut addrs: Vec<SocketAddr> = match (addr, name) {
                 (Some(ip), _) => vec![SocketAddr::new(*ip, port)],
                 (None, Some(name)) => (name.as_str(), port)
                     .to_socket_addrs()
@@ -358,6 +369,9 @@ fn candidates(config: &Config, index: usize) -> Result<Vec<Candidate>, Error> {
                     .collect(),
                 (None, None) => vec![SocketAddr::new([127, 0, 0, 1].into(), port)],
             };
+            if config.load_balance_random {
+                shuffle(&mut addrs);
+            }
             Ok(addrs
                 .into_iter()
                 .map(|sa| {
@@ -387,6 +401,26 @@ fn candidates(config: &Config, index: usize) -> Result<Vec<Candidate>, Error> {
                 })
                 .collect())
         }
+    }
+}
+
+/// Puts `items` in a random order (Fisher-Yates), for
+/// `load_balance_hosts=random`. The randomness comes from the standard
+/// library's per-process random hash keys; it spreads connections, it
+/// protects nothing.
+fn shuffle<T>(items: &mut [T]) {
+    use std::hash::{BuildHasher, Hasher};
+    let mut state = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish()
+        | 1;
+    for i in (1..items.len()).rev() {
+        // xorshift64: a new 64-bit value for each draw.
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let j = (state % (i as u64 + 1)) as usize;
+        items.swap(i, j);
     }
 }
 

@@ -192,6 +192,9 @@ pub struct Config {
     pub sslsni: bool,
     pub channel_binding: ChannelBinding,
     pub target_session_attrs: TargetSessionAttrs,
+    /// `load_balance_hosts=random`: try the hosts, and each host's
+    /// addresses, in a random order (a new one for every connection).
+    pub load_balance_random: bool,
     /// `require_auth`: `None` allows every method. Already validated; see
     /// [`Config::auth_requirement`] for its meaning.
     pub require_auth: Option<String>,
@@ -243,6 +246,7 @@ impl Config {
             sslsni: true,
             channel_binding: ChannelBinding::default(),
             target_session_attrs: TargetSessionAttrs::default(),
+            load_balance_random: false,
             require_auth: None,
             client_encoding: None,
             tcp: TcpOptions::default(),

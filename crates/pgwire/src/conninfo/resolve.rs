@@ -299,7 +299,7 @@ fn build(o: &ConnOptions, env: &Env) -> Result<Config, Error> {
     check_gssencmode(o.get("gssencmode").unwrap_or("disable"))?;
     c.target_session_attrs =
         values::target_session_attrs(o.get("target_session_attrs").unwrap_or("any"))?;
-    check_load_balance_hosts(o.get("load_balance_hosts").unwrap_or("disable"))?;
+    c.load_balance_random = load_balance_hosts(o.get("load_balance_hosts").unwrap_or("disable"))?;
     check_protocol_versions(o)?;
     // libpq takes `auto` from the process's LC_CTYPE locale. A program
     // that never calls setlocale (pgbench, pgbolt) runs in the "C" locale,
@@ -395,14 +395,11 @@ fn check_gssencmode(value: &str) -> Result<(), Error> {
     }
 }
 
-fn check_load_balance_hosts(value: &str) -> Result<(), Error> {
+/// Whether `load_balance_hosts` asks for a random order.
+fn load_balance_hosts(value: &str) -> Result<bool, Error> {
     match value {
-        "disable" => Ok(()),
-        "random" => Err(Error::UnsupportedValue {
-            key: "load_balance_hosts",
-            value: value.to_owned(),
-            reason: "hosts are always tried in the order given",
-        }),
+        "disable" => Ok(false),
+        "random" => Ok(true),
         _ => Err(Error::InvalidValue {
             key: "load_balance_hosts",
             value: value.to_owned(),

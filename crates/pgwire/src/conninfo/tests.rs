@@ -305,7 +305,6 @@ fn unsupported_options_are_rejected_by_name() {
         ("replication=true", "connection option \"replication\" is not supported by pgbolt: replication connections are not supported"),
         ("replication=o", "connection option \"replication\" is not supported by pgbolt: replication connections are not supported"),
         ("replication=' 0'", "connection option \"replication\" is not supported by pgbolt: replication connections are not supported"),
-        ("load_balance_hosts=random", "load_balance_hosts value \"random\" is not supported by pgbolt: hosts are always tried in the order given"),
         ("min_protocol_version=3.2", "min_protocol_version value \"3.2\" is not supported by pgbolt: only protocol version 3.0 is spoken"),
         ("oauth_issuer=https://x", "connection option \"oauth_issuer\" is not supported by pgbolt: OAuth authentication is not supported"),
     ];
@@ -322,6 +321,8 @@ fn unsupported_options_are_rejected_by_name() {
         &e,
     );
     ok("max_protocol_version=latest min_protocol_version=3.0", &e);
+    assert!(ok("load_balance_hosts=random", &e).load_balance_random);
+    assert!(!ok("load_balance_hosts=disable", &e).load_balance_random);
     // `auto` is what libpq picks in the "C" locale of pgbench and pgbolt.
     let encoding = |s: &str| ok(s, &e).client_encoding;
     assert_eq!(
