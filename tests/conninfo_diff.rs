@@ -371,3 +371,54 @@ fn hostaddr_is_read_and_named_as_written() {
         assert_eq!(ours, ended(Program::Pgbench), "{target}");
     }
 }
+
+/// A `connect_timeout` that is not an integer is read as libpq reads it:
+/// once the first attempt is under way, after any that failed at once, so
+/// the error names that attempt; when every host fails at once it is never
+/// read.
+#[test]
+fn a_bad_connect_timeout_fails_the_first_attempt_under_way() {
+    let db = database("bad_timeout");
+    let srv = server();
+    let (dir, port) = (srv.socket_dir().display().to_string(), srv.port());
+    let user = format!("user={} dbname={db}", srv.superuser());
+    let socket = socket_conninfo(&db);
+    // (connection string, environment, whether the value gets read)
+    let cases: [(String, Env, bool); 6] = [
+        (format!("{socket} connect_timeout=x"), vec![], true),
+        (socket.clone(), vec![("PGCONNECT_TIMEOUT", "1.5")], true),
+        (
+            format!("host=127.0.0.1 port={port} {user} connect_timeout=''"),
+            vec![],
+            true,
+        ),
+        (
+            format!("hostaddr=127.1 port={port} {user} connect_timeout=2s"),
+            vec![],
+            true,
+        ),
+        (
+            format!("host={dir}/missing,{dir} port={port} {user} connect_timeout=x"),
+            vec![],
+            true,
+        ),
+        (
+            format!("host={dir}/missing port={port} {user} connect_timeout=x"),
+            vec![],
+            false,
+        ),
+    ];
+    let script = common::script_file("one.sql", "SELECT 1;\n");
+    for (target, env, read) in &cases {
+        let args = ["-n", "-t", "1", "-f", &script.path, target];
+        let ended = |program: Program| {
+            let out = run(program, &args, env);
+            assert_eq!(out.status.code(), Some(1), "{program:?} {target}");
+            messages(&out, program)
+        };
+        let ours = ended(Program::Pgbolt);
+        assert_eq!(ours, ended(Program::Pgbench), "{target} {env:?}");
+        let named = ours.contains("for connection option \"connect_timeout\"");
+        assert_eq!(named, *read, "{ours}");
+    }
+}

@@ -120,6 +120,7 @@ impl Connector {
             attempts: Vec::new(),
             warnings: Vec::new(),
             announced: false,
+            started: false,
         }
     }
 }
@@ -148,6 +149,9 @@ pub struct Connecting {
     warnings: Vec<String>,
     /// The current socket was already reported to the caller.
     announced: bool,
+    /// An attempt has already got under way (its socket is connecting or
+    /// connected).
+    started: bool,
 }
 
 impl Connecting {
@@ -162,6 +166,9 @@ impl Connecting {
             let Some(current) = self.current.as_mut() else {
                 self.current = Some(Box::new(self.next_try()?));
                 self.announced = false;
+                if !std::mem::replace(&mut self.started, true) {
+                    self.check_connect_timeout()?;
+                }
                 continue;
             };
             if current.deadline().is_some_and(|d| Instant::now() >= d) {
@@ -187,6 +194,26 @@ impl Connecting {
                 Err(e) => self.fail(e),
             }
         }
+    }
+
+    /// libpq reads `connect_timeout` once its first attempt is under way
+    /// (its socket connecting), after any that failed at once: a value
+    /// that is not an integer ends the connection there, with those
+    /// attempts and this one named in the error.
+    fn check_connect_timeout(&mut self) -> Result<(), Error> {
+        let Some(value) = self.shared.config.invalid_connect_timeout.as_deref() else {
+            return Ok(());
+        };
+        let error = Error::config(format!(
+            "invalid integer value \"{value}\" for connection option \"connect_timeout\""
+        ));
+        if let Some(current) = self.current.take() {
+            self.attempts.push(Attempt {
+                target: Some(current.target().to_owned()),
+                error,
+            });
+        }
+        Err(Error::attempts(std::mem::take(&mut self.attempts)))
     }
 
     /// When the current attempt times out (`connect_timeout`); call

@@ -183,6 +183,10 @@ pub struct Config {
     /// The `options` startup parameter (command-line options for the backend).
     pub options: Option<String>,
     pub connect_timeout: Option<Duration>,
+    /// `connect_timeout` as written when it is not an integer. libpq reads
+    /// it once the first attempt is under way and fails the connection
+    /// there, so the error names that attempt (see [`crate::Connecting`]).
+    pub invalid_connect_timeout: Option<String>,
     pub sslmode: SslMode,
     pub sslnegotiation: SslNegotiation,
     pub sslrootcert: Option<PathBuf>,
@@ -237,6 +241,7 @@ impl Config {
             fallback_application_name: None,
             options: None,
             connect_timeout: None,
+            invalid_connect_timeout: None,
             sslmode: SslMode::default(),
             sslnegotiation: SslNegotiation::default(),
             sslrootcert: None,

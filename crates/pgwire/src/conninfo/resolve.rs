@@ -5,11 +5,13 @@
 //! any key still unset, then the `PG*` environment, then compiled-in
 //! defaults; a key explicitly set to an empty value counts as set and so
 //! blocks the later sources. Checks that libpq makes only when it starts
-//! connecting (port numbers, `hostaddr`, `connect_timeout`) are made here
-//! too, so those bad options are reported before the first connection
-//! opens. The TCP socket options are kept as written and read as each TCP
-//! connection opens, as libpq reads them: a Unix socket never looks at
-//! them, and a bad value fails that attempt only.
+//! connecting (port numbers, `hostaddr`) are made here too, so those bad
+//! options are reported before the first connection opens. A
+//! `connect_timeout` that is not an integer is kept for the first attempt
+//! to report, as libpq reports it. The TCP socket options are kept as
+//! written and read as each TCP connection opens, as libpq reads them: a
+//! Unix socket never looks at them, and a bad value fails that attempt
+//! only.
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -311,7 +313,7 @@ fn build(o: &ConnOptions, env: &Env) -> Result<Config, Error> {
             e
         }
     });
-    apply_timeouts(&mut c, o)?;
+    apply_timeouts(&mut c, o);
     c.environment_parameters = ENVIRONMENT_PARAMETERS
         .iter()
         .filter_map(|(var, name)| {
@@ -363,14 +365,16 @@ fn apply_tls(c: &mut Config, o: &ConnOptions) -> Result<(), Error> {
 
 /// `connect_timeout` (values 1 become 2, as in libpq; 0 or less means
 /// none) and the TCP keepalive and user-timeout settings.
-fn apply_timeouts(c: &mut Config, o: &ConnOptions) -> Result<(), Error> {
-    c.connect_timeout = match o.get("connect_timeout") {
-        None => None,
-        Some(v) => match int_option("connect_timeout", v)? {
-            t if t <= 0 => None,
-            t => Some(Duration::from_secs(t.max(2) as u64)),
-        },
-    };
+fn apply_timeouts(c: &mut Config, o: &ConnOptions) {
+    c.connect_timeout = None;
+    c.invalid_connect_timeout = None;
+    if let Some(v) = o.get("connect_timeout") {
+        match values::c_int(v) {
+            Some(t) if t > 0 => c.connect_timeout = Some(Duration::from_secs(t.max(2) as u64)),
+            Some(_) => {}
+            None => c.invalid_connect_timeout = Some(v.to_owned()),
+        }
+    }
     let written = |key: &str| o.get(key).map(str::to_owned);
     c.tcp = TcpOptions {
         keepalives: written("keepalives"),
@@ -379,7 +383,6 @@ fn apply_timeouts(c: &mut Config, o: &ConnOptions) -> Result<(), Error> {
         keepalives_count: written("keepalives_count"),
         tcp_user_timeout: written("tcp_user_timeout"),
     };
-    Ok(())
 }
 
 fn check_gssencmode(value: &str) -> Result<(), Error> {

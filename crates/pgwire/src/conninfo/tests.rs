@@ -284,8 +284,6 @@ fn invalid_values_are_reported_in_libpqs_words() {
         ("require_auth=md5,!password", "negative require_auth method \"!password\" cannot be mixed with non-negative methods"),
         ("sslrootcert=system sslmode=require", "weak sslmode \"require\" may not be used with sslrootcert=system (use \"verify-full\")"),
         ("sslnegotiation=direct", "weak sslmode \"prefer\" may not be used with sslnegotiation=direct (use \"require\", \"verify-ca\", or \"verify-full\")"),
-        ("connect_timeout=x", "invalid integer value \"x\" for connection option \"connect_timeout\""),
-        ("connect_timeout=", "invalid integer value \"\" for connection option \"connect_timeout\""),
         ("min_protocol_version=4", "invalid min_protocol_version value: \"4\""),
     ];
     for (conninfo, want) in cases {
@@ -344,6 +342,16 @@ fn numeric_options() {
     assert_eq!(timeout("connect_timeout=10"), Some(Duration::from_secs(10)));
     assert_eq!(timeout("connect_timeout=0"), None);
     assert_eq!(timeout("connect_timeout=-5"), None);
+    // Not an integer: kept for the first attempt to report.
+    let c = ok("connect_timeout=x", &e);
+    assert_eq!(c.connect_timeout, None);
+    assert_eq!(c.invalid_connect_timeout.as_deref(), Some("x"));
+    assert_eq!(
+        ok("connect_timeout=''", &e)
+            .invalid_connect_timeout
+            .as_deref(),
+        Some("")
+    );
     // TCP options are kept as written: libpq reads them as a TCP
     // connection opens, so a bad one is not an error here.
     let c = ok(
