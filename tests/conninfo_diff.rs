@@ -422,3 +422,40 @@ fn a_bad_connect_timeout_fails_the_first_attempt_under_way() {
         assert_eq!(named, *read, "{ours}");
     }
 }
+
+/// A host's port is read when that host's turn comes, as libpq reads it:
+/// out of range, the host is skipped (`invalid port number`); not an
+/// integer, the connection ends there; a host never reached is never read.
+#[test]
+fn ports_are_read_as_each_hosts_turn_comes() {
+    let db = database("port_turns");
+    let srv = server();
+    let (dir, port) = (srv.socket_dir().display().to_string(), srv.port());
+    let user = format!("user={} dbname={db}", srv.superuser());
+    let cases = [
+        (format!("host={dir},{dir} port=99999,{port} {user}"), 0),
+        (format!("host={dir},{dir} port={port},abc {user}"), 0),
+        (format!("host=127.0.0.1,{dir} port=0,{port} {user}"), 0),
+        (format!("host={dir},{dir} port=abc,{port} {user}"), 1),
+        (
+            format!("host={dir}/missing,{dir} port={port},abc {user}"),
+            1,
+        ),
+        (
+            format!("host={dir}/missing,{dir} port={port},99999 {user}"),
+            1,
+        ),
+        (format!("host={dir},{dir} port=-1,65536 {user}"), 1),
+    ];
+    let script = common::script_file("one.sql", "SELECT 1;\n");
+    for (target, status) in &cases {
+        let args = ["-n", "-t", "1", "-f", &script.path, target];
+        let ended = |program: Program| {
+            let out = run(program, &args, &[]);
+            assert_eq!(out.status.code(), Some(*status), "{program:?} {target}");
+            messages(&out, program)
+        };
+        let ours = ended(Program::Pgbolt);
+        assert_eq!(ours, ended(Program::Pgbench), "{target}");
+    }
+}

@@ -341,6 +341,22 @@ impl Connecting {
                 .copied()
                 .unwrap_or(self.next_host);
             self.next_host += 1;
+            // libpq reads a host's port when its turn comes: out of range,
+            // the host is skipped; not an integer, the connection ends.
+            if config.hosts[index].port == 0 {
+                let written = config.host_spellings.get(index).map(|s| s.port.as_str());
+                if let Err(e) = crate::conninfo::port(written.unwrap_or("0")) {
+                    let fatal = !matches!(e, crate::conninfo::Error::InvalidPort { .. });
+                    self.attempts.push(Attempt {
+                        target: None,
+                        error: Error::config(e.to_string()),
+                    });
+                    if fatal {
+                        return Err(Error::attempts(std::mem::take(&mut self.attempts)));
+                    }
+                    continue;
+                }
+            }
             match candidates(config, index) {
                 Ok(list) => self.pending.extend(list),
                 Err(e) => self.attempts.push(Attempt {

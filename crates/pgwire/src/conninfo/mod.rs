@@ -44,7 +44,7 @@ pub use env::{Env, DEFAULT_SOCKET_DIRS, DEFAULT_SYSCONFDIR};
 pub use error::Error;
 pub use options::ConnOptions;
 pub use parse::{from_params, is_connection_string, parse};
-pub use resolve::{resolve, with_defaults};
+pub use resolve::{port, resolve, with_defaults};
 pub use values::{AuthMethod, AuthRequirement, SaslMechanism, TcpOptions};
 
 /// A password or other secret; formatting never reveals it. It is bytes,
@@ -110,6 +110,8 @@ pub struct HostSpelling {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Host {
     pub kind: HostKind,
+    /// 0 when the port as written is not a valid one; connecting reports
+    /// it when this host's turn comes (see [`port`]).
     pub port: u16,
 }
 

@@ -4,9 +4,10 @@
 //! `pqConnectOptions2`: explicit options, then the service file entry for
 //! any key still unset, then the `PG*` environment, then compiled-in
 //! defaults; a key explicitly set to an empty value counts as set and so
-//! blocks the later sources. Checks that libpq makes only when it starts
-//! connecting (port numbers, `hostaddr`) are made here too, so those bad
-//! options are reported before the first connection opens. A
+//! blocks the later sources. `hostaddr` values, which libpq checks only
+//! when it starts connecting, are checked here too, so a bad one is
+//! reported before the first connection opens. Ports are checked as each
+//! host's turn comes, as libpq checks them (see [`port`]). A
 //! `connect_timeout` that is not an integer is kept for the first attempt
 //! to report, as libpq reports it. The TCP socket options are kept as
 //! written and read as each TCP connection opens, as libpq reads them: a
@@ -241,9 +242,11 @@ fn hosts(o: &ConnOptions, default_socket_dir: &Path) -> Result<Vec<HostSpelling>
             },
             (None, None) => HostKind::Unix(default_socket_dir.to_path_buf()),
         };
+        // A bad port is reported when the host's turn comes, as libpq
+        // reports it; until then the host holds port 0.
         let host = Host {
             kind,
-            port: port(port_text)?,
+            port: port(port_text).unwrap_or(0),
         };
         hosts.push(HostSpelling {
             host,
@@ -260,7 +263,11 @@ fn hosts(o: &ConnOptions, default_socket_dir: &Path) -> Result<Vec<HostSpelling>
     Ok(hosts)
 }
 
-fn port(text: &str) -> Result<u16, Error> {
+/// A port as libpq reads it when it comes to that host: empty means 5432;
+/// a value that is not an integer ends the connection
+/// (`invalid integer value`), one out of range skips the host (`invalid
+/// port number`).
+pub fn port(text: &str) -> Result<u16, Error> {
     if text.is_empty() {
         return Ok(5432);
     }

@@ -173,6 +173,21 @@ fn pgbench_style_params_and_fallback_application_name() {
 }
 
 #[test]
+fn bad_ports_wait_for_their_hosts_turn() {
+    let e = env();
+    let c = ok("host=a,b port=99999,abc", &e);
+    assert_eq!((c.hosts[0].port, c.hosts[1].port), (0, 0));
+    let said = |text: &str| port(text).map_err(|e| e.to_string());
+    assert_eq!(said("99999"), Err("invalid port number: \"99999\"".into()));
+    assert_eq!(said("0"), Err("invalid port number: \"0\"".into()));
+    assert_eq!(
+        said("abc"),
+        Err("invalid integer value \"abc\" for connection option \"port\"".into())
+    );
+    assert_eq!((said(""), said(" 5433 ")), (Ok(5432), Ok(5433)));
+}
+
+#[test]
 fn hostaddr_takes_every_numeric_form_the_resolver_takes() {
     let e = env();
     let v4 = |s: &str| match &ok(s, &e).hosts[0].kind {
@@ -264,9 +279,6 @@ fn invalid_values_are_reported_in_libpqs_words() {
         ("host=a hostaddr=1.2.3.4,::1", "could not match 1 host names to 2 hostaddr values"),
         ("host=a,b,c port=1,2", "could not match 2 port numbers to 3 hosts"),
         ("port=1,2", "could not match 2 port numbers to 1 hosts"),
-        ("port=99999", "invalid port number: \"99999\""),
-        ("port=0", "invalid port number: \"0\""),
-        ("port=abc", "invalid integer value \"abc\" for connection option \"port\""),
         ("hostaddr=x", "could not parse network address \"x\": Name or service not known"),
         ("hostaddr='127.0.0.1 '", "could not parse network address \"127.0.0.1 \": Name or service not known"),
         ("hostaddr=[::1]", "could not parse network address \"[::1]\": Name or service not known"),
