@@ -336,8 +336,9 @@ fn connect_timeout_gives_up_on_a_silent_host() {
 }
 
 /// `hostaddr` takes what the system resolver takes as a numeric address
-/// (`127.1`, `0x7f.0.0.1`, `2130706433`), refuses the rest in its words,
-/// and names the server by the address as written.
+/// (`127.1`, `0x7f.0.0.1`, `2130706433`), refuses the rest in its words
+/// when that host's turn comes (the next host is tried), and names the
+/// server by the address as written.
 #[test]
 fn hostaddr_is_read_and_named_as_written() {
     let db = database("hostaddr_forms");
@@ -354,6 +355,16 @@ fn hostaddr_is_read_and_named_as_written() {
         (format!("hostaddr=0x7f.1 port=1 {user}"), 1),
         (format!("hostaddr='127.0.0.1 ' port={port} {user}"), 1),
         (format!("hostaddr=[::1] port={port} {user}"), 1),
+        // A bad one is read when its host's turn comes, and skips it.
+        (
+            format!("host=a,b hostaddr=bogus,127.0.0.1 port={port} {user}"),
+            0,
+        ),
+        (
+            format!("host=a,b hostaddr=127.0.0.1,bogus port={port} {user}"),
+            0,
+        ),
+        (format!("hostaddr=x,0x7f.1,y port=1,1,{port} {user}"), 1),
     ];
     let script = common::script_file("one.sql", "SELECT 1;\n");
     for (target, status) in &cases {

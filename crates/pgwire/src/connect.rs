@@ -357,6 +357,18 @@ impl Connecting {
                     continue;
                 }
             }
+            // Then its `hostaddr`: one the resolver refuses skips the host.
+            if let Some(written) = config.host_spellings.get(index) {
+                if !written.hostaddr.is_empty() {
+                    if let Err(e) = crate::conninfo::host_address(&written.hostaddr) {
+                        self.attempts.push(Attempt {
+                            target: None,
+                            error: Error::config(e.to_string()),
+                        });
+                        continue;
+                    }
+                }
+            }
             match candidates(config, index) {
                 Ok(list) => self.pending.extend(list),
                 Err(e) => self.attempts.push(Attempt {

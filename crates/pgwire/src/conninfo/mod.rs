@@ -44,7 +44,7 @@ pub use env::{Env, DEFAULT_SOCKET_DIRS, DEFAULT_SYSCONFDIR};
 pub use error::Error;
 pub use options::ConnOptions;
 pub use parse::{from_params, is_connection_string, parse};
-pub use resolve::{port, resolve, with_defaults};
+pub use resolve::{host_address, port, resolve, with_defaults};
 pub use values::{AuthMethod, AuthRequirement, SaslMechanism, TcpOptions};
 
 /// A password or other secret; formatting never reveals it. It is bytes,

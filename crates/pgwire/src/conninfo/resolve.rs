@@ -4,10 +4,9 @@
 //! `pqConnectOptions2`: explicit options, then the service file entry for
 //! any key still unset, then the `PG*` environment, then compiled-in
 //! defaults; a key explicitly set to an empty value counts as set and so
-//! blocks the later sources. `hostaddr` values, which libpq checks only
-//! when it starts connecting, are checked here too, so a bad one is
-//! reported before the first connection opens. Ports are checked as each
-//! host's turn comes, as libpq checks them (see [`port`]). A
+//! blocks the later sources. Ports and `hostaddr` values are checked as
+//! each host's turn comes, as libpq checks them (see [`port`] and
+//! [`host_address`]). A
 //! `connect_timeout` that is not an integer is kept for the first attempt
 //! to report, as libpq reports it. The TCP socket options are kept as
 //! written and read as each TCP connection opens, as libpq reads them: a
@@ -127,12 +126,13 @@ fn server_reads_as_false(value: &str) -> bool {
     v == "0" || prefix_of("false", 1) || prefix_of("no", 1) || prefix_of("off", 2)
 }
 
-/// A `hostaddr` entry read as libpq reads it: the system resolver with
+/// A `hostaddr` entry read as libpq reads it when the host's turn comes
+/// (a bad one skips the host): the system resolver with
 /// `AI_NUMERICHOST`, so every form it takes as an address is one
 /// (`127.1`, `0x7f.0.0.1`, `2130706433`) and nothing is looked up; its
 /// message when it refuses. An IPv6 zone identifier (`fe80::1%eth0`) is
 /// refused: a connection target here is an address without a scope.
-fn numeric_address(text: &str) -> Result<IpAddr, Error> {
+pub fn host_address(text: &str) -> Result<IpAddr, Error> {
     let invalid = |reason: String| Error::InvalidHostAddr {
         value: text.to_owned(),
         reason,
@@ -229,9 +229,12 @@ fn hosts(o: &ConnOptions, default_socket_dir: &Path) -> Result<Vec<HostSpelling>
         let name = names.as_ref().map(|n| n[i]).filter(|s| !s.is_empty());
         let addr = addrs.as_ref().map(|a| a[i]).filter(|s| !s.is_empty());
         let kind = match (addr, name) {
+            // A bad `hostaddr` is reported when the host's turn comes, as
+            // libpq reports it (see [`host_address`]); until then the host
+            // has no address.
             (Some(addr), name) => HostKind::Tcp {
                 name: name.map(str::to_owned),
-                addr: Some(numeric_address(addr)?),
+                addr: host_address(addr).ok(),
             },
             (None, Some(name)) if name.starts_with(['/', '@']) => {
                 HostKind::Unix(PathBuf::from(name))
