@@ -287,10 +287,18 @@ fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> 
             RunLength::Transactions(n) => ("nxacts", n),
             RunLength::Duration(s) => ("duration", s),
         };
+        // pgbench names the host and port its set-up connection reached
+        // (PQhost, PQport): `host`, else `hostaddr`, as written (the
+        // default socket directory when neither is), the port as written.
         let cfg = connector.config();
-        let (host, port) = match cfg.hosts.first() {
-            Some(h) => (debug_host(&h.kind), h.port.to_string()),
-            None => (String::new(), String::new()),
+        let index = setup_client.host_index();
+        let (host, port) = match (cfg.hosts.get(index), cfg.host_spellings.get(index)) {
+            (Some(h), Some(written)) if written.name.is_empty() => {
+                (debug_host(&h.kind), written.port.clone())
+            }
+            (Some(_), Some(written)) => (written.name.clone(), written.port.clone()),
+            (Some(h), None) => (debug_host(&h.kind), h.port.to_string()),
+            (None, _) => (String::new(), String::new()),
         };
         log::debug(format_args!(
             "pghost: {host} pgport: {port} nclients: {} {what}: {n} dbName: {}",

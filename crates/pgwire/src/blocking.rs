@@ -105,6 +105,11 @@ impl Client {
         result
     }
 
+    /// Which entry of the configuration's host list this session reached.
+    pub fn host_index(&self) -> usize {
+        self.conn.host_index()
+    }
+
     /// Notices the server sent since the last call.
     pub fn take_notices(&mut self) -> Vec<DbError> {
         std::mem::take(&mut self.notices)

@@ -106,8 +106,13 @@ impl Connector {
 
     /// Begins connecting; nothing happens until the first [`Connecting::poll`].
     pub fn connect(&self) -> Connecting {
+        let mut order: Vec<usize> = (0..self.shared.config.hosts.len()).collect();
+        if self.shared.config.load_balance_random {
+            shuffle(&mut order);
+        }
         Connecting {
             shared: self.shared.clone(),
+            order,
             next_host: 0,
             second_pass: false,
             pending: VecDeque::new(),
@@ -115,6 +120,7 @@ impl Connector {
             attempts: Vec::new(),
             warnings: Vec::new(),
             announced: false,
+            started: false,
         }
     }
 }
@@ -132,6 +138,8 @@ pub(crate) struct Candidate {
 /// A connection being opened. See [`ConnectProgress`] for the protocol.
 pub struct Connecting {
     shared: Arc<Shared>,
+    /// The order in which the hosts are tried (indexes into the host list).
+    order: Vec<usize>,
     next_host: usize,
     second_pass: bool,
     pending: VecDeque<Candidate>,
@@ -141,6 +149,9 @@ pub struct Connecting {
     warnings: Vec<String>,
     /// The current socket was already reported to the caller.
     announced: bool,
+    /// An attempt has already got under way (its socket is connecting or
+    /// connected).
+    started: bool,
 }
 
 impl Connecting {
@@ -155,6 +166,9 @@ impl Connecting {
             let Some(current) = self.current.as_mut() else {
                 self.current = Some(Box::new(self.next_try()?));
                 self.announced = false;
+                if !std::mem::replace(&mut self.started, true) {
+                    self.check_connect_timeout()?;
+                }
                 continue;
             };
             if current.deadline().is_some_and(|d| Instant::now() >= d) {
@@ -180,6 +194,26 @@ impl Connecting {
                 Err(e) => self.fail(e),
             }
         }
+    }
+
+    /// libpq reads `connect_timeout` once its first attempt is under way
+    /// (its socket connecting), after any that failed at once: a value
+    /// that is not an integer ends the connection there, with those
+    /// attempts and this one named in the error.
+    fn check_connect_timeout(&mut self) -> Result<(), Error> {
+        let Some(value) = self.shared.config.invalid_connect_timeout.as_deref() else {
+            return Ok(());
+        };
+        let error = Error::config(format!(
+            "invalid integer value \"{value}\" for connection option \"connect_timeout\""
+        ));
+        if let Some(current) = self.current.take() {
+            self.attempts.push(Attempt {
+                target: Some(current.target().to_owned()),
+                error,
+            });
+        }
+        Err(Error::attempts(std::mem::take(&mut self.attempts)))
     }
 
     /// When the current attempt times out (`connect_timeout`); call
@@ -301,8 +335,40 @@ impl Connecting {
                 }
                 return Err(Error::attempts(std::mem::take(&mut self.attempts)));
             }
-            let index = self.next_host;
+            let index = self
+                .order
+                .get(self.next_host)
+                .copied()
+                .unwrap_or(self.next_host);
             self.next_host += 1;
+            // libpq reads a host's port when its turn comes: out of range,
+            // the host is skipped; not an integer, the connection ends.
+            if config.hosts[index].port == 0 {
+                let written = config.host_spellings.get(index).map(|s| s.port.as_str());
+                if let Err(e) = crate::conninfo::port(written.unwrap_or("0")) {
+                    let fatal = !matches!(e, crate::conninfo::Error::InvalidPort { .. });
+                    self.attempts.push(Attempt {
+                        target: None,
+                        error: Error::config(e.to_string()),
+                    });
+                    if fatal {
+                        return Err(Error::attempts(std::mem::take(&mut self.attempts)));
+                    }
+                    continue;
+                }
+            }
+            // Then its `hostaddr`: one the resolver refuses skips the host.
+            if let Some(written) = config.host_spellings.get(index) {
+                if !written.hostaddr.is_empty() {
+                    if let Err(e) = crate::conninfo::host_address(&written.hostaddr) {
+                        self.attempts.push(Attempt {
+                            target: None,
+                            error: Error::config(e.to_string()),
+                        });
+                        continue;
+                    }
+                }
+            }
             match candidates(config, index) {
                 Ok(list) => self.pending.extend(list),
                 Err(e) => self.attempts.push(Attempt {
@@ -342,7 +408,7 @@ fn candidates(config: &Config, index: usize) -> Result<Vec<Candidate>, Error> {
             }])
         }
         HostKind::Tcp { name, addr } => {
-            let addrs: Vec<SocketAddr> = match (addr, name) {
+            let mut addrs: Vec<SocketAddr> = match (addr, name) {
                 (Some(ip), _) => vec![SocketAddr::new(*ip, port)],
                 (None, Some(name)) => (name.as_str(), port)
                     .to_socket_addrs()
@@ -358,14 +424,25 @@ fn candidates(config: &Config, index: usize) -> Result<Vec<Candidate>, Error> {
                     .collect(),
                 (None, None) => vec![SocketAddr::new([127, 0, 0, 1].into(), port)],
             };
+            if config.load_balance_random {
+                shuffle(&mut addrs);
+            }
             Ok(addrs
                 .into_iter()
                 .map(|sa| {
                     let ip = sa.ip().to_string();
                     let tls_name = name.clone().unwrap_or_else(|| ip.clone());
-                    // As libpq: a `hostaddr` is shown alone; a resolved
-                    // name is followed by its address when they differ.
-                    let target = if addr.is_some() || tls_name == ip {
+                    // As libpq: a `hostaddr` is shown alone, as written; a
+                    // resolved name is followed by its address when they
+                    // differ.
+                    let written = config
+                        .host_spellings
+                        .get(index)
+                        .map(|s| s.hostaddr.as_str())
+                        .filter(|a| !a.is_empty());
+                    let target = if let Some(written) = written {
+                        format!("at \"{written}\", port {port}")
+                    } else if addr.is_some() || tls_name == ip {
                         format!("at \"{ip}\", port {port}")
                     } else {
                         format!("at \"{tls_name}\" ({ip}), port {port}")
@@ -379,6 +456,26 @@ fn candidates(config: &Config, index: usize) -> Result<Vec<Candidate>, Error> {
                 })
                 .collect())
         }
+    }
+}
+
+/// Puts `items` in a random order (Fisher-Yates), for
+/// `load_balance_hosts=random`. The randomness comes from the standard
+/// library's per-process random hash keys; it spreads connections, it
+/// protects nothing.
+fn shuffle<T>(items: &mut [T]) {
+    use std::hash::{BuildHasher, Hasher};
+    let mut state = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish()
+        | 1;
+    for i in (1..items.len()).rev() {
+        // xorshift64: a new 64-bit value for each draw.
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let j = (state % (i as u64 + 1)) as usize;
+        items.swap(i, j);
     }
 }
 

@@ -55,6 +55,8 @@ pub struct Connection {
     /// What the external driver's last read or write ended with, when it
     /// ended the session (end of file or an error); `fill` reports it.
     external_end: Option<std::io::Error>,
+    /// The entry of the configuration's host list this session reached.
+    host_index: usize,
 }
 
 impl std::fmt::Debug for Connection {
@@ -87,6 +89,7 @@ impl Connection {
         rbuf: ReadBuf,
         params: Vec<(String, String)>,
         cancel: CancelToken,
+        host_index: usize,
     ) -> Connection {
         Connection {
             stream,
@@ -99,7 +102,14 @@ impl Connection {
             closed: false,
             external: false,
             external_end: None,
+            host_index,
         }
+    }
+
+    /// Which entry of [`crate::conninfo::Config::hosts`] this session is
+    /// connected to (libpq's `PQhost` and `PQport` name that entry).
+    pub fn host_index(&self) -> usize {
+        self.host_index
     }
 
     /// The socket to register with a poller. It never changes.

@@ -28,7 +28,7 @@ use crate::auth::{AuthContext, Exchange};
 use crate::backend::{AuthRequest, Message};
 use crate::cancel::CancelToken;
 use crate::connection::{set_param, Connection};
-use crate::conninfo::{Config, HostKind, SslMode, SslNegotiation, TargetSessionAttrs};
+use crate::conninfo::{Config, HostKind, SslMode, SslNegotiation, TargetSessionAttrs, TcpOptions};
 use crate::error::{strerror, DbError, Error, ErrorKind};
 use crate::frame::ReadBuf;
 use crate::transport::{Got, HandshakeError, Stream};
@@ -393,7 +393,7 @@ impl Try {
         }
         if let Some(app) = config
             .effective_application_name()
-            .filter(|_| self.send_appname)
+            .filter(|app| self.send_appname && !app.is_empty())
         {
             params.push(("application_name", app));
         }
@@ -547,7 +547,14 @@ impl Try {
             self.key.1,
             self.timeout,
         );
-        Connection::new(self.stream, self.wbuf, self.rbuf, self.params, cancel)
+        Connection::new(
+            self.stream,
+            self.wbuf,
+            self.rbuf,
+            self.params,
+            cancel,
+            self.candidate.host_index,
+        )
     }
 }
 
@@ -568,9 +575,10 @@ fn connect_error(e: std::io::Error, candidate: &Candidate) -> Error {
     Error::io(e).with_hint(hint)
 }
 
-/// A non-blocking socket with `connect` under way. A socket option the
-/// system refuses (`keepalives_idle=0` is EINVAL on Linux) fails the
-/// attempt with libpq's `setsockopt(NAME) failed: ...`.
+/// A non-blocking socket with `connect` under way. The TCP options are
+/// read and applied in libpq's order; a value that is not an integer, or a
+/// socket option the system refuses (`keepalives_idle=0` is EINVAL on
+/// Linux, `setsockopt(TCP_KEEPIDLE) failed: ...`), fails the attempt.
 fn open(config: &Config, candidate: &Candidate) -> Result<Socket, Error> {
     let failed = |e| connect_error(e, candidate);
     let sock = Socket::new(candidate.addr.domain(), Type::STREAM, None).map_err(failed)?;
@@ -578,40 +586,7 @@ fn open(config: &Config, candidate: &Candidate) -> Result<Socket, Error> {
     if candidate.tls_name.is_some() {
         let option = |name| move |e| Error::socket_option(name, e);
         sock.set_nodelay(true).map_err(option("TCP_NODELAY"))?;
-        if config.keepalives {
-            sock.set_keepalive(true).map_err(option("SO_KEEPALIVE"))?;
-            // One option at a time, in libpq's order, so that the message
-            // names the one refused.
-            let settings = [
-                (
-                    "TCP_KEEPIDLE",
-                    config
-                        .keepalives_idle
-                        .map(|t| TcpKeepalive::new().with_time(t)),
-                ),
-                (
-                    "TCP_KEEPINTVL",
-                    config
-                        .keepalives_interval
-                        .map(|t| TcpKeepalive::new().with_interval(t)),
-                ),
-                (
-                    "TCP_KEEPCNT",
-                    config
-                        .keepalives_count
-                        .map(|n| TcpKeepalive::new().with_retries(n)),
-                ),
-            ];
-            for (name, setting) in settings {
-                if let Some(ka) = setting {
-                    sock.set_tcp_keepalive(&ka).map_err(option(name))?;
-                }
-            }
-        }
-        if let Some(t) = config.tcp_user_timeout {
-            sock.set_tcp_user_timeout(Some(t))
-                .map_err(option("TCP_USER_TIMEOUT"))?;
-        }
+        apply_tcp_options(&sock, &config.tcp)?;
     }
     // Only EINPROGRESS means "under way". EAGAIN (a Unix socket's full
     // backlog, or no free local port) means the connect did not happen, and
@@ -621,6 +596,37 @@ fn open(config: &Config, candidate: &Candidate) -> Result<Socket, Error> {
         Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok(sock),
         Err(e) => Err(failed(e)),
     }
+}
+
+/// libpq's sequence: with keepalives off nothing else is read, not even
+/// `tcp_user_timeout`; otherwise each keepalive setting in turn, then the
+/// user timeout.
+fn apply_tcp_options(sock: &Socket, tcp: &TcpOptions) -> Result<(), Error> {
+    let option = |name| move |e| Error::socket_option(name, e);
+    let invalid = |e: crate::conninfo::Error| Error::config(e.to_string());
+    if !tcp.keepalives().map_err(invalid)? {
+        return Ok(());
+    }
+    sock.set_keepalive(true).map_err(option("SO_KEEPALIVE"))?;
+    if let Some(t) = tcp.idle().map_err(invalid)? {
+        let ka = TcpKeepalive::new().with_time(t);
+        sock.set_tcp_keepalive(&ka)
+            .map_err(option("TCP_KEEPIDLE"))?;
+    }
+    if let Some(t) = tcp.interval().map_err(invalid)? {
+        let ka = TcpKeepalive::new().with_interval(t);
+        sock.set_tcp_keepalive(&ka)
+            .map_err(option("TCP_KEEPINTVL"))?;
+    }
+    if let Some(n) = tcp.count().map_err(invalid)? {
+        let ka = TcpKeepalive::new().with_retries(n);
+        sock.set_tcp_keepalive(&ka).map_err(option("TCP_KEEPCNT"))?;
+    }
+    if let Some(t) = tcp.user_timeout().map_err(invalid)? {
+        sock.set_tcp_user_timeout(Some(t))
+            .map_err(option("TCP_USER_TIMEOUT"))?;
+    }
+    Ok(())
 }
 
 /// The server's error; a wrong password that came from the password

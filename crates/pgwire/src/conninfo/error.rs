@@ -45,7 +45,7 @@ pub enum Error {
     /// A port outside 1..=65535.
     InvalidPort { value: String },
     /// `hostaddr` that is not a numeric IPv4 or IPv6 address.
-    InvalidHostAddr { value: String },
+    InvalidHostAddr { value: String, reason: String },
     /// The `host` list and the `hostaddr` list differ in length.
     HostCountMismatch { hosts: usize, hostaddrs: usize },
     /// The `port` list has neither one entry nor one per host.
@@ -136,10 +136,9 @@ impl fmt::Display for Error {
                 "invalid integer value \"{value}\" for connection option \"{key}\""
             ),
             InvalidPort { value } => write!(f, "invalid port number: \"{value}\""),
-            InvalidHostAddr { value } => write!(
-                f,
-                "could not parse network address \"{value}\": not a numeric IPv4 or IPv6 address"
-            ),
+            InvalidHostAddr { value, reason } => {
+                write!(f, "could not parse network address \"{value}\": {reason}")
+            }
             HostCountMismatch { hosts, hostaddrs } => write!(
                 f,
                 "could not match {hosts} host names to {hostaddrs} hostaddr values"

@@ -44,8 +44,8 @@ pub use env::{Env, DEFAULT_SOCKET_DIRS, DEFAULT_SYSCONFDIR};
 pub use error::Error;
 pub use options::ConnOptions;
 pub use parse::{from_params, is_connection_string, parse};
-pub use resolve::{resolve, with_defaults};
-pub use values::{AuthMethod, AuthRequirement, SaslMechanism};
+pub use resolve::{host_address, port, resolve, with_defaults};
+pub use values::{AuthMethod, AuthRequirement, SaslMechanism, TcpOptions};
 
 /// A password or other secret; formatting never reveals it. It is bytes,
 /// not text: a password read from the password file or typed at the prompt
@@ -100,6 +100,8 @@ pub struct HostSpelling {
     pub host: Host,
     /// `host` as written, else `hostaddr` as written, else empty.
     pub name: String,
+    /// `hostaddr` as written (libpq names the server by it), else empty.
+    pub hostaddr: String,
     /// The port as written, `5432` when none was.
     pub port: String,
 }
@@ -108,6 +110,8 @@ pub struct HostSpelling {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Host {
     pub kind: HostKind,
+    /// 0 when the port as written is not a valid one; connecting reports
+    /// it when this host's turn comes (see [`port`]).
     pub port: u16,
 }
 
@@ -181,6 +185,10 @@ pub struct Config {
     /// The `options` startup parameter (command-line options for the backend).
     pub options: Option<String>,
     pub connect_timeout: Option<Duration>,
+    /// `connect_timeout` as written when it is not an integer. libpq reads
+    /// it once the first attempt is under way and fails the connection
+    /// there, so the error names that attempt (see [`crate::Connecting`]).
+    pub invalid_connect_timeout: Option<String>,
     pub sslmode: SslMode,
     pub sslnegotiation: SslNegotiation,
     pub sslrootcert: Option<PathBuf>,
@@ -190,21 +198,16 @@ pub struct Config {
     pub sslsni: bool,
     pub channel_binding: ChannelBinding,
     pub target_session_attrs: TargetSessionAttrs,
+    /// `load_balance_hosts=random`: try the hosts, and each host's
+    /// addresses, in a random order (a new one for every connection).
+    pub load_balance_random: bool,
     /// `require_auth`: `None` allows every method. Already validated; see
     /// [`Config::auth_requirement`] for its meaning.
     pub require_auth: Option<String>,
     /// `client_encoding`, sent as a startup parameter when set.
     pub client_encoding: Option<String>,
-    /// `keepalives` (TCP only): whether to enable `SO_KEEPALIVE` (default on).
-    pub keepalives: bool,
-    /// `keepalives_idle` (`TCP_KEEPIDLE`), when set.
-    pub keepalives_idle: Option<Duration>,
-    /// `keepalives_interval` (`TCP_KEEPINTVL`), when set.
-    pub keepalives_interval: Option<Duration>,
-    /// `keepalives_count` (`TCP_KEEPCNT`), when set.
-    pub keepalives_count: Option<u32>,
-    /// `tcp_user_timeout` (`TCP_USER_TIMEOUT`, milliseconds), when set.
-    pub tcp_user_timeout: Option<Duration>,
+    /// The TCP socket options as written, read as each TCP connection opens.
+    pub tcp: TcpOptions,
     pub sslcertmode: SslCertMode,
     pub sslcrldir: Option<PathBuf>,
     /// Defaults to TLS 1.2, as in libpq.
@@ -240,6 +243,7 @@ impl Config {
             fallback_application_name: None,
             options: None,
             connect_timeout: None,
+            invalid_connect_timeout: None,
             sslmode: SslMode::default(),
             sslnegotiation: SslNegotiation::default(),
             sslrootcert: None,
@@ -249,13 +253,10 @@ impl Config {
             sslsni: true,
             channel_binding: ChannelBinding::default(),
             target_session_attrs: TargetSessionAttrs::default(),
+            load_balance_random: false,
             require_auth: None,
             client_encoding: None,
-            keepalives: true,
-            keepalives_idle: None,
-            keepalives_interval: None,
-            keepalives_count: None,
-            tcp_user_timeout: None,
+            tcp: TcpOptions::default(),
             sslcertmode: SslCertMode::default(),
             sslcrldir: None,
             ssl_min_protocol_version: Some(SslProtocolVersion::Tls1_2),
@@ -279,8 +280,8 @@ impl Config {
             .is_some_and(|p| p.as_os_str() == "system")
     }
 
-    /// The application name to send: `application_name`, else
-    /// `fallback_application_name`.
+    /// The application name: `application_name` if set (even to an empty
+    /// value), else `fallback_application_name`. An empty name is not sent.
     pub fn effective_application_name(&self) -> Option<&str> {
         self.application_name
             .as_deref()

@@ -4,10 +4,14 @@
 //! `pqConnectOptions2`: explicit options, then the service file entry for
 //! any key still unset, then the `PG*` environment, then compiled-in
 //! defaults; a key explicitly set to an empty value counts as set and so
-//! blocks the later sources. Checks that libpq makes only when it starts
-//! connecting (port numbers, `hostaddr`, `connect_timeout`, keepalive
-//! settings) are made here too, so every bad option is reported before the
-//! first connection opens.
+//! blocks the later sources. Ports and `hostaddr` values are checked as
+//! each host's turn comes, as libpq checks them (see [`port`] and
+//! [`host_address`]). A
+//! `connect_timeout` that is not an integer is kept for the first attempt
+//! to report, as libpq reports it. The TCP socket options are kept as
+//! written and read as each TCP connection opens, as libpq reads them: a
+//! Unix socket never looks at them, and a bad value fails that attempt
+//! only.
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -17,7 +21,7 @@ use super::options::KEYWORDS;
 use super::values::{self, int_option, AuthRequirement};
 use super::{
     service, Config, ConnOptions, Env, Error, Host, HostKind, HostSpelling, Secret, SslMode,
-    SslNegotiation,
+    SslNegotiation, TcpOptions,
 };
 
 /// Options libpq knows and pgbolt does not implement, rejected when set to
@@ -27,7 +31,6 @@ const UNSUPPORTED: &[(&str, &str)] = &[
     ("sslkeylogfile", "TLS key logging is not supported"),
     ("krbsrvname", "GSSAPI and Kerberos are not supported"),
     ("gsslib", "GSSAPI and Kerberos are not supported"),
-    ("replication", "replication connections are not supported"),
     (
         "scram_client_key",
         "SCRAM key pass-through is not supported",
@@ -96,6 +99,14 @@ fn reject_unsupported(o: &ConnOptions) -> Result<(), Error> {
             return Err(Error::Unsupported { key, reason });
         }
     }
+    if o.get_nonempty("replication")
+        .is_some_and(|v| !server_reads_as_false(v))
+    {
+        return Err(Error::Unsupported {
+            key: "replication",
+            reason: "replication connections are not supported",
+        });
+    }
     if let Some(v) = o.get("gssdelegation").filter(|v| v.starts_with('1')) {
         return Err(Error::UnsupportedValue {
             key: "gssdelegation",
@@ -104,6 +115,72 @@ fn reject_unsupported(o: &ConnOptions) -> Result<(), Error> {
         });
     }
     Ok(())
+}
+
+/// Whether the server takes `value` for a false boolean (its `parse_bool`:
+/// any case, a prefix of `false` or `no`, `of`/`off`, or `0`). libpq sends
+/// `replication` as written, so such a value asks for an ordinary session.
+fn server_reads_as_false(value: &str) -> bool {
+    let v = value.to_ascii_lowercase();
+    let prefix_of = |word: &str, min: usize| v.len() >= min && word.starts_with(v.as_str());
+    v == "0" || prefix_of("false", 1) || prefix_of("no", 1) || prefix_of("off", 2)
+}
+
+/// A `hostaddr` entry read as libpq reads it when the host's turn comes
+/// (a bad one skips the host): the system resolver with
+/// `AI_NUMERICHOST`, so every form it takes as an address is one
+/// (`127.1`, `0x7f.0.0.1`, `2130706433`) and nothing is looked up; its
+/// message when it refuses. An IPv6 zone identifier (`fe80::1%eth0`) is
+/// refused: a connection target here is an address without a scope.
+pub fn host_address(text: &str) -> Result<IpAddr, Error> {
+    let invalid = |reason: String| Error::InvalidHostAddr {
+        value: text.to_owned(),
+        reason,
+    };
+    let resolver_says = |code: libc::c_int| {
+        // SAFETY: gai_strerror returns a static, NUL-terminated string.
+        let message = unsafe { std::ffi::CStr::from_ptr(libc::gai_strerror(code)) };
+        invalid(message.to_string_lossy().into_owned())
+    };
+    let c_text = std::ffi::CString::new(text).map_err(|_| resolver_says(libc::EAI_NONAME))?;
+    // SAFETY: an all-zero addrinfo is a valid "no hints" value.
+    let mut hints: libc::addrinfo = unsafe { std::mem::zeroed() };
+    hints.ai_flags = libc::AI_NUMERICHOST;
+    hints.ai_family = libc::AF_UNSPEC;
+    hints.ai_socktype = libc::SOCK_STREAM;
+    let mut list: *mut libc::addrinfo = std::ptr::null_mut();
+    // SAFETY: valid C string, hints and out-pointer; the list is freed below.
+    let rc = unsafe { libc::getaddrinfo(c_text.as_ptr(), std::ptr::null(), &hints, &mut list) };
+    if rc != 0 {
+        return Err(resolver_says(rc));
+    }
+    // SAFETY: on success the list holds at least one entry whose ai_addr
+    // points to a sockaddr of its ai_family.
+    let found = unsafe {
+        let entry = &*list;
+        match entry.ai_family {
+            libc::AF_INET => {
+                let sin = &*entry.ai_addr.cast::<libc::sockaddr_in>();
+                let ip = std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
+                Some((IpAddr::V4(ip), 0))
+            }
+            libc::AF_INET6 => {
+                let sin6 = &*entry.ai_addr.cast::<libc::sockaddr_in6>();
+                let ip = std::net::Ipv6Addr::from(sin6.sin6_addr.s6_addr);
+                Some((IpAddr::V6(ip), sin6.sin6_scope_id))
+            }
+            _ => None,
+        }
+    };
+    // SAFETY: the list came from getaddrinfo and is freed once.
+    unsafe { libc::freeaddrinfo(list) };
+    match found {
+        Some((_, scope)) if scope != 0 => Err(invalid(
+            "IPv6 zone identifiers are not supported by pgbolt".to_owned(),
+        )),
+        Some((ip, _)) => Ok(ip),
+        None => Err(resolver_says(libc::EAI_NONAME)),
+    }
 }
 
 fn split(list: &str) -> Vec<&str> {
@@ -152,11 +229,12 @@ fn hosts(o: &ConnOptions, default_socket_dir: &Path) -> Result<Vec<HostSpelling>
         let name = names.as_ref().map(|n| n[i]).filter(|s| !s.is_empty());
         let addr = addrs.as_ref().map(|a| a[i]).filter(|s| !s.is_empty());
         let kind = match (addr, name) {
+            // A bad `hostaddr` is reported when the host's turn comes, as
+            // libpq reports it (see [`host_address`]); until then the host
+            // has no address.
             (Some(addr), name) => HostKind::Tcp {
                 name: name.map(str::to_owned),
-                addr: Some(addr.parse::<IpAddr>().map_err(|_| Error::InvalidHostAddr {
-                    value: addr.to_owned(),
-                })?),
+                addr: host_address(addr).ok(),
             },
             (None, Some(name)) if name.starts_with(['/', '@']) => {
                 HostKind::Unix(PathBuf::from(name))
@@ -167,13 +245,16 @@ fn hosts(o: &ConnOptions, default_socket_dir: &Path) -> Result<Vec<HostSpelling>
             },
             (None, None) => HostKind::Unix(default_socket_dir.to_path_buf()),
         };
+        // A bad port is reported when the host's turn comes, as libpq
+        // reports it; until then the host holds port 0.
         let host = Host {
             kind,
-            port: port(port_text)?,
+            port: port(port_text).unwrap_or(0),
         };
         hosts.push(HostSpelling {
             host,
             name: name.or(addr).unwrap_or_default().to_owned(),
+            hostaddr: addr.unwrap_or_default().to_owned(),
             port: if port_text.is_empty() {
                 "5432"
             } else {
@@ -185,7 +266,11 @@ fn hosts(o: &ConnOptions, default_socket_dir: &Path) -> Result<Vec<HostSpelling>
     Ok(hosts)
 }
 
-fn port(text: &str) -> Result<u16, Error> {
+/// A port as libpq reads it when it comes to that host: empty means 5432;
+/// a value that is not an integer ends the connection
+/// (`invalid integer value`), one out of range skips the host (`invalid
+/// port number`).
+pub fn port(text: &str) -> Result<u16, Error> {
     if text.is_empty() {
         return Ok(5432);
     }
@@ -196,19 +281,6 @@ fn port(text: &str) -> Result<u16, Error> {
         .ok_or_else(|| Error::InvalidPort {
             value: text.to_owned(),
         })
-}
-
-/// A non-negative number of `unit`s from an integer option (negative
-/// values count as 0, as libpq's socket-option setters do).
-fn duration_option(
-    o: &ConnOptions,
-    key: &'static str,
-    unit: fn(u64) -> Duration,
-) -> Result<Option<Duration>, Error> {
-    match o.get(key) {
-        None => Ok(None),
-        Some(v) => Ok(Some(unit(int_option(key, v)?.max(0) as u64))),
-    }
 }
 
 fn build(o: &ConnOptions, env: &Env) -> Result<Config, Error> {
@@ -225,7 +297,9 @@ fn build(o: &ConnOptions, env: &Env) -> Result<Config, Error> {
     c.host_spellings = spellings;
     c.password = o.get_nonempty("password").map(Secret::new);
     c.passfile = path(o, "passfile").or_else(|| env.home_dir().map(|h| h.join(".pgpass")));
-    c.application_name = string(o, "application_name");
+    // An empty application_name still counts: it hides the fallback, and
+    // then no name is sent at all (libpq's startup packet skips empty names).
+    c.application_name = o.get("application_name").map(str::to_owned);
     c.fallback_application_name = string(o, "fallback_application_name");
     c.options = string(o, "options");
     c.requirepeer = string(o, "requirepeer");
@@ -237,17 +311,19 @@ fn build(o: &ConnOptions, env: &Env) -> Result<Config, Error> {
     check_gssencmode(o.get("gssencmode").unwrap_or("disable"))?;
     c.target_session_attrs =
         values::target_session_attrs(o.get("target_session_attrs").unwrap_or("any"))?;
-    check_load_balance_hosts(o.get("load_balance_hosts").unwrap_or("disable"))?;
+    c.load_balance_random = load_balance_hosts(o.get("load_balance_hosts").unwrap_or("disable"))?;
     check_protocol_versions(o)?;
-    c.client_encoding = string(o, "client_encoding");
-    if c.client_encoding.as_deref() == Some("auto") {
-        return Err(Error::UnsupportedValue {
-            key: "client_encoding",
-            value: "auto".to_owned(),
-            reason: "name the encoding explicitly",
-        });
-    }
-    apply_timeouts(&mut c, o)?;
+    // libpq takes `auto` from the process's LC_CTYPE locale. A program
+    // that never calls setlocale (pgbench, pgbolt) runs in the "C" locale,
+    // for which libpq picks SQL_ASCII, whatever LANG or LC_ALL say.
+    c.client_encoding = string(o, "client_encoding").map(|e| {
+        if e == "auto" {
+            "SQL_ASCII".to_owned()
+        } else {
+            e
+        }
+    });
+    apply_timeouts(&mut c, o);
     c.environment_parameters = ENVIRONMENT_PARAMETERS
         .iter()
         .filter_map(|(var, name)| {
@@ -299,26 +375,24 @@ fn apply_tls(c: &mut Config, o: &ConnOptions) -> Result<(), Error> {
 
 /// `connect_timeout` (values 1 become 2, as in libpq; 0 or less means
 /// none) and the TCP keepalive and user-timeout settings.
-fn apply_timeouts(c: &mut Config, o: &ConnOptions) -> Result<(), Error> {
-    c.connect_timeout = match o.get("connect_timeout") {
-        None => None,
-        Some(v) => match int_option("connect_timeout", v)? {
-            t if t <= 0 => None,
-            t => Some(Duration::from_secs(t.max(2) as u64)),
-        },
+fn apply_timeouts(c: &mut Config, o: &ConnOptions) {
+    c.connect_timeout = None;
+    c.invalid_connect_timeout = None;
+    if let Some(v) = o.get("connect_timeout") {
+        match values::c_int(v) {
+            Some(t) if t > 0 => c.connect_timeout = Some(Duration::from_secs(t.max(2) as u64)),
+            Some(_) => {}
+            None => c.invalid_connect_timeout = Some(v.to_owned()),
+        }
+    }
+    let written = |key: &str| o.get(key).map(str::to_owned);
+    c.tcp = TcpOptions {
+        keepalives: written("keepalives"),
+        keepalives_idle: written("keepalives_idle"),
+        keepalives_interval: written("keepalives_interval"),
+        keepalives_count: written("keepalives_count"),
+        tcp_user_timeout: written("tcp_user_timeout"),
     };
-    c.keepalives = match o.get("keepalives") {
-        None => true,
-        Some(v) => values::keepalives(v)?,
-    };
-    c.keepalives_idle = duration_option(o, "keepalives_idle", Duration::from_secs)?;
-    c.keepalives_interval = duration_option(o, "keepalives_interval", Duration::from_secs)?;
-    c.keepalives_count = match o.get("keepalives_count") {
-        None => None,
-        Some(v) => Some(int_option("keepalives_count", v)?.max(0) as u32),
-    };
-    c.tcp_user_timeout = duration_option(o, "tcp_user_timeout", Duration::from_millis)?;
-    Ok(())
 }
 
 fn check_gssencmode(value: &str) -> Result<(), Error> {
@@ -334,14 +408,11 @@ fn check_gssencmode(value: &str) -> Result<(), Error> {
     }
 }
 
-fn check_load_balance_hosts(value: &str) -> Result<(), Error> {
+/// Whether `load_balance_hosts` asks for a random order.
+fn load_balance_hosts(value: &str) -> Result<bool, Error> {
     match value {
-        "disable" => Ok(()),
-        "random" => Err(Error::UnsupportedValue {
-            key: "load_balance_hosts",
-            value: value.to_owned(),
-            reason: "hosts are always tried in the order given",
-        }),
+        "disable" => Ok(false),
+        "random" => Ok(true),
         _ => Err(Error::InvalidValue {
             key: "load_balance_hosts",
             value: value.to_owned(),

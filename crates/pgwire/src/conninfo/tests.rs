@@ -62,7 +62,7 @@ fn defaults_follow_libpq() {
     assert_eq!(c.target_session_attrs, TargetSessionAttrs::Any);
     assert_eq!(c.sslcertmode, SslCertMode::Allow);
     assert_eq!(c.ssl_min_protocol_version, Some(SslProtocolVersion::Tls1_2));
-    assert!(c.sslsni && c.keepalives);
+    assert!(c.sslsni && c.tcp == TcpOptions::default());
     assert_eq!(c.options, None);
     assert_eq!(c.connect_timeout, None);
     assert_eq!(
@@ -162,6 +162,57 @@ fn pgbench_style_params_and_fallback_application_name() {
     assert_eq!(c.effective_application_name(), Some("mine"));
     let c = ok("fallback_application_name=pgbolt", &e);
     assert_eq!(c.effective_application_name(), Some("pgbolt"));
+    // An empty name hides the fallback, from the string or the environment.
+    let c = ok("application_name='' fallback_application_name=pgbolt", &e);
+    assert_eq!(c.effective_application_name(), Some(""));
+    let c = ok(
+        "fallback_application_name=pgbolt",
+        &e.with_var("PGAPPNAME", ""),
+    );
+    assert_eq!(c.effective_application_name(), Some(""));
+}
+
+#[test]
+fn bad_ports_wait_for_their_hosts_turn() {
+    let e = env();
+    let c = ok("host=a,b port=99999,abc", &e);
+    assert_eq!((c.hosts[0].port, c.hosts[1].port), (0, 0));
+    let said = |text: &str| port(text).map_err(|e| e.to_string());
+    assert_eq!(said("99999"), Err("invalid port number: \"99999\"".into()));
+    assert_eq!(said("0"), Err("invalid port number: \"0\"".into()));
+    assert_eq!(
+        said("abc"),
+        Err("invalid integer value \"abc\" for connection option \"port\"".into())
+    );
+    assert_eq!((said(""), said(" 5433 ")), (Ok(5432), Ok(5433)));
+}
+
+#[test]
+fn hostaddr_takes_every_numeric_form_the_resolver_takes() {
+    let e = env();
+    let v4 = |s: &str| match &ok(s, &e).hosts[0].kind {
+        HostKind::Tcp { addr, .. } => *addr,
+        other => panic!("{other:?}"),
+    };
+    let local = Some(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    for form in ["127.0.0.1", "127.1", "0x7f.1", "2130706433", "0177.0.0.1"] {
+        assert_eq!(v4(&format!("hostaddr={form}")), local, "{form}");
+    }
+    let c = ok("hostaddr=127.1", &e);
+    assert_eq!(c.host_spellings[0].hostaddr, "127.1");
+    // The rest is refused in the resolver's words when the host's turn
+    // comes; until then the host has no address.
+    assert_eq!(v4("hostaddr=x"), None);
+    let said = |text: &str| host_address(text).map_err(|e| e.to_string());
+    let cases = [
+        ("x", "could not parse network address \"x\": Name or service not known"),
+        ("127.0.0.1 ", "could not parse network address \"127.0.0.1 \": Name or service not known"),
+        ("[::1]", "could not parse network address \"[::1]\": Name or service not known"),
+        ("::1%1", "could not parse network address \"::1%1\": IPv6 zone identifiers are not supported by pgbolt"),
+    ];
+    for (text, want) in cases {
+        assert_eq!(said(text), Err(want.to_owned()), "{text:?}");
+    }
 }
 
 #[test]
@@ -241,10 +292,6 @@ fn invalid_values_are_reported_in_libpqs_words() {
         ("host=a hostaddr=1.2.3.4,::1", "could not match 1 host names to 2 hostaddr values"),
         ("host=a,b,c port=1,2", "could not match 2 port numbers to 3 hosts"),
         ("port=1,2", "could not match 2 port numbers to 1 hosts"),
-        ("port=99999", "invalid port number: \"99999\""),
-        ("port=0", "invalid port number: \"0\""),
-        ("port=abc", "invalid integer value \"abc\" for connection option \"port\""),
-        ("hostaddr=x", "could not parse network address \"x\": not a numeric IPv4 or IPv6 address"),
         ("sslmode=x", "invalid sslmode value: \"x\""),
         ("sslnegotiation=x", "invalid sslnegotiation value: \"x\""),
         ("channel_binding=maybe", "invalid channel_binding value: \"maybe\""),
@@ -258,10 +305,6 @@ fn invalid_values_are_reported_in_libpqs_words() {
         ("require_auth=md5,!password", "negative require_auth method \"!password\" cannot be mixed with non-negative methods"),
         ("sslrootcert=system sslmode=require", "weak sslmode \"require\" may not be used with sslrootcert=system (use \"verify-full\")"),
         ("sslnegotiation=direct", "weak sslmode \"prefer\" may not be used with sslnegotiation=direct (use \"require\", \"verify-ca\", or \"verify-full\")"),
-        ("connect_timeout=x", "invalid integer value \"x\" for connection option \"connect_timeout\""),
-        ("connect_timeout=", "invalid integer value \"\" for connection option \"connect_timeout\""),
-        ("keepalives=on", "invalid integer value \"on\" for connection option \"keepalives\""),
-        ("keepalives_idle=soon", "invalid integer value \"soon\" for connection option \"keepalives_idle\""),
         ("min_protocol_version=4", "invalid min_protocol_version value: \"4\""),
     ];
     for (conninfo, want) in cases {
@@ -278,8 +321,9 @@ fn unsupported_options_are_rejected_by_name() {
         ("gssdelegation=1", "gssdelegation value \"1\" is not supported by pgbolt: GSSAPI and Kerberos are not supported"),
         ("sslpassword=x", "connection option \"sslpassword\" is not supported by pgbolt: encrypted client keys are not supported"),
         ("replication=database", "connection option \"replication\" is not supported by pgbolt: replication connections are not supported"),
-        ("load_balance_hosts=random", "load_balance_hosts value \"random\" is not supported by pgbolt: hosts are always tried in the order given"),
-        ("client_encoding=auto", "client_encoding value \"auto\" is not supported by pgbolt: name the encoding explicitly"),
+        ("replication=true", "connection option \"replication\" is not supported by pgbolt: replication connections are not supported"),
+        ("replication=o", "connection option \"replication\" is not supported by pgbolt: replication connections are not supported"),
+        ("replication=' 0'", "connection option \"replication\" is not supported by pgbolt: replication connections are not supported"),
         ("min_protocol_version=3.2", "min_protocol_version value \"3.2\" is not supported by pgbolt: only protocol version 3.0 is spoken"),
         ("oauth_issuer=https://x", "connection option \"oauth_issuer\" is not supported by pgbolt: OAuth authentication is not supported"),
     ];
@@ -292,10 +336,23 @@ fn unsupported_options_are_rejected_by_name() {
     );
     // Settings that change nothing for a client without GSSAPI are accepted.
     ok(
-        "gssencmode=prefer gssdelegation=0 krbsrvname='' sslcompression=1",
+        "gssencmode=prefer gssdelegation=0 krbsrvname='' sslcompression=1 replication=''",
         &e,
     );
     ok("max_protocol_version=latest min_protocol_version=3.0", &e);
+    assert!(ok("load_balance_hosts=random", &e).load_balance_random);
+    assert!(!ok("load_balance_hosts=disable", &e).load_balance_random);
+    // `auto` is what libpq picks in the "C" locale of pgbench and pgbolt.
+    let encoding = |s: &str| ok(s, &e).client_encoding;
+    assert_eq!(
+        encoding("client_encoding=auto").as_deref(),
+        Some("SQL_ASCII")
+    );
+    assert_eq!(encoding("client_encoding=AUTO").as_deref(), Some("AUTO"));
+    // Values the server reads as false ask for an ordinary session.
+    for off in ["0", "off", "OF", "false", "f", "No", "n"] {
+        ok(&format!("replication={off}"), &e);
+    }
 }
 
 #[test]
@@ -306,15 +363,25 @@ fn numeric_options() {
     assert_eq!(timeout("connect_timeout=10"), Some(Duration::from_secs(10)));
     assert_eq!(timeout("connect_timeout=0"), None);
     assert_eq!(timeout("connect_timeout=-5"), None);
+    // Not an integer: kept for the first attempt to report.
+    let c = ok("connect_timeout=x", &e);
+    assert_eq!(c.connect_timeout, None);
+    assert_eq!(c.invalid_connect_timeout.as_deref(), Some("x"));
+    assert_eq!(
+        ok("connect_timeout=''", &e)
+            .invalid_connect_timeout
+            .as_deref(),
+        Some("")
+    );
+    // TCP options are kept as written: libpq reads them as a TCP
+    // connection opens, so a bad one is not an error here.
     let c = ok(
-        "keepalives=0 keepalives_idle=30 keepalives_interval=-1 keepalives_count=4 tcp_user_timeout=1500",
+        "keepalives=0 keepalives_idle=soon tcp_user_timeout=1500",
         &e,
     );
-    assert!(!c.keepalives);
-    assert_eq!(c.keepalives_idle, Some(Duration::from_secs(30)));
-    assert_eq!(c.keepalives_interval, Some(Duration::ZERO));
-    assert_eq!(c.keepalives_count, Some(4));
-    assert_eq!(c.tcp_user_timeout, Some(Duration::from_millis(1500)));
+    assert_eq!(c.tcp.keepalives.as_deref(), Some("0"));
+    assert_eq!(c.tcp.keepalives_idle.as_deref(), Some("soon"));
+    assert_eq!(c.tcp.tcp_user_timeout.as_deref(), Some("1500"));
 }
 
 #[test]

@@ -2,6 +2,8 @@
 //! `pqParseIntParam` reads them, the enumerated options, and
 //! `require_auth`.
 
+use std::time::Duration;
+
 use super::parse::is_c_space;
 use super::{
     ChannelBinding, Error, SslCertMode, SslMode, SslNegotiation, SslProtocolVersion,
@@ -37,14 +39,61 @@ pub(crate) fn int_option(key: &'static str, value: &str) -> Result<i32, Error> {
     })
 }
 
-/// `keepalives`: an integer, read as libpq reads integer options (white
-/// space around it allowed), non-zero meaning on. An empty value means off,
-/// as with libpq 15, which turns keepalives off for `keepalives=''`.
-pub(crate) fn keepalives(value: &str) -> Result<bool, Error> {
-    if value.is_empty() {
-        return Ok(false);
+/// The TCP socket options as written: `keepalives`, `keepalives_idle`,
+/// `keepalives_interval`, `keepalives_count`, `tcp_user_timeout`.
+///
+/// libpq reads them only as it opens a TCP socket, in that order, and a
+/// bad value fails that attempt (the next address or host is tried), so a
+/// connection over a Unix socket never looks at them. With keepalives
+/// off, the others, `tcp_user_timeout` included, are not read or applied.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TcpOptions {
+    pub keepalives: Option<String>,
+    pub keepalives_idle: Option<String>,
+    pub keepalives_interval: Option<String>,
+    pub keepalives_count: Option<String>,
+    pub tcp_user_timeout: Option<String>,
+}
+
+impl TcpOptions {
+    /// Whether to turn keepalives on: unless `keepalives` is an integer
+    /// equal to 0 (any other integer, negative ones too, means on).
+    pub fn keepalives(&self) -> Result<bool, Error> {
+        match self.keepalives.as_deref() {
+            None => Ok(true),
+            Some(v) => Ok(int_option("keepalives", v)? != 0),
+        }
     }
-    Ok(int_option("keepalives", value)? != 0)
+
+    /// `keepalives_idle` in seconds (negative counts as 0).
+    pub fn idle(&self) -> Result<Option<Duration>, Error> {
+        non_negative("keepalives_idle", &self.keepalives_idle).map(|n| n.map(Duration::from_secs))
+    }
+
+    /// `keepalives_interval` in seconds (negative counts as 0).
+    pub fn interval(&self) -> Result<Option<Duration>, Error> {
+        non_negative("keepalives_interval", &self.keepalives_interval)
+            .map(|n| n.map(Duration::from_secs))
+    }
+
+    /// `keepalives_count` (negative counts as 0).
+    pub fn count(&self) -> Result<Option<u32>, Error> {
+        non_negative("keepalives_count", &self.keepalives_count).map(|n| n.map(|n| n as u32))
+    }
+
+    /// `tcp_user_timeout` in milliseconds (negative counts as 0).
+    pub fn user_timeout(&self) -> Result<Option<Duration>, Error> {
+        non_negative("tcp_user_timeout", &self.tcp_user_timeout)
+            .map(|n| n.map(Duration::from_millis))
+    }
+}
+
+/// An integer option clamped at 0, as libpq's socket-option setters do.
+fn non_negative(key: &'static str, value: &Option<String>) -> Result<Option<u64>, Error> {
+    match value.as_deref() {
+        None => Ok(None),
+        Some(v) => Ok(Some(int_option(key, v)?.max(0) as u64)),
+    }
 }
 
 fn invalid(key: &'static str, value: &str) -> Error {
@@ -288,11 +337,18 @@ mod tests {
     }
 
     #[test]
-    fn keepalives_values() {
+    fn tcp_option_values() {
+        let on = |v: &str| {
+            TcpOptions {
+                keepalives: Some(v.to_owned()),
+                ..TcpOptions::default()
+            }
+            .keepalives()
+            .map_err(|e| e.to_string())
+        };
         let cases = [
             ("1", Ok(true)),
             ("0", Ok(false)),
-            ("", Ok(false)),
             (" 5", Ok(true)),
             ("00", Ok(false)),
             ("-1", Ok(true)),
@@ -300,16 +356,40 @@ mod tests {
             // for every integer option.
             ("1 ", Ok(true)),
             (" 0 ", Ok(false)),
-            ("yes", Err(())),
-            ("1x", Err(())),
-            ("99999999999", Err(())),
         ];
         for (input, want) in cases {
-            assert_eq!(keepalives(input).map_err(|_| ()), want, "{input:?}");
+            assert_eq!(on(input), want, "{input:?}");
         }
+        for bad in ["", "yes", "1x", "99999999999"] {
+            assert_eq!(
+                on(bad),
+                Err(format!(
+                    "invalid integer value \"{bad}\" for connection option \"keepalives\""
+                ))
+            );
+        }
+        assert_eq!(TcpOptions::default().keepalives().ok(), Some(true));
+        let o = TcpOptions {
+            keepalives_idle: Some("30".into()),
+            keepalives_interval: Some("-1".into()),
+            keepalives_count: Some("4".into()),
+            tcp_user_timeout: Some("1500".into()),
+            ..TcpOptions::default()
+        };
+        assert_eq!(o.idle().ok(), Some(Some(Duration::from_secs(30))));
+        assert_eq!(o.interval().ok(), Some(Some(Duration::ZERO)));
+        assert_eq!(o.count().ok(), Some(Some(4)));
         assert_eq!(
-            keepalives("on").unwrap_err().to_string(),
-            "invalid integer value \"on\" for connection option \"keepalives\""
+            o.user_timeout().ok(),
+            Some(Some(Duration::from_millis(1500)))
+        );
+        let soon = TcpOptions {
+            keepalives_idle: Some("soon".into()),
+            ..TcpOptions::default()
+        };
+        assert_eq!(
+            soon.idle().map_err(|e| e.to_string()),
+            Err("invalid integer value \"soon\" for connection option \"keepalives_idle\"".into())
         );
     }
 
