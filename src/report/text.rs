@@ -18,58 +18,70 @@ pub fn render_text(result: &RunResult, pgbench_output: bool) -> String {
 
 /// pgbench 18's `printResults` output.
 pub fn render_pgbench(r: &RunResult) -> String {
-    let o = &r.options;
     let mut out = String::with_capacity(2048);
-    let kind = match o.scripts.as_slice() {
-        [one] => one.name.as_str(),
-        _ => "multiple scripts",
-    };
-    line(&mut out, format_args!("transaction type: {kind}"));
-    line(&mut out, format_args!("scaling factor: {}", o.scale));
-    if let Some(p) = &o.partitioning {
-        line(&mut out, format_args!("partition method: {}", p.method));
-        line(&mut out, format_args!("partitions: {}", p.partitions));
-    }
-    line(&mut out, format_args!("query mode: {}", o.query_mode));
-    line(&mut out, format_args!("number of clients: {}", o.clients));
-    line(&mut out, format_args!("number of threads: {}", o.threads));
-    if o.max_tries != 0 {
-        line(
-            &mut out,
-            format_args!("maximum number of tries: {}", o.max_tries),
-        );
-    }
+    header_lines(&mut out, r);
     let c = &r.counts;
-    match o.limit {
-        RunLimit::TransactionsPerClient(n) => {
-            line(
-                &mut out,
-                format_args!("number of transactions per client: {n}"),
-            );
-            let expected = n * u64::from(o.clients);
-            line(
-                &mut out,
-                format_args!(
-                    "number of transactions actually processed: {}/{expected}",
-                    c.counters.committed
-                ),
-            );
-        }
-        RunLimit::DurationSeconds(s) => {
-            line(&mut out, format_args!("duration: {s} s"));
-            line(
-                &mut out,
-                format_args!(
-                    "number of transactions actually processed: {}",
-                    c.counters.committed
-                ),
-            );
-        }
-    }
     if c.total == 0 {
         return out;
     }
     outcome_lines(&mut out, r, c, "");
+    latency_lines(&mut out, r, c);
+    rate_lines(&mut out, r, c);
+    if r.options.per_script_stats() || r.options.report_per_command {
+        for (i, s) in r.scripts.iter().enumerate() {
+            script_section(&mut out, r, i, s);
+        }
+    }
+    out
+}
+
+/// How the run was set up, and how many transactions it processed.
+fn header_lines(out: &mut String, r: &RunResult) {
+    let o = &r.options;
+    let kind = match o.scripts.as_slice() {
+        [one] => one.name.as_str(),
+        _ => "multiple scripts",
+    };
+    line(out, format_args!("transaction type: {kind}"));
+    line(out, format_args!("scaling factor: {}", o.scale));
+    if let Some(p) = &o.partitioning {
+        line(out, format_args!("partition method: {}", p.method));
+        line(out, format_args!("partitions: {}", p.partitions));
+    }
+    line(out, format_args!("query mode: {}", o.query_mode));
+    line(out, format_args!("number of clients: {}", o.clients));
+    line(out, format_args!("number of threads: {}", o.threads));
+    if o.max_tries != 0 {
+        line(
+            out,
+            format_args!("maximum number of tries: {}", o.max_tries),
+        );
+    }
+    let committed = r.counts.counters.committed;
+    match o.limit {
+        RunLimit::TransactionsPerClient(n) => {
+            line(out, format_args!("number of transactions per client: {n}"));
+            let expected = n * u64::from(o.clients);
+            line(
+                out,
+                format_args!("number of transactions actually processed: {committed}/{expected}"),
+            );
+        }
+        RunLimit::DurationSeconds(s) => {
+            line(out, format_args!("duration: {s} s"));
+            line(
+                out,
+                format_args!("number of transactions actually processed: {committed}"),
+            );
+        }
+    }
+}
+
+/// The latency limit's count, then the latency: its average and standard
+/// deviation where pgbench measures each transaction (`-R`, `-P`, `-L`),
+/// otherwise the average pgbench derives from the run's duration.
+fn latency_lines(out: &mut String, r: &RunResult, c: &Counts) {
+    let o = &r.options;
     if let Some(limit) = o.latency_limit_us {
         let late_pct = if c.counters.committed > 0 {
             100.0 * c.latency_late as f64 / c.counters.committed as f64
@@ -77,7 +89,7 @@ pub fn render_pgbench(r: &RunResult) -> String {
             0.0
         };
         line(
-            &mut out,
+            out,
             format_args!(
                 "number of transactions above the {} ms latency limit: {}/{} ({}%)",
                 fixed(limit as f64 / 1000.0, 1),
@@ -88,7 +100,7 @@ pub fn render_pgbench(r: &RunResult) -> String {
         );
     }
     if o.rate.is_some() || o.progress_s.is_some() || o.latency_limit_us.is_some() {
-        simple_stats(&mut out, "latency", &r.latency);
+        simple_stats(out, "latency", &r.latency);
     } else {
         let avg =
             0.001 * r.timings.bench_duration_us as f64 * f64::from(o.clients) / c.total as f64;
@@ -98,14 +110,19 @@ pub fn render_pgbench(r: &RunResult) -> String {
             ""
         };
         line(
-            &mut out,
+            out,
             format_args!("latency average = {} ms{note}", fixed(avg, 3)),
         );
     }
+}
+
+/// The schedule lag under `-R`, the connection time and the rate.
+fn rate_lines(out: &mut String, r: &RunResult, c: &Counts) {
+    let o = &r.options;
     if o.rate.is_some() {
         let lag = &r.lag.stats;
         line(
-            &mut out,
+            out,
             format_args!(
                 "rate limit schedule lag: avg {} (max {}) ms",
                 fixed(0.001 * lag.sum as f64 / c.counters.committed as f64, 3),
@@ -117,33 +134,27 @@ pub fn render_pgbench(r: &RunResult) -> String {
         let per =
             0.001 * r.timings.total_connection_us as f64 / (c.counters.committed + c.failed) as f64;
         line(
-            &mut out,
+            out,
             format_args!("average connection time = {} ms", fixed(per, 3)),
         );
         line(
-            &mut out,
+            out,
             format_args!("tps = {} (including reconnection times)", fixed(r.tps, 6)),
         );
     } else {
         let conn = 0.001 * r.timings.initial_connection_us as f64;
         line(
-            &mut out,
+            out,
             format_args!("initial connection time = {} ms", fixed(conn, 3)),
         );
         line(
-            &mut out,
+            out,
             format_args!(
                 "tps = {} (without initial connection time)",
                 fixed(r.tps, 6)
             ),
         );
     }
-    if o.per_script_stats() || o.report_per_command {
-        for (i, s) in r.scripts.iter().enumerate() {
-            script_section(&mut out, r, i, s);
-        }
-    }
-    out
 }
 
 /// Failed / retried / skipped lines, shared by the summary and the
