@@ -538,40 +538,10 @@ fn json_to_stdout(bench: &Benchmark) -> bool {
     bench.json.as_deref() == Some(std::path::Path::new("-"))
 }
 
-/// Merges the threads' results, prints the report, and gives the status.
-fn report(
-    prepared: &Prepared,
-    bench: &Benchmark,
-    ended: Ended,
-    json_file: Option<ResultFile>,
-) -> Result<i32, EngineError> {
+/// The run's options as the result model records them.
+fn run_options(prepared: &Prepared, bench: &Benchmark) -> RunOptions {
     let plan = &prepared.plan;
-    let Ended {
-        results,
-        start_time,
-        now,
-        interrupted_by,
-    } = ended;
-    let mut merged: Option<ThreadStats> = None;
-    let (mut conn_total, mut bench_start, mut aborted, mut interrupted) = (0, i64::MAX, 0, 0);
-    let mut output_failed = false;
-    for r in results {
-        output_failed |= r.log_failed;
-        conn_total += r.conn_duration_us;
-        bench_start = bench_start.min(r.bench_start_us);
-        aborted += r.aborted;
-        interrupted += r.interrupted;
-        match merged.as_mut() {
-            None => merged = Some(r.stats),
-            Some(m) => m
-                .merge(&r.stats)
-                .map_err(|e| EngineError::Report(e.to_string()))?,
-        }
-    }
-    let Some(stats) = merged else {
-        return Ok(2);
-    };
-    let options = RunOptions {
+    RunOptions {
         scripts: plan
             .scripts
             .iter()
@@ -601,7 +571,65 @@ fn report(
         failures_detailed: bench.failures_detailed,
         report_per_command: plan.report_per_command,
         continue_on_error: plan.continue_on_error,
+    }
+}
+
+/// Writes the JSON result to its file, or to standard output when no file
+/// was opened (`--json=-`). False when it could not be written.
+fn write_json(result: &RunResult, file: Option<ResultFile>, stdout: &mut Stdout) -> bool {
+    match (report::to_json(result), file) {
+        (Ok(json), Some(mut file)) => {
+            if let Err(e) = file.write(json.as_bytes()) {
+                log::error(format_args!(
+                    "could not write \"{}\": {}",
+                    file.path().display(),
+                    crate::oserror::os_message(&e)
+                ));
+                return false;
+            }
+        }
+        (Ok(json), None) => stdout.write(format!("{json}\n").as_bytes()),
+        (Err(e), _) => {
+            log::error(format_args!("{e}"));
+            return false;
+        }
+    }
+    true
+}
+
+/// Merges the threads' results, prints the report, and gives the status.
+fn report(
+    prepared: &Prepared,
+    bench: &Benchmark,
+    ended: Ended,
+    json_file: Option<ResultFile>,
+) -> Result<i32, EngineError> {
+    let Ended {
+        results,
+        start_time,
+        now,
+        interrupted_by,
+    } = ended;
+    let mut merged: Option<ThreadStats> = None;
+    let (mut conn_total, mut bench_start, mut aborted, mut interrupted) = (0, i64::MAX, 0, 0);
+    let mut output_failed = false;
+    for r in results {
+        output_failed |= r.log_failed;
+        conn_total += r.conn_duration_us;
+        bench_start = bench_start.min(r.bench_start_us);
+        aborted += r.aborted;
+        interrupted += r.interrupted;
+        match merged.as_mut() {
+            None => merged = Some(r.stats),
+            Some(m) => m
+                .merge(&r.stats)
+                .map_err(|e| EngineError::Report(e.to_string()))?,
+        }
+    }
+    let Some(stats) = merged else {
+        return Ok(2);
     };
+    let options = run_options(prepared, bench);
     let timings = Timings {
         bench_duration_us: (now - bench_start).max(1),
         initial_connection_us: bench_start - start_time,
@@ -618,23 +646,7 @@ fn report(
         stdout.write(text.as_bytes());
     }
     if bench.json.is_some() {
-        match (report::to_json(&result), json_file) {
-            (Ok(json), Some(mut file)) => {
-                if let Err(e) = file.write(json.as_bytes()) {
-                    log::error(format_args!(
-                        "could not write \"{}\": {}",
-                        file.path().display(),
-                        crate::oserror::os_message(&e)
-                    ));
-                    output_failed = true;
-                }
-            }
-            (Ok(json), None) => stdout.write(format!("{json}\n").as_bytes()),
-            (Err(e), _) => {
-                log::error(format_args!("{e}"));
-                output_failed = true;
-            }
-        }
+        output_failed |= !write_json(&result, json_file, &mut stdout);
     }
     if interrupted > 0 && interrupted_by.is_none() {
         log::error(format_args!(
