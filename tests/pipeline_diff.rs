@@ -260,3 +260,99 @@ fn a_statement_past_the_first_endpipeline_runs_under_prepared() {
     assert_eq!((ours.status, ours.messages.as_str()), (Some(0), ""));
     assert_eq!(ours.rows, "0|a\n0|c");
 }
+
+/// Waits until `db` has a client backend besides psql's own.
+fn connected(db: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let others = format!(
+        "select count(*) > 0 from pg_stat_activity where datname = '{db}' \
+         and backend_type = 'client backend' and pid <> pg_backend_pid()"
+    );
+    while sql(db, &others) != "t" {
+        assert!(Instant::now() < deadline, "no client of {db} connected");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Regression: a run stopped by SIGTERM while a client had statements
+/// queued in its pipeline sent them as it closed, so a `COMMIT` among them
+/// committed; pgbench, killed by the signal, sends nothing more.
+#[test]
+fn a_run_stopped_by_a_signal_sends_nothing_more_of_a_pipeline() {
+    let db = database_with_table();
+    let file = script(
+        "\\startpipeline\nBEGIN;\ninsert into t values (:client_id, 'queued');\nCOMMIT;\n\\sleep 10 s\n\\endpipeline\n",
+    );
+    let args = ["-n", "-M", "extended", "-t", "1", "-f", file.path.as_str()];
+    for (name, mut cmd) in [
+        ("pgbolt", pgbolt_command(&db, &args)),
+        ("pgbench", pgbench_command(&db, &args)),
+    ] {
+        let child = cmd
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("program starts");
+        connected(&db);
+        std::thread::sleep(Duration::from_millis(200));
+        // SAFETY: kill() with the id of a child this test started.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let out = child.wait_with_output().expect("program ends");
+        assert!(!out.status.success(), "{name}");
+        settled(&db);
+        assert_eq!(sql(&db, "select count(*) from t"), "0", "{name}");
+    }
+}
+
+/// Regression: the connection of a client that aborted with its pipeline
+/// open was only read at the end of the run, so a backend sending it a
+/// large result blocked on the full socket, kept its row lock, and the
+/// other clients of a `-t` run waited on that lock for ever. Its output is
+/// now read and dropped as it comes, and the run ends as pgbench's does.
+#[test]
+fn an_aborted_pipeline_with_a_large_result_does_not_hold_up_the_run() {
+    let db = database(Some(1));
+    let file = script(
+        "\\startpipeline\nBEGIN;\nupdate pgbench_branches set bbalance = bbalance + 1 where bid = 1;\n\
+         select * from pgbench_accounts;\nselect 1 as x \\gset\n\\endpipeline\n",
+    );
+    let weighted = format!("{}@1", file.path);
+    let args = [
+        "-n",
+        "-M",
+        "extended",
+        "-c",
+        "2",
+        "-t",
+        "20",
+        "-b",
+        "tpcb-like@1",
+        "-f",
+        weighted.as_str(),
+    ];
+    for (name, mut cmd) in [
+        ("pgbolt", pgbolt_command(&db, &args)),
+        ("pgbench", pgbench_command(&db, &args)),
+    ] {
+        let mut child = cmd
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("program starts");
+        // A hang detector, not a measurement: either run takes well under
+        // a second when nothing is stuck.
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("{name} never ended");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert_eq!(status.code(), Some(2), "{name}");
+        settled(&db);
+    }
+}

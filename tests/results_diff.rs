@@ -274,7 +274,23 @@ fn json_is_complete_after_sigint() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("pgbolt starts");
-    std::thread::sleep(Duration::from_millis(1500));
+    // Interrupt once the run is under way (its three clients connected),
+    // however slowly the machine starts it, and has run for a moment.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let busy = "SELECT count(*) >= 3 FROM pg_stat_activity \
+        WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() \
+        AND datname = current_database()";
+    while !server()
+        .psql_in(database(), busy)
+        .is_ok_and(|s| s.trim() == "t")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
     // SAFETY: kill() with the id of a child this test started.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().expect("pgbolt ends");

@@ -578,7 +578,7 @@ fn run_options(prepared: &Prepared, bench: &Benchmark) -> RunOptions {
 /// was opened (`--json=-`). False when it could not be written.
 fn write_json(result: &RunResult, file: Option<ResultFile>, stdout: &mut Stdout) -> bool {
     match (report::to_json(result), file) {
-        (Ok(json), Some(mut file)) => {
+        (Ok(json), Some(file)) => {
             if let Err(e) = file.write(json.as_bytes()) {
                 log::error(format_args!(
                     "could not write \"{}\": {}",

@@ -1,26 +1,23 @@
-//! The `--json=FILE` result file, opened before the run and written after.
+//! The `--json=FILE` result file: checked before the run, written after.
 //!
 //! A path that cannot be written (a missing directory, a directory, no
 //! permission) is found out before the first connection, as a bad
 //! `--log-prefix` is, instead of after a run that may have lasted hours.
-//! Opening does not truncate: the file is emptied only when the results
-//! are written, so a run that ends without results (a failed connection,
-//! `--exit-on-abort`) leaves an existing file as it was, and removes the
-//! file it created for nothing rather than leave an empty one behind.
+//! The check leaves nothing behind: an existing file is opened for writing
+//! without being emptied, a new one is created and removed at once. The
+//! file is only created (or emptied) when the results are written, so a
+//! run that ends without results (a failed connection, `--exit-on-abort`,
+//! a signal before the run started) leaves the path as it found it.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, ErrorKind, Write};
 use std::path::{Path, PathBuf};
 
 use crate::oserror::os_message;
 
-/// An open result file.
+/// A result file whose path was found writable.
 pub struct ResultFile {
     path: PathBuf,
-    file: File,
-    /// The file did not exist before pgbolt opened it.
-    created: bool,
-    written: bool,
 }
 
 /// The result file could not be opened.
@@ -48,24 +45,31 @@ impl std::error::Error for OpenError {
 }
 
 impl ResultFile {
-    /// Opens (creating if needed, without truncating) `path` for writing.
+    /// Checks that `path` can be written, changing nothing there.
     pub fn open(path: &Path) -> Result<Self, OpenError> {
-        let existed = std::fs::symlink_metadata(path).is_ok();
         let fail = |source| OpenError {
             path: path.to_owned(),
             source,
         };
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(fail)?;
+        match std::fs::metadata(path) {
+            Ok(_) => {
+                OpenOptions::new().write(true).open(path).map_err(fail)?;
+            }
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                match OpenOptions::new().write(true).create_new(true).open(path) {
+                    Ok(_) => {
+                        let _ = std::fs::remove_file(path);
+                    }
+                    // A dangling symbolic link: writing the results will
+                    // create its target.
+                    Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(fail(e)),
+                }
+            }
+            Err(e) => return Err(fail(e)),
+        }
         Ok(ResultFile {
             path: path.to_owned(),
-            file,
-            created: !existed,
-            written: false,
         })
     }
 
@@ -74,24 +78,12 @@ impl ResultFile {
         &self.path
     }
 
-    /// Replaces the file's contents with `text`. A regular file is
-    /// emptied first; a device or pipe (`/dev/stdout`) is written as is.
-    pub fn write(&mut self, text: &[u8]) -> io::Result<()> {
-        self.written = true;
-        if self.file.metadata()?.is_file() {
-            self.file.set_len(0)?;
-        }
-        self.file.write_all(text)?;
-        self.file.flush()
-    }
-}
-
-impl Drop for ResultFile {
-    fn drop(&mut self) {
-        if self.created && !self.written {
-            // Best effort: the run is ending without results anyway.
-            let _ = std::fs::remove_file(&self.path);
-        }
+    /// Replaces the file's contents with `text` (a device or pipe such as
+    /// `/dev/stdout` is written as it is).
+    pub fn write(&self, text: &[u8]) -> io::Result<()> {
+        let mut file = File::create(&self.path)?;
+        file.write_all(text)?;
+        file.flush()
     }
 }
 
@@ -116,14 +108,14 @@ mod tests {
     }
 
     #[test]
-    fn an_unwritten_file_is_removed_or_left_as_it_was() {
+    fn checking_the_path_leaves_it_as_it_was() {
         let dir = tempfile::tempdir().expect("temp dir");
         let new = dir.path().join("new.json");
-        drop(ResultFile::open(&new).expect("open"));
+        ResultFile::open(&new).expect("open");
         assert!(!new.exists());
         let old = dir.path().join("old.json");
         std::fs::write(&old, "previous results").expect("write");
-        drop(ResultFile::open(&old).expect("open"));
+        ResultFile::open(&old).expect("open");
         assert_eq!(
             std::fs::read_to_string(&old).expect("read"),
             "previous results"
@@ -135,9 +127,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("r.json");
         std::fs::write(&path, "a much longer previous result").expect("write");
-        let mut f = ResultFile::open(&path).expect("open");
-        f.write(b"{}").expect("write");
-        drop(f);
+        let file = ResultFile::open(&path).expect("open");
+        file.write(b"{}").expect("write");
         assert_eq!(std::fs::read_to_string(&path).expect("read"), "{}");
     }
 }

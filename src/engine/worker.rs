@@ -208,24 +208,33 @@ impl ThreadEnv {
 
     /// Closes the client's connection (and child), if any.
     ///
-    /// A client closed with its pipeline open (an abort) first hands the
+    /// A client that aborted with its pipeline open first hands the
     /// statements it queued there to the server, as libpq does when
     /// pgbench closes such a connection: the server runs them before it
     /// reads Terminate, so a `COMMIT` among them commits. Its socket stays
     /// open until the server has ended the session (see [`Lingering`]).
+    /// A client stopped by the end of the run or a signal sends nothing
+    /// more, as pgbench's does.
     pub fn close(&mut self, c: &mut Client, idx: usize) {
         if let Some(mut conn) = c.conn.take() {
             let in_flight = self.ring.as_ref().is_some_and(|r| r.sending(idx));
-            let queued = c.pipeline.is_some() && conn.pending_output() > 0 && !in_flight;
+            let mut queued = c.state == State::Aborted
+                && c.pipeline.is_some()
+                && conn.pending_output() > 0
+                && !in_flight;
             if queued {
                 conn.set_external_io(false);
-                let _ = conn.flush();
+                // Only output that went out whole can be followed by
+                // Terminate; a part of it would leave the server waiting
+                // for the rest of a message.
+                queued = matches!(conn.flush(), Ok(true));
             }
             let fd = conn.fd();
             let _ = self.registry.deregister(&mut SourceFd(&fd));
             if queued {
                 conn.terminate();
-                self.lingering.keep(conn);
+                let token = Token(2 * self.clients + idx);
+                self.lingering.keep(idx, conn, &self.registry, token);
             } else {
                 conn.close();
             }
@@ -302,32 +311,15 @@ pub fn run(
             let left = Duration::from_micros(left);
             timeout = Some(timeout.map_or(left, |d| d.min(left)));
         }
-        let done = match env.ring.as_mut() {
-            Some(ring) => {
-                if let Err(e) = ring.wait(timeout, &mut clients) {
-                    log::error(format_args!("io_uring_enter() failed: {e}"));
-                    break;
-                }
-                let done = ring.take_done();
-                events.clear();
-                if done.iter().any(|d| matches!(d, Done::Epoll)) {
-                    let _ = poll.poll(&mut events, Some(Duration::ZERO));
-                }
-                done
-            }
-            None => {
-                let spinning = match env.spin {
-                    SpinMode::Never => false,
-                    SpinMode::Always => true,
-                    SpinMode::Adaptive => shared.spin.on(),
-                };
-                let waited = wait_epoll(&mut poll, &mut events, &env, &clients, spinning, timeout);
-                if let Err(e) = waited {
-                    log::error(format_args!("epoll_wait() failed: {e}"));
-                    break;
-                }
-                Vec::new()
-            }
+        let Some(done) = wait(
+            &mut env,
+            &mut poll,
+            &mut events,
+            &mut clients,
+            &shared,
+            timeout,
+        ) else {
+            break;
         };
         let now = env.clock.now_us();
         if shared.stop_requested() && stop_seen.is_none() {
@@ -366,7 +358,48 @@ pub fn run(
     if let Some(t) = trials {
         shared.spin.set(t.winner());
     }
-    Some(finish(clients, env, start))
+    let stopped = shared.stop_requested() || shared.exit_on_abort_triggered();
+    Some(finish(clients, env, start, stopped))
+}
+
+/// Waits for work (socket events, completions, timers) through the ring or
+/// epoll; the completions the ring reports. None when waiting failed: the
+/// thread then ends its run.
+fn wait(
+    env: &mut ThreadEnv,
+    poll: &mut Poll,
+    events: &mut Events,
+    clients: &mut [Client],
+    shared: &Shared,
+    timeout: Option<Duration>,
+) -> Option<Vec<Done>> {
+    match env.ring.as_mut() {
+        Some(ring) => {
+            if let Err(e) = ring.wait(timeout, clients) {
+                log::error(format_args!("io_uring_enter() failed: {e}"));
+                return None;
+            }
+            let done = ring.take_done();
+            events.clear();
+            if done.iter().any(|d| matches!(d, Done::Epoll)) {
+                let _ = poll.poll(events, Some(Duration::ZERO));
+            }
+            Some(done)
+        }
+        None => {
+            let spinning = match env.spin {
+                SpinMode::Never => false,
+                SpinMode::Always => true,
+                SpinMode::Adaptive => shared.spin.on(),
+            };
+            let waited = wait_epoll(poll, events, env, clients, spinning, timeout);
+            if let Err(e) = waited {
+                log::error(format_args!("epoll_wait() failed: {e}"));
+                return None;
+            }
+            Some(Vec::new())
+        }
+    }
 }
 
 /// Waits for events or the timeout on epoll: spinning first when
@@ -503,6 +536,11 @@ impl Turn<'_> {
             if token == SIGNAL || token == TIMER {
                 continue;
             }
+            if token.0 >= 2 * self.env.clients {
+                let idx = token.0 - 2 * self.env.clients;
+                self.env.lingering.readable(idx, &self.env.registry);
+                continue;
+            }
             let idx = token.0 % self.env.clients.max(1);
             if token.0 < self.env.clients && (event.is_read_closed() || event.is_error()) {
                 if let Some(c) = self.clients.get_mut(idx) {
@@ -559,8 +597,10 @@ impl Turn<'_> {
 /// connections are closed: a pooler such as pgbouncer finds the server
 /// connection to cancel through the client's connection, so a request
 /// that arrives after its client is gone is dropped ("failed cancel
-/// request") and the query runs on in the server.
-fn finish(mut clients: Vec<Client>, mut env: ThreadEnv, start: i64) -> WorkerResult {
+/// request") and the query runs on in the server. Connections of aborted
+/// clients that still linger get a grace period, unless the run was
+/// `stopped` (a signal, `--exit-on-abort`).
+fn finish(mut clients: Vec<Client>, mut env: ThreadEnv, start: i64, stopped: bool) -> WorkerResult {
     if let Some(ring) = env.ring.as_mut() {
         ring.quiesce();
     }
@@ -579,7 +619,7 @@ fn finish(mut clients: Vec<Client>, mut env: ThreadEnv, start: i64) -> WorkerRes
         }
         env.close(c, idx);
     }
-    std::mem::take(&mut env.lingering).drain();
+    std::mem::take(&mut env.lingering).finish(stopped);
     if let Some(log) = env.log.as_mut() {
         if let Err(e) = log.finish(env.clock.now_us()) {
             if !env.log_failed {

@@ -48,6 +48,10 @@ pub fn pgbolt(dbname: &str, args: &[&str]) -> Output {
     pgbolt_command(dbname, args).output().expect("pgbolt runs")
 }
 
+pub fn pgbench_command(dbname: &str, args: &[&str]) -> Command {
+    command(PGBENCH, dbname, args)
+}
+
 pub fn pgbench(dbname: &str, args: &[&str]) -> Output {
     command(PGBENCH, dbname, args)
         .output()
