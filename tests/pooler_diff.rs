@@ -1,0 +1,109 @@
+//! pgbench and pgbolt side by side through a real pgbouncer (Debian's, see
+//! `tests/common/pgbouncer.rs`), on the paths `tests/pooler.rs` leaves
+//! out: pgbouncer's admin console and pgbouncer's own errors. Each case
+//! runs both programs with the same arguments through the same pgbouncer
+//! and compares exit statuses, messages and report counts.
+
+use std::process::Output;
+use std::sync::OnceLock;
+
+#[path = "common/mod.rs"]
+mod common;
+
+use common::pgbouncer::{Bouncer, PoolMode};
+use common::{line, pgbolt_path, script_file, stderr, stdout, PGBENCH};
+use pgbolt::tempdb::{self, TempDb};
+
+/// One small server with the pgbench tables (scale 1) in `postgres`.
+fn server() -> &'static TempDb {
+    static SERVER: OnceLock<Result<TempDb, tempdb::Error>> = OnceLock::new();
+    let server = SERVER.get_or_init(|| {
+        tempdb::install_signal_cleanup()?;
+        let db = TempDb::builder().start()?;
+        let init = db
+            .command(PGBENCH)
+            .args(["-i", "-q", "-s", "1"])
+            .output()
+            .expect("pgbench runs");
+        assert!(init.status.success(), "pgbench -i: {}", stderr(&init));
+        Ok(db)
+    });
+    match server {
+        Ok(db) => db,
+        Err(e) => panic!("cannot start a throwaway server: {e}"),
+    }
+}
+
+fn run(bouncer: &Bouncer, program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Output {
+    bouncer
+        .command(program)
+        .args(args)
+        .output()
+        .expect("the program runs")
+}
+
+fn processed(out: &Output) -> Option<String> {
+    line(&stdout(out), "number of transactions actually processed").map(str::to_string)
+}
+
+/// Standard error with the program's name replaced wherever it starts a
+/// message (also after `starting vacuum...`).
+fn messages(out: &Output, program: &str) -> String {
+    stderr(out).replace(&format!("{program}: "), "PROG: ")
+}
+
+/// Runs pgbench, then pgbolt, with `args` through `bouncer`; checks that
+/// both exit with `status`, print the same messages and process the same
+/// number of transactions.
+fn same_outcome(bouncer: &Bouncer, args: &[&str], status: i32) {
+    let case = args.join(" ");
+    let expected = run(bouncer, PGBENCH, args);
+    let actual = run(bouncer, pgbolt_path(), args);
+    assert_eq!(
+        expected.status.code(),
+        Some(status),
+        "pgbench {case}: {}",
+        stderr(&expected)
+    );
+    assert_eq!(
+        actual.status.code(),
+        Some(status),
+        "pgbolt {case}: {}",
+        stderr(&actual)
+    );
+    assert_eq!(
+        messages(&actual, "pgbolt"),
+        messages(&expected, "pgbench"),
+        "{case}"
+    );
+    assert_eq!(processed(&actual), processed(&expected), "{case}");
+}
+
+/// Regression: a script of `SHOW` commands run against pgbouncer's admin
+/// console (database `pgbouncer`) works with pgbench; pgbolt's check of
+/// the server's connection limit sent a long query there, which the
+/// console answered by ending the session (`FATAL:  failure`), and pgbolt
+/// stopped with exit status 1. Under `-M extended` both abort the client
+/// with the console's refusal; the vacuum's statements are refused and
+/// ignored by both.
+#[test]
+fn a_script_runs_on_the_admin_console_as_with_pgbench() {
+    let bouncer = Bouncer::builder()
+        .pool_mode(PoolMode::Transaction)
+        .setting("admin_users", server().superuser())
+        .start(server());
+    let script = script_file("show.sql", "show pools;\n");
+    let f = script.path.as_str();
+    let cases: &[(&[&str], i32)] = &[
+        (&["-n", "-t", "2", "-f", f, "pgbouncer"], 0),
+        (&["-n", "-C", "-c", "2", "-t", "2", "-f", f, "pgbouncer"], 0),
+        (&["-t", "2", "-f", f, "pgbouncer"], 0),
+        (
+            &["-n", "-M", "extended", "-t", "2", "-f", f, "pgbouncer"],
+            2,
+        ),
+    ];
+    for (args, status) in cases {
+        same_outcome(&bouncer, args, *status);
+    }
+}
