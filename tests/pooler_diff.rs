@@ -107,3 +107,41 @@ fn a_script_runs_on_the_admin_console_as_with_pgbench() {
         same_outcome(&bouncer, args, *status);
     }
 }
+
+/// Documented difference: under `-M prepared`, pgbench prepares in a
+/// blocking round trip. In session pooling with one client more than
+/// server connections, the third client's prepare waits for a server
+/// connection and stalls its thread, so the two clients holding the
+/// connections never finish; PgBouncer's `query_wait_timeout` ends the
+/// wait and pgbench's run fails. pgbolt prepares without blocking: the
+/// first two finish and disconnect, and the third runs.
+#[test]
+fn a_prepare_waiting_for_a_server_connection_does_not_stall_the_other_clients() {
+    let bouncer = Bouncer::builder()
+        .pool_mode(PoolMode::Session)
+        .default_pool_size(2)
+        .setting("query_wait_timeout", "2")
+        .start(server());
+    let args = ["-n", "-S", "-M", "prepared", "-c", "3", "-t", "4"];
+    let expected = run(&bouncer, PGBENCH, &args);
+    assert_eq!(expected.status.code(), Some(2), "{}", stderr(&expected));
+    assert!(
+        stderr(&expected).contains("FATAL:  query_wait_timeout"),
+        "{}",
+        stderr(&expected)
+    );
+    let actual = run(&bouncer, pgbolt_path(), &args);
+    assert_eq!(actual.status.code(), Some(0), "{}", stderr(&actual));
+    assert_eq!(
+        processed(&actual).as_deref(),
+        Some("number of transactions actually processed: 12/12")
+    );
+    // With a thread per client nothing stalls, and both agree.
+    same_outcome(
+        &bouncer,
+        &[
+            "-n", "-S", "-M", "prepared", "-c", "3", "-j", "3", "-t", "4",
+        ],
+        0,
+    );
+}
