@@ -145,3 +145,38 @@ fn a_prepare_waiting_for_a_server_connection_does_not_stall_the_other_clients() 
         0,
     );
 }
+
+/// `-C` with one client more than pgbouncer's `max_client_conn`: the run
+/// goes on with the clients pgbouncer lets in, and both end with exit
+/// status 2 and pgbouncer's refusal for the aborted clients. How many
+/// abort differs (documented): connections that arrive together beyond
+/// the limit may all be refused, and pgbolt opens them together.
+#[test]
+fn reconnecting_clients_beyond_max_client_conn_abort_as_with_pgbench() {
+    for mode in [PoolMode::Session, PoolMode::Transaction] {
+        let bouncer = Bouncer::builder()
+            .pool_mode(mode)
+            .max_client_conn(3)
+            .default_pool_size(2)
+            .start(server());
+        let args = ["-n", "-S", "-C", "-c", "4", "-t", "5"];
+        for program in [PGBENCH.into(), pgbolt_path()] {
+            let out = run(&bouncer, &program, &args);
+            let text = stderr(&out);
+            let case = format!("{} pooling, {}", mode.name(), program.display());
+            assert_eq!(out.status.code(), Some(2), "{case}: {text}");
+            assert!(
+                text.contains("FATAL:  no more connections allowed (max_client_conn)"),
+                "{case}: {text}"
+            );
+            assert!(
+                text.contains("aborted while establishing connection"),
+                "{case}: {text}"
+            );
+            assert!(
+                line(&stdout(&out), "number of transactions actually processed: ").is_some(),
+                "{case}"
+            );
+        }
+    }
+}
