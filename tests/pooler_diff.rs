@@ -180,3 +180,69 @@ fn reconnecting_clients_beyond_max_client_conn_abort_as_with_pgbench() {
         }
     }
 }
+
+/// A self-signed certificate for `127.0.0.1` that says it is a CA, as
+/// `openssl req -x509` makes one by default, with its key; in a directory
+/// pgbouncer (running as `postgres`) can read.
+fn self_signed_ca_cert() -> (tempfile::TempDir, String, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let key = rcgen::KeyPair::generate().expect("key");
+    let mut params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).expect("params");
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let cert = params.self_signed(&key).expect("certificate");
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let cert_path = dir.path().join("server.crt");
+    let key_path = dir.path().join("server.key");
+    std::fs::write(&cert_path, cert.pem()).expect("write certificate");
+    std::fs::write(&key_path, key.serialize_pem()).expect("write key");
+    std::fs::set_permissions(&key_path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let text = |p: std::path::PathBuf| p.to_string_lossy().into_owned();
+    (dir, text(cert_path), text(key_path))
+}
+
+/// Regression: pgbouncer with TLS for its clients and a self-signed
+/// server certificate given as the root certificate (`sslrootcert`), the
+/// usual set-up: pgbench connects with `sslmode=require` and
+/// `verify-ca`, pgbolt failed with `certificate verify failed` because the
+/// certificate says it is a CA (webpki refuses a CA as the server's own
+/// certificate; OpenSSL trusts a certificate found in the trust store).
+#[test]
+fn a_self_signed_ca_certificate_given_as_root_is_trusted_as_by_pgbench() {
+    let (_dir, cert, key) = self_signed_ca_cert();
+    let bouncer = Bouncer::builder()
+        .pool_mode(PoolMode::Transaction)
+        .setting("listen_addr", "127.0.0.1")
+        .setting("client_tls_sslmode", "require")
+        .setting("client_tls_cert_file", &cert)
+        .setting("client_tls_key_file", &key)
+        .start(server());
+    for sslmode in ["require", "verify-ca", "verify-full"] {
+        let args = ["-n", "-S", "-t", "3", "-c", "2"];
+        let mut outcomes = Vec::new();
+        for program in [PGBENCH.into(), pgbolt_path()] {
+            let out = bouncer
+                .command(&program)
+                .args(args)
+                .env("PGHOST", "127.0.0.1")
+                .env("PGSSLMODE", sslmode)
+                .env("PGSSLROOTCERT", &cert)
+                .output()
+                .expect("the program runs");
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "sslmode={sslmode}, {}: {}",
+                program.display(),
+                stderr(&out)
+            );
+            outcomes.push(processed(&out));
+        }
+        assert_eq!(outcomes[1], outcomes[0], "sslmode={sslmode}");
+    }
+    assert!(
+        bouncer.log().contains("tls=TLSv1."),
+        "the clients never used TLS:\n{}",
+        bouncer.log()
+    );
+}
