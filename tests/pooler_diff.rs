@@ -1,8 +1,11 @@
 //! pgbench and pgbolt side by side through a real pgbouncer (Debian's, see
 //! `tests/common/pgbouncer.rs`), on the paths `tests/pooler.rs` leaves
-//! out: pgbouncer's admin console and pgbouncer's own errors. Each case
-//! runs both programs with the same arguments through the same pgbouncer
-//! and compares exit statuses, messages and report counts.
+//! out: pgbouncer's admin console, `-C` against `max_client_conn`,
+//! `-M prepared` with clients waiting for a server connection, TLS to
+//! pgbouncer, and the startup parameters pgbouncer refuses. Each case runs
+//! both programs with the same arguments through the same pgbouncer and
+//! compares exit statuses, messages and report counts; where they differ
+//! on purpose (see `docs/compatibility.md`) the test pins both sides.
 
 use std::process::Output;
 use std::sync::OnceLock;
@@ -245,4 +248,47 @@ fn a_self_signed_ca_certificate_given_as_root_is_trusted_as_by_pgbench() {
         "the clients never used TLS:\n{}",
         bouncer.log()
     );
+}
+
+/// What goes into the startup message: pgbouncer refuses parameters it
+/// does not know (`options` from `PGOPTIONS`, `geqo` from `PGGEQO`) with
+/// its own FATAL error, and passes on the ones it tracks. Both programs
+/// send the same parameters, so they succeed and fail alike, with the
+/// same messages, and pgbouncer logs a refusal only for the refused ones.
+#[test]
+fn startup_parameters_are_refused_or_passed_on_as_for_pgbench() {
+    let cases: &[(&str, &str, i32)] = &[
+        ("PGOPTIONS", "-c work_mem=1MB", 1),
+        ("PGGEQO", "on", 1),
+        ("PGAPPNAME", "probe", 0),
+        ("PGDATESTYLE", "ISO", 0),
+        ("PGTZ", "UTC", 0),
+        ("PGCLIENTENCODING", "LATIN1", 0),
+    ];
+    let bouncer = Bouncer::builder()
+        .pool_mode(PoolMode::Transaction)
+        .start(server());
+    let args = ["-n", "-S", "-t", "2"];
+    for (name, value, status) in cases {
+        let mut texts = Vec::new();
+        for (program, label) in [(PGBENCH.into(), "pgbench"), (pgbolt_path(), "pgbolt")] {
+            let before = bouncer.log().len();
+            let out = bouncer
+                .command(&program)
+                .args(args)
+                .env(name, value)
+                .output()
+                .expect("the program runs");
+            assert_eq!(
+                out.status.code(),
+                Some(*status),
+                "{name}={value}, {label}: {}",
+                stderr(&out)
+            );
+            let refused = bouncer.log()[before..].contains("unsupported startup parameter");
+            assert_eq!(refused, *status == 1, "{name}={value}, {label}");
+            texts.push(messages(&out, label));
+        }
+        assert_eq!(texts[1], texts[0], "{name}={value}");
+    }
 }
