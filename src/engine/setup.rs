@@ -75,12 +75,31 @@ pub fn print_version(client: &Client, to_stderr: bool) {
 /// differs from `pg_backend_pid()` of the backend that answers, whereas a
 /// server gives the backend's own.
 ///
+/// The process id is asked for first, in a query of its own and short: a
+/// server that refuses it with an error is no PostgreSQL backend (such as
+/// pgbouncer's admin console, database `pgbouncer`, which answers only its
+/// `SHOW` commands), so there is nothing to check either and the run goes
+/// on as pgbench's would. The admin console ends the session instead of
+/// answering a query as long as the check itself, which is why that one
+/// comes second.
+///
 /// A check whose query fails is skipped: the server refused it for a
 /// reason of its own (a `statement_timeout` shorter than the query,
 /// serializable transactions on a hot standby, ...) that pgbench meets
 /// in its own first query or in the clients' first statements, and
 /// reports there with its own words and exit status.
 pub fn preflight(client: &mut Client, clients: u32) -> Result<(), EngineError> {
+    let Ok(rows) = client.simple_query("select pg_catalog.pg_backend_pid()") else {
+        return Ok(());
+    };
+    let pid = rows
+        .first()
+        .and_then(|row| row.first())
+        .and_then(|v| v.as_deref())
+        .and_then(|v| v.parse::<i64>().ok());
+    if pid != Some(i64::from(client.connection().backend_pid())) {
+        return Ok(());
+    }
     const QUERY: &str = "select current_setting('max_connections')::int, \
         case when r.rolsuper then 0 else \
           current_setting('superuser_reserved_connections')::int + \
@@ -88,8 +107,7 @@ pub fn preflight(client: &mut Client, clients: u32) -> Result<(), EngineError> {
                and pg_catalog.pg_has_role(current_user, 'pg_use_reserved_connections', 'member') \
             then 0 else coalesce(current_setting('reserved_connections', true)::int, 0) end \
         end, \
-        (select count(*) from pg_catalog.pg_stat_activity where backend_type = 'client backend') - 1, \
-        pg_catalog.pg_backend_pid() \
+        (select count(*) from pg_catalog.pg_stat_activity where backend_type = 'client backend') - 1 \
         from pg_catalog.pg_roles r where r.rolname = current_user";
     let Ok(rows) = client.simple_query(QUERY) else {
         return Ok(());
@@ -103,9 +121,6 @@ pub fn preflight(client: &mut Client, clients: u32) -> Result<(), EngineError> {
     let Some(row) = rows.first() else {
         return Ok(());
     };
-    if number(row, 3) != i64::from(client.connection().backend_pid()) {
-        return Ok(());
-    }
     let check = Preflight {
         clients,
         max_connections: number(row, 0),

@@ -162,7 +162,8 @@ fn chain_verifier(
     is_system: bool,
     provider: &Arc<CryptoProvider>,
 ) -> Result<ChainCheck, Error> {
-    let roots = Arc::new(load_roots(root_file, is_system)?);
+    let (roots, root_ders) = load_roots(root_file, is_system)?;
+    let roots = Arc::new(roots);
     let crls = match is_system {
         true => None,
         false => crl::load(config),
@@ -176,10 +177,15 @@ fn chain_verifier(
     Ok(ChainCheck {
         webpki,
         without_lists,
+        roots: root_ders,
     })
 }
 
-fn load_roots(file: &Path, is_system: bool) -> Result<RootCertStore, Error> {
+/// The root certificates, as webpki's store and as they were read.
+fn load_roots(
+    file: &Path,
+    is_system: bool,
+) -> Result<(RootCertStore, Vec<CertificateDer<'static>>), Error> {
     if !file.exists() {
         return Err(Error::config(format!(
             "root certificate file \"{}\" does not exist\nEither provide the file, use the \
@@ -195,19 +201,20 @@ fn load_roots(file: &Path, is_system: bool) -> Result<RootCertStore, Error> {
         ))
     };
     let mut roots = RootCertStore::empty();
+    let mut ders = Vec::new();
     for cert in CertificateDer::pem_file_iter(file).map_err(|e| bad(&e))? {
         let cert = cert.map_err(|e| bad(&e))?;
         // A system bundle may hold certificates webpki cannot use; skip those.
-        if let Err(e) = roots.add(cert) {
-            if !is_system {
-                return Err(bad(&e));
-            }
+        match roots.add(cert.clone()) {
+            Ok(()) => ders.push(cert),
+            Err(e) if !is_system => return Err(bad(&e)),
+            Err(_) => {}
         }
     }
     if roots.is_empty() {
         return Err(bad(&"no certificate or crl found"));
     }
-    Ok(roots)
+    Ok((roots, ders))
 }
 
 /// The client certificate and key, loaded and checked as libpq does: a
@@ -351,6 +358,9 @@ struct ChainCheck {
     /// Revocation is checked but no list was found: as with OpenSSL, no
     /// certificate can be shown unrevoked.
     without_lists: bool,
+    /// The root certificates as read, to recognise a server certificate
+    /// that is one of them (see [`is_trusted_itself`]).
+    roots: Vec<CertificateDer<'static>>,
 }
 
 #[derive(Debug)]
@@ -386,6 +396,11 @@ impl ServerCertVerifier for PgVerifier {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
+            Err(rustls::Error::InvalidCertificate(CertificateError::Other(_)))
+                if is_trusted_itself(end_entity, &chain.roots, now) =>
+            {
+                Ok(ServerCertVerified::assertion())
+            }
             other => other,
         }
     }
@@ -423,6 +438,26 @@ impl ServerCertVerifier for PgVerifier {
             .signature_verification_algorithms
             .supported_schemes()
     }
+}
+
+/// Whether the server's certificate is itself one of the root
+/// certificates and valid now. OpenSSL trusts such a certificate as found
+/// in the trust store, whatever its extensions say; webpki refuses one
+/// that says it is a CA (`CA:TRUE`, which `openssl req -x509` puts in a
+/// self-signed certificate by default), though copying a self-signed
+/// `server.crt` to `root.crt` is the usual set-up with libpq.
+fn is_trusted_itself(end_entity: &[u8], roots: &[CertificateDer<'_>], now: UnixTime) -> bool {
+    if !roots.iter().any(|root| root.as_ref() == end_entity) {
+        return false;
+    }
+    let Ok((_, cert)) = X509Certificate::from_der(end_entity) else {
+        return false;
+    };
+    let Ok(secs) = i64::try_from(now.as_secs()) else {
+        return false;
+    };
+    x509_parser::time::ASN1Time::from_timestamp(secs)
+        .is_ok_and(|at| cert.validity().is_valid_at(at))
 }
 
 /// `tls-server-end-point` channel binding data: the hash of the server's
