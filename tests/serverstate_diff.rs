@@ -162,12 +162,12 @@ fn a_backend_ended_while_its_client_sleeps_is_reported_as_pgbench_reports_it() {
     let target = Target::on(db, &dbname);
     let in_transaction = script_file(
         "in_transaction.sql",
-        "BEGIN;\nSELECT 1;\n\\sleep 400 ms\nSELECT 2;\nEND;\n",
+        "BEGIN;\nSELECT 1;\n\\sleep 1 s\nSELECT 2;\nEND;\n",
     );
-    let between = script_file("between.sql", "\\sleep 400 ms\nSELECT 1;\n");
+    let between = script_file("between.sql", "\\sleep 1 s\nSELECT 1;\n");
     let pipeline = script_file(
         "pipeline.sql",
-        "\\sleep 400 ms\n\\startpipeline\nSELECT 1;\nSELECT 2;\n\\endpipeline\n",
+        "\\sleep 1 s\n\\startpipeline\nSELECT 1;\nSELECT 2;\n\\endpipeline\n",
     );
     let idle_in_transaction: Env<'_> =
         &[("PGOPTIONS", "-c idle_in_transaction_session_timeout=100")];
@@ -223,7 +223,7 @@ fn a_recovery_conflict_is_retried_or_aborts_the_client() {
     };
     let running = script_file(
         "running.sql",
-        "SELECT pg_sleep(1) FROM pgbench_tellers LIMIT 1;\n",
+        "SELECT pg_sleep(3) FROM pgbench_tellers LIMIT 1;\n",
     );
     // Without retries one transaction of two fails: a run where every
     // transaction failed reports differently in pgbench 15 and 18.
@@ -250,7 +250,7 @@ fn a_recovery_conflict_is_retried_or_aborts_the_client() {
     }
     let idle = script_file(
         "idle.sql",
-        "BEGIN;\nSELECT count(*) FROM pgbench_tellers;\n\\sleep 1500 ms\nSELECT 1;\nEND;\n",
+        "BEGIN;\nSELECT count(*) FROM pgbench_tellers;\n\\sleep 3 s\nSELECT 1;\nEND;\n",
     );
     let args = ["-n", "-f", &idle.path, "-t", "1", "--max-tries=3"];
     let [pgbench, pgbolt] =
