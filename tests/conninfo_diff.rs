@@ -219,8 +219,8 @@ fn target_session_attrs_choose_the_same_server() {
         .start()
         .expect("primary starts");
     let standby = Standby::of(&primary);
-    let dir = primary.socket_dir().display().to_string();
-    let (p, s) = (primary.port(), standby.port);
+    let p = (primary.socket_dir().display().to_string(), primary.port());
+    let s = (standby.socket_dir().display().to_string(), standby.port);
     let script = common::script_file(
         "which.sql",
         "SELECT pg_is_in_recovery() AS standby \\gset\n\\shell echo standby :standby\n",
@@ -233,12 +233,12 @@ fn target_session_attrs_choose_the_same_server() {
         "standby",
         "prefer-standby",
     ];
-    let orders = [(p, s), (s, p), (p, p), (s, s)];
+    let orders = [(&p, &s), (&s, &p), (&p, &p), (&s, &s)];
     let mut outcomes = std::collections::BTreeSet::new();
     for attr in attrs {
-        for (first, second) in orders {
+        for ((first_dir, first), (second_dir, second)) in orders {
             let target = format!(
-                "host={dir},{dir} port={first},{second} user={} dbname=postgres \
+                "host={first_dir},{second_dir} port={first},{second} user={} dbname=postgres \
                  target_session_attrs={attr}",
                 primary.superuser()
             );
@@ -269,7 +269,11 @@ fn target_session_attrs_choose_the_same_server() {
     // load_balance_hosts=random (libpq 16, unknown to pgbench 15): with a
     // new connection per transaction, both servers get some of 30.
     let target = format!(
-        "host={dir},{dir} port={p},{s} user={} dbname=postgres load_balance_hosts=random",
+        "host={},{} port={},{} user={} dbname=postgres load_balance_hosts=random",
+        p.0,
+        s.0,
+        p.1,
+        s.1,
         primary.superuser()
     );
     let args = ["-C", "-n", "-t", "30", "-f", &script.path, &target];

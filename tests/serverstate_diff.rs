@@ -57,7 +57,7 @@ fn primary_and_standby() -> (TempDb, Standby, Target) {
         .expect("pgbench -i");
     assert!(init.status.success(), "{}", text(&init.stderr));
     let standby = Standby::of(&primary);
-    let target = standby.target(primary.superuser(), &dbname);
+    let target = Target::on_standby(&standby, primary.superuser(), &dbname);
     assert_eq!(target.psql("SELECT pg_is_in_recovery()"), "t");
     (primary, standby, target)
 }

@@ -81,3 +81,4 @@ pub fn run_without_terminal(cmd: &mut Command, answer: &[u8]) -> Output {
 }
 
 pub mod pgbouncer;
+pub mod standby;

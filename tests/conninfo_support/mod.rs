@@ -4,8 +4,7 @@
 
 #![allow(dead_code)]
 
-mod standby;
-pub use standby::Standby;
+pub use crate::common::standby::Standby;
 
 use std::io::{Read, Seek, SeekFrom};
 use std::process::{Command, Output, Stdio};

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use pgbolt::tempdb::TempDb;
 use regex::Regex;
 
+pub use common::standby::Standby;
 pub use common::{pgbolt_path, script_file, text, ScriptFile, PGBENCH};
 
 /// The test binary's shared server.
@@ -33,6 +34,16 @@ pub struct Target {
 }
 
 impl Target {
+    /// `dbname` on `standby`, as `user`.
+    pub fn on_standby(standby: &Standby, user: &str, dbname: &str) -> Target {
+        Target {
+            host: standby.socket_dir().to_path_buf(),
+            port: standby.port,
+            user: user.to_owned(),
+            dbname: dbname.to_owned(),
+        }
+    }
+
     pub fn on(db: &TempDb, dbname: &str) -> Target {
         Target {
             host: db.socket_dir().to_path_buf(),
@@ -140,25 +151,6 @@ pub fn both(target: &Target, args: &[&str], env: &[(&str, &str)], sorted: bool) 
     })
 }
 
-/// Whether the tests run as root, so the servers run as `postgres`.
-fn root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// A command run as the server's OS user.
-fn server_user_command(program: &Path, args: &[&str]) -> Command {
-    let mut cmd = if root() {
-        let mut c = Command::new("runuser");
-        c.args(["-u", "postgres", "--"]).arg(program);
-        c
-    } else {
-        Command::new(program)
-    };
-    cmd.args(args).stdin(Stdio::null());
-    cmd
-}
-
 /// Runs pgbolt alone against `target`.
 pub fn ours(target: &Target, args: &[&str], env: &[(&str, &str)], sorted: bool) -> Seen {
     let out = target
@@ -206,116 +198,5 @@ pub fn wait_until(target: &Target, sql: &str) {
     while target.psql(sql) != "t" {
         assert!(Instant::now() < deadline, "never true: {sql}");
         std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Runs a command as the server's OS user and fails the test if it fails.
-fn as_server_user(program: &Path, args: &[&str]) {
-    let out = server_user_command(program, args)
-        .output()
-        .expect("command runs");
-    assert!(
-        out.status.success(),
-        "{} {args:?}: {}",
-        program.display(),
-        text(&out.stderr)
-    );
-}
-
-/// A hot standby of a throwaway primary, made with `pg_basebackup -R`,
-/// listening on a socket of its own; stopped and removed when dropped.
-pub struct Standby {
-    dir: tempfile::TempDir,
-    data: PathBuf,
-    pg_ctl: PathBuf,
-    pub port: u16,
-}
-
-impl Standby {
-    /// Copies `primary` (which allows replication connections from then
-    /// on) and starts the copy as its standby, with conflicting queries
-    /// cancelled at once (`max_standby_streaming_delay = 0`).
-    pub fn of(primary: &TempDb) -> Standby {
-        let hba = primary.data_dir().join("pg_hba.conf");
-        let mut rules = std::fs::read_to_string(&hba).expect("read pg_hba.conf");
-        rules.push_str("local replication all trust\n");
-        std::fs::write(&hba, rules).expect("write pg_hba.conf");
-        primary.psql("SELECT pg_reload_conf()").expect("reload");
-        let dir = tempfile::tempdir().expect("temp dir");
-        if root() {
-            let chown = Command::new("chown")
-                .arg("postgres")
-                .arg(dir.path())
-                .status();
-            assert!(
-                chown.is_ok_and(|s| s.success()),
-                "chown of {:?}",
-                dir.path()
-            );
-        }
-        let data = dir.path().join("data");
-        let (host, port) = (primary.socket_dir().display().to_string(), primary.port());
-        let port_text = port.to_string();
-        as_server_user(
-            &primary.bin("pg_basebackup"),
-            &[
-                "-h",
-                &host,
-                "-p",
-                &port_text,
-                "-U",
-                primary.superuser(),
-                "-D",
-                &data.display().to_string(),
-                "-R",
-                "-X",
-                "stream",
-                "-c",
-                "fast",
-            ],
-        );
-        let auto = data.join("postgresql.auto.conf");
-        let mut conf = std::fs::read_to_string(&auto).expect("read postgresql.auto.conf");
-        conf.push_str(&format!(
-            "unix_socket_directories = '{}'\nlisten_addresses = ''\nmax_standby_streaming_delay = 0\n",
-            dir.path().display()
-        ));
-        std::fs::write(&auto, conf).expect("write postgresql.auto.conf");
-        let pg_ctl = primary.bin("pg_ctl");
-        let log = dir.path().join("log");
-        as_server_user(
-            &pg_ctl,
-            &[
-                "-D",
-                &data.display().to_string(),
-                "-l",
-                &log.display().to_string(),
-                "-w",
-                "start",
-            ],
-        );
-        Standby {
-            dir,
-            data,
-            pg_ctl,
-            port,
-        }
-    }
-
-    pub fn target(&self, user: &str, dbname: &str) -> Target {
-        Target {
-            host: self.dir.path().to_path_buf(),
-            port: self.port,
-            user: user.to_owned(),
-            dbname: dbname.to_owned(),
-        }
-    }
-}
-
-impl Drop for Standby {
-    fn drop(&mut self) {
-        let data = self.data.display().to_string();
-        let _ =
-            server_user_command(&self.pg_ctl, &["-D", &data, "-m", "immediate", "stop"]).output();
     }
 }

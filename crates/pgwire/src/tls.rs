@@ -28,6 +28,7 @@
 mod crl;
 mod peer_name;
 mod reason;
+mod root_leaf;
 
 pub(crate) use peer_name::check as check_peer_name;
 pub(crate) use reason::{handshake_message, text as reason_text};
@@ -169,6 +170,7 @@ fn chain_verifier(
         false => crl::load(config),
     };
     let without_lists = crls.as_ref().is_some_and(Vec::is_empty);
+    let with_lists = crls.as_ref().is_some_and(|lists| !lists.is_empty());
     let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
         .with_crls(crls.unwrap_or_default())
         .enforce_revocation_expiration()
@@ -177,6 +179,7 @@ fn chain_verifier(
     Ok(ChainCheck {
         webpki,
         without_lists,
+        with_lists,
         roots: root_ders,
     })
 }
@@ -358,8 +361,10 @@ struct ChainCheck {
     /// Revocation is checked but no list was found: as with OpenSSL, no
     /// certificate can be shown unrevoked.
     without_lists: bool,
+    /// Revocation lists are in use.
+    with_lists: bool,
     /// The root certificates as read, to recognise a server certificate
-    /// that is one of them (see [`is_trusted_itself`]).
+    /// that is one of them (see [`root_leaf`]).
     roots: Vec<CertificateDer<'static>>,
 }
 
@@ -396,10 +401,12 @@ impl ServerCertVerifier for PgVerifier {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
-            Err(rustls::Error::InvalidCertificate(CertificateError::Other(_)))
-                if is_trusted_itself(end_entity, &chain.roots, now) =>
+            Err(rustls::Error::InvalidCertificate(CertificateError::Other(e)))
+                if root_leaf::is_ca_as_leaf(&e) && !chain.with_lists =>
             {
-                Ok(ServerCertVerified::assertion())
+                root_leaf::accept(end_entity, &chain.roots, now).ok_or(
+                    rustls::Error::InvalidCertificate(CertificateError::Other(e)),
+                )
             }
             other => other,
         }
@@ -438,26 +445,6 @@ impl ServerCertVerifier for PgVerifier {
             .signature_verification_algorithms
             .supported_schemes()
     }
-}
-
-/// Whether the server's certificate is itself one of the root
-/// certificates and valid now. OpenSSL trusts such a certificate as found
-/// in the trust store, whatever its extensions say; webpki refuses one
-/// that says it is a CA (`CA:TRUE`, which `openssl req -x509` puts in a
-/// self-signed certificate by default), though copying a self-signed
-/// `server.crt` to `root.crt` is the usual set-up with libpq.
-fn is_trusted_itself(end_entity: &[u8], roots: &[CertificateDer<'_>], now: UnixTime) -> bool {
-    if !roots.iter().any(|root| root.as_ref() == end_entity) {
-        return false;
-    }
-    let Ok((_, cert)) = X509Certificate::from_der(end_entity) else {
-        return false;
-    };
-    let Ok(secs) = i64::try_from(now.as_secs()) else {
-        return false;
-    };
-    x509_parser::time::ASN1Time::from_timestamp(secs)
-        .is_ok_and(|at| cert.validity().is_valid_at(at))
 }
 
 /// `tls-server-end-point` channel binding data: the hash of the server's
