@@ -1,0 +1,201 @@
+//! Sizes and counts at and past pgbench's limits, run through both
+//! programs: scripts of thousands of commands, statements with hundreds of
+//! variables in each query mode, meta commands with hundreds of words,
+//! thousands of `-D` definitions, wide and long results, and option values
+//! at the edges of their ranges. Each case runs the real pgbench and
+//! pgbolt with the same arguments against the test binary's throwaway
+//! server and compares the exit status and standard error (the program's
+//! name and version line aside). No case depends on timing.
+
+mod limits_support;
+
+use limits_support::{both, files};
+
+/// `n` copies of `item` joined by `sep`.
+fn repeat(item: &str, sep: &str, n: usize) -> String {
+    vec![item; n].join(sep)
+}
+
+/// Runs each case (label, script, arguments before `-f s.sql`) through
+/// both programs; every difference is collected and reported at once.
+fn compare_scripts(cases: &[(&str, String, &[&str])]) {
+    let mut differences = Vec::new();
+    for (label, script, args) in cases {
+        let dir = files(&[("s.sql", script.as_bytes())]);
+        let mut full: Vec<&str> = args.to_vec();
+        full.extend(["-n", "-f", "s.sql"]);
+        if !full.contains(&"-T") && !full.contains(&"-t") {
+            full.extend(["-t", "1"]);
+        }
+        let (theirs, ours) = both(dir.path(), &full);
+        assert_ne!(ours.status, None, "{label}: pgbolt was killed by a signal");
+        if (theirs.status, &theirs.messages) != (ours.status, &ours.messages) {
+            differences.push(format!(
+                "{label}:\npgbench (exit {:?}):\n{}pgbolt (exit {:?}):\n{}",
+                theirs.status, theirs.messages, ours.status, ours.messages
+            ));
+        }
+    }
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
+}
+
+/// Ten thousand distinct `-D` names, one of them given twice (the last
+/// value wins), all visible to the script.
+#[test]
+fn ten_thousand_defines_are_read_as_pgbench_reads_them() {
+    let dir = files(&[(
+        "s.sql",
+        b"\\set x debug(:v0 + :v4999 + :v9999)\nselect :x;\n",
+    )]);
+    let defines: Vec<String> = (0..10_000)
+        .map(|i| format!("v{i}={i}"))
+        .chain(["v0=700000".to_owned()])
+        .collect();
+    let mut args = vec!["-n", "-t", "1", "-f", "s.sql"];
+    for d in &defines {
+        args.extend(["-D", d.as_str()]);
+    }
+    let (theirs, ours) = both(dir.path(), &args);
+    assert_eq!(ours.status, Some(0), "{}", ours.messages);
+    assert!(
+        ours.messages.contains("int 714998"),
+        "debug() shows the sum: {}",
+        ours.messages
+    );
+    assert_eq!(
+        (theirs.status, theirs.messages),
+        (ours.status, ours.messages)
+    );
+}
+
+/// pgbench's limit of 255 variables per statement holds under the extended
+/// and prepared protocols only, counting every occurrence.
+#[test]
+fn variables_per_statement_are_limited_as_in_pgbench() {
+    let select = |n: usize| format!("\\set v 1\nselect {};\n", repeat(":v", ",", n));
+    let distinct = |n: usize| {
+        let sets: String = (0..n).map(|i| format!("\\set v{i} {i}\n")).collect();
+        let sum: Vec<String> = (0..n).map(|i| format!(":v{i}")).collect();
+        format!("{sets}select {};\n", sum.join("+"))
+    };
+    let mut cases: Vec<(&str, String, &[&str])> = Vec::new();
+    for args in [
+        &["-M", "simple"][..],
+        &["-M", "extended"][..],
+        &["-M", "prepared"][..],
+    ] {
+        cases.push(("255 uses of one variable", select(255), args));
+        cases.push(("256 uses of one variable", select(256), args));
+        cases.push(("1000 uses of one variable", select(1000), args));
+        cases.push(("256 distinct variables", distinct(256), args));
+        cases.push((
+            "256 undefined variables",
+            format!("select {};\n", repeat(":nope", ",", 256)),
+            args,
+        ));
+    }
+    // The server's own limit on a select list is the one met here.
+    cases.push(("65536 uses in simple mode", select(65_536), &[]));
+    compare_scripts(&cases);
+}
+
+/// Meta commands with many words: pgbench takes at most 255 words after
+/// the command name.
+#[test]
+fn meta_commands_with_many_words_fail_as_in_pgbench() {
+    let words = |n: usize| repeat("a", " ", n);
+    let mut cases: Vec<(&str, String, &[&str])> = Vec::new();
+    for n in [254, 255, 256, 1000] {
+        cases.push((
+            "setshell",
+            format!("\\setshell x echo 1 {}\n", words(n)),
+            &[],
+        ));
+        cases.push(("shell", format!("\\shell true {}\n", words(n)), &[]));
+        cases.push(("set", format!("\\set x 1 {}\n", words(n)), &[]));
+    }
+    cases.push((
+        "shell with 300 variables",
+        format!("\\set v 7\n\\shell true {}\n", repeat(":v", " ", 300)),
+        &[],
+    ));
+    cases.push((
+        "shell command of 100,000 bytes",
+        format!("\\shell echo {} > /dev/null\n", "y".repeat(100_000)),
+        &[],
+    ));
+    cases.push((
+        "setshell command of 100,000 bytes",
+        format!("\\setshell x echo 5 #{}\n", "y".repeat(100_000)),
+        &[],
+    ));
+    compare_scripts(&cases);
+}
+
+/// Long scripts, long lines, long names and wide or long results.
+#[test]
+fn large_scripts_and_results_match_pgbench() {
+    let columns = |n: usize| {
+        let list: Vec<String> = (0..n).map(|i| format!("{i} as c{i}")).collect();
+        list.join(",")
+    };
+    let long_name = "v".repeat(10_000);
+    let cases: Vec<(&str, String, &[&str])> = vec![
+        ("10,000 statements", "select 1;\n".repeat(10_000), &[]),
+        (
+            "10,000 distinct variables",
+            (0..10_000).map(|i| format!("\\set v{i} {i}\n")).collect(),
+            &[],
+        ),
+        (
+            "1 MB statement",
+            format!("select length('{}');\n", "x".repeat(1 << 20)),
+            &["-M", "prepared"],
+        ),
+        (
+            "statement of 20,000 lines",
+            format!("select\n{}1;\n", "1+\n".repeat(20_000)),
+            &[],
+        ),
+        (
+            "variable name of 10,000 characters",
+            format!("\\set {long_name} 3\nselect :{long_name};\n"),
+            &["-M", "extended"],
+        ),
+        (
+            "1664 columns into \\gset",
+            format!("select {} \\gset\nselect :c1663;\n", columns(1664)),
+            &[],
+        ),
+        (
+            "1665 columns into \\gset",
+            format!("select {} \\gset\n", columns(1665)),
+            &[],
+        ),
+        (
+            "a million rows into \\gset",
+            "select generate_series(1, 1000000) as v \\gset\n".to_owned(),
+            &[],
+        ),
+        (
+            "a million rows, extended",
+            "select generate_series(1, 1000000);\n".to_owned(),
+            &["-M", "extended"],
+        ),
+        (
+            "1000 nested \\if",
+            format!(
+                "{}select 1;\n{}",
+                "\\if 1\n".repeat(1000),
+                "\\endif\n".repeat(1000)
+            ),
+            &[],
+        ),
+        (
+            "10 MB \\gset value out of range in \\set",
+            "select repeat('7', 10000000) as v \\gset\n\\set y :v + 1\n".to_owned(),
+            &[],
+        ),
+    ];
+    compare_scripts(&cases);
+}
