@@ -199,3 +199,49 @@ fn large_scripts_and_results_match_pgbench() {
     ];
     compare_scripts(&cases);
 }
+
+/// Runs pgbolt alone on `script` with `-n -t 1`.
+fn pgbolt_alone(script: &str) -> limits_support::Outcome {
+    let dir = files(&[("s.sql", script.as_bytes())]);
+    limits_support::run(
+        limits_support::Program::Pgbolt,
+        dir.path(),
+        &["-n", "-t", "1", "-f", "s.sql"],
+    )
+}
+
+/// pgbench crashes evaluating a long chain of additions (its evaluator
+/// recurses once per operator); pgbolt evaluates it.
+#[test]
+fn a_chain_of_a_hundred_thousand_additions_is_evaluated() {
+    let out = pgbolt_alone(&format!("\\set x debug({}1)\n", "1+".repeat(100_000)));
+    assert_eq!(out.status, Some(0), "{}", out.messages);
+    assert!(out.messages.contains("int 100001"), "{}", out.messages);
+}
+
+/// Nesting past pgbolt's limit is a script error naming the file, line
+/// and command, never a crash, however deep.
+#[test]
+fn deep_nesting_is_a_script_error() {
+    let cases = [
+        format!("\\set x {}1{}\n", "(".repeat(10_000), ")".repeat(10_000)),
+        format!("\\set x {}1\n", "-".repeat(100_000)),
+        format!("\\set x {}1{}\n", "abs(".repeat(5_000), ")".repeat(5_000)),
+        format!(
+            "\\set x {}1{}\n",
+            "case when true then ".repeat(3_000),
+            " end".repeat(3_000)
+        ),
+    ];
+    for script in cases {
+        let out = pgbolt_alone(&script);
+        assert_eq!(out.status, Some(1), "{}", out.messages);
+        assert!(
+            out.messages.starts_with(
+                "PROG: error: s.sql:1: expression is too deeply nested in command \"set\"\n"
+            ),
+            "{}",
+            out.messages
+        );
+    }
+}
