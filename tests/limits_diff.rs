@@ -245,3 +245,32 @@ fn deep_nesting_is_a_script_error() {
         );
     }
 }
+
+/// A syntax error past column 65,535 of a line: the caret line is as
+/// long as pgbench's (a format width that large once made pgbolt panic).
+#[test]
+fn syntax_errors_far_into_a_long_line_match_pgbench() {
+    let cases: Vec<(&str, String, &[&str])> = vec![
+        (
+            "unexpected character at column 100,010",
+            format!("\\set x 1{}+ @\n", " ".repeat(100_000)),
+            &[],
+        ),
+        (
+            "double constant of 100,000 digits",
+            format!("\\set x debug(0.{}1)\n", "0".repeat(100_000)),
+            &[],
+        ),
+        (
+            "time unit of 70,000 characters",
+            format!("select 1;\n\\sleep 1 {}\n", "x".repeat(70_000)),
+            &[],
+        ),
+        (
+            "\\if with 40,000 terms",
+            format!("\\if {}\n\\endif\n", "1 ".repeat(40_000)),
+            &[],
+        ),
+    ];
+    compare_scripts(&cases);
+}
