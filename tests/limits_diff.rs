@@ -274,3 +274,121 @@ fn syntax_errors_far_into_a_long_line_match_pgbench() {
     ];
     compare_scripts(&cases);
 }
+
+/// Runs both programs with `args` in `dir` and returns the differences in
+/// exit status and messages, if any.
+fn difference(dir: &std::path::Path, label: &str, args: &[&str]) -> Option<String> {
+    let (theirs, ours) = both(dir, args);
+    assert_ne!(ours.status, None, "{label}: pgbolt was killed by a signal");
+    ((theirs.status, &theirs.messages) != (ours.status, &ours.messages)).then(|| {
+        format!(
+            "{label}:\npgbench (exit {:?}):\n{}pgbolt (exit {:?}):\n{}",
+            theirs.status, theirs.messages, ours.status, ours.messages
+        )
+    })
+}
+
+/// Script counts and weights at their limits, and script files that are
+/// not ordinary scripts: a directory, `/dev/null`, a file starting with a
+/// byte order mark (sent to the server as it is), one of only comments.
+#[test]
+fn script_counts_weights_and_odd_files_match_pgbench() {
+    let dir = files(&[
+        ("s.sql", b"select 1;\n"),
+        ("bom.sql", b"\xef\xbb\xbfselect 1;\n"),
+        ("comments.sql", b"-- a\n-- b\n"),
+        ("c-comment.sql", b"/* only this */\n"),
+    ]);
+    let many = |n: usize, script: &'static str| -> Vec<&'static str> {
+        (0..n).flat_map(|_| ["-f", script]).collect()
+    };
+    let mut cases: Vec<(&str, Vec<&str>)> = vec![
+        ("128 scripts", many(128, "s.sql")),
+        ("129 scripts", many(129, "s.sql")),
+        ("128 files and a builtin", {
+            let mut a = many(128, "s.sql");
+            a.extend(["-b", "select-only"]);
+            a
+        }),
+        ("weight 2^31 - 1", vec!["-f", "s.sql@2147483647"]),
+        ("weight 2^31", vec!["-f", "s.sql@2147483648"]),
+        ("weight -1", vec!["-f", "s.sql@-1"]),
+        (
+            "weights adding up past 2^31",
+            vec!["-f", "s.sql@2147483647", "-f", "s.sql@2147483647"],
+        ),
+        ("a directory", vec!["-f", "."]),
+        ("/dev/null", vec!["-f", "/dev/null"]),
+        ("an empty name", vec!["-f", ""]),
+        ("a byte order mark", vec!["-f", "bom.sql"]),
+        ("only comments", vec!["-f", "comments.sql"]),
+        ("only a C comment", vec!["-f", "c-comment.sql"]),
+        (
+            "more threads than clients",
+            vec!["-f", "s.sql", "-c", "3", "-j", "100"],
+        ),
+        ("-j 2^31 - 1", vec!["-f", "s.sql", "-j", "2147483647"]),
+        ("-P 2^31 - 1", vec!["-f", "s.sql", "-P", "2147483647"]),
+        (
+            "--aggregate-interval 2^31 - 1",
+            vec![
+                "-f",
+                "s.sql",
+                "-l",
+                "--aggregate-interval",
+                "2147483647",
+                "--log-prefix",
+                "agg",
+            ],
+        ),
+        ("-s 2^31 - 1", vec!["-f", "s.sql", "-s", "2147483647"]),
+        ("-s 2^31", vec!["-f", "s.sql", "-s", "2147483648"]),
+        ("-t 2^31", vec!["-f", "s.sql", "-t", "2147483648"]),
+        ("-T 2^31", vec!["-f", "s.sql", "-T", "2147483648"]),
+    ];
+    let mut differences = Vec::new();
+    for (label, args) in cases.iter_mut() {
+        if !args.contains(&"-t") && !args.contains(&"-T") {
+            args.extend(["-t", "1"]);
+        }
+        args.push("-n");
+        differences.extend(difference(dir.path(), label, args));
+    }
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
+}
+
+/// A script read from a named pipe, once per program.
+#[test]
+fn a_script_from_a_fifo_runs_as_in_pgbench() {
+    let dir = files(&[]);
+    let fifo = dir.path().join("f.sql");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(status.success());
+    let mut outcomes = Vec::new();
+    for program in [
+        limits_support::Program::Pgbench,
+        limits_support::Program::Pgbolt,
+    ] {
+        let path = fifo.clone();
+        let writer = std::thread::spawn(move || std::fs::write(path, "\\set x debug(41 + 1)\n"));
+        outcomes.push(limits_support::run(
+            program,
+            dir.path(),
+            &["-n", "-t", "1", "-f", "f.sql"],
+        ));
+        writer.join().expect("writer").expect("write to the fifo");
+    }
+    assert_eq!(outcomes[1].status, Some(0), "{}", outcomes[1].messages);
+    assert!(
+        outcomes[1].messages.contains("int 42"),
+        "{}",
+        outcomes[1].messages
+    );
+    assert_eq!(
+        (outcomes[0].status, &outcomes[0].messages),
+        (outcomes[1].status, &outcomes[1].messages)
+    );
+}
