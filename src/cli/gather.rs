@@ -3,6 +3,7 @@
 //! the first one is reported). Checks that involve several options wait
 //! for [`super::validate`].
 
+use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
@@ -43,6 +44,9 @@ pub struct Gathered {
 
     pub scripts: Vec<ScriptSpec>,
     pub variables: Vec<VariableDefinition>,
+    /// Where each `-D` name is in `variables`, so that redefining a name
+    /// finds it without a scan (thousands of `-D` stay linear).
+    pub variable_index: HashMap<String, usize>,
     pub clients: Option<u32>,
     pub threads: Option<u32>,
     pub transactions: Option<u32>,
@@ -216,12 +220,15 @@ pub fn define(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
     if !crate::script::valid_variable_name(name) {
         return Err(CliError::InvalidVariableName(name.to_string()));
     }
-    match g.variables.iter_mut().find(|v| v.name == name) {
-        Some(existing) => existing.value = value.to_string(),
-        None => g.variables.push(VariableDefinition {
-            name: name.to_string(),
-            value: value.to_string(),
-        }),
+    match g.variable_index.get(name) {
+        Some(&at) => g.variables[at].value = value.to_string(),
+        None => {
+            g.variable_index.insert(name.to_string(), g.variables.len());
+            g.variables.push(VariableDefinition {
+                name: name.to_string(),
+                value: value.to_string(),
+            });
+        }
     }
     Ok(())
 }

@@ -163,7 +163,13 @@ impl fmt::Display for SyntaxError {
         if let Some(text) = &self.text {
             write!(f, "\n{text}")?;
             if let Some(column) = self.column {
-                write!(f, "\n{:>width$} error found here", "^", width = column + 1)?;
+                // Padded by hand: a format width above 65,535 panics, and a
+                // script line may be longer than that.
+                f.write_str("\n")?;
+                for _ in 0..column {
+                    f.write_str(" ")?;
+                }
+                f.write_str("^ error found here")?;
             }
         }
         Ok(())
