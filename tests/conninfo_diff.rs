@@ -474,3 +474,23 @@ fn ports_are_read_as_each_hosts_turn_comes() {
         assert_eq!(ours, ended(Program::Pgbench), "{target}");
     }
 }
+
+/// Regression: a failed TCP attempt named the port as a number (`port
+/// 1`) where libpq names it as written (`port 00001`).
+#[test]
+fn a_failed_attempt_names_the_port_as_written() {
+    for port in ["00001", "1"] {
+        let args = ["-n", "-t", "1", "-h", "127.0.0.1", "-p", port, "postgres"];
+        let ours = run(Program::Pgbolt, &args, &[]);
+        let theirs = run(Program::Pgbench, &args, &[]);
+        assert_eq!(
+            messages(&ours, Program::Pgbolt),
+            messages(&theirs, Program::Pgbench),
+            "-p {port}"
+        );
+        assert!(
+            messages(&ours, Program::Pgbolt).contains(&format!("port {port} failed")),
+            "-p {port}"
+        );
+    }
+}

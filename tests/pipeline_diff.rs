@@ -294,7 +294,9 @@ fn a_run_stopped_by_a_signal_sends_nothing_more_of_a_pipeline() {
             .spawn()
             .expect("program starts");
         connected(&db);
-        std::thread::sleep(Duration::from_millis(200));
+        // The client queues its pipeline as soon as it is connected; the
+        // server shows nothing of it (nothing is sent before the signal).
+        std::thread::sleep(Duration::from_millis(500));
         // SAFETY: kill() with the id of a child this test started.
         unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
         let out = child.wait_with_output().expect("program ends");

@@ -579,10 +579,11 @@ fn run_options(prepared: &Prepared, bench: &Benchmark) -> RunOptions {
 fn write_json(result: &RunResult, file: Option<ResultFile>, stdout: &mut Stdout) -> bool {
     match (report::to_json(result), file) {
         (Ok(json), Some(file)) => {
+            let path = file.path().to_owned();
             if let Err(e) = file.write(json.as_bytes()) {
                 log::error(format_args!(
                     "could not write \"{}\": {}",
-                    file.path().display(),
+                    path.display(),
                     crate::oserror::os_message(&e)
                 ));
                 return false;

@@ -18,6 +18,10 @@ use crate::oserror::os_message;
 /// A result file whose path was found writable.
 pub struct ResultFile {
     path: PathBuf,
+    /// A path that is not a regular file (a FIFO, `/dev/stdout`) stays
+    /// open from the check on: a reader of a FIFO sees one writer, and
+    /// one end of file, as it did before the check existed.
+    open: Option<File>,
 }
 
 /// The result file could not be opened.
@@ -51,9 +55,13 @@ impl ResultFile {
             path: path.to_owned(),
             source,
         };
+        let mut open = None;
         match std::fs::metadata(path) {
-            Ok(_) => {
-                OpenOptions::new().write(true).open(path).map_err(fail)?;
+            Ok(meta) => {
+                let file = OpenOptions::new().write(true).open(path).map_err(fail)?;
+                if !meta.is_file() {
+                    open = Some(file);
+                }
             }
             Err(e) if e.kind() == ErrorKind::NotFound => {
                 match OpenOptions::new().write(true).create_new(true).open(path) {
@@ -70,6 +78,7 @@ impl ResultFile {
         }
         Ok(ResultFile {
             path: path.to_owned(),
+            open,
         })
     }
 
@@ -80,8 +89,11 @@ impl ResultFile {
 
     /// Replaces the file's contents with `text` (a device or pipe such as
     /// `/dev/stdout` is written as it is).
-    pub fn write(&self, text: &[u8]) -> io::Result<()> {
-        let mut file = File::create(&self.path)?;
+    pub fn write(self, text: &[u8]) -> io::Result<()> {
+        let mut file = match self.open {
+            Some(file) => file,
+            None => File::create(&self.path)?,
+        };
         file.write_all(text)?;
         file.flush()
     }

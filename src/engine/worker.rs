@@ -224,9 +224,10 @@ impl ThreadEnv {
                 && !in_flight;
             if queued {
                 conn.set_external_io(false);
-                // Only output that went out whole can be followed by
-                // Terminate; a part of it would leave the server waiting
-                // for the rest of a message.
+                // Only output that went out whole is handed over: after a
+                // part of it the server would wait for the rest of a
+                // message, so the connection is closed as usual instead
+                // and the server drops the incomplete message.
                 queued = matches!(conn.flush(), Ok(true));
             }
             let fd = conn.fd();

@@ -434,12 +434,15 @@ fn candidates(config: &Config, index: usize) -> Result<Vec<Candidate>, Error> {
                     let tls_name = name.clone().unwrap_or_else(|| ip.clone());
                     // As libpq: a `hostaddr` is shown alone, as written; a
                     // resolved name is followed by its address when they
-                    // differ.
-                    let written = config
-                        .host_spellings
-                        .get(index)
+                    // differ; the port is shown as written.
+                    let spelling = config.host_spellings.get(index);
+                    let written = spelling
                         .map(|s| s.hostaddr.as_str())
                         .filter(|a| !a.is_empty());
+                    let port = spelling
+                        .map(|s| s.port.as_str())
+                        .filter(|p| !p.is_empty())
+                        .map_or_else(|| port.to_string(), str::to_owned);
                     let target = if let Some(written) = written {
                         format!("at \"{written}\", port {port}")
                     } else if addr.is_some() || tls_name == ip {
