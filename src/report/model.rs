@@ -142,12 +142,13 @@ impl Distribution {
 /// largest value recorded by up to 0.1%; percentiles are capped at the exact
 /// maximum (kept in the sums) so that none exceeds `max`.
 pub fn percentiles(h: &LatencyHistogram, exact_max_us: u64) -> Percentiles {
-    let ms = |q: f64| h.value_at_quantile(q).min(exact_max_us) as f64 / 1000.0;
+    let ([p50, p90, p99, p99_9], _) = h.quantiles([0.5, 0.9, 0.99, 0.999]);
+    let ms = |v: u64| v.min(exact_max_us) as f64 / 1000.0;
     Percentiles {
-        p50: ms(0.5),
-        p90: ms(0.9),
-        p99: ms(0.99),
-        p99_9: ms(0.999),
+        p50: ms(p50),
+        p90: ms(p90),
+        p99: ms(p99),
+        p99_9: ms(p99_9),
         max: exact_max_us as f64 / 1000.0,
     }
 }

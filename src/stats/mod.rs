@@ -24,6 +24,7 @@ pub mod log;
 pub mod progress;
 pub mod recorder;
 pub mod simple;
+mod zeroed;
 
 pub use histogram::{HistogramError, LatencyHistogram};
 pub use interval::{IntervalSeries, IntervalStats};
