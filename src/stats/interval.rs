@@ -52,8 +52,10 @@ impl IntervalStats {
 pub struct IntervalSeries {
     start_us: i64,
     width_us: i64,
-    used: usize,
-    buckets: Box<[IntervalStats]>,
+    /// The buckets in use; room for [`SERIES_BUCKETS`] is reserved at the
+    /// start, so adding one never allocates, and the reserved room stays
+    /// untouched (not resident) until a run reaches it.
+    buckets: Vec<IntervalStats>,
 }
 
 impl IntervalSeries {
@@ -62,8 +64,7 @@ impl IntervalSeries {
         IntervalSeries {
             start_us,
             width_us: 1_000_000,
-            used: 0,
-            buckets: vec![IntervalStats::default(); SERIES_BUCKETS].into_boxed_slice(),
+            buckets: Vec::with_capacity(SERIES_BUCKETS),
         }
     }
 
@@ -79,7 +80,7 @@ impl IntervalSeries {
 
     /// The buckets in use, oldest first.
     pub fn buckets(&self) -> &[IntervalStats] {
-        &self.buckets[..self.used]
+        &self.buckets
     }
 
     /// Accounts for a transaction that ended at `end_us` (µs since the epoch).
@@ -96,21 +97,23 @@ impl IntervalSeries {
             self.coarsen();
             index = (offset / self.width_us) as usize;
         }
-        self.used = self.used.max(index + 1);
+        while self.buckets.len() <= index {
+            self.buckets.push(IntervalStats::default());
+        }
         index
     }
 
     /// Doubles the bucket width, adding neighbours together.
     fn coarsen(&mut self) {
-        for i in 0..SERIES_BUCKETS / 2 {
+        let halved = self.buckets.len().div_ceil(2);
+        for i in 0..halved {
             let mut pair = self.buckets[2 * i];
-            pair.merge(&self.buckets[2 * i + 1]);
+            if let Some(next) = self.buckets.get(2 * i + 1) {
+                pair.merge(next);
+            }
             self.buckets[i] = pair;
         }
-        for b in &mut self.buckets[SERIES_BUCKETS / 2..] {
-            *b = IntervalStats::default();
-        }
-        self.used = self.used.div_ceil(2);
+        self.buckets.truncate(halved);
         self.width_us *= 2;
     }
 
@@ -118,7 +121,7 @@ impl IntervalSeries {
     /// share their start, so this is exact; series with other starts are
     /// placed by the start of each of their buckets.
     pub fn merge(&mut self, other: &IntervalSeries) {
-        if other.start_us < self.start_us && self.used == 0 {
+        if other.start_us < self.start_us && self.buckets.is_empty() {
             self.start_us = other.start_us;
         }
         while self.width_us < other.width_us {
