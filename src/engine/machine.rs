@@ -9,9 +9,9 @@
 use crate::stats::{FailureKind, LogEntry, Outcome, Transaction};
 
 use super::client::{Client, ErrorStatus, State};
+use super::env::ThreadEnv;
 use super::log;
 use super::plan::Plan;
-use super::worker::ThreadEnv;
 use super::{meta, shell, sql};
 
 /// The current time, read at most once until reset.

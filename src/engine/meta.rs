@@ -7,12 +7,12 @@ use crate::expr::{EvalContext, Expr, Value};
 use crate::script::{CommandKind, SleepTime, Target, TimeUnit};
 
 use super::client::{Client, State};
+use super::env::ThreadEnv;
 use super::log;
 use super::machine::Now;
 use super::plan::Plan;
 use super::shell;
 use super::sql::{command_failed, flush_or_defer};
-use super::worker::ThreadEnv;
 
 /// Runs meta command `kind` and sets the client's next state.
 pub fn execute(

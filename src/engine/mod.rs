@@ -47,6 +47,7 @@
 
 mod client;
 mod clock;
+mod env;
 pub mod error;
 mod linger;
 mod log;
@@ -81,13 +82,14 @@ use crate::stats::{LogOptions, ProgressOptions, StatsLayout, ThreadStats, Transa
 
 use client::Client;
 use clock::Clock;
+use env::ThreadEnv;
 pub use error::EngineError;
 use linger::Lingering;
 use plan::Plan;
 use result_file::ResultFile;
 use shared::Shared;
 use spin::SpinMode;
-use worker::{ThreadEnv, WorkerResult};
+use worker::WorkerResult;
 
 /// What the set-up established, for the threads.
 struct Prepared {

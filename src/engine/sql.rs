@@ -29,10 +29,10 @@ use crate::cli::QueryMode;
 use crate::script::{valid_variable_name, Command, CommandKind, ResultVars, SqlCommand, SqlPiece};
 
 use super::client::{Client, ErrorStatus, Response, State};
+use super::env::ThreadEnv;
 use super::log;
 use super::machine::Now;
 use super::plan::Plan;
-use super::worker::ThreadEnv;
 
 /// SQLSTATE `duplicate_prepared_statement`.
 const DUPLICATE_PREPARED_STATEMENT: &str = "42P05";

@@ -2,8 +2,10 @@
 //! own statistics.
 //!
 //! Tokens are client indices within the thread; a client's `\shell` child
-//! is watched under `clients + index`, and the stop signal under
-//! [`SIGNAL`]. Sockets are registered once, edge-triggered, for reading;
+//! is watched under `clients + index`, the lingering connection of a
+//! client that aborted in a pipeline under `2 * clients + index`, and the
+//! stop signal under [`SIGNAL`]. The thread's resources are in
+//! [`ThreadEnv`] (module `env`). Sockets are registered once, edge-triggered, for reading;
 //! writability is added only while a write is incomplete (a socket
 //! watched for it would report every time its peer reads), so a client
 //! waiting for results never re-registers. The loop: wait (no longer than
@@ -12,243 +14,30 @@
 //! those that yielded; clock read once per turn.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
-use std::fs::File;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Registry, Token};
-use pgwire::{ConnectProgress, Connector};
+use pgwire::ConnectProgress;
 
-use crate::random::PrngState;
-use crate::stats::{LogEntry, ThreadStats, TransactionLog};
+use crate::stats::ThreadStats;
 
 use super::client::{Client, State};
-use super::clock::Clock;
+use super::env::ThreadEnv;
 use super::error::EngineError;
-use super::linger::Lingering;
 use super::log;
 use super::machine;
 use super::plan::Plan;
-use super::progress::Progress;
 use super::shared::Shared;
 use super::spin::{SpinMode, SpinTrials};
-use super::timer::PreciseTimer;
 use super::uring::{Done, Ring};
 
 /// Token of the stop signal's pipe.
 pub const SIGNAL: Token = Token(usize::MAX - 1);
 /// Token of the thread's [`PreciseTimer`].
 pub const TIMER: Token = Token(usize::MAX - 2);
-
-/// What the state machine may touch besides its client.
-pub struct ThreadEnv {
-    pub tid: usize,
-    pub clock: Clock,
-    pub registry: Registry,
-    pub connector: Connector,
-    pub clients: usize,
-    pub timers: BinaryHeap<Reverse<(i64, usize)>>,
-    pub runq: VecDeque<usize>,
-    pub stats: ThreadStats,
-    pub log: Option<TransactionLog<File>>,
-    pub log_failed: bool,
-    pub choose: PrngState,
-    pub throttle: PrngState,
-    pub sample: PrngState,
-    pub throttle_trigger: i64,
-    pub conn_duration: i64,
-    /// The run is over (`-T` elapsed or a stop was requested).
-    pub over: bool,
-    pub end_us: Option<i64>,
-    /// `-P`: progress lines (thread 0 prints them).
-    pub progress: Option<Progress>,
-    /// `--io` chose io_uring; the thread then creates [`ThreadEnv::ring`].
-    pub io_uring: bool,
-    /// The thread's ring, which does the I/O of its plain connections.
-    pub ring: Option<Ring>,
-    /// How the thread waits under `--busy-poll` (epoll only).
-    pub spin: SpinMode,
-    /// Wakes the epoll loop on time for waits shorter than its
-    /// millisecond timeouts can express.
-    pub precise_timer: PreciseTimer,
-    /// Connections of clients aborted inside a pipeline, ended with
-    /// Terminate and kept open (see [`ThreadEnv::close`]).
-    pub lingering: Lingering,
-}
-
-impl ThreadEnv {
-    pub fn add_timer(&mut self, at_us: i64, idx: usize) {
-        self.timers.push(Reverse((at_us, idx)));
-    }
-
-    /// Logs a transaction under `-l`; a write error is reported once.
-    pub fn log_transaction(&mut self, entry: &LogEntry) {
-        let Some(log) = self.log.as_mut() else {
-            return;
-        };
-        let sample = &mut self.sample;
-        if let Err(e) = log.log(entry, &mut || sample.next_f64()) {
-            if !self.log_failed {
-                log::error(format_args!("{e}"));
-                self.log_failed = true;
-            }
-        }
-    }
-
-    pub fn watch_shell(&mut self, fd: RawFd, idx: usize) {
-        let _ = self.registry.register(
-            &mut SourceFd(&fd),
-            Token(self.clients + idx),
-            Interest::READABLE,
-        );
-    }
-
-    pub fn unwatch_shell(&mut self, fd: RawFd, _idx: usize) {
-        let _ = self.registry.deregister(&mut SourceFd(&fd));
-    }
-
-    /// Drives the client's pending connection (`-C`); true when the client
-    /// moved on (connected, or aborted), false to wait.
-    pub fn poll_connect(&mut self, c: &mut Client, idx: usize) -> bool {
-        let Some(connecting) = c.connecting.as_mut() else {
-            c.state = State::StartTx;
-            return true;
-        };
-        match connecting.poll() {
-            Ok(ConnectProgress::Wait { fd, new_socket, .. }) => {
-                if new_socket {
-                    let _ = self.registry.register(
-                        &mut SourceFd(&fd),
-                        Token(idx),
-                        Interest::READABLE | Interest::WRITABLE,
-                    );
-                }
-                if let Some(deadline) = connecting.deadline() {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    self.add_timer(self.clock.now_us() + left.as_micros() as i64, idx);
-                }
-                false
-            }
-            Ok(ConnectProgress::Ready(mut conn)) => {
-                c.connecting = None;
-                if let Err(e) = self.adopt(&mut conn, idx) {
-                    log::error(format_args!("could not watch the connection: {e}"));
-                    log::error(format_args!(
-                        "client {} aborted while establishing connection",
-                        c.id
-                    ));
-                    c.state = State::Aborted;
-                    return true;
-                }
-                c.writing = false;
-                c.peer_closed = false;
-                c.conn = Some(conn);
-                true
-            }
-            Err(e) => {
-                c.connecting = None;
-                log::error(format_args!("{e}"));
-                log::error(format_args!(
-                    "client {} aborted while establishing connection",
-                    c.id
-                ));
-                c.state = State::Aborted;
-                true
-            }
-        }
-    }
-
-    /// Watches a newly established connection: through the ring when there
-    /// is one and the session is plain, else read-only on the poller.
-    fn adopt(&mut self, conn: &mut pgwire::Connection, idx: usize) -> std::io::Result<()> {
-        if self.ring.is_some() && conn.set_external_io(true) {
-            let _ = self.registry.deregister(&mut SourceFd(&conn.fd()));
-            return Ok(());
-        }
-        read_only(&self.registry, conn.fd(), idx)
-    }
-
-    /// After a step: the ring queues the client's output and, when it waits
-    /// for input, a read; on epoll, writability is watched only while a
-    /// write is incomplete.
-    fn sync_io(&mut self, c: &mut Client, idx: usize) {
-        let Some(conn) = c.conn.as_mut() else {
-            return;
-        };
-        if conn.is_external_io() {
-            let Some(ring) = self.ring.as_mut() else {
-                return;
-            };
-            let wants_input = matches!(c.state, State::WaitResult | State::WaitRollback);
-            if let Err(e) = ring.queue(idx, conn, wants_input) {
-                // No completion will come: the client's next step reads
-                // the error and aborts.
-                conn.received(Err(e));
-                self.runq.push_back(idx);
-            }
-            return;
-        }
-        let wants = conn.pending_output() > 0;
-        if wants != c.writing {
-            let interest = if wants {
-                Interest::READABLE | Interest::WRITABLE
-            } else {
-                Interest::READABLE
-            };
-            let fd = conn.fd();
-            let _ = self
-                .registry
-                .reregister(&mut SourceFd(&fd), Token(idx), interest);
-            c.writing = wants;
-        }
-    }
-
-    /// Closes the client's connection (and child), if any.
-    ///
-    /// A client that aborted with its pipeline open first hands the
-    /// statements it queued there to the server, as libpq does when
-    /// pgbench closes such a connection: the server runs them before it
-    /// reads Terminate, so a `COMMIT` among them commits. Its socket stays
-    /// open until the server has ended the session (see [`Lingering`]).
-    /// A client stopped by the end of the run or a signal sends nothing
-    /// more, as pgbench's does.
-    pub fn close(&mut self, c: &mut Client, idx: usize) {
-        if let Some(mut conn) = c.conn.take() {
-            let in_flight = self.ring.as_ref().is_some_and(|r| r.sending(idx));
-            let mut queued = c.state == State::Aborted
-                && c.pipeline.is_some()
-                && conn.pending_output() > 0
-                && !in_flight;
-            if queued {
-                conn.set_external_io(false);
-                // Only output that went out whole is handed over: after a
-                // part of it the server would wait for the rest of a
-                // message, so the connection is closed as usual instead
-                // and the server drops the incomplete message.
-                queued = matches!(conn.flush(), Ok(true));
-            }
-            let fd = conn.fd();
-            let _ = self.registry.deregister(&mut SourceFd(&fd));
-            if queued {
-                conn.terminate();
-                let token = Token(2 * self.clients + idx);
-                self.lingering.keep(idx, conn, &self.registry, token);
-            } else {
-                conn.close();
-            }
-        }
-        c.connecting = None;
-        if let Some(job) = c.shell.take() {
-            if let Some(fd) = job.fd() {
-                self.unwatch_shell(fd, 0);
-            }
-            job.kill();
-        }
-    }
-}
 
 /// What a worker hands back when it is done.
 pub struct WorkerResult {
@@ -688,7 +477,7 @@ fn step(
 /// server with trust authentication) was never registered while it
 /// connected, so it is registered here; without that, its client would
 /// wait forever for results no event announces.
-fn read_only(registry: &Registry, fd: RawFd, idx: usize) -> std::io::Result<()> {
+pub(super) fn read_only(registry: &Registry, fd: RawFd, idx: usize) -> std::io::Result<()> {
     let token = Token(idx);
     match registry.reregister(&mut SourceFd(&fd), token, Interest::READABLE) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
