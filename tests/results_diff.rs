@@ -395,6 +395,42 @@ fn a_json_file_that_cannot_be_opened_stops_before_the_run() {
     assert_eq!(std::fs::read_to_string(&old).expect("read"), "previous");
 }
 
+/// Regression: `--json=/dev/stdout` with standard output redirected to a
+/// file emptied that file and wrote the JSON over the report; the JSON now
+/// follows the report, and a FIFO's reader gets the results.
+#[test]
+fn json_to_standard_output_follows_the_report() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("out.txt");
+    let status = Run::new(database(), &["-n", "-t", "5", "-S", "--json=/dev/stdout"])
+        .pgbolt_command()
+        .stdout(std::fs::File::create(&file).expect("create"))
+        .stderr(Stdio::null())
+        .status()
+        .expect("pgbolt runs");
+    assert_eq!(status.code(), Some(0));
+    let text = std::fs::read_to_string(&file).expect("read");
+    let json_at = text.find("{\n").expect("JSON after the report");
+    assert!(text[..json_at].contains("transaction type:"), "{text}");
+    strict(&text[json_at..]);
+
+    let fifo = dir.path().join("fifo");
+    let path = std::ffi::CString::new(fifo.to_string_lossy().as_bytes()).expect("path");
+    // SAFETY: mkfifo with a NUL-terminated path this test owns.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).expect("read the FIFO"))
+    };
+    let out = Run::new(
+        database(),
+        &["-n", "-t", "5", "-S", &format!("--json={}", fifo.display())],
+    )
+    .pgbolt();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    strict(&reader.join().expect("reader"));
+}
+
 /// A password given in the connection string reaches neither the JSON nor
 /// the output.
 #[test]

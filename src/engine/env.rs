@@ -24,7 +24,6 @@ use super::progress::Progress;
 use super::spin::SpinMode;
 use super::timer::PreciseTimer;
 use super::uring::Ring;
-use super::worker::read_only;
 
 /// What the state machine may touch besides its client.
 pub struct ThreadEnv {
@@ -234,5 +233,19 @@ impl ThreadEnv {
             }
             job.kill();
         }
+    }
+}
+
+/// A connection that completed on its very first poll (a fast local
+/// server with trust authentication) was never registered while it
+/// connected, so it is registered here; without that, its client would
+/// wait forever for results no event announces.
+pub(super) fn read_only(registry: &Registry, fd: RawFd, idx: usize) -> std::io::Result<()> {
+    let token = Token(idx);
+    match registry.reregister(&mut SourceFd(&fd), token, Interest::READABLE) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            registry.register(&mut SourceFd(&fd), token, Interest::READABLE)
+        }
+        other => other,
     }
 }

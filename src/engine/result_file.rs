@@ -18,10 +18,27 @@ use crate::oserror::os_message;
 /// A result file whose path was found writable.
 pub struct ResultFile {
     path: PathBuf,
-    /// A path that is not a regular file (a FIFO, `/dev/stdout`) stays
-    /// open from the check on: a reader of a FIFO sees one writer, and
-    /// one end of file, as it did before the check existed.
+    /// A path that is not a regular file (a FIFO, a terminal) stays open
+    /// from the check on: a reader of a FIFO sees one writer, and one end
+    /// of file, as it did before the check existed.
     open: Option<File>,
+    /// The path is standard output itself (`/dev/stdout` or `/dev/fd/1`,
+    /// whatever it was redirected to): the results follow the report
+    /// there instead of overwriting it from the start of the file.
+    is_stdout: bool,
+}
+
+/// Whether `meta` is the file standard output is open on.
+fn is_standard_output(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: fstat fills the buffer it is given for descriptor 1.
+    if unsafe { libc::fstat(1, st.as_mut_ptr()) } != 0 {
+        return false;
+    }
+    // SAFETY: fstat succeeded, so the buffer is initialized.
+    let st = unsafe { st.assume_init() };
+    st.st_dev == meta.dev() && st.st_ino == meta.ino()
 }
 
 /// The result file could not be opened.
@@ -56,10 +73,12 @@ impl ResultFile {
             source,
         };
         let mut open = None;
+        let mut is_stdout = false;
         match std::fs::metadata(path) {
             Ok(meta) => {
                 let file = OpenOptions::new().write(true).open(path).map_err(fail)?;
-                if !meta.is_file() {
+                is_stdout = is_standard_output(&meta);
+                if !meta.is_file() && !is_stdout {
                     open = Some(file);
                 }
             }
@@ -79,6 +98,7 @@ impl ResultFile {
         Ok(ResultFile {
             path: path.to_owned(),
             open,
+            is_stdout,
         })
     }
 
@@ -90,6 +110,11 @@ impl ResultFile {
     /// Replaces the file's contents with `text` (a device or pipe such as
     /// `/dev/stdout` is written as it is).
     pub fn write(self, text: &[u8]) -> io::Result<()> {
+        if self.is_stdout {
+            let mut out = io::stdout().lock();
+            out.write_all(text)?;
+            return out.flush();
+        }
         let mut file = match self.open {
             Some(file) => file,
             None => File::create(&self.path)?,

@@ -14,12 +14,12 @@
 //! those that yielded; clock read once per turn.
 
 use std::cmp::Reverse;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mio::unix::SourceFd;
-use mio::{Events, Interest, Poll, Registry, Token};
+use mio::{Events, Interest, Poll, Token};
 use pgwire::ConnectProgress;
 
 use crate::stats::ThreadStats;
@@ -473,20 +473,6 @@ fn step(
 /// is asked for only while a write is incomplete, so that the server
 /// reading our query does not wake us.
 ///
-/// A connection that completed on its very first poll (a fast local
-/// server with trust authentication) was never registered while it
-/// connected, so it is registered here; without that, its client would
-/// wait forever for results no event announces.
-pub(super) fn read_only(registry: &Registry, fd: RawFd, idx: usize) -> std::io::Result<()> {
-    let token = Token(idx);
-    match registry.reregister(&mut SourceFd(&fd), token, Interest::READABLE) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            registry.register(&mut SourceFd(&fd), token, Interest::READABLE)
-        }
-        other => other,
-    }
-}
-
 /// Opens every client's connection at once; the first failure is returned
 /// with the client's number.
 fn connect_all(
@@ -556,6 +542,8 @@ fn connect_all(
 #[cfg(test)]
 mod tests {
     use std::io::Write;
+
+    use crate::engine::env::read_only;
     use std::os::fd::AsRawFd;
     use std::os::unix::net::UnixStream;
 

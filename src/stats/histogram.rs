@@ -141,7 +141,8 @@ impl LatencyHistogram {
     }
 
     /// Records one value in microseconds: never allocates, never fails
-    /// (negative values count as 0, values past 24 h as 24 h).
+    /// (negative values count as 0; values past the top bucket, which
+    /// ends near 38 h, count as 24 h, as the crate clamps them).
     #[inline]
     pub fn record(&mut self, value_us: i64) {
         self.record_n(value_us.max(0) as u64, 1);

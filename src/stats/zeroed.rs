@@ -8,7 +8,10 @@
 //! size has been freed (its dynamic mmap threshold), and clears them with
 //! `memset`, which makes every page resident. These arrays are mapped
 //! straight from the kernel instead, as anonymous zero pages: a page
-//! becomes resident when a counter on it is first incremented.
+//! becomes resident when a counter on it is first incremented (with
+//! transparent huge pages refused for them, which would make 2 MiB
+//! resident at a time). They are still reserved in full: under strict
+//! overcommit (`vm.overcommit_memory=2`) they count as much as before.
 
 use std::alloc::Layout;
 use std::fmt;
@@ -45,6 +48,12 @@ impl ZeroedCounts {
         if ptr == libc::MAP_FAILED {
             std::alloc::handle_alloc_error(layout);
         }
+        // Where transparent huge pages are always on, the kernel merges
+        // neighbouring mappings and backs a first write with 2 MiB at
+        // once; small pages keep the cost at what is written. Advice only:
+        // a kernel without it changes nothing.
+        // SAFETY: advises on the mapping just made, of that size.
+        unsafe { libc::madvise(ptr, layout.size(), libc::MADV_NOHUGEPAGE) };
         let ptr = NonNull::new(ptr.cast::<u64>())
             .unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
         ZeroedCounts { ptr, len }
