@@ -91,9 +91,9 @@ impl IntervalSeries {
     }
 
     fn index_for(&mut self, at_us: i64) -> usize {
-        let offset = (at_us - self.start_us).max(0);
+        let offset = at_us.saturating_sub(self.start_us).max(0);
         let mut index = (offset / self.width_us) as usize;
-        while index >= SERIES_BUCKETS {
+        while index >= SERIES_BUCKETS && self.width_us <= i64::MAX / 2 {
             self.coarsen();
             index = (offset / self.width_us) as usize;
         }
@@ -124,14 +124,18 @@ impl IntervalSeries {
         if other.start_us < self.start_us && self.buckets.is_empty() {
             self.start_us = other.start_us;
         }
-        while self.width_us < other.width_us {
+        // Bounded: a width read from a damaged result file must not make
+        // the doubling overflow.
+        while self.width_us < other.width_us && self.width_us <= i64::MAX / 2 {
             self.coarsen();
         }
         for (i, bucket) in other.buckets().iter().enumerate() {
             if *bucket == IntervalStats::default() {
                 continue;
             }
-            let at = other.start_us + i as i64 * other.width_us;
+            let at = other
+                .start_us
+                .saturating_add((i as i64).saturating_mul(other.width_us));
             let index = self.index_for(at);
             self.buckets[index].merge(bucket);
         }
@@ -142,7 +146,7 @@ impl IntervalSeries {
         let mut series = IntervalSeries::new(start_us);
         series.width_us = width_us.max(1);
         for (i, b) in parts.iter().enumerate() {
-            let at = start_us + i as i64 * series.width_us;
+            let at = start_us.saturating_add((i as i64).saturating_mul(series.width_us));
             let index = series.index_for(at);
             series.buckets[index].merge(b);
         }
@@ -165,6 +169,19 @@ mod tests {
         let total: u64 = s.buckets().iter().map(|b| b.counts.committed).sum();
         assert_eq!(total, SERIES_BUCKETS as u64 * 3);
         assert_eq!(s.buckets()[0].counts.committed, 4);
+    }
+
+    #[test]
+    fn a_damaged_width_cannot_overflow() {
+        let mut s = IntervalSeries::new(0);
+        s.add(5, Outcome::Committed, 1, 100, 0);
+        let mut one = IntervalStats::default();
+        one.counts.committed = 1;
+        let bad = IntervalSeries::from_parts(i64::MAX - 10, i64::MAX, &[one; 3]);
+        s.merge(&bad);
+        assert!(s.buckets().len() <= SERIES_BUCKETS);
+        let total: u64 = s.buckets().iter().map(|b| b.counts.committed).sum();
+        assert_eq!(total, 4);
     }
 
     #[test]
