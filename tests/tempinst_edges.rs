@@ -227,3 +227,27 @@ fn a_background_job_that_ignores_sigint_keeps_running() {
     assert!(out.contains("tps = "), "{out}");
     scratch.assert_nothing_left();
 }
+
+#[test]
+fn connection_options_are_refused_rather_than_ignored() {
+    let scratch = Scratch::new();
+    let cases: &[(&[&str], &str)] = &[
+        (&["-U", "bob"], "-U/--username"),
+        (&["-d", "mydb"], "a database name"),
+        (&["mydb"], "a database name"),
+        (&["-h", "/tmp"], "-h/--host"),
+    ];
+    for (extra, named) in cases {
+        let mut args = vec!["--temp-instance", "-s", "1", "-t", "1"];
+        args.extend_from_slice(extra);
+        let out = scratch.command(&args).output().expect("run pgbolt");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{extra:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("--temp-instance cannot be used with {named}")),
+            "{extra:?}: {stderr}"
+        );
+        assert!(out.stdout.is_empty(), "{extra:?} ran something");
+    }
+    scratch.assert_nothing_left();
+}

@@ -333,7 +333,7 @@ impl fmt::Display for CliError {
             }
             CliError::TempInstanceWithServer(option) => write!(
                 f,
-                "--temp-instance cannot be used with {option}: the throwaway instance decides where to connect"
+                "--temp-instance cannot be used with {option}: the throwaway instance decides where to connect, as which user, to which database"
             ),
         }
     }

@@ -195,6 +195,14 @@ fn temp_instance(g: &mut Gathered) -> Result<Option<TempInstance>, CliError> {
     if g.connection.port.is_some() {
         return Err(CliError::TempInstanceWithServer("-p/--port"));
     }
+    if g.connection.user.is_some() {
+        return Err(CliError::TempInstanceWithServer("-U/--username"));
+    }
+    if g.connection.dbname.is_some() {
+        return Err(CliError::TempInstanceWithServer(
+            "a database name (-d/--dbname or an argument)",
+        ));
+    }
     Ok(Some(TempInstance {
         settings: std::mem::take(&mut g.temp_instance_settings),
         keep: g.temp_instance_keep,
