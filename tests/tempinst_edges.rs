@@ -251,3 +251,25 @@ fn connection_options_are_refused_rather_than_ignored() {
     }
     scratch.assert_nothing_left();
 }
+
+#[test]
+fn include_directives_are_not_settings() {
+    let scratch = Scratch::new();
+    for directive in ["include", "include_dir", "include_if_exists"] {
+        let setting = format!("--temp-instance-setting={directive}=/etc/passwd");
+        let out = scratch
+            .command(&["--temp-instance", "-i", "-s", "1", &setting])
+            .output()
+            .expect("run pgbolt");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "\"{directive}\" is a configuration file directive, not a setting"
+            )),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("root:"), "{stderr}");
+    }
+    scratch.assert_nothing_left();
+}
