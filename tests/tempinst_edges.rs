@@ -273,3 +273,72 @@ fn include_directives_are_not_settings() {
     }
     scratch.assert_nothing_left();
 }
+
+fn running_as_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Runs a PostgreSQL program as the account that owns the instance.
+fn as_server_owner(program: &str) -> Command {
+    let program = format!("/usr/lib/postgresql/15/bin/{program}");
+    if running_as_root() {
+        let mut command = Command::new("runuser");
+        command.args(["-u", "postgres", "--", &program]);
+        command
+    } else {
+        Command::new(program)
+    }
+}
+
+#[test]
+fn a_kept_instance_can_be_restarted_with_its_log_and_benchmarked_again() {
+    let scratch = Scratch::new();
+    let out = scratch
+        .command(&["--temp-instance", "--temp-instance-keep", "-i", "-s", "1"])
+        .output()
+        .expect("run pgbolt");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let dir = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("pgbolt: the throwaway instance keeps running in "))
+        .expect("where the instance is kept")
+        .to_string();
+    let data = format!("{dir}/data");
+    let log = format!("{dir}/server.log");
+    let pg_ctl = |args: &[&str]| {
+        let status = as_server_owner("pg_ctl")
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("pg_ctl");
+        assert!(status.success(), "pg_ctl {args:?}");
+    };
+    pg_ctl(&["stop", "-D", &data, "-m", "fast"]);
+    pg_ctl(&["start", "-w", "-D", &data, "-l", &log]);
+    let user = if running_as_root() {
+        "postgres".to_string()
+    } else {
+        std::env::var("USER").unwrap_or_default()
+    };
+    let again = scratch
+        .command(&["-h", &dir, "-U", &user, "-t", "2", "postgres"])
+        .output()
+        .expect("run pgbolt");
+    let stdout = String::from_utf8_lossy(&again.stdout);
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert!(
+        stdout.contains("number of transactions actually processed: 2/2"),
+        "{stdout}"
+    );
+    pg_ctl(&["stop", "-D", &data, "-m", "fast"]);
+    fs::remove_dir_all(&dir).expect("remove the kept instance");
+    scratch.assert_nothing_left();
+}
