@@ -342,3 +342,27 @@ fn a_kept_instance_can_be_restarted_with_its_log_and_benchmarked_again() {
     fs::remove_dir_all(&dir).expect("remove the kept instance");
     scratch.assert_nothing_left();
 }
+
+#[test]
+fn a_server_crash_during_the_run_is_explained_from_the_server_log() {
+    let scratch = Scratch::new();
+    let script = scratch.path().join("crash.sql");
+    fs::write(
+        &script,
+        "SELECT pg_backend_pid() AS pid \\gset\n\\shell kill -KILL :pid\nSELECT 1;\n",
+    )
+    .expect("write script");
+    let script = script.to_string_lossy().into_owned();
+    let out = scratch
+        .command(&["--temp-instance", "-s", "1", "-t", "1", "-f", &script])
+        .output()
+        .expect("run pgbolt");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("pgbolt: the throwaway instance's server crashed; its log says:"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("was terminated by signal 9"), "{stderr}");
+    scratch.assert_nothing_left();
+}
