@@ -366,3 +366,51 @@ fn a_server_crash_during_the_run_is_explained_from_the_server_log() {
     assert!(stderr.contains("was terminated by signal 9"), "{stderr}");
     scratch.assert_nothing_left();
 }
+
+#[test]
+fn a_rejected_setting_is_shown_once() {
+    let scratch = Scratch::new();
+    let out = scratch
+        .command(&[
+            "--temp-instance",
+            "-i",
+            "-s",
+            "1",
+            "--temp-instance-setting=shared_buffers=lots",
+        ])
+        .output()
+        .expect("run pgbolt");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let complaint = "invalid value for parameter \"shared_buffers\": \"lots\"";
+    assert_eq!(stderr.matches(complaint).count(), 1, "{stderr}");
+    scratch.assert_nothing_left();
+}
+
+#[test]
+fn the_last_value_of_a_repeated_setting_wins() {
+    let scratch = Scratch::new();
+    let out = scratch
+        .command(&[
+            "--temp-instance",
+            "-i",
+            "-s",
+            "1",
+            "--temp-instance-setting=work_mem=8MB",
+            "--temp-instance-setting=work_mem=16MB",
+        ])
+        .output()
+        .expect("run pgbolt");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("server settings: work_mem=16MB\n"),
+        "{stdout}"
+    );
+    scratch.assert_nothing_left();
+}
