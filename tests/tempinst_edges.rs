@@ -414,3 +414,18 @@ fn the_last_value_of_a_repeated_setting_wins() {
     );
     scratch.assert_nothing_left();
 }
+
+#[test]
+fn an_empty_binary_directory_list_means_the_standard_search() {
+    let scratch = Scratch::new();
+    for value in ["", ":"] {
+        let out = scratch
+            .command(&["--temp-instance", "-i", "-s", "1"])
+            .env("PGBOLT_TEMP_INSTANCE_BIN_DIRS", value)
+            .output()
+            .expect("run pgbolt");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{value:?}: {stderr}");
+    }
+    scratch.assert_nothing_left();
+}

@@ -110,8 +110,13 @@ pub(super) fn run(
 
 fn builder(config: &Config, temp: &TempInstance) -> tempdb::Builder {
     let mut builder = TempDb::builder().fast_settings(false);
-    if let Some(dirs) = std::env::var_os(BIN_DIRS_ENV) {
-        builder = builder.bin_dirs(split_dirs(&dirs));
+    // Set but empty (`VAR=` in a script) means the standard search, not
+    // searching nowhere.
+    let dirs = std::env::var_os(BIN_DIRS_ENV)
+        .map(|dirs| split_dirs(&dirs))
+        .unwrap_or_default();
+    if !dirs.is_empty() {
+        builder = builder.bin_dirs(dirs);
     }
     let sets_max_connections = temp
         .settings
