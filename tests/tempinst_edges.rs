@@ -429,3 +429,24 @@ fn an_empty_binary_directory_list_means_the_standard_search() {
     }
     scratch.assert_nothing_left();
 }
+
+#[test]
+fn settings_that_decide_where_the_server_listens_are_refused_before_anything_starts() {
+    let scratch = Scratch::new();
+    for setting in ["port=5433", "unix_socket_directories=/tmp", "hba_file=/x"] {
+        let option = format!("--temp-instance-setting={setting}");
+        let out = scratch
+            .command(&["--temp-instance", "-i", "-s", "1", &option])
+            .output()
+            .expect("run pgbolt");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let name = setting.split('=').next().unwrap_or_default();
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains(&format!("--temp-instance-setting cannot set {name}")),
+            "{stderr}"
+        );
+        assert!(out.stdout.is_empty(), "{setting}: something started");
+    }
+    scratch.assert_nothing_left();
+}

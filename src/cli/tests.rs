@@ -567,6 +567,17 @@ fn extension_errors() {
             CliError::TempInstanceWithServer("-p/--port"),
         ),
         (
+            &["--temp-instance", "--temp-instance-setting=Port=5433"],
+            CliError::TempInstanceOwnsSetting("Port".to_string()),
+        ),
+        (
+            &[
+                "--temp-instance",
+                "--temp-instance-setting=unix_socket_directories=/tmp",
+            ],
+            CliError::TempInstanceOwnsSetting("unix_socket_directories".to_string()),
+        ),
+        (
             &["--temp-instance", "-U", "bob"],
             CliError::TempInstanceWithServer("-U/--username"),
         ),
