@@ -37,6 +37,17 @@ pub fn install(handler: extern "C" fn(libc::c_int)) -> Installed {
     Installed { old }
 }
 
+/// True when `signo` is currently ignored (`SIG_IGN`).
+pub fn is_ignored(signo: libc::c_int) -> bool {
+    // SAFETY: a zeroed sigaction is a valid buffer; a null new action only
+    // reads the current one.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signo, std::ptr::null(), &mut current) == 0
+            && current.sa_sigaction == libc::SIG_IGN
+    }
+}
+
 /// Installs `handler` for `signo` with `SA_RESTART` and an empty mask, and
 /// returns the action it replaced. The handler must be async-signal-safe.
 pub fn set_handler(

@@ -110,6 +110,7 @@ pub enum CliError {
     InvalidTempInstanceSetting(String),
     RequiresTempInstance(&'static str),
     TempInstanceWithServer(&'static str),
+    TempInstanceOwnsSetting(String),
 }
 
 impl CliError {
@@ -129,6 +130,7 @@ impl CliError {
                 | CliError::InvalidTempInstanceSetting(_)
                 | CliError::RequiresTempInstance(_)
                 | CliError::TempInstanceWithServer(_)
+                | CliError::TempInstanceOwnsSetting(_)
         )
     }
 
@@ -328,12 +330,16 @@ impl fmt::Display for CliError {
                 f,
                 "invalid setting (--temp-instance-setting): \"{v}\", expecting NAME=VALUE"
             ),
+            CliError::TempInstanceOwnsSetting(name) => write!(
+                f,
+                "--temp-instance-setting cannot set {name}: the throwaway instance decides where it listens and where its files are"
+            ),
             CliError::RequiresTempInstance(option) => {
                 write!(f, "{option} can only be used with --temp-instance")
             }
             CliError::TempInstanceWithServer(option) => write!(
                 f,
-                "--temp-instance cannot be used with {option}: the throwaway instance decides where to connect"
+                "--temp-instance cannot be used with {option}: the throwaway instance decides where to connect, as which user, to which database"
             ),
         }
     }

@@ -13,7 +13,8 @@
 //! reads it, writes the message straight to descriptor 2 (the
 //! initialization holds the lock of `std::io::stderr` while it prints its
 //! progress), and exits, which also runs the clean-up of
-//! `--temp-instance`. Dropping the [`Watch`] restores the previous
+//! `--temp-instance` (whose tables go with it, so the message says that
+//! instead). Standard error is silenced after the message. Dropping the [`Watch`] restores the previous
 //! handlers and ends the watcher.
 
 use std::os::fd::RawFd;
@@ -41,7 +42,9 @@ pub struct Watch {
 }
 
 /// Installs the handlers for the duration of an initialization.
-pub fn watch() -> std::io::Result<Watch> {
+/// `temp_instance`: the tables are in a throwaway instance, which goes away
+/// with the process, so the message does not suggest running `-i` again.
+pub fn watch(temp_instance: bool) -> std::io::Result<Watch> {
     let mut fds = [0; 2];
     // SAFETY: pipe2 writes two descriptors into the array.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -50,7 +53,7 @@ pub fn watch() -> std::io::Result<Watch> {
     let read_fd = fds[0];
     let watcher = std::thread::Builder::new()
         .name("pgbolt-interrupt".to_owned())
-        .spawn(move || wait_for_signal(read_fd))?;
+        .spawn(move || wait_for_signal(read_fd, temp_instance))?;
     WRITE_FD.store(fds[1], Ordering::SeqCst);
     Ok(Watch {
         write_fd: fds[1],
@@ -61,18 +64,32 @@ pub fn watch() -> std::io::Result<Watch> {
 
 /// The watcher: a signal number ends the process; 0 or end of file ends
 /// the watcher.
-fn wait_for_signal(read_fd: RawFd) {
+fn wait_for_signal(read_fd: RawFd, temp_instance: bool) {
     let mut byte = 0u8;
     // SAFETY: reads one byte into a local from a descriptor we own.
     let n = unsafe { libc::read(read_fd, (&mut byte as *mut u8).cast(), 1) };
     // SAFETY: closes the read end, used by nobody else.
     unsafe { libc::close(read_fd) };
     if n == 1 && byte != 0 {
-        let message = format!(
-            "{PROGRAM}: error: initialization was interrupted; the tables may be incomplete: run -i again to start over (it drops them first)\n"
-        );
-        // SAFETY: writes a local buffer to standard error.
-        unsafe { libc::write(2, message.as_ptr().cast(), message.len()) };
+        let message = if temp_instance {
+            format!("{PROGRAM}: error: initialization was interrupted; the throwaway instance is removed\n")
+        } else {
+            format!(
+                "{PROGRAM}: error: initialization was interrupted; the tables may be incomplete: run -i again to start over (it drops them first)\n"
+            )
+        };
+        // SAFETY: writes a local buffer to standard error, then points
+        // standard error at /dev/null: the initialization still running on
+        // the main thread would report the failures the exit causes (such
+        // as the throwaway server going away), which would only mislead.
+        unsafe {
+            libc::write(2, message.as_ptr().cast(), message.len());
+            let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+            if null >= 0 {
+                libc::dup2(null, 2);
+                libc::close(null);
+            }
+        }
         std::process::exit(128 + i32::from(byte));
     }
 }

@@ -17,6 +17,7 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use super::config::{Config, Connection, Init, InitStep, Mode, TempInstance};
 use super::dispatch::RunError;
@@ -91,6 +92,9 @@ pub(super) fn run(
         _ => None,
     };
     let status = mode(&local, tables.as_ref());
+    if !matches!(status, Ok(0)) {
+        show_server_crash(&db);
+    }
 
     if temp.keep {
         let kept = db.keep();
@@ -106,8 +110,13 @@ pub(super) fn run(
 
 fn builder(config: &Config, temp: &TempInstance) -> tempdb::Builder {
     let mut builder = TempDb::builder().fast_settings(false);
-    if let Some(dirs) = std::env::var_os(BIN_DIRS_ENV) {
-        builder = builder.bin_dirs(split_dirs(&dirs));
+    // Set but empty (`VAR=` in a script) means the standard search, not
+    // searching nowhere.
+    let dirs = std::env::var_os(BIN_DIRS_ENV)
+        .map(|dirs| split_dirs(&dirs))
+        .unwrap_or_default();
+    if !dirs.is_empty() {
+        builder = builder.bin_dirs(dirs);
     }
     let sets_max_connections = temp
         .settings
@@ -150,6 +159,44 @@ fn default_init(scale: u32) -> Init {
         partitions: 0,
         partition_method: None,
         jobs: None,
+    }
+}
+
+/// How many of the server log's last lines are searched for a crash.
+const CRASH_LOG_LINES: usize = 200;
+
+/// How long a failed run waits for the server log to tell of a crash.
+const CRASH_LOG_WAIT: Duration = Duration::from_secs(1);
+
+/// A server log line that tells of a crash.
+fn is_crash(line: &str) -> bool {
+    line.contains("PANIC:") || line.contains("was terminated by signal")
+}
+
+/// After a failed load or run: if the server crashed (a PANIC, such as a
+/// full disk, or a backend killed by a signal), its log says why, and the
+/// client side only saw its connections break ("PQputline failed",
+/// "server closed the connection unexpectedly"). The log goes away with
+/// the instance, so the lines that explain it are shown now.
+///
+/// The postmaster logs a crash a moment after the connections break, so
+/// the log is read a few times over up to [`CRASH_LOG_WAIT`].
+fn show_server_crash(db: &TempDb) {
+    let started = Instant::now();
+    let tail = loop {
+        let tail = db.log_tail(CRASH_LOG_LINES);
+        if tail.lines().any(is_crash) {
+            break tail;
+        }
+        if started.elapsed() >= CRASH_LOG_WAIT {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let crash: Vec<&str> = tail.lines().filter(|line| is_crash(line)).collect();
+    crate::cli::ewriteln!("pgbolt: the throwaway instance's server crashed; its log says:");
+    for line in crash.iter().rev().take(5).rev() {
+        crate::cli::ewriteln!("  {line}");
     }
 }
 

@@ -289,7 +289,10 @@ fn every_spelling_of_every_option_has_the_same_effect() {
 fn options_may_follow_the_database_name() {
     for case in CASES
         .iter()
-        .filter(|c| c.long != "dbname" && c.long != "show-script")
+        // --temp-instance refuses a database name.
+        .filter(|c| {
+            c.long != "dbname" && c.long != "show-script" && !c.long.starts_with("temp-instance")
+        })
     {
         let mut args: Vec<String> = vec!["mydb".to_string()];
         args.extend(case.context.iter().map(|s| s.to_string()));
@@ -562,6 +565,29 @@ fn extension_errors() {
         (
             &["--temp-instance", "-p", "5432"],
             CliError::TempInstanceWithServer("-p/--port"),
+        ),
+        (
+            &["--temp-instance", "--temp-instance-setting=Port=5433"],
+            CliError::TempInstanceOwnsSetting("Port".to_string()),
+        ),
+        (
+            &[
+                "--temp-instance",
+                "--temp-instance-setting=unix_socket_directories=/tmp",
+            ],
+            CliError::TempInstanceOwnsSetting("unix_socket_directories".to_string()),
+        ),
+        (
+            &["--temp-instance", "-U", "bob"],
+            CliError::TempInstanceWithServer("-U/--username"),
+        ),
+        (
+            &["--temp-instance", "-d", "mydb"],
+            CliError::TempInstanceWithServer("a database name (-d/--dbname or an argument)"),
+        ),
+        (
+            &["--temp-instance", "mydb"],
+            CliError::TempInstanceWithServer("a database name (-d/--dbname or an argument)"),
         ),
         (&["-i", "--json=x"], CliError::BenchmarkOptionInInitMode),
         (

@@ -179,6 +179,17 @@ fn transaction_log(g: &mut Gathered) -> Result<Option<TransactionLog>, CliError>
     }))
 }
 
+/// Server settings a throwaway instance decides itself: pgbolt connects to
+/// the socket it placed in the instance's directory, under the port it chose.
+const OWNED_SETTINGS: &[&str] = &[
+    "port",
+    "unix_socket_directories",
+    "data_directory",
+    "config_file",
+    "hba_file",
+    "ident_file",
+];
+
 fn temp_instance(g: &mut Gathered) -> Result<Option<TempInstance>, CliError> {
     if !g.temp_instance {
         if !g.temp_instance_settings.is_empty() {
@@ -194,6 +205,21 @@ fn temp_instance(g: &mut Gathered) -> Result<Option<TempInstance>, CliError> {
     }
     if g.connection.port.is_some() {
         return Err(CliError::TempInstanceWithServer("-p/--port"));
+    }
+    if g.connection.user.is_some() {
+        return Err(CliError::TempInstanceWithServer("-U/--username"));
+    }
+    if g.connection.dbname.is_some() {
+        return Err(CliError::TempInstanceWithServer(
+            "a database name (-d/--dbname or an argument)",
+        ));
+    }
+    if let Some((name, _)) = g.temp_instance_settings.iter().find(|(name, _)| {
+        OWNED_SETTINGS
+            .iter()
+            .any(|owned| name.eq_ignore_ascii_case(owned))
+    }) {
+        return Err(CliError::TempInstanceOwnsSetting(name.clone()));
     }
     Ok(Some(TempInstance {
         settings: std::mem::take(&mut g.temp_instance_settings),

@@ -153,6 +153,9 @@ pub(crate) fn spawn_postmaster(
         .append(true)
         .open(log)
         .map_err(|e| Error::io(format!("opening {}", log.display()), e))?;
+    // The server's account owns its log, so that it can append to it when
+    // someone restarts a kept instance (`pg_ctl start -l server.log`).
+    owner.chown(log)?;
     let log_err = log_file
         .try_clone()
         .map_err(|e| Error::io(format!("opening {}", log.display()), e))?;

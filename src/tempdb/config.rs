@@ -124,7 +124,8 @@ fn quote_value(value: &str) -> String {
 }
 
 /// Checks a setting before it reaches the file: names are identifiers
-/// (letters, digits, `_`, and `.` for extension settings); values are one line.
+/// (letters, digits, `_`, and `.` for extension settings) and not one of
+/// the `include` directives; values are one line.
 pub(crate) fn check_setting(name: &str, value: &str) -> Result<(), Error> {
     let name_ok = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
         && name
@@ -134,6 +135,17 @@ pub(crate) fn check_setting(name: &str, value: &str) -> Result<(), Error> {
         return Err(Error::InvalidOption {
             option: "server setting",
             reason: format!("\"{name}\" is not a valid parameter name"),
+        });
+    }
+    // Not settings but directives of the file format: they would read
+    // another file into the configuration.
+    if ["include", "include_if_exists", "include_dir"]
+        .iter()
+        .any(|directive| name.eq_ignore_ascii_case(directive))
+    {
+        return Err(Error::InvalidOption {
+            option: "server setting",
+            reason: format!("\"{name}\" is a configuration file directive, not a setting"),
         });
     }
     if value.contains(['\n', '\r', '\0']) {
@@ -174,6 +186,9 @@ mod tests {
             ("work mem", "1", false),
             ("a=b", "1", false),
             ("work_mem", "1\nfsync = on", false),
+            ("include", "/etc/passwd", false),
+            ("Include_Dir", "/etc", false),
+            ("include_if_exists", "x.conf", false),
         ];
         for (name, value, ok) in cases {
             assert_eq!(check_setting(name, value).is_ok(), ok, "{name:?}={value:?}");

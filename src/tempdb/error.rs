@@ -155,7 +155,15 @@ impl fmt::Display for Error {
                 for line in rejected_settings {
                     write!(f, "\n{line}")?;
                 }
-                write!(f, "\nserver log (last lines):\n{}", log_tail.trim_end())
+                // The tail is left out when it says nothing more than the
+                // lines above (or nothing at all).
+                let says_more = log_tail.lines().any(|line| {
+                    !line.trim().is_empty() && !rejected_settings.iter().any(|r| r == line)
+                });
+                if says_more {
+                    write!(f, "\nserver log (last lines):\n{}", log_tail.trim_end())?;
+                }
+                Ok(())
             }
             Error::PsqlFailed { status, stderr } => {
                 write!(f, "psql failed ({status}): {}", stderr.trim_end())

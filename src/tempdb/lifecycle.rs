@@ -157,6 +157,18 @@ extern "C" fn cleanup_at_exit() {
     if HOOK_OWNER.load(Ordering::SeqCst) != std::process::id() as i32 {
         return;
     }
+    // A signal's clean-up is under way on the signal thread: the main
+    // thread saw its effects (the server gone) and is exiting with its own
+    // status. Let the clean-up finish and die of the signal instead, as
+    // the user asked.
+    let sig = SIGNALLED.load(Ordering::SeqCst);
+    if sig != 0 {
+        let start = Instant::now();
+        while !SIGNAL_CLEANED.load(Ordering::SeqCst) && start.elapsed() < 3 * STOP_TIMEOUT {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        die_of(sig);
+    }
     // A panic must not unwind into libc; `cleanup` reports nothing and
     // ignores failures, so catching is belt and braces.
     let _ = std::panic::catch_unwind(cleanup_all);
@@ -229,6 +241,10 @@ pub(crate) fn exit_status(pid: i32) -> Option<i32> {
 
 static SIGNAL_PIPE: AtomicI32 = AtomicI32::new(-1);
 static CLEANING: AtomicBool = AtomicBool::new(false);
+/// The signal whose clean-up the signal thread has started (0: none).
+static SIGNALLED: AtomicI32 = AtomicI32::new(0);
+/// Set once that clean-up is over.
+static SIGNAL_CLEANED: AtomicBool = AtomicBool::new(false);
 static SIGNALS: Once = Once::new();
 
 /// Makes SIGINT, SIGTERM and SIGHUP stop and remove every live instance
@@ -238,8 +254,12 @@ static SIGNALS: Once = Once::new();
 /// async-signal-safe); a dedicated thread reads it, does the clean-up with
 /// ordinary code, restores the default action and re-raises the signal, so
 /// the exit status is what a shell expects (130 for Ctrl-C, 143 for
-/// SIGTERM). A second signal during the clean-up exits at once.
-/// Calling this more than once is harmless.
+/// SIGTERM). A second signal during the clean-up exits at once. Meanwhile
+/// standard error is silenced, and a thread that exits with a status of its
+/// own first waits for the clean-up and dies of the signal too.
+/// A signal the process was started with ignored (a background job of a
+/// script ignores SIGINT) stays ignored. Calling this more than once is
+/// harmless.
 pub fn install_signal_cleanup() -> Result<(), Error> {
     let mut result = Ok(());
     SIGNALS.call_once(|| result = install_signal_thread());
@@ -262,6 +282,9 @@ fn install_signal_thread() -> Result<(), Error> {
         .spawn(move || signal_thread(read_fd))
         .map_err(|e| Error::io("starting the signal thread", e))?;
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        if crate::sigstop::is_ignored(sig) {
+            continue;
+        }
         crate::sigstop::set_handler(sig, on_signal)
             .map_err(|e| Error::io("installing a signal handler", e))?;
     }
@@ -301,9 +324,34 @@ fn signal_thread(read_fd: i32) {
         return;
     }
     let sig = libc::c_int::from(byte);
+    SIGNALLED.store(sig, Ordering::SeqCst);
+    silence_stderr();
     cleanup_all();
-    // SAFETY: restoring the default action and re-raising ends the process
-    // with the conventional status; _exit is the fallback.
+    SIGNAL_CLEANED.store(true, Ordering::SeqCst);
+    die_of(sig);
+}
+
+/// Points standard error at `/dev/null`. Once a signal has been taken, the
+/// servers vanish under the code still running on other threads, which
+/// would report the connections and start-ups that fail as a result: the
+/// user asked to stop, and those messages would only mislead.
+fn silence_stderr() {
+    // SAFETY: open and dup2 on a constant path and our own descriptors.
+    unsafe {
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if null >= 0 {
+            libc::dup2(null, 2);
+            libc::close(null);
+        }
+    }
+}
+
+/// Ends the process as signal `sig` would, so the exit status is what a
+/// shell expects (130 for Ctrl-C, 143 for SIGTERM); `_exit` is the
+/// fallback.
+fn die_of(sig: libc::c_int) -> ! {
+    // SAFETY: restoring the default action, unblocking and re-raising the
+    // signal in this thread; _exit is async-signal-safe.
     unsafe {
         libc::signal(sig, libc::SIG_DFL);
         let mut set: libc::sigset_t = std::mem::zeroed();
@@ -311,6 +359,6 @@ fn signal_thread(read_fd: i32) {
         libc::sigaddset(&mut set, sig);
         libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
         libc::raise(sig);
-        libc::_exit(128 + sig);
+        libc::_exit(128 + sig)
     }
 }

@@ -1,0 +1,452 @@
+//! `--temp-instance` at its edges: signals in every phase, options that
+//! make no sense with it, odd settings, a kept instance restarted by hand.
+//!
+//! Each test gives pgbolt a `TMPDIR` of its own, so "nothing left behind"
+//! means that directory is empty afterwards and no process mentions it.
+
+use std::fs;
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+struct Scratch(tempfile::TempDir);
+
+impl Scratch {
+    /// A `TMPDIR` the server's OS user can reach (the server runs as
+    /// `postgres` when the tests run as root).
+    fn new() -> Scratch {
+        let dir = tempfile::Builder::new()
+            .prefix("pgbolt-tempinst-edges-")
+            .tempdir_in("/tmp")
+            .expect("temporary directory");
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o777)).expect("chmod");
+        Scratch(dir)
+    }
+
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_pgbolt"));
+        command
+            .args(args)
+            .current_dir(self.path())
+            .env("TMPDIR", self.path())
+            .env("LC_ALL", "C")
+            .env_remove("PGHOST")
+            .env_remove("PGPORT")
+            .env_remove("PGDATABASE")
+            .env_remove("PGUSER")
+            .stdin(Stdio::null());
+        command
+    }
+
+    fn spawn(&self, args: &[&str]) -> Child {
+        self.command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn pgbolt")
+    }
+
+    /// The throwaway instances' directories under this `TMPDIR`.
+    fn instances(&self) -> Vec<PathBuf> {
+        fs::read_dir(self.path())
+            .expect("read TMPDIR")
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("pgbolt-"))
+            })
+            .collect()
+    }
+
+    /// Asserts that no instance directory and no process is left.
+    fn assert_nothing_left(&self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let entries = self.instances();
+            let processes = processes_mentioning(self.path());
+            if entries.is_empty() && processes.is_empty() {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "left behind: {entries:?}, processes {processes:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits until a process whose command line matches `wanted` mentions
+    /// this directory; false if `child` ends first.
+    fn wait_for_process(&self, child: &mut Child, wanted: impl Fn(&str) -> bool) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if processes_mentioning(self.path()).iter().any(|p| wanted(p)) {
+                return true;
+            }
+            if child.try_wait().expect("try_wait").is_some() {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        false
+    }
+}
+
+/// Command lines of running processes that mention `dir`.
+fn processes_mentioning(dir: &Path) -> Vec<String> {
+    let needle = dir.to_string_lossy().into_owned();
+    let mut found = Vec::new();
+    for entry in fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(cmdline) = fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if text.contains(&needle) {
+            found.push(text);
+        }
+    }
+    found
+}
+
+fn signal(child: &Child, sig: libc::c_int) {
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(child.id() as i32, sig) };
+}
+
+/// Reads standard error until a line starting with `prefix` (returned
+/// with the lines before it), or to its end.
+fn stderr_until(reader: &mut impl BufRead, prefix: &str) -> (bool, String) {
+    let mut seen = String::new();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        match reader.read_line(&mut line) {
+            Ok(0) | Err(_) => return (false, seen),
+            Ok(_) => {
+                seen.push_str(&line);
+                if line.starts_with(prefix) {
+                    return (true, seen);
+                }
+            }
+        }
+    }
+}
+
+/// Waits for `child` and collects the rest of its output.
+fn finish(mut child: Child, mut err: impl Read, mut seen: String) -> (ExitStatus, String, String) {
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut out)
+        .expect("read stdout");
+    err.read_to_string(&mut seen).expect("read stderr");
+    (child.wait().expect("wait"), out, seen)
+}
+
+#[test]
+fn ctrl_c_while_the_server_starts_dies_of_sigint_quietly_and_cleans_up() {
+    let scratch = Scratch::new();
+    let mut child = scratch.spawn(&["--temp-instance", "-s", "1", "-T", "5"]);
+    let starting = scratch.wait_for_process(&mut child, |p| p.contains("postgres -D"));
+    assert!(starting, "the server never started");
+    signal(&child, libc::SIGINT);
+    let err = child.stderr.take().expect("stderr");
+    let (status, _, stderr) = finish(child, err, String::new());
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}: {stderr}");
+    assert!(!stderr.contains("could not start"), "{stderr}");
+    scratch.assert_nothing_left();
+}
+
+#[test]
+fn sighup_during_a_run_dies_of_sighup_and_cleans_up() {
+    let scratch = Scratch::new();
+    let mut child = scratch.spawn(&["--temp-instance", "-s", "1", "-T", "30", "-P", "1"]);
+    let mut err = BufReader::new(child.stderr.take().expect("stderr"));
+    let (running, seen) = stderr_until(&mut err, "progress: ");
+    assert!(running, "the run never reported progress: {seen}");
+    signal(&child, libc::SIGHUP);
+    let (status, _, stderr) = finish(child, err, seen);
+    assert_eq!(status.signal(), Some(libc::SIGHUP), "{status:?}: {stderr}");
+    assert!(!stderr.contains("aborted"), "{stderr}");
+    scratch.assert_nothing_left();
+}
+
+#[test]
+fn ctrl_c_during_the_load_says_the_instance_is_removed_and_nothing_else() {
+    let scratch = Scratch::new();
+    let mut child = scratch.spawn(&["--temp-instance", "-s", "20", "-T", "5"]);
+    let mut err = BufReader::new(child.stderr.take().expect("stderr"));
+    let (loading, seen) = stderr_until(&mut err, "generating data");
+    assert!(loading, "the load never started: {seen}");
+    signal(&child, libc::SIGINT);
+    let (status, _, stderr) = finish(child, err, seen);
+    assert_eq!(status.code(), Some(130), "{status:?}: {stderr}");
+    let last = stderr.lines().last().unwrap_or_default();
+    assert_eq!(
+        last, "pgbolt: error: initialization was interrupted; the throwaway instance is removed",
+        "{stderr}"
+    );
+    assert!(!stderr.contains("run -i again"), "{stderr}");
+    scratch.assert_nothing_left();
+}
+
+#[test]
+fn a_background_job_that_ignores_sigint_keeps_running() {
+    let scratch = Scratch::new();
+    let mut command = scratch.command(&["--temp-instance", "-s", "1", "-T", "3", "-P", "1"]);
+    // SAFETY: only changes a signal disposition in the child before exec,
+    // as a shell does for a background job.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn pgbolt");
+    let mut err = BufReader::new(child.stderr.take().expect("stderr"));
+    let (running, seen) = stderr_until(&mut err, "progress: ");
+    assert!(running, "the run never reported progress: {seen}");
+    signal(&child, libc::SIGINT);
+    let (status, out, stderr) = finish(child, err, seen);
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("interrupted"), "{stderr}");
+    assert!(out.contains("tps = "), "{out}");
+    scratch.assert_nothing_left();
+}
+
+#[test]
+fn connection_options_are_refused_rather_than_ignored() {
+    let scratch = Scratch::new();
+    let cases: &[(&[&str], &str)] = &[
+        (&["-U", "bob"], "-U/--username"),
+        (&["-d", "mydb"], "a database name"),
+        (&["mydb"], "a database name"),
+        (&["-h", "/tmp"], "-h/--host"),
+    ];
+    for (extra, named) in cases {
+        let mut args = vec!["--temp-instance", "-s", "1", "-t", "1"];
+        args.extend_from_slice(extra);
+        let out = scratch.command(&args).output().expect("run pgbolt");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{extra:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("--temp-instance cannot be used with {named}")),
+            "{extra:?}: {stderr}"
+        );
+        assert!(out.stdout.is_empty(), "{extra:?} ran something");
+    }
+    scratch.assert_nothing_left();
+}
+
+#[test]
+fn include_directives_are_not_settings() {
+    let scratch = Scratch::new();
+    for directive in ["include", "include_dir", "include_if_exists"] {
+        let setting = format!("--temp-instance-setting={directive}=/etc/passwd");
+        let out = scratch
+            .command(&["--temp-instance", "-i", "-s", "1", &setting])
+            .output()
+            .expect("run pgbolt");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "\"{directive}\" is a configuration file directive, not a setting"
+            )),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("root:"), "{stderr}");
+    }
+    scratch.assert_nothing_left();
+}
+
+fn running_as_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Runs a PostgreSQL program as the account that owns the instance.
+fn as_server_owner(program: &str) -> Command {
+    let program = format!("/usr/lib/postgresql/15/bin/{program}");
+    if running_as_root() {
+        let mut command = Command::new("runuser");
+        command.args(["-u", "postgres", "--", &program]);
+        command
+    } else {
+        Command::new(program)
+    }
+}
+
+#[test]
+fn a_kept_instance_can_be_restarted_with_its_log_and_benchmarked_again() {
+    let scratch = Scratch::new();
+    let out = scratch
+        .command(&["--temp-instance", "--temp-instance-keep", "-i", "-s", "1"])
+        .output()
+        .expect("run pgbolt");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let dir = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("pgbolt: the throwaway instance keeps running in "))
+        .expect("where the instance is kept")
+        .to_string();
+    let data = format!("{dir}/data");
+    let log = format!("{dir}/server.log");
+    let pg_ctl = |args: &[&str]| {
+        let status = as_server_owner("pg_ctl")
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("pg_ctl");
+        assert!(status.success(), "pg_ctl {args:?}");
+    };
+    pg_ctl(&["stop", "-D", &data, "-m", "fast"]);
+    pg_ctl(&["start", "-w", "-D", &data, "-l", &log]);
+    let user = if running_as_root() {
+        "postgres".to_string()
+    } else {
+        std::env::var("USER").unwrap_or_default()
+    };
+    let again = scratch
+        .command(&["-h", &dir, "-U", &user, "-t", "2", "postgres"])
+        .output()
+        .expect("run pgbolt");
+    let stdout = String::from_utf8_lossy(&again.stdout);
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert!(
+        stdout.contains("number of transactions actually processed: 2/2"),
+        "{stdout}"
+    );
+    pg_ctl(&["stop", "-D", &data, "-m", "fast"]);
+    fs::remove_dir_all(&dir).expect("remove the kept instance");
+    scratch.assert_nothing_left();
+}
+
+#[test]
+fn a_server_crash_during_the_run_is_explained_from_the_server_log() {
+    let scratch = Scratch::new();
+    let script = scratch.path().join("crash.sql");
+    fs::write(
+        &script,
+        "SELECT pg_backend_pid() AS pid \\gset\n\\shell kill -KILL :pid\nSELECT 1;\n",
+    )
+    .expect("write script");
+    let script = script.to_string_lossy().into_owned();
+    let out = scratch
+        .command(&["--temp-instance", "-s", "1", "-t", "1", "-f", &script])
+        .output()
+        .expect("run pgbolt");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("pgbolt: the throwaway instance's server crashed; its log says:"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("was terminated by signal 9"), "{stderr}");
+    scratch.assert_nothing_left();
+}
+
+#[test]
+fn a_rejected_setting_is_shown_once() {
+    let scratch = Scratch::new();
+    let out = scratch
+        .command(&[
+            "--temp-instance",
+            "-i",
+            "-s",
+            "1",
+            "--temp-instance-setting=shared_buffers=lots",
+        ])
+        .output()
+        .expect("run pgbolt");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let complaint = "invalid value for parameter \"shared_buffers\": \"lots\"";
+    assert_eq!(stderr.matches(complaint).count(), 1, "{stderr}");
+    scratch.assert_nothing_left();
+}
+
+#[test]
+fn the_last_value_of_a_repeated_setting_wins() {
+    let scratch = Scratch::new();
+    let out = scratch
+        .command(&[
+            "--temp-instance",
+            "-i",
+            "-s",
+            "1",
+            "--temp-instance-setting=work_mem=8MB",
+            "--temp-instance-setting=work_mem=16MB",
+        ])
+        .output()
+        .expect("run pgbolt");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("server settings: work_mem=16MB\n"),
+        "{stdout}"
+    );
+    scratch.assert_nothing_left();
+}
+
+#[test]
+fn an_empty_binary_directory_list_means_the_standard_search() {
+    let scratch = Scratch::new();
+    for value in ["", ":"] {
+        let out = scratch
+            .command(&["--temp-instance", "-i", "-s", "1"])
+            .env("PGBOLT_TEMP_INSTANCE_BIN_DIRS", value)
+            .output()
+            .expect("run pgbolt");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{value:?}: {stderr}");
+    }
+    scratch.assert_nothing_left();
+}
+
+#[test]
+fn settings_that_decide_where_the_server_listens_are_refused_before_anything_starts() {
+    let scratch = Scratch::new();
+    for setting in ["port=5433", "unix_socket_directories=/tmp", "hba_file=/x"] {
+        let option = format!("--temp-instance-setting={setting}");
+        let out = scratch
+            .command(&["--temp-instance", "-i", "-s", "1", &option])
+            .output()
+            .expect("run pgbolt");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let name = setting.split('=').next().unwrap_or_default();
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains(&format!("--temp-instance-setting cannot set {name}")),
+            "{stderr}"
+        );
+        assert!(out.stdout.is_empty(), "{setting}: something started");
+    }
+    scratch.assert_nothing_left();
+}
