@@ -14,8 +14,8 @@
 //! initialization holds the lock of `std::io::stderr` while it prints its
 //! progress), and exits, which also runs the clean-up of
 //! `--temp-instance` (whose tables go with it, so the message says that
-//! instead). Standard error is silenced after the message. Dropping the [`Watch`] restores the previous
-//! handlers and ends the watcher.
+//! instead). Standard error is silenced after the message. Dropping the
+//! [`Watch`] restores the previous handlers and ends the watcher.
 
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicI32, Ordering};
