@@ -268,7 +268,7 @@ fn ctrl_c_during_a_run_prints_the_report_and_cleans_up() {
         .find(|line| line.starts_with("progress: "));
     assert!(progress.is_some(), "the run never reported progress");
 
-    let sent = Instant::now();
+    // SAFETY: kill() with the id of a child this test started.
     unsafe {
         libc::kill(child.id() as i32, libc::SIGINT);
     }
@@ -276,12 +276,12 @@ fn ctrl_c_during_a_run_prints_the_report_and_cleans_up() {
     let status = child.wait().unwrap();
     let mut stdout = String::new();
     std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
-    assert!(
-        sent.elapsed() < Duration::from_secs(5),
-        "took {:?}",
-        sent.elapsed()
-    );
+    // Ended by the signal, not by the end of the 60-second run.
     assert_ne!(status.code(), Some(0), "{rest:?}");
+    assert!(
+        rest.iter().any(|l| l.contains("Run was interrupted")),
+        "{rest:?}"
+    );
     assert!(
         stdout.contains("number of transactions actually processed: "),
         "{stdout}\n{rest:?}"
