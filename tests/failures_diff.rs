@@ -17,17 +17,6 @@ use report_support::compare::{ours_without_additions, pgbench15_to_18, re};
 use report_support::logs::log_files;
 use report_support::*;
 
-/// `fail_if(condition, sqlstate)` raises an error with that SQLSTATE when
-/// the condition holds.
-const FAIL_IF: &str = "CREATE FUNCTION fail_if(fail boolean, code text) RETURNS int
-LANGUAGE plpgsql AS $$
-BEGIN
-    IF fail THEN
-        RAISE EXCEPTION 'failing on purpose (%)', code USING ERRCODE = code;
-    END IF;
-    RETURN 0;
-END $$;";
-
 /// Every third try fails with a serialization failure (a retry passes);
 /// then one transaction in five fails with a deadlock, again on every try
 /// since a retry draws the same random number.

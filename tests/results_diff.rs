@@ -17,17 +17,6 @@ use report_support::*;
 use results_support::*;
 use serde_json::Value;
 
-/// `fail_if(condition, sqlstate)` raises an error with that SQLSTATE when
-/// the condition holds (as in tests/failures_diff.rs).
-const FAIL_IF: &str = "CREATE FUNCTION fail_if(fail boolean, code text) RETURNS int
-LANGUAGE plpgsql AS $$
-BEGIN
-    IF fail THEN
-        RAISE EXCEPTION 'failing on purpose (%)', code USING ERRCODE = code;
-    END IF;
-    RETURN 0;
-END $$;";
-
 /// Every third try fails with a serialization failure; one transaction in
 /// five fails with a deadlock on every try.
 const COUNTER: &str = "\\set n :n + 1

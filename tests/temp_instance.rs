@@ -5,90 +5,12 @@
 //! "nothing left behind" means that directory is empty afterwards and no
 //! process mentions it on its command line.
 
-use std::fs;
 use std::io::{BufRead, BufReader};
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
-struct Scratch(tempfile::TempDir);
+mod tempinst_support;
 
-impl Scratch {
-    /// A `TMPDIR` the server's OS user can reach (pgbolt runs the server as
-    /// `postgres` when the tests run as root).
-    fn new() -> Scratch {
-        let dir = tempfile::Builder::new()
-            .prefix("pgbolt-temp-instance-test-")
-            .tempdir_in("/tmp")
-            .expect("temporary directory");
-        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).expect("chmod");
-        Scratch(dir)
-    }
-
-    fn path(&self) -> &Path {
-        self.0.path()
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_pgbolt"));
-        command
-            .args(args)
-            .env("TMPDIR", self.path())
-            .env("LC_ALL", "C")
-            .env_remove("PGHOST")
-            .env_remove("PGPORT")
-            .env_remove("PGDATABASE")
-            .env_remove("PGUSER")
-            .stdin(Stdio::null());
-        command
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.command(args).output().expect("run pgbolt")
-    }
-
-    /// Asserts that the throwaway instance is gone: its directory and its
-    /// processes.
-    fn assert_nothing_left(&self) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let entries: Vec<PathBuf> = fs::read_dir(self.path())
-                .unwrap()
-                .map(|e| e.unwrap().path())
-                .collect();
-            let processes = processes_mentioning(self.path());
-            if entries.is_empty() && processes.is_empty() {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "left behind: {entries:?}, processes {processes:?}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-/// Command lines of running processes that mention `dir`.
-fn processes_mentioning(dir: &Path) -> Vec<String> {
-    let needle = dir.to_string_lossy().into_owned();
-    let mut found = Vec::new();
-    for entry in fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(cmdline) = fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if text.contains(&needle) {
-            found.push(text);
-        }
-    }
-    found
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use tempinst_support::{text, Scratch};
 
 #[test]
 fn a_run_initializes_benchmarks_reports_and_cleans_up() {

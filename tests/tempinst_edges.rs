@@ -6,115 +6,12 @@
 
 use std::fs;
 use std::io::{BufRead, BufReader, Read};
-use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
 
-struct Scratch(tempfile::TempDir);
+mod tempinst_support;
 
-impl Scratch {
-    /// A `TMPDIR` the server's OS user can reach (the server runs as
-    /// `postgres` when the tests run as root).
-    fn new() -> Scratch {
-        let dir = tempfile::Builder::new()
-            .prefix("pgbolt-tempinst-edges-")
-            .tempdir_in("/tmp")
-            .expect("temporary directory");
-        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o777)).expect("chmod");
-        Scratch(dir)
-    }
-
-    fn path(&self) -> &Path {
-        self.0.path()
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_pgbolt"));
-        command
-            .args(args)
-            .current_dir(self.path())
-            .env("TMPDIR", self.path())
-            .env("LC_ALL", "C")
-            .env_remove("PGHOST")
-            .env_remove("PGPORT")
-            .env_remove("PGDATABASE")
-            .env_remove("PGUSER")
-            .stdin(Stdio::null());
-        command
-    }
-
-    fn spawn(&self, args: &[&str]) -> Child {
-        self.command(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn pgbolt")
-    }
-
-    /// The throwaway instances' directories under this `TMPDIR`.
-    fn instances(&self) -> Vec<PathBuf> {
-        fs::read_dir(self.path())
-            .expect("read TMPDIR")
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with("pgbolt-"))
-            })
-            .collect()
-    }
-
-    /// Asserts that no instance directory and no process is left.
-    fn assert_nothing_left(&self) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let entries = self.instances();
-            let processes = processes_mentioning(self.path());
-            if entries.is_empty() && processes.is_empty() {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "left behind: {entries:?}, processes {processes:?}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// Waits until a process whose command line matches `wanted` mentions
-    /// this directory; false if `child` ends first.
-    fn wait_for_process(&self, child: &mut Child, wanted: impl Fn(&str) -> bool) -> bool {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
-            if processes_mentioning(self.path()).iter().any(|p| wanted(p)) {
-                return true;
-            }
-            if child.try_wait().expect("try_wait").is_some() {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        false
-    }
-}
-
-/// Command lines of running processes that mention `dir`.
-fn processes_mentioning(dir: &Path) -> Vec<String> {
-    let needle = dir.to_string_lossy().into_owned();
-    let mut found = Vec::new();
-    for entry in fs::read_dir("/proc").expect("/proc").flatten() {
-        let Ok(cmdline) = fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if text.contains(&needle) {
-            found.push(text);
-        }
-    }
-    found
-}
+use tempinst_support::Scratch;
 
 fn signal(child: &Child, sig: libc::c_int) {
     // SAFETY: kill has no memory-safety preconditions.

@@ -20,6 +20,18 @@ use std::sync::OnceLock;
 
 pub use common::{line, script_file as script, server, stderr, stdout, ScriptFile, PGBENCH};
 
+/// `fail_if(condition, sqlstate)` raises an error with that SQLSTATE when
+/// the condition holds: failures raised on purpose, at places a seeded
+/// script chooses, so both programs meet the same ones.
+pub const FAIL_IF: &str = "CREATE FUNCTION fail_if(fail boolean, code text) RETURNS int
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF fail THEN
+        RAISE EXCEPTION 'failing on purpose (%)', code USING ERRCODE = code;
+    END IF;
+    RETURN 0;
+END $$;";
+
 /// A new database initialized with `pgbench -i -s 1`.
 pub fn fresh_database() -> String {
     initialized_database(&[])
