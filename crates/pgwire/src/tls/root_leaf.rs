@@ -120,7 +120,7 @@ mod tests {
     #[test]
     fn a_self_signed_root_is_its_own_chain() {
         let plain = self_signed(|_| {});
-        assert!(accepted(&plain, &[plain.clone()]));
+        assert!(accepted(&plain, std::slice::from_ref(&plain)));
         let other = self_signed(|_| {});
         assert!(!accepted(&plain, &[other]), "not one of the roots");
     }
@@ -134,7 +134,7 @@ mod tests {
                 KeyUsagePurpose::KeyCertSign,
             ];
         });
-        assert!(accepted(&server, &[server.clone()]));
+        assert!(accepted(&server, std::slice::from_ref(&server)));
         let refused = [
             self_signed(|p| p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth]),
             self_signed(|p| p.extended_key_usages = vec![ExtendedKeyUsagePurpose::Any]),
@@ -147,7 +147,7 @@ mod tests {
             }),
         ];
         for der in refused {
-            assert!(!accepted(&der, &[der.clone()]));
+            assert!(!accepted(&der, std::slice::from_ref(&der)));
         }
     }
 
@@ -171,6 +171,6 @@ mod tests {
             .expect("intermediate")
             .der()
             .to_vec();
-        assert!(!accepted(&mid, &[mid.clone()]));
+        assert!(!accepted(&mid, std::slice::from_ref(&mid)));
     }
 }
