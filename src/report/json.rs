@@ -97,7 +97,7 @@ fn merge_distribution(a: &Distribution, b: &Distribution) -> Result<Distribution
     let mut stats: SimpleStats = a.stats;
     stats.merge(&b.stats);
     let mut h = a.decode_histogram()?;
-    h.merge(&b.decode_histogram()?)?;
+    h.merge(&b.decode_histogram()?);
     Ok(Distribution::new(stats, &h)?)
 }
 

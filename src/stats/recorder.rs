@@ -16,7 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::histogram::{HistogramError, LatencyHistogram};
+use super::histogram::LatencyHistogram;
 use super::interval::IntervalSeries;
 use super::simple::SimpleStats;
 
@@ -264,30 +264,23 @@ impl GroupStats {
         }
     }
 
-    fn merge(&mut self, other: &GroupStats) -> Result<(), HistogramError> {
+    fn merge(&mut self, other: &GroupStats) {
         self.counts.merge(&other.counts);
         self.latency.merge(&other.latency);
         self.lag.merge(&other.lag);
         self.service.merge(&other.service);
-        self.latency_histogram.merge(&other.latency_histogram)?;
-        merge_optional(&mut self.service_histogram, &other.service_histogram)?;
-        merge_optional(&mut self.lag_histogram, &other.lag_histogram)?;
+        self.latency_histogram.merge(&other.latency_histogram);
+        merge_optional(&mut self.service_histogram, &other.service_histogram);
+        merge_optional(&mut self.lag_histogram, &other.lag_histogram);
         self.latency_late += other.latency_late;
-        Ok(())
     }
 }
 
-fn merge_optional(
-    mine: &mut Option<LatencyHistogram>,
-    theirs: &Option<LatencyHistogram>,
-) -> Result<(), HistogramError> {
+fn merge_optional(mine: &mut Option<LatencyHistogram>, theirs: &Option<LatencyHistogram>) {
     match (mine.as_mut(), theirs) {
         (Some(m), Some(t)) => m.merge(t),
-        (None, Some(t)) => {
-            *mine = Some(t.clone());
-            Ok(())
-        }
-        _ => Ok(()),
+        (None, Some(t)) => *mine = Some(t.clone()),
+        _ => {}
     }
 }
 
@@ -296,8 +289,6 @@ fn merge_optional(
 pub enum MergeError {
     /// They were built for runs with different scripts or commands.
     LayoutMismatch,
-    /// A histogram could not be added.
-    Histogram(HistogramError),
 }
 
 impl std::fmt::Display for MergeError {
@@ -309,18 +300,11 @@ impl std::fmt::Display for MergeError {
                     "statistics of runs with different scripts cannot be merged"
                 )
             }
-            MergeError::Histogram(e) => e.fmt(f),
         }
     }
 }
 
 impl std::error::Error for MergeError {}
-
-impl From<HistogramError> for MergeError {
-    fn from(e: HistogramError) -> Self {
-        MergeError::Histogram(e)
-    }
-}
 
 /// Everything one worker thread measures.
 #[derive(Clone, Debug)]
@@ -430,9 +414,9 @@ impl ThreadStats {
         {
             return Err(MergeError::LayoutMismatch);
         }
-        self.total.merge(&other.total)?;
+        self.total.merge(&other.total);
         for (mine, theirs) in self.scripts.iter_mut().zip(&other.scripts) {
-            mine.merge(theirs)?;
+            mine.merge(theirs);
         }
         for (mine, theirs) in self.commands.iter_mut().zip(&other.commands) {
             for (m, t) in mine.iter_mut().zip(theirs) {
