@@ -3,15 +3,14 @@
 //! arguments: exit statuses, report counts and error phrases. `-i` through
 //! pgbouncer is compared in `tests/init_failures.rs`.
 
-use std::process::Output;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 #[path = "common/mod.rs"]
 mod common;
 
-use common::pgbouncer::{Bouncer, PoolMode};
-use common::{line, pgbolt_path, stderr, stdout, PGBENCH};
+use common::pgbouncer::{initialized_server, processed, run, Bouncer, PoolMode};
+use common::{pgbolt_path, stderr, PGBENCH};
 use pgbolt::tempdb::{self, TempDb};
 
 /// The server connections this test binary's server allows: fewer than
@@ -21,33 +20,10 @@ const MAX_CONNECTIONS: u32 = 20;
 /// One small server with the pgbench tables (scale 1) in `postgres`.
 fn server() -> &'static TempDb {
     static SERVER: OnceLock<Result<TempDb, tempdb::Error>> = OnceLock::new();
-    let server = SERVER.get_or_init(|| {
-        tempdb::install_signal_cleanup()?;
-        let db = TempDb::builder().max_connections(MAX_CONNECTIONS).start()?;
-        let init = db
-            .command(PGBENCH)
-            .args(["-i", "-q", "-s", "1"])
-            .output()
-            .expect("pgbench runs");
-        assert!(init.status.success(), "pgbench -i: {}", stderr(&init));
-        Ok(db)
-    });
-    match server {
+    match SERVER.get_or_init(|| initialized_server(Some(MAX_CONNECTIONS))) {
         Ok(db) => db,
         Err(e) => panic!("cannot start a throwaway server: {e}"),
     }
-}
-
-fn run(bouncer: &Bouncer, program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Output {
-    bouncer
-        .command(program)
-        .args(args)
-        .output()
-        .expect("the program runs")
-}
-
-fn processed(out: &Output) -> Option<String> {
-    line(&stdout(out), "number of transactions actually processed").map(str::to_string)
 }
 
 /// Benchmarks that work through either pooling mode end as pgbench's do:

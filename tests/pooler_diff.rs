@@ -13,40 +13,17 @@ use std::sync::OnceLock;
 #[path = "common/mod.rs"]
 mod common;
 
-use common::pgbouncer::{Bouncer, PoolMode};
+use common::pgbouncer::{initialized_server, processed, run, Bouncer, PoolMode};
 use common::{line, pgbolt_path, script_file, stderr, stdout, PGBENCH};
 use pgbolt::tempdb::{self, TempDb};
 
 /// One small server with the pgbench tables (scale 1) in `postgres`.
 fn server() -> &'static TempDb {
     static SERVER: OnceLock<Result<TempDb, tempdb::Error>> = OnceLock::new();
-    let server = SERVER.get_or_init(|| {
-        tempdb::install_signal_cleanup()?;
-        let db = TempDb::builder().start()?;
-        let init = db
-            .command(PGBENCH)
-            .args(["-i", "-q", "-s", "1"])
-            .output()
-            .expect("pgbench runs");
-        assert!(init.status.success(), "pgbench -i: {}", stderr(&init));
-        Ok(db)
-    });
-    match server {
+    match SERVER.get_or_init(|| initialized_server(None)) {
         Ok(db) => db,
         Err(e) => panic!("cannot start a throwaway server: {e}"),
     }
-}
-
-fn run(bouncer: &Bouncer, program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Output {
-    bouncer
-        .command(program)
-        .args(args)
-        .output()
-        .expect("the program runs")
-}
-
-fn processed(out: &Output) -> Option<String> {
-    line(&stdout(out), "number of transactions actually processed").map(str::to_string)
 }
 
 /// Standard error with the program's name replaced wherever it starts a

@@ -334,3 +334,48 @@ impl Owner {
         }
     }
 }
+
+/// A throwaway server with the pgbench tables (scale 1) in `postgres`,
+/// allowing `max_connections` when given; the caller keeps it for its test
+/// binary.
+pub fn initialized_server(max_connections: Option<u32>) -> Result<TempDb, pgbolt::tempdb::Error> {
+    pgbolt::tempdb::install_signal_cleanup()?;
+    let mut builder = TempDb::builder();
+    if let Some(n) = max_connections {
+        builder = builder.max_connections(n);
+    }
+    let db = builder.start()?;
+    let init = db
+        .command(super::PGBENCH)
+        .args(["-i", "-q", "-s", "1"])
+        .output()
+        .expect("pgbench runs");
+    assert!(
+        init.status.success(),
+        "pgbench -i: {}",
+        super::stderr(&init)
+    );
+    Ok(db)
+}
+
+/// Runs `program` (pgbench or pgbolt) with `args` through `bouncer`.
+pub fn run(
+    bouncer: &Bouncer,
+    program: impl AsRef<std::ffi::OsStr>,
+    args: &[&str],
+) -> std::process::Output {
+    bouncer
+        .command(program)
+        .args(args)
+        .output()
+        .expect("the program runs")
+}
+
+/// The `number of transactions actually processed` line of a report.
+pub fn processed(out: &std::process::Output) -> Option<String> {
+    super::line(
+        &super::stdout(out),
+        "number of transactions actually processed",
+    )
+    .map(str::to_string)
+}
