@@ -212,15 +212,13 @@ pub fn read_results(c: &mut Client, plan: &Plan) -> bool {
             finish_results(c, plan);
             true
         }
-        Err(e) if c.response.closed_before_send && matches!(e.kind(), ErrorKind::Closed) => {
-            if !prepare_met_closed_connection(c, &e) {
+        Err(e) => {
+            let as_prepare = c.response.closed_before_send
+                && matches!(e.kind(), ErrorKind::Closed)
+                && prepare_met_closed_connection(c, &e);
+            if !as_prepare {
                 report_failure(c, &e);
             }
-            c.state = State::Aborted;
-            true
-        }
-        Err(e) => {
-            report_failure(c, &e);
             c.state = State::Aborted;
             true
         }
