@@ -15,7 +15,9 @@
 //! The root certificates come from `sslrootcert`, else
 //! `~/.postgresql/root.crt`; `sslrootcert=system` loads the system bundle
 //! (`SSL_CERT_FILE`, else `/etc/ssl/certs/ca-certificates.crt`) and, as in
-//! libpq, demands `verify-full`. A client certificate comes from `sslcert`
+//! libpq, demands `verify-full`. As OpenSSL without partial chains (libpq's
+//! use of it), only the file's self-issued certificates are trust anchors;
+//! the others are offered to webpki as intermediates. A client certificate comes from `sslcert`
 //! and `sslkey` (default `~/.postgresql/postgresql.crt` / `.key`) when the
 //! certificate file exists.
 //!
@@ -163,32 +165,47 @@ fn chain_verifier(
     is_system: bool,
     provider: &Arc<CryptoProvider>,
 ) -> Result<ChainCheck, Error> {
-    let (roots, root_ders) = load_roots(root_file, is_system)?;
-    let roots = Arc::new(roots);
+    let roots = load_roots(root_file, is_system)?;
     let crls = match is_system {
         true => None,
         false => crl::load(config),
     };
     let without_lists = crls.as_ref().is_some_and(Vec::is_empty);
     let with_lists = crls.as_ref().is_some_and(|lists| !lists.is_empty());
-    let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
-        .with_crls(crls.unwrap_or_default())
-        .enforce_revocation_expiration()
-        .build()
-        .map_err(|e| Error::config(format!("could not load certificate revocation list: {e}")))?;
+    let webpki = match roots.anchors.is_empty() {
+        true => None,
+        false => Some(
+            WebPkiServerVerifier::builder_with_provider(Arc::new(roots.anchors), provider.clone())
+                .with_crls(crls.unwrap_or_default())
+                .enforce_revocation_expiration()
+                .build()
+                .map_err(|e| {
+                    Error::config(format!("could not load certificate revocation list: {e}"))
+                })?,
+        ),
+    };
     Ok(ChainCheck {
         webpki,
         without_lists,
         with_lists,
-        roots: root_ders,
+        anchors: roots.anchor_ders,
+        links: roots.links,
     })
 }
 
-/// The root certificates, as webpki's store and as they were read.
-fn load_roots(
-    file: &Path,
-    is_system: bool,
-) -> Result<(RootCertStore, Vec<CertificateDer<'static>>), Error> {
+/// The root file's certificates, split as OpenSSL uses its trust store: a
+/// chain is trusted only when it ends at a self-issued certificate, so only
+/// those are trust anchors; any other certificate in the file (an
+/// intermediate kept beside its root) only helps build a chain to one.
+struct RootFile {
+    anchors: RootCertStore,
+    /// The anchors as read, to recognise a server certificate that is one
+    /// of them (see [`root_leaf`]).
+    anchor_ders: Vec<CertificateDer<'static>>,
+    links: Vec<CertificateDer<'static>>,
+}
+
+fn load_roots(file: &Path, is_system: bool) -> Result<RootFile, Error> {
     if !file.exists() {
         return Err(Error::config(format!(
             "root certificate file \"{}\" does not exist\nEither provide the file, use the \
@@ -203,21 +220,28 @@ fn load_roots(
             file.display()
         ))
     };
-    let mut roots = RootCertStore::empty();
-    let mut ders = Vec::new();
+    let mut roots = RootFile {
+        anchors: RootCertStore::empty(),
+        anchor_ders: Vec::new(),
+        links: Vec::new(),
+    };
     for cert in CertificateDer::pem_file_iter(file).map_err(|e| bad(&e))? {
         let cert = cert.map_err(|e| bad(&e))?;
+        if !root_leaf::is_self_issued(&cert) {
+            roots.links.push(cert);
+            continue;
+        }
         // A system bundle may hold certificates webpki cannot use; skip those.
-        match roots.add(cert.clone()) {
-            Ok(()) => ders.push(cert),
+        match roots.anchors.add(cert.clone()) {
+            Ok(()) => roots.anchor_ders.push(cert),
             Err(e) if !is_system => return Err(bad(&e)),
             Err(_) => {}
         }
     }
-    if roots.is_empty() {
+    if roots.anchors.is_empty() && roots.links.is_empty() {
         return Err(bad(&"no certificate or crl found"));
     }
-    Ok((roots, ders))
+    Ok(roots)
 }
 
 /// The client certificate and key, loaded and checked as libpq does: a
@@ -357,15 +381,18 @@ pub(crate) fn server_name(host: &str) -> Result<ServerName<'static>, Error> {
 /// (libpq's is made after the handshake).
 #[derive(Debug)]
 struct ChainCheck {
-    webpki: Arc<WebPkiServerVerifier>,
+    /// None when the root file holds no self-issued certificate: no chain
+    /// can be trusted then.
+    webpki: Option<Arc<WebPkiServerVerifier>>,
     /// Revocation is checked but no list was found: as with OpenSSL, no
     /// certificate can be shown unrevoked.
     without_lists: bool,
     /// Revocation lists are in use.
     with_lists: bool,
-    /// The root certificates as read, to recognise a server certificate
-    /// that is one of them (see [`root_leaf`]).
-    roots: Vec<CertificateDer<'static>>,
+    /// The trust anchors as read (see [`RootFile`]).
+    anchors: Vec<CertificateDer<'static>>,
+    /// The root file's other certificates, offered as intermediates.
+    links: Vec<CertificateDer<'static>>,
 }
 
 #[derive(Debug)]
@@ -391,20 +418,28 @@ impl ServerCertVerifier for PgVerifier {
                 CertificateError::UnknownRevocationStatus,
             ));
         }
-        match chain.webpki.verify_server_cert(
-            end_entity,
-            intermediates,
-            server_name,
-            ocsp_response,
-            now,
-        ) {
+        let Some(webpki) = &chain.webpki else {
+            return Err(rustls::Error::InvalidCertificate(
+                CertificateError::UnknownIssuer,
+            ));
+        };
+        let with_links: Vec<CertificateDer<'_>>;
+        let intermediates = match chain.links.is_empty() {
+            true => intermediates,
+            false => {
+                with_links = intermediates.iter().chain(&chain.links).cloned().collect();
+                &with_links
+            }
+        };
+        match webpki.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
             Err(rustls::Error::InvalidCertificate(CertificateError::Other(e)))
                 if root_leaf::is_ca_as_leaf(&e) && !chain.with_lists =>
             {
-                root_leaf::accept(end_entity, &chain.roots, now).ok_or(
+                root_leaf::accept(end_entity, &chain.anchors, now).ok_or(
                     rustls::Error::InvalidCertificate(CertificateError::Other(e)),
                 )
             }

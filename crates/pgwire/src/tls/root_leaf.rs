@@ -28,8 +28,16 @@ pub(super) fn is_ca_as_leaf(error: &OtherError) -> bool {
     )
 }
 
-/// Accepts `end_entity` when it is byte for byte one of `roots` and passes
-/// the checks above at `now`.
+/// Whether `cert` names itself as its issuer: only such a certificate of
+/// the root file is a trust anchor. One that cannot be read counts as one,
+/// so that webpki's refusal of it is reported.
+pub(super) fn is_self_issued(cert: &[u8]) -> bool {
+    X509Certificate::from_der(cert)
+        .map_or(true, |(_, c)| c.subject().as_raw() == c.issuer().as_raw())
+}
+
+/// Accepts `end_entity` when it is byte for byte one of `roots` (the trust
+/// anchors, all self-issued) and passes the checks above at `now`.
 pub(super) fn accept(
     end_entity: &[u8],
     roots: &[CertificateDer<'_>],
@@ -41,13 +49,10 @@ pub(super) fn accept(
     let (_, cert) = X509Certificate::from_der(end_entity).ok()?;
     let at =
         x509_parser::time::ASN1Time::from_timestamp(i64::try_from(now.as_secs()).ok()?).ok()?;
-    // Only a self-issued certificate is a whole chain by itself: OpenSSL
-    // refuses an intermediate presented alone, even one in the root file
-    // (and, as OpenSSL by default, a trust anchor's own signature is not
-    // checked).
-    let self_issued = cert.subject().as_raw() == cert.issuer().as_raw();
-    (self_issued && cert.validity().is_valid_at(at) && for_tls_servers(&cert))
-        .then(ServerCertVerified::assertion)
+    // The roots are the self-issued certificates of the root file, each a
+    // whole chain by itself (as OpenSSL by default, a trust anchor's own
+    // signature is not checked).
+    (cert.validity().is_valid_at(at) && for_tls_servers(&cert)).then(ServerCertVerified::assertion)
 }
 
 /// OpenSSL's "SSL server" purpose, as far as it concerns a trusted
@@ -152,7 +157,7 @@ mod tests {
     }
 
     #[test]
-    fn a_certificate_issued_by_another_is_no_chain_alone() {
+    fn only_self_issued_certificates_are_trust_anchors() {
         let ca_key = KeyPair::generate().expect("key");
         let mut ca_params = CertificateParams::new(Vec::new()).expect("params");
         ca_params
@@ -171,6 +176,8 @@ mod tests {
             .expect("intermediate")
             .der()
             .to_vec();
-        assert!(!accepted(&mid, std::slice::from_ref(&mid)));
+        assert!(!is_self_issued(&mid), "an intermediate is no trust anchor");
+        assert!(is_self_issued(ca.der()));
+        assert!(is_self_issued(b"unreadable"), "left for webpki to refuse");
     }
 }
