@@ -17,9 +17,9 @@
 //! (`SSL_CERT_FILE`, else `/etc/ssl/certs/ca-certificates.crt`) and, as in
 //! libpq, demands `verify-full`. As OpenSSL without partial chains (libpq's
 //! use of it), only the file's self-issued certificates are trust anchors;
-//! the others are offered to webpki as intermediates. A client certificate comes from `sslcert`
-//! and `sslkey` (default `~/.postgresql/postgresql.crt` / `.key`) when the
-//! certificate file exists.
+//! the others are offered to webpki as intermediates. A client certificate
+//! comes from `sslcert` and `sslkey` (default `~/.postgresql/postgresql.crt`
+//! / `.key`) when the certificate file exists.
 //!
 //! libpq reads the root, revocation and client files as the TLS session
 //! starts, so a problem with one of them is a failed handshake: `prefer`
