@@ -11,7 +11,8 @@
 //! most statements, so that a thousand connections cost a few megabytes. It
 //! doubles while a frame larger than its capacity is arriving, and, up to
 //! [`READ_AHEAD`], after a read that filled all its free space (a stream of
-//! rows: fewer, larger reads).
+//! rows: fewer, larger reads); past [`READ_AHEAD`] only for the time such
+//! a frame is in it.
 //!
 //! A server can send anything, so a header is checked before it is trusted: a
 //! length under 4 or over [`MAX_FRAME`] is an error, never a panic or a huge
@@ -114,9 +115,24 @@ impl ReadBuf {
         self.end = (self.end + n).min(self.buf.len());
     }
 
+    /// Only a frame larger than [`READ_AHEAD`] grows the buffer past it.
+    /// Once such a frame is consumed and what is left fits, the buffer goes
+    /// back to that size: a 100 MB value fetched once would otherwise keep
+    /// 128 MB per connection for the rest of the run.
+    fn release_large(&mut self) {
+        if self.buf.len() > READ_AHEAD && self.len() <= READ_AHEAD / 2 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+            self.buf.truncate(READ_AHEAD);
+            self.buf.shrink_to_fit();
+        }
+    }
+
     /// The next whole frame, if one is buffered. The frame is consumed: the
     /// following call returns the one after it.
     pub fn next_frame(&mut self) -> Result<Option<Frame<'_>>, Error> {
+        self.release_large();
         let Some((tag, len)) = frame_header(self.data())? else {
             return Ok(None);
         };
@@ -291,6 +307,30 @@ mod tests {
             got.extend(drain(&mut rb).unwrap());
         }
         assert_eq!(got, vec![(b'd', body)]);
+    }
+
+    #[test]
+    fn a_large_frame_gives_its_memory_back_once_consumed() {
+        let body = vec![b'x'; 4 * READ_AHEAD];
+        let mut bytes = frame(b'D', &body);
+        bytes.extend(frame(b'C', b"SELECT 1\0"));
+        bytes.extend(frame(b'Z', b"I"));
+        let mut rb = ReadBuf::new();
+        let mut offset = 0;
+        let mut got = Vec::new();
+        while offset < bytes.len() {
+            let spare = rb.spare();
+            let n = spare.len().min(bytes.len() - offset);
+            spare[..n].copy_from_slice(&bytes[offset..offset + n]);
+            rb.filled(n);
+            offset += n;
+            while let Some(f) = rb.next_frame().unwrap() {
+                got.push((f.tag, f.body.len()));
+            }
+        }
+        assert_eq!(got, vec![(b'D', body.len()), (b'C', 9), (b'Z', 1)]);
+        assert_eq!(rb.buf.len(), READ_AHEAD);
+        assert!(rb.buf.capacity() <= READ_AHEAD);
     }
 
     #[test]
