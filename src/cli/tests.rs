@@ -532,6 +532,7 @@ fn environment() {
         (&["-c", "4", "-j", "4"][..], 21),
         (&["-c", "12", "-l"][..], 21),
         (&["-c", "12", "--io=uring"][..], 21),
+        (&["-c", "9", "--temp-instance"][..], 21),
     ] {
         assert_eq!(
             parse(args.iter().copied(), &env),

@@ -319,7 +319,7 @@ fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> 
     };
     setup::vacuum(&mut setup_client, bench.vacuum);
     setup_client.close();
-    raise_open_files_limit(bench.open_files_needed(config.io));
+    raise_open_files_limit(bench.open_files_needed(config.io, config.temp_instance.is_some()));
     let states = RandomStates::new(
         seed_value,
         plan.clients as usize,
