@@ -267,8 +267,8 @@ fn help_and_version() {
 #[test]
 fn unbuilt_features_are_refused_by_name() {
     let cases: &[(&[&str], &str)] = &[
-        (&["-i", "--io=uring"], "--io=uring"),
-        (&["-i", "--busy-poll=on"], "--busy-poll=on"),
+        (&["-i", "--io=uring"], "--io=uring with -i"),
+        (&["-i", "--busy-poll=on"], "--busy-poll=on with -i"),
         (
             &["--io=uring", "--busy-poll=on", "-t", "1"],
             "--busy-poll=on with --io=uring",

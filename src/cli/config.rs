@@ -118,6 +118,20 @@ pub struct Benchmark {
     pub pgbench_output: bool,
 }
 
+impl Benchmark {
+    /// The file descriptors the run holds open at once: pgbench's count (a
+    /// socket per client, plus standard input, output and error), the
+    /// engine's signal pipe, and per thread its poller (twice: the timer
+    /// registers through a duplicate), its timer, its transaction log with
+    /// `-l` and its ring with `--io=uring`; with `--temp-instance`, the
+    /// instance's signal pipe and its watchdog's pipe.
+    pub fn open_files_needed(&self, io: IoMethod, temp_instance: bool) -> u64 {
+        let per_thread = 3 + u64::from(self.log.is_some()) + u64::from(io == IoMethod::Uring);
+        let instance = if temp_instance { 4 } else { 0 };
+        u64::from(self.clients) + 3 + 2 + instance + u64::from(self.threads) * per_thread
+    }
+}
+
 /// Settings of `-i`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Init {

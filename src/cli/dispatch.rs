@@ -158,10 +158,10 @@ fn run_benchmark(config: &Config, benchmark: &Benchmark) -> Result<i32, RunError
 /// Initialization has no io_uring driver and never spins.
 fn refuse_run_only_drivers(config: &Config) -> Result<(), RunError> {
     if config.io == IoMethod::Uring {
-        return Err(RunError::Unsupported("--io=uring"));
+        return Err(RunError::Unsupported("--io=uring with -i"));
     }
     if config.busy_poll == BusyPoll::On {
-        return Err(RunError::Unsupported("--busy-poll=on"));
+        return Err(RunError::Unsupported("--busy-poll=on with -i"));
     }
     Ok(())
 }

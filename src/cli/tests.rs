@@ -512,19 +512,34 @@ fn early_exits_stop_parsing() {
 fn environment() {
     let env = Environment {
         random_seed: Some("7".into()),
-        open_files_limit: Some(10),
+        open_files_limit: Some(20),
     };
-    let config = parse(["-c", "7"], &env).expect("valid");
+    let config = parse(["-c", "12"], &env).expect("valid");
     assert_eq!(bench(&config).random_seed, Some(RandomSeed::Value(7)));
     let config = parse(["--random-seed=rand"], &env).expect("valid");
     assert_eq!(bench(&config).random_seed, Some(RandomSeed::Rand));
     assert_eq!(
-        parse(["-c", "8"], &env),
+        parse(["-c", "18"], &env),
         Err(CliError::TooManyOpenFiles {
-            needed: 11,
-            limit: 10
+            needed: 21,
+            limit: 20
         })
     );
+    // Past pgbench's check (clients + 3), pgbolt's own descriptors count:
+    // the signal pipe, and per thread two poller handles, a timer, a log.
+    for (args, needed) in [
+        (&["-c", "13"][..], 21),
+        (&["-c", "4", "-j", "4"][..], 21),
+        (&["-c", "12", "-l"][..], 21),
+        (&["-c", "12", "--io=uring"][..], 21),
+        (&["-c", "9", "--temp-instance"][..], 21),
+    ] {
+        assert_eq!(
+            parse(args.iter().copied(), &env),
+            Err(CliError::TooManyOpenFiles { needed, limit: 20 }),
+            "{args:?}"
+        );
+    }
     let env = Environment {
         random_seed: Some("x".into()),
         open_files_limit: None,

@@ -48,6 +48,12 @@ pub fn finish(mut g: Gathered) -> Result<Config, CliError> {
         }
         Mode::Run(benchmark(&mut g)?)
     };
+    if let (Mode::Run(bench), Some(limit)) = (&mode, g.open_files_limit) {
+        let needed = bench.open_files_needed(g.io.unwrap_or(IoMethod::Auto), g.temp_instance);
+        if needed > limit {
+            return Err(CliError::TooManyOpenFiles { needed, limit });
+        }
+    }
     let temp_instance = temp_instance(&mut g)?;
     Ok(Config {
         mode,

@@ -319,7 +319,7 @@ fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> 
     };
     setup::vacuum(&mut setup_client, bench.vacuum);
     setup_client.close();
-    raise_open_files_limit(u64::from(plan.clients));
+    raise_open_files_limit(bench.open_files_needed(config.io, config.temp_instance.is_some()));
     let states = RandomStates::new(
         seed_value,
         plan.clients as usize,
@@ -517,10 +517,11 @@ fn log_options(bench: &Benchmark, log: &crate::cli::TransactionLog) -> LogOption
     }
 }
 
-/// Raises the soft limit on open files to what the clients need, as far as
-/// the hard limit allows (pgbench checks `-c` against the limit).
-fn raise_open_files_limit(clients: u64) {
-    let wanted = clients + 64;
+/// Raises the soft limit on open files to what the run needs, with room for
+/// `\shell` pipes and cancel requests, as far as the hard limit allows (the
+/// command line was checked against the hard limit).
+fn raise_open_files_limit(needed: u64) {
+    let wanted = needed + 64;
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
