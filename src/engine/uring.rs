@@ -144,7 +144,7 @@ impl Ring {
         self.slots.get(idx).is_some_and(|s| s.sending)
     }
 
-    /// Queues what client `idx` needs after a step: its pending output, and
+    /// Queues what client `idx` needs after a step: its flushed output, and
     /// a Recv when it waits for input. Nothing is submitted until
     /// [`Ring::wait`].
     pub fn queue(
@@ -157,7 +157,7 @@ impl Ring {
         let Some(slot) = self.slots.get_mut(idx) else {
             return Ok(());
         };
-        let send = !slot.sending && conn.pending_output() > 0;
+        let send = !slot.sending && conn.output_flushed();
         let recv = wants_input && !slot.receiving;
         if send {
             conn.take_output(&mut slot.out);

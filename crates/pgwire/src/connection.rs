@@ -11,7 +11,8 @@
 //! An external driver (pgbolt's io_uring loop) can take the socket I/O over
 //! for a plain (non-TLS) session with [`Connection::set_external_io`]: then
 //! `flush` and `fill` make no system call; the driver takes the encoded
-//! output with [`Connection::take_output`], receives into
+//! output with [`Connection::take_output`] once `flush` has asked for it
+//! ([`Connection::output_flushed`]), receives into
 //! [`Connection::recv_target`] and reports each read with
 //! [`Connection::received`]. Message framing is the same in both modes.
 
@@ -55,6 +56,11 @@ pub struct Connection {
     /// What the external driver's last read or write ended with, when it
     /// ended the session (end of file or an error); `fill` reports it.
     external_end: Option<std::io::Error>,
+    /// The external driver may send the output: [`Connection::flush`] was
+    /// called since it last took it. Output encoded without a flush (a
+    /// pipeline's statements before its end) waits, as it does in the
+    /// socket's own buffer otherwise.
+    flush_wanted: bool,
     /// The entry of the configuration's host list this session reached.
     host_index: usize,
 }
@@ -102,6 +108,7 @@ impl Connection {
             closed: false,
             external: false,
             external_end: None,
+            flush_wanted: false,
             host_index,
         }
     }
@@ -132,6 +139,7 @@ impl Connection {
     /// all sent; `Ok(false)`: wait for writability and flush again.
     pub fn flush(&mut self) -> Result<bool, Error> {
         if self.external {
+            self.flush_wanted = !self.wbuf.is_empty();
             return Ok(self.wbuf.is_empty());
         }
         self.stream.write(&mut self.wbuf).map_err(Error::io)
@@ -183,12 +191,19 @@ impl Connection {
         self.external
     }
 
+    /// Whether the external driver should send the output now: there is
+    /// some, and [`Connection::flush`] asked for it.
+    pub fn output_flushed(&self) -> bool {
+        self.flush_wanted && !self.wbuf.is_empty()
+    }
+
     /// Moves the encoded output into `out` (which must be empty) for the
     /// external driver to send, leaving `out`'s old, empty buffer in its
     /// place: the two buffers take turns and nothing is allocated.
     pub fn take_output(&mut self, out: &mut BytesMut) {
         debug_assert!(out.is_empty());
         std::mem::swap(&mut self.wbuf, out);
+        self.flush_wanted = false;
     }
 
     /// Where the external driver should receive into: free space after the
