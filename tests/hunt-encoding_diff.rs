@@ -1,0 +1,67 @@
+//! Bytes that are not UTF-8, with the real pgbench as the oracle: script
+//! file names (Linux paths are bytes) and values read by `\gset` from a
+//! database in another encoding, as they reach the shell and the messages
+//! pgbench prints. Output is compared as bytes, since a lossy conversion
+//! would make U+FFFD and the byte it replaced look alike.
+
+mod engine_support;
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::process::{Command, Output};
+
+use engine_support::*;
+
+/// A program's exit status and standard error.
+type Outcome = (Option<i32>, Vec<u8>);
+
+/// Exit status and standard error as bytes, the program's name replaced.
+fn outcome(out: &Output, program: &[u8]) -> Outcome {
+    let mut err = Vec::new();
+    let mut rest = out.stderr.as_slice();
+    while let Some(at) = rest.windows(program.len()).position(|w| w == program) {
+        err.extend_from_slice(&rest[..at]);
+        err.extend_from_slice(b"PROG");
+        rest = &rest[at + program.len()..];
+    }
+    err.extend_from_slice(rest);
+    (out.status.code(), err)
+}
+
+/// Runs `args` (which may hold any bytes) with both programs against `db`
+/// and returns (pgbolt's, pgbench's) status and standard error.
+fn both_bytes(db: &str, args: &[&OsStr]) -> (Outcome, Outcome) {
+    let run = |mut cmd: Command| cmd.args(args).output().expect("program runs");
+    let ours = run(pgbolt_command(db, &[]));
+    let theirs = run(pgbench_command(db, &[]));
+    (outcome(&ours, b"pgbolt"), outcome(&theirs, b"pgbench"))
+}
+
+fn shown(bytes: &[u8]) -> String {
+    bytes.escape_ascii().to_string()
+}
+
+/// Regression: a script file whose name is not UTF-8 (`caf\xe9.sql`) was
+/// looked up under its name with U+FFFD in place of the byte, so pgbolt
+/// reported `could not open file` where pgbench runs it.
+#[test]
+fn script_files_are_opened_by_the_bytes_of_their_names() {
+    let db = database(None);
+    sql(&db, "create table t (m text, v text)");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let name = OsStr::from_bytes(b"caf\xe9.sql");
+    let path = dir.path().join(name);
+    std::fs::write(&path, "insert into t values ('f', :client_id);\n").expect("write");
+    let mut weighted = path.clone().into_os_string();
+    weighted.push("@3");
+    for spec in [path.as_os_str(), weighted.as_os_str()] {
+        let args = [OsStr::new("-n"), OsStr::new("-t1"), OsStr::new("-f"), spec];
+        let ((our_code, ours), (their_code, theirs)) = both_bytes(&db, &args);
+        assert_eq!(our_code, Some(0), "{}", shown(&ours));
+        assert_eq!(their_code, Some(0), "{}", shown(&theirs));
+    }
+    assert_eq!(
+        sql(&db, "select m, v, count(*) from t group by 1, 2"),
+        "f|0|4"
+    );
+}
