@@ -65,3 +65,48 @@ fn script_files_are_opened_by_the_bytes_of_their_names() {
         "f|0|4"
     );
 }
+
+/// A fresh database in `encoding` (collation C) with table
+/// `t (m text, v text)`.
+fn database_in(encoding: &str) -> String {
+    let name = format!("{}_{}", database(None), encoding.to_lowercase());
+    server()
+        .psql(&format!(
+            "CREATE DATABASE {name} ENCODING '{encoding}' LOCALE 'C' TEMPLATE template0"
+        ))
+        .expect("create database");
+    sql(&name, "create table t (m text, v text)");
+    name
+}
+
+/// Regression: a `\shell` or `\setshell` argument taken from a variable
+/// whose value is not UTF-8 (read by `\gset` from a `LATIN1` database)
+/// reached the shell as an empty word; pgbench passes the bytes on.
+#[test]
+fn shell_commands_get_the_bytes_of_variables() {
+    let db = database_in("LATIN1");
+    let read = "select convert_from('\\xe9ff', 'LATIN1') as v \\gset\n";
+    let dir = tempfile::tempdir().expect("temp dir");
+    let scripts = [
+        // The output is quoted in the error as it came.
+        format!("{read}\\setshell x printf '%s' :v\n"),
+        format!("{read}\\setshell x echo :v\n"),
+        // The shell's own message names the bytes it could not run.
+        format!("{read}\\shell :v\n"),
+        format!("{read}\\setshell x :v\n"),
+        // What `\shell` wrote lands in the table below.
+        format!(
+            "{read}\\shell printf '%s' :v > {}/out\n",
+            dir.path().display()
+        ),
+    ];
+    for text in &scripts {
+        let file = script(text);
+        let args = ["-n", "-t1", "-f", &file.path].map(OsStr::new);
+        let (ours, theirs) = both_bytes(&db, &args);
+        assert_eq!(shown(&ours.1), shown(&theirs.1), "{text}");
+        assert_eq!(ours.0, theirs.0, "{text}");
+    }
+    let out = std::fs::read(dir.path().join("out")).expect("\\shell wrote");
+    assert_eq!(out, b"\xe9\xff");
+}
