@@ -110,3 +110,34 @@ fn shell_commands_get_the_bytes_of_variables() {
     let out = std::fs::read(dir.path().join("out")).expect("\\shell wrote");
     assert_eq!(out, b"\xe9\xff");
 }
+
+/// Regression: a value that is not UTF-8 quoted in an error (`malformed
+/// variable`, `invalid sleep time`) was shown with U+FFFD for each bad
+/// byte; pgbench writes the value's bytes as they are.
+#[test]
+fn errors_quote_variable_values_as_bytes() {
+    let scripts = [
+        "\\set x debug(:v)\n",
+        "\\set x :v + 1\n",
+        "\\if :v\n\\endif\n",
+        "\\if false\n\\elif :v\n\\endif\n",
+        "\\sleep :v\n",
+        "\\sleep :v us\n",
+    ];
+    for encoding in ["LATIN1", "SQL_ASCII"] {
+        let db = database_in(encoding);
+        let read = format!("select convert_from('\\x74e9ff', '{encoding}') as v \\gset\n");
+        for text in scripts {
+            let file = script(&format!("{read}{text}"));
+            for mode in ["simple", "extended", "prepared"] {
+                let args = ["-n", "-t1", "-M", mode, "-f", &file.path].map(OsStr::new);
+                let (ours, theirs) = both_bytes(&db, &args);
+                let label = format!("{encoding} -M {mode}: {text}");
+                assert_eq!(shown(&ours.1), shown(&theirs.1), "{label}");
+                assert_eq!(ours.0, Some(2), "{label}");
+                assert_eq!(theirs.0, Some(2), "{label}");
+                assert!(ours.1.windows(3).any(|w| w == b"t\xe9\xff"), "{label}");
+            }
+        }
+    }
+}
