@@ -141,3 +141,41 @@ fn errors_quote_variable_values_as_bytes() {
         }
     }
 }
+
+/// Regression: `PGDATABASE` naming a database whose name is not UTF-8 (one
+/// created in a `SQL_ASCII` database) was ignored, so `pgbolt -i`
+/// initialized the default database instead; pgbench initializes the one
+/// named. pgbolt cannot send such a name and now fails, naming it.
+#[test]
+fn a_database_name_that_is_not_utf8_is_not_replaced_by_the_default() {
+    let ascii = database_in("SQL_ASCII");
+    let name = [ascii.as_bytes(), b"_\xe9"].concat();
+    let mut create = server().command("psql");
+    create.env("PGDATABASE", &ascii).args(["-X", "-q", "-c"]);
+    let mut statement = b"create database \"".to_vec();
+    statement.extend_from_slice(&name);
+    statement.push(b'"');
+    let created = create
+        .arg(OsStr::from_bytes(&statement))
+        .output()
+        .expect("psql");
+    assert!(created.status.success(), "{}", stderr(&created));
+    let init = |mut cmd: Command| {
+        cmd.env("PGDATABASE", OsStr::from_bytes(&name))
+            .args(["-i", "-q", "-s", "1"])
+            .output()
+            .expect("program runs")
+    };
+    let theirs = init(pgbench_command(&ascii, &[]));
+    assert!(theirs.status.success(), "{}", stderr(&theirs));
+    let ours = init(pgbolt_command(&ascii, &[]));
+    assert_eq!(ours.status.code(), Some(1), "{}", stderr(&ours));
+    let shown = String::from_utf8_lossy(&name);
+    assert!(
+        stderr(&ours).contains(&format!("database \"{shown}\" does not exist")),
+        "{}",
+        stderr(&ours)
+    );
+    let tables = "select count(*) from pg_class where relname like 'pgbench%'";
+    assert_eq!(server().psql(tables).expect("psql").trim(), "0");
+}
