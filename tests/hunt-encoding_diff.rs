@@ -179,3 +179,48 @@ fn a_database_name_that_is_not_utf8_is_not_replaced_by_the_default() {
     let tables = "select count(*) from pg_class where relname like 'pgbench%'";
     assert_eq!(server().psql(tables).expect("psql").trim(), "0");
 }
+
+/// Regression: notices the server sends while a session starts were
+/// dropped; pgbench's libpq prints them, one per connection. A long
+/// `application_name` in a multi-byte encoding is one: the server
+/// truncates it on a character boundary and says so.
+#[test]
+fn notices_sent_as_a_session_starts_are_shown() {
+    let db = database(Some(1));
+    let file = script("select 1;\n");
+    let name = "日本語".repeat(30);
+    let runs: [&[&str]; 4] = [
+        &["-n", "-c", "3", "-t", "1", "-f", &file.path],
+        &["-n", "-c", "2", "-C", "-t", "2", "-f", &file.path],
+        &["-c", "2", "-t", "1", "-S"],
+        &["-i", "-q", "-s", "1"],
+    ];
+    for args in runs {
+        let run = |mut cmd: Command| {
+            cmd.env("PGAPPNAME", &name)
+                .args(args)
+                .output()
+                .expect("program runs")
+        };
+        // pgbolt's `-i` opens one connection per job; with one job it
+        // opens one, as pgbench does.
+        let mut pgbolt = pgbolt_command(&db, &[]);
+        if args[0] == "-i" {
+            pgbolt.arg("--init-jobs=1");
+        }
+        let (ours, theirs) = (run(pgbolt), run(pgbench_command(&db, &[])));
+        let notices = |out: &Output| {
+            stderr(out)
+                .lines()
+                .filter(|l| l.starts_with("NOTICE:  "))
+                .map(|l| format!("{l}\n"))
+                .collect::<String>()
+        };
+        let label = args.join(" ");
+        assert_eq!(ours.status.code(), Some(0), "{label}: {}", stderr(&ours));
+        assert_eq!(notices(&ours), notices(&theirs), "{label}");
+        let first = notices(&theirs).lines().next().map(str::to_owned);
+        let truncated = format!("will be truncated to \"{}\"", "日本語".repeat(7));
+        assert!(first.is_some_and(|l| l.ends_with(&truncated)), "{label}");
+    }
+}

@@ -115,6 +115,7 @@ impl ThreadEnv {
                 false
             }
             Ok(ConnectProgress::Ready(mut conn)) => {
+                super::setup::show_notices(connecting.take_notices());
                 c.connecting = None;
                 if let Err(e) = self.adopt(&mut conn, idx) {
                     log::error(format_args!("could not watch the connection: {e}"));
