@@ -224,3 +224,43 @@ fn notices_sent_as_a_session_starts_are_shown() {
         assert!(first.is_some_and(|l| l.ends_with(&truncated)), "{label}");
     }
 }
+
+/// Regression: the `LINE n:` excerpt of a failed statement was measured
+/// in UTF-8 whatever the session's client encoding, so under `LATIN1`
+/// or `SQL_ASCII` (one byte per character) the caret stood too far left or
+/// the excerpt was left out, and under `EUC_JP` or `GB18030` the caret
+/// was off too. libpq measures characters and screen columns in the
+/// client encoding.
+#[test]
+fn error_excerpts_are_measured_in_the_client_encoding() {
+    let db = database(None);
+    let statements = [
+        "select 'é', 1 +;\n",
+        "select '日本', 1 +;\n",
+        "select\t'日',\t1 +;\n",
+        "select 'e\u{301}e\u{301}', 1 +;\n",
+        "select '한국어', 1 +;\n",
+        "select 'ＡＢ', 1 +;\n",
+        "select '😀', 1 +;\n",
+        "select 'ü'\n, 'ä' +\n;\n",
+    ];
+    for text in statements {
+        let file = script(text);
+        for encoding in ["UTF8", "LATIN1", "SQL_ASCII", "EUC_JP", "GB18030", "SJIS"] {
+            for mode in ["simple", "extended"] {
+                let args = ["-n", "-t1", "-M", mode, "-f", &file.path];
+                let run = |mut cmd: Command| {
+                    cmd.env("PGCLIENTENCODING", encoding)
+                        .args(args)
+                        .output()
+                        .expect("program runs")
+                };
+                let ours = outcome(&run(pgbolt_command(&db, &[])), b"pgbolt");
+                let theirs = outcome(&run(pgbench_command(&db, &[])), b"pgbench");
+                let label = format!("{encoding} -M {mode}: {text}");
+                assert_eq!(shown(&ours.1), shown(&theirs.1), "{label}");
+                assert_eq!(ours.0, Some(2), "{label}");
+            }
+        }
+    }
+}
