@@ -264,3 +264,45 @@ fn error_excerpts_are_measured_in_the_client_encoding() {
         }
     }
 }
+
+/// Regression: a `-D` value that is not UTF-8 got U+FFFD for its bad
+/// bytes, so a `LATIN1` database stored other characters than with
+/// pgbench, which substitutes and binds the bytes given.
+#[test]
+fn define_values_keep_their_bytes() {
+    let db = database_in("LATIN1");
+    // Inside quotes `:x` is replaced in simple mode only (pgbench makes a
+    // `$1` of it otherwise, which the server takes for text).
+    let runs = [
+        ("insert into t values ('text', ':x');\n", "simple"),
+        ("insert into t values ('param', :x);\n", "extended"),
+        ("insert into t values ('param', :x);\n", "prepared"),
+    ];
+    let mut rows = Vec::new();
+    for (program, binary) in [
+        ("pgbolt", pgbolt_command as fn(&str, &[&str]) -> Command),
+        ("pgbench", pgbench_command),
+    ] {
+        for (text, mode) in runs {
+            let file = script(text);
+            let mut cmd = binary(&db, &["-n", "-t1", "-M", mode, "-f", &file.path]);
+            let out = cmd
+                .arg("-D")
+                .arg(OsStr::from_bytes(b"x=caf\xe9\xff"))
+                .output()
+                .expect("program runs");
+            assert!(
+                out.status.success(),
+                "{program} -M {mode}: {}",
+                stderr(&out)
+            );
+        }
+        rows.push(sql(
+            &db,
+            "select m, encode(textsend(v), 'hex'), count(*) from t group by 1, 2 order by 1",
+        ));
+        sql(&db, "truncate t");
+    }
+    assert_eq!(rows[0], rows[1]);
+    assert_eq!(rows[0], "param|636166e9ff|2\ntext|636166e9ff|1");
+}

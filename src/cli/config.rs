@@ -196,7 +196,8 @@ impl ScriptSpec {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VariableDefinition {
     pub name: String,
-    pub value: String,
+    /// The bytes after the first `=`, which need not be UTF-8.
+    pub value: Vec<u8>,
 }
 
 /// `-l` with its companions.

@@ -211,22 +211,25 @@ pub fn dbname(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
     Ok(())
 }
 
-pub fn define(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
-    let definition = text(value);
-    let (name, value) = match definition.split_once('=') {
-        Some((name, value)) if !name.is_empty() && !value.is_empty() => (name, value),
-        _ => return Err(CliError::InvalidVariableDefinition(definition)),
+/// `-D NAME=VALUE`: the value is kept as the bytes given, UTF-8 or not
+/// (a `LATIN1` database takes them as they are, as with pgbench).
+pub fn define(g: &mut Gathered, definition: &OsStr) -> Result<(), CliError> {
+    let bytes = definition.as_encoded_bytes();
+    let (name, value) = match bytes.iter().position(|&b| b == b'=') {
+        Some(at) if at > 0 && at + 1 < bytes.len() => (&bytes[..at], &bytes[at + 1..]),
+        _ => return Err(CliError::InvalidVariableDefinition(text(definition))),
     };
-    if !crate::script::valid_variable_name(name) {
-        return Err(CliError::InvalidVariableName(name.to_string()));
+    let name = String::from_utf8_lossy(name);
+    if !crate::script::valid_variable_name(&name) {
+        return Err(CliError::InvalidVariableName(name.into_owned()));
     }
-    match g.variable_index.get(name) {
-        Some(&at) => g.variables[at].value = value.to_string(),
+    match g.variable_index.get(name.as_ref()) {
+        Some(&at) => g.variables[at].value = value.to_vec(),
         None => {
             g.variable_index.insert(name.to_string(), g.variables.len());
             g.variables.push(VariableDefinition {
-                name: name.to_string(),
-                value: value.to_string(),
+                name: name.into_owned(),
+                value: value.to_vec(),
             });
         }
     }
