@@ -306,3 +306,39 @@ fn define_values_keep_their_bytes() {
     assert_eq!(rows[0], rows[1]);
     assert_eq!(rows[0], "param|636166e9ff|2\ntext|636166e9ff|1");
 }
+
+/// Regression: a `--log-prefix` that is not UTF-8 named the log files
+/// with U+FFFD in place of its bad bytes; pgbench uses the bytes given.
+#[test]
+fn log_files_are_named_with_the_bytes_of_the_prefix() {
+    let db = database(None);
+    let file = script("select 1;\n");
+    let mut names = Vec::new();
+    for command in [pgbolt_command, pgbench_command] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let out = command(&db, &["-n", "-t1", "-c2", "-j2", "-l", "-f", &file.path])
+            .arg("--log-prefix")
+            .arg(OsStr::from_bytes(b"caf\xe9"))
+            .current_dir(dir.path())
+            .output()
+            .expect("program runs");
+        assert!(out.status.success(), "{}", stderr(&out));
+        let mut found: Vec<String> = std::fs::read_dir(dir.path())
+            .expect("list")
+            .map(|entry| {
+                let name = entry.expect("entry").file_name();
+                let bytes = name.as_bytes();
+                // The process id between the prefix and the thread number
+                // differs.
+                let dot = bytes.iter().position(|&b| b == b'.').unwrap_or(bytes.len());
+                let thread = bytes[dot..].iter().skip(1).position(|&b| b == b'.');
+                let tail = thread.map_or(&b""[..], |at| &bytes[dot + 1 + at..]);
+                format!("{}.PID{}", shown(&bytes[..dot]), shown(tail))
+            })
+            .collect();
+        found.sort();
+        names.push(found);
+    }
+    assert_eq!(names[0], names[1]);
+    assert_eq!(names[0], ["caf\\xe9.PID", "caf\\xe9.PID.1"]);
+}

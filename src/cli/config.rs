@@ -203,8 +203,8 @@ pub struct VariableDefinition {
 /// `-l` with its companions.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TransactionLog {
-    /// `--log-prefix` (default `pgbench_log`).
-    pub prefix: String,
+    /// `--log-prefix` (default `pgbench_log`), as the bytes given.
+    pub prefix: OsString,
     /// `--sampling-rate`: fraction of transactions logged.
     pub sampling_rate: Option<f64>,
     /// `--aggregate-interval`: seconds per aggregated line.

@@ -63,7 +63,7 @@ pub struct Gathered {
     pub rate: Option<f64>,
     pub sampling_rate: Option<f64>,
     pub aggregate_interval: Option<u32>,
-    pub log_prefix: Option<String>,
+    pub log_prefix: Option<OsString>,
     pub random_seed: Option<RandomSeed>,
     /// Every seed met so far, the last one being `random_seed`.
     pub seeds: Vec<SeedNote>,
@@ -386,7 +386,7 @@ pub fn progress_timestamp(g: &mut Gathered) {
 }
 
 pub fn log_prefix(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
-    g.log_prefix = Some(text(value));
+    g.log_prefix = Some(value.to_os_string());
     Ok(())
 }
 

@@ -161,7 +161,7 @@ static CASES: &[Case] = &[
         bench(c).progress_timestamp
     }),
     case("log-prefix", Some("pfx"), &["-l"], |c| {
-        bench(c).log.as_ref().map(|l| l.prefix.as_str()) == Some("pfx")
+        bench(c).log.as_ref().map(|l| l.prefix.as_os_str()) == Some("pfx".as_ref())
     }),
     case("foreign-keys", None, &["-i"], |c| {
         init(c).steps.last() == Some(&InitStep::ForeignKeys)
