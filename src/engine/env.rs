@@ -132,6 +132,7 @@ impl ThreadEnv {
                 true
             }
             Err(e) => {
+                super::setup::show_notices(connecting.take_notices());
                 c.connecting = None;
                 log::error(format_args!("{e}"));
                 log::error(format_args!(

@@ -510,10 +510,11 @@ fn connect_all(
                     left -= 1;
                 }
                 Err(error) => {
+                    super::setup::show_notices(connecting.take_notices());
                     return Err(EngineError::ClientConnection {
                         client: clients[idx].id,
                         error,
-                    })
+                    });
                 }
             }
         }
