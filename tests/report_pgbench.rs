@@ -316,7 +316,11 @@ fn log_lines_have_pgbench_format(socket: &Path) {
             transaction_line(&o)
         };
         let expected_names: Vec<String> = (0..case.files)
-            .map(|t| log_file_name(o.prefix.as_deref(), pid, t))
+            .map(|t| {
+                log_file_name(o.prefix.as_deref(), pid, t)
+                    .to_string_lossy()
+                    .into_owned()
+            })
             .collect();
         let names: Vec<String> = files.iter().map(|(n, _)| n.clone()).collect();
         assert_eq!(names, expected_names, "pgbench {:?}", case.args);
@@ -364,7 +368,7 @@ fn pgbolt_log_lines_exactly() {
     );
     assert!(lines[1].starts_with("1700000001 8 "), "{}", lines[1]);
     assert_eq!(log_file_name(None, 42, 0), "pgbench_log.42");
-    assert_eq!(log_file_name(Some("x/y"), 42, 3), "x/y.42.3");
+    assert_eq!(log_file_name(Some("x/y".as_ref()), 42, 3), "x/y.42.3");
 }
 
 /// pgbench counts aggregation intervals from when a thread's clients are

@@ -210,14 +210,15 @@ impl ScriptSpec {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VariableDefinition {
     pub name: String,
-    pub value: String,
+    /// The bytes after the first `=`, which need not be UTF-8.
+    pub value: Vec<u8>,
 }
 
 /// `-l` with its companions.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TransactionLog {
-    /// `--log-prefix` (default `pgbench_log`).
-    pub prefix: String,
+    /// `--log-prefix` (default `pgbench_log`), as the bytes given.
+    pub prefix: OsString,
     /// `--sampling-rate`: fraction of transactions logged.
     pub sampling_rate: Option<f64>,
     /// `--aggregate-interval`: seconds per aggregated line.

@@ -63,7 +63,7 @@ pub struct Gathered {
     pub rate: Option<f64>,
     pub sampling_rate: Option<f64>,
     pub aggregate_interval: Option<u32>,
-    pub log_prefix: Option<String>,
+    pub log_prefix: Option<OsString>,
     pub random_seed: Option<RandomSeed>,
     /// Every seed met so far, the last one being `random_seed`.
     pub seeds: Vec<SeedNote>,
@@ -211,22 +211,25 @@ pub fn dbname(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
     Ok(())
 }
 
-pub fn define(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
-    let definition = text(value);
-    let (name, value) = match definition.split_once('=') {
-        Some((name, value)) if !name.is_empty() && !value.is_empty() => (name, value),
-        _ => return Err(CliError::InvalidVariableDefinition(definition)),
+/// `-D NAME=VALUE`: the value is kept as the bytes given, UTF-8 or not
+/// (a `LATIN1` database takes them as they are, as with pgbench).
+pub fn define(g: &mut Gathered, definition: &OsStr) -> Result<(), CliError> {
+    let bytes = definition.as_encoded_bytes();
+    let (name, value) = match bytes.iter().position(|&b| b == b'=') {
+        Some(at) if at > 0 && at + 1 < bytes.len() => (&bytes[..at], &bytes[at + 1..]),
+        _ => return Err(CliError::InvalidVariableDefinition(text(definition))),
     };
-    if !crate::script::valid_variable_name(name) {
-        return Err(CliError::InvalidVariableName(name.to_string()));
+    let name = String::from_utf8_lossy(name);
+    if !crate::script::valid_variable_name(&name) {
+        return Err(CliError::InvalidVariableName(name.into_owned()));
     }
-    match g.variable_index.get(name) {
-        Some(&at) => g.variables[at].value = value.to_string(),
+    match g.variable_index.get(name.as_ref()) {
+        Some(&at) => g.variables[at].value = value.to_vec(),
         None => {
             g.variable_index.insert(name.to_string(), g.variables.len());
             g.variables.push(VariableDefinition {
-                name: name.to_string(),
-                value: value.to_string(),
+                name: name.into_owned(),
+                value: value.to_vec(),
             });
         }
     }
@@ -383,7 +386,7 @@ pub fn progress_timestamp(g: &mut Gathered) {
 }
 
 pub fn log_prefix(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
-    g.log_prefix = Some(text(value));
+    g.log_prefix = Some(value.to_os_string());
     Ok(())
 }
 

@@ -161,7 +161,7 @@ static CASES: &[Case] = &[
         bench(c).progress_timestamp
     }),
     case("log-prefix", Some("pfx"), &["-l"], |c| {
-        bench(c).log.as_ref().map(|l| l.prefix.as_str()) == Some("pfx")
+        bench(c).log.as_ref().map(|l| l.prefix.as_os_str()) == Some("pfx".as_ref())
     }),
     case("foreign-keys", None, &["-i"], |c| {
         init(c).steps.last() == Some(&InitStep::ForeignKeys)
@@ -411,12 +411,12 @@ fn the_last_value_wins() {
     let config = parse_ok(&["-i", "-I", "dt", "-I", "g"]);
     assert_eq!(init(&config).steps, [InitStep::ClientSideGenerate]);
     let config = parse_ok(&["-D", "a=1", "-D", "b=2", "-D", "a=3"]);
-    let vars: Vec<(&str, &str)> = bench(&config)
+    let vars: Vec<(&str, &[u8])> = bench(&config)
         .variables
         .iter()
-        .map(|v| (v.name.as_str(), v.value.as_str()))
+        .map(|v| (v.name.as_str(), v.value.as_slice()))
         .collect();
-    assert_eq!(vars, [("a", "3"), ("b", "2")]);
+    assert_eq!(vars, [("a", &b"3"[..]), ("b", &b"2"[..])]);
 }
 
 #[test]

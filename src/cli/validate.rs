@@ -176,10 +176,7 @@ fn transaction_log(g: &mut Gathered) -> Result<Option<TransactionLog>, CliError>
         return Err(CliError::LogPrefixWithoutLog);
     }
     Ok(g.log.then(|| TransactionLog {
-        prefix: g
-            .log_prefix
-            .take()
-            .unwrap_or_else(|| "pgbench_log".to_string()),
+        prefix: g.log_prefix.take().unwrap_or_else(|| "pgbench_log".into()),
         sampling_rate: g.sampling_rate,
         aggregate_interval: g.aggregate_interval,
     }))

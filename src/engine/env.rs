@@ -115,6 +115,7 @@ impl ThreadEnv {
                 false
             }
             Ok(ConnectProgress::Ready(mut conn)) => {
+                super::setup::show_notices(connecting.take_notices());
                 c.connecting = None;
                 if let Err(e) = self.adopt(&mut conn, idx) {
                     log::error(format_args!("could not watch the connection: {e}"));
@@ -131,6 +132,7 @@ impl ThreadEnv {
                 true
             }
             Err(e) => {
+                super::setup::show_notices(connecting.take_notices());
                 c.connecting = None;
                 log::error(format_args!("{e}"));
                 log::error(format_args!(

@@ -119,8 +119,8 @@ fn evaluate(c: &mut Client, plan: &Plan, expr: &Expr, name: &str) -> Option<Valu
     match expr.eval(&mut cx) {
         Ok(v) => Some(v),
         Err(e) => {
-            if let Some(message) = e.message(&plan.names) {
-                log::error(format_args!("{message}"));
+            if let Some(message) = e.message_bytes(&plan.names) {
+                log::error_bytes(&message);
             }
             command_failed(c, name, "evaluation of meta-command failed");
             c.state = State::Aborted;
@@ -155,12 +155,13 @@ fn sleep_time(c: &mut Client, plan: &Plan, duration: SleepTime, unit: TimeUnit) 
                 log::error(format_args!("sleep: undefined variable \"{name}\""));
                 return None;
             }
-            let text = String::from_utf8_lossy(&c.sql);
-            let n = crate::cnum::atoi(&text);
-            if n == 0 && !text.starts_with(|ch: char| ch.is_ascii_digit()) {
-                log::error(format_args!(
-                    "sleep: invalid sleep time \"{text}\" for variable \"{name}\""
-                ));
+            let n = crate::cnum::atoi(&String::from_utf8_lossy(&c.sql));
+            if n == 0 && !c.sql.first().is_some_and(u8::is_ascii_digit) {
+                // The value is quoted as it is, UTF-8 or not, as pgbench does.
+                let mut message = b"sleep: invalid sleep time \"".to_vec();
+                message.extend_from_slice(&c.sql);
+                message.extend_from_slice(format!("\" for variable \"{name}\"").as_bytes());
+                log::error_bytes(&message);
                 return None;
             }
             n

@@ -488,7 +488,7 @@ fn base_variables(plan: &Plan, bench: &Benchmark, scale: i64, states: &RandomSta
     let mut vars = Variables::new(&plan.names);
     for def in &bench.variables {
         if let Some(slot) = plan.names.lookup(&def.name) {
-            vars.set_text(slot, def.value.as_bytes());
+            vars.set_text(slot, &def.value);
         }
     }
     if !defined(bench, "scale") {

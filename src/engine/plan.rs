@@ -76,9 +76,7 @@ impl Plan {
                     let builtin = script::find_builtin(name)?;
                     script::load_builtin(builtin, *weight, &mut names)?
                 }
-                ScriptSpec::File { path, weight } => {
-                    script::load_file(&path.to_string_lossy(), *weight, &mut names)?
-                }
+                ScriptSpec::File { path, weight } => script::load_file(path, *weight, &mut names)?,
             };
             scripts.push(loaded);
         }

@@ -42,6 +42,8 @@ pub fn connect(conn: &Connection) -> Result<(Connector, Client), EngineError> {
         client
     })
     .map_err(EngineError::SetupConnection)?;
+    let mut client = client;
+    show_notices(client.take_notices());
     Ok((connector, client))
 }
 
@@ -213,13 +215,20 @@ pub fn vacuum(client: &mut Client, vacuum: VacuumBeforeRun) {
     }
 }
 
+/// Writes notices where libpq's default notice processor puts them, in
+/// its words: those a session sent as it started (a long
+/// `application_name` truncated) and those of set-up statements.
+pub fn show_notices(notices: Vec<pgwire::DbError>) {
+    for notice in notices {
+        crate::cli::ewrite!("{}", libpq_message(&notice, None, false));
+    }
+}
+
 fn try_execute(client: &mut Client, sql: &str) {
     let result = client.execute(sql);
     // Warnings (`skipping "pgbench_tellers" --- only table or database
     // owner can vacuum it`) go where libpq's notice processor puts them.
-    for notice in client.take_notices() {
-        crate::cli::ewrite!("{}", libpq_message(&notice, None, false));
-    }
+    show_notices(client.take_notices());
     if let Err(e) = result {
         log::error(format_args!("{e}"));
         log::detail(format_args!("(ignoring this error and continuing anyway)"));

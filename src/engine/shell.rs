@@ -8,6 +8,7 @@
 //! waits for the child, as pgbench would.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
@@ -70,11 +71,13 @@ pub fn start(
         Some(ShellWord::Var(slot)) => format!(":{}", plan.names.name(*slot)),
         None => String::new(),
     };
-    let mut line = String::new();
+    // The command line is bytes: a variable's value (read by `\gset` from
+    // a `LATIN1` database, say) goes to the shell as it is.
+    let mut line = Vec::new();
     for (i, word) in words.iter().enumerate() {
         let mut scratch = Vec::new();
         let arg = match word {
-            ShellWord::Literal(w) => w.as_str(),
+            ShellWord::Literal(w) => w.as_bytes(),
             ShellWord::Var(slot) => {
                 if !c.vars.write_sql(*slot, &mut scratch) {
                     log::error(format_args!(
@@ -83,7 +86,7 @@ pub fn start(
                     ));
                     return fail(c, what);
                 }
-                std::str::from_utf8(&scratch).unwrap_or_default()
+                &scratch
             }
         };
         if line.len() + arg.len() + usize::from(i > 0) >= SHELL_COMMAND_SIZE - 1 {
@@ -91,14 +94,17 @@ pub fn start(
             return fail(c, what);
         }
         if i > 0 {
-            line.push(' ');
+            line.push(b' ');
         }
-        line.push_str(arg);
+        line.extend_from_slice(arg);
     }
     // system() and popen() name the shell `sh`, which its own error
     // messages repeat (`sh: 1: nosuch: not found`).
     let mut command = Command::new("/bin/sh");
-    command.arg0("sh").arg("-c").arg(&line);
+    command
+        .arg0("sh")
+        .arg("-c")
+        .arg(std::ffi::OsStr::from_bytes(&line));
     if target.is_some() {
         command.stdout(Stdio::piped());
     }

@@ -22,7 +22,7 @@
 
 use std::borrow::Cow;
 
-use pgwire::libpq_text::libpq_message;
+use pgwire::libpq_text::{libpq_message, libpq_message_in, ClientEncoding};
 use pgwire::{ErrorKind, Message, TxStatus};
 
 use crate::cli::QueryMode;
@@ -312,6 +312,7 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
                 mode: plan.query_mode,
                 command: Some(cmd),
                 simple_text: sql,
+                encoding: conn.client_encoding(),
                 pipeline: None,
                 prepared: &[],
             },
@@ -323,6 +324,7 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
                 mode: plan.query_mode,
                 command: None,
                 simple_text: &[],
+                encoding: conn.client_encoding(),
                 pipeline: pipeline.map(|_| (commands.as_slice(), pipeline_sent.as_slice())),
                 prepared: pipeline_prepared,
             },
@@ -394,6 +396,9 @@ struct Sent<'a> {
     command: Option<&'a SqlCommand>,
     /// The substituted text of a simple-mode query.
     simple_text: &'a [u8],
+    /// The session's client encoding, in which libpq measures the
+    /// excerpt of a failed query.
+    encoding: ClientEncoding,
     /// Inside a pipeline: the script's commands and the indexes of those
     /// sent, in the order their results come back.
     pipeline: Option<(&'a [Command], &'a [usize])>,
@@ -515,7 +520,7 @@ fn handle(
             if let Ok(e) = pgwire::DbError::from_fields(fields) {
                 log::error(format_args!(
                     "{}",
-                    libpq_message(&e, query.text(r).as_deref(), true)
+                    libpq_message_in(&e, query.text(r).as_deref(), true, query.encoding)
                 ));
             }
         }
@@ -524,7 +529,7 @@ fn handle(
             if let Ok(notice) = pgwire::DbError::from_fields(fields) {
                 crate::cli::ewrite!(
                     "{}",
-                    libpq_message(&notice, query.text(r).as_deref(), false)
+                    libpq_message_in(&notice, query.text(r).as_deref(), false, query.encoding)
                 );
             }
         }
@@ -587,7 +592,7 @@ fn record_error(r: &mut Response, fields: &pgwire::backend::Fields<'_>, query: &
     let status = ErrorStatus::from_sqlstate(fields.get(b'C'));
     let text = pgwire::DbError::from_fields(*fields)
         .map(|e| {
-            let mut text = libpq_message(&e, query.text(r).as_deref(), true);
+            let mut text = libpq_message_in(&e, query.text(r).as_deref(), true, query.encoding);
             text.pop();
             text
         })

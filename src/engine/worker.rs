@@ -503,16 +503,18 @@ fn connect_all(
                     }
                 }
                 Ok(ConnectProgress::Ready(mut conn)) => {
+                    super::setup::show_notices(connecting.take_notices());
                     env.adopt(&mut conn, idx).map_err(EngineError::Poll)?;
                     clients[idx].conn = Some(conn);
                     pending[idx] = None;
                     left -= 1;
                 }
                 Err(error) => {
+                    super::setup::show_notices(connecting.take_notices());
                     return Err(EngineError::ClientConnection {
                         client: clients[idx].id,
                         error,
-                    })
+                    });
                 }
             }
         }

@@ -60,9 +60,12 @@ pub enum EvalError {
     InvalidBigint {
         text: String,
     },
+    /// A variable's text is no number or boolean; `text` holds its bytes,
+    /// which need not be UTF-8 (a value `\gset` read from a `LATIN1`
+    /// database).
     MalformedVariable {
         slot: usize,
-        text: String,
+        text: Vec<u8>,
     },
     CannotCoerce {
         from: &'static str,
@@ -87,16 +90,27 @@ impl EvalError {
     /// The message pgbench logs (as `pgbench: error: ...`), or None where
     /// pgbench logs nothing but the client's abort.
     pub fn message(&self, names: &VarNames) -> Option<String> {
+        self.message_bytes(names)
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// [`EvalError::message`] as the bytes pgbench writes: a variable's
+    /// value is quoted as it is, UTF-8 or not.
+    pub fn message_bytes(&self, names: &VarNames) -> Option<Vec<u8>> {
         let name = |slot: usize| names.name(slot).to_owned();
         Some(match self {
             EvalError::UndefinedVariable { slot } => {
-                format!("undefined variable \"{}\"", name(*slot))
+                format!("undefined variable \"{}\"", name(*slot)).into_bytes()
             }
             EvalError::EmptyVariable { .. } => return None,
             EvalError::MalformedVariable { slot, text } => {
-                format!("malformed variable \"{}\" value: \"{text}\"", name(*slot))
+                let mut message =
+                    format!("malformed variable \"{}\" value: \"", name(*slot)).into_bytes();
+                message.extend_from_slice(text);
+                message.push(b'"');
+                message
             }
-            other => other.to_string(),
+            other => other.to_string().into_bytes(),
         })
     }
 }
@@ -114,6 +128,7 @@ impl fmt::Display for EvalError {
                 write!(f, "invalid input syntax for type bigint: \"{text}\"")
             }
             EvalError::MalformedVariable { slot, text } => {
+                let text = String::from_utf8_lossy(text);
                 write!(f, "malformed variable (slot {slot}) value: \"{text}\"")
             }
             EvalError::CannotCoerce { from, to } => write!(f, "cannot coerce {from} to {to}"),
@@ -262,7 +277,10 @@ fn variable_error(vars: &Variables, slot: usize, e: VarError) -> EvalError {
         VarError::Empty => EvalError::EmptyVariable { slot },
         VarError::BigintOutOfRange => EvalError::BigintOutOfRange { text: text() },
         VarError::InvalidBigint => EvalError::InvalidBigint { text: text() },
-        VarError::Malformed => EvalError::MalformedVariable { slot, text: text() },
+        VarError::Malformed => EvalError::MalformedVariable {
+            slot,
+            text: vars.text(slot).unwrap_or_default().to_vec(),
+        },
     }
 }
 

@@ -45,6 +45,9 @@ pub fn run_with_terminal(
         created_here: false,
         pool: Pool::new(main, &config, opts.job_count()),
     };
+    // What the server said as the session started comes first, as libpq
+    // prints it on connecting.
+    init.pool.flush_notices(out);
     let mut summary = Vec::new();
     let mut total = 0.0;
     for &step in steps.steps() {

@@ -1,6 +1,7 @@
 //! Builtin scripts, script files and `@weight` suffixes.
 
 use std::io::Read;
+use std::path::Path;
 
 use super::error::ScriptError;
 use super::parse::parse_script;
@@ -101,26 +102,29 @@ pub fn load_builtin(
 
 /// Read and parse a script file; `-` reads standard input. As in pgbench,
 /// which parses the file as a C string, a NUL byte ends the script.
-pub fn load_file(path: &str, weight: u32, vars: &mut VarNames) -> Result<Script, ScriptError> {
+pub fn load_file(file: &Path, weight: u32, vars: &mut VarNames) -> Result<Script, ScriptError> {
+    // The file is opened by its own bytes (a Linux path need not be UTF-8);
+    // messages and reports show it with replacement characters.
+    let path = file.to_string_lossy();
     let mut bytes = Vec::new();
-    let read = if path == "-" {
+    let read = if file.as_os_str() == "-" {
         std::io::stdin().lock().read_to_end(&mut bytes)
     } else {
-        let mut file = std::fs::File::open(path).map_err(|source| ScriptError::Open {
-            path: path.to_owned(),
+        let mut opened = std::fs::File::open(file).map_err(|source| ScriptError::Open {
+            path: path.to_string(),
             source,
         })?;
-        file.read_to_end(&mut bytes)
+        opened.read_to_end(&mut bytes)
     };
     read.map_err(|source| ScriptError::Read {
-        path: path.to_owned(),
+        path: path.to_string(),
         source,
     })?;
     if let Some(nul) = bytes.iter().position(|&b| b == 0) {
         bytes.truncate(nul);
     }
     let text = String::from_utf8(bytes).map_err(|_| ScriptError::NotUtf8 {
-        path: path.to_owned(),
+        path: path.to_string(),
     })?;
-    parse_script(path, &text, weight, vars)
+    parse_script(&path, &text, weight, vars)
 }

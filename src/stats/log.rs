@@ -18,6 +18,7 @@
 //! written only when the buffer fills. Errors are returned, never panicked
 //! on; [`TransactionLog::finish`] flushes.
 
+use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -32,8 +33,9 @@ pub const LOG_BUFFER_BYTES: usize = 64 * 1024;
 /// The logging options of a run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LogOptions {
-    /// `--log-prefix`; `pgbench_log` when absent.
-    pub prefix: Option<String>,
+    /// `--log-prefix`; `pgbench_log` when absent. A path's bytes, which
+    /// need not be UTF-8.
+    pub prefix: Option<OsString>,
     /// Process id used in file names.
     pub pid: u32,
     /// `-R` was given (adds the schedule lag).
@@ -53,13 +55,14 @@ pub struct LogOptions {
 }
 
 /// The file name pgbench uses for `thread`'s log.
-pub fn log_file_name(prefix: Option<&str>, pid: u32, thread: usize) -> String {
-    let prefix = prefix.unwrap_or("pgbench_log");
+pub fn log_file_name(prefix: Option<&OsStr>, pid: u32, thread: usize) -> OsString {
+    let mut name = prefix.unwrap_or(OsStr::new("pgbench_log")).to_os_string();
     if thread == 0 {
-        format!("{prefix}.{pid}")
+        name.push(format!(".{pid}"));
     } else {
-        format!("{prefix}.{pid}.{thread}")
+        name.push(format!(".{pid}.{thread}"));
     }
+    name
 }
 
 /// A log file could not be written.
@@ -140,8 +143,10 @@ impl TransactionLog<File> {
     /// aggregation interval starts at the whole second before `start_us`
     /// (µs since the epoch).
     pub fn create(options: &LogOptions, thread: usize, start_us: i64) -> Result<Self, LogError> {
-        let path = log_file_name(options.prefix.as_deref(), options.pid, thread);
-        let file = File::create(&path).map_err(|source| LogError::Open {
+        let name = log_file_name(options.prefix.as_deref(), options.pid, thread);
+        // Messages show the name with U+FFFD for bytes that are not UTF-8.
+        let path = name.to_string_lossy().into_owned();
+        let file = File::create(&name).map_err(|source| LogError::Open {
             path: path.clone(),
             source,
         })?;

@@ -95,7 +95,7 @@ impl Client {
                 Ok(ConnectProgress::Ready(conn)) => {
                     break Ok(Client {
                         conn,
-                        notices: Vec::new(),
+                        notices: connecting.take_notices(),
                     })
                 }
                 Err(e) => break Err(e),

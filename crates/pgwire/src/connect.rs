@@ -29,7 +29,7 @@ use socket2::SockAddr;
 
 use crate::connection::Connection;
 use crate::conninfo::{Config, HostKind, SslMode, SslNegotiation, TargetSessionAttrs};
-use crate::error::{Attempt, Error, ErrorKind};
+use crate::error::{Attempt, DbError, Error, ErrorKind};
 use attempt::{is_not_ready, After, Step, Try};
 
 /// The readiness a connection waits for.
@@ -119,6 +119,7 @@ impl Connector {
             current: None,
             attempts: Vec::new(),
             warnings: Vec::new(),
+            notices: Vec::new(),
             announced: false,
             started: false,
         }
@@ -147,6 +148,8 @@ pub struct Connecting {
     current: Option<Box<Try>>,
     attempts: Vec<Attempt>,
     warnings: Vec<String>,
+    /// Notices servers sent during the attempts so far.
+    notices: Vec<DbError>,
     /// The current socket was already reported to the caller.
     announced: bool,
     /// An attempt has already got under way (its socket is connecting or
@@ -185,10 +188,11 @@ impl Connecting {
                     });
                 }
                 Ok(Step::Ready) => {
-                    let done = self
+                    let mut done = self
                         .current
                         .take()
                         .ok_or_else(|| Error::state("no attempt"))?;
+                    self.notices.append(&mut done.notices);
                     return Ok(ConnectProgress::Ready((*done).into_connection()));
                 }
                 Err(e) => self.fail(e),
@@ -227,12 +231,21 @@ impl Connecting {
         std::mem::take(&mut self.warnings)
     }
 
+    /// Notices the server sent as the session started (that a long
+    /// `application_name` is truncated, say), failed attempts' included.
+    /// libpq's default notice processor prints them as they arrive, so
+    /// pgbench shows them once per connection.
+    pub fn take_notices(&mut self) -> Vec<DbError> {
+        std::mem::take(&mut self.notices)
+    }
+
     /// Records the failure of the current attempt, or retries the same
     /// address with or without TLS when `sslmode` says so.
     fn fail(&mut self, error: Error) {
-        let Some(current) = self.current.take() else {
+        let Some(mut current) = self.current.take() else {
             return;
         };
+        self.notices.append(&mut current.notices);
         self.announced = false;
         let config = &self.shared.config;
         if current.retry_without_appname(config, &error) {

@@ -25,6 +25,7 @@ use crate::backend::{Message, TxStatus};
 use crate::cancel::CancelToken;
 use crate::error::Error;
 use crate::frame::ReadBuf;
+use crate::libpq_text::ClientEncoding;
 use crate::transport::{Got, Stream};
 
 /// What a [`Connection::fill`] brought.
@@ -63,6 +64,8 @@ pub struct Connection {
     flush_wanted: bool,
     /// The entry of the configuration's host list this session reached.
     host_index: usize,
+    /// The `client_encoding` the server last reported.
+    client_encoding: ClientEncoding,
 }
 
 impl std::fmt::Debug for Connection {
@@ -97,7 +100,14 @@ impl Connection {
         cancel: CancelToken,
         host_index: usize,
     ) -> Connection {
+        let client_encoding = params
+            .iter()
+            .find(|(name, _)| name == "client_encoding")
+            .map_or(ClientEncoding::default(), |(_, value)| {
+                ClientEncoding::from_name(value)
+            });
         Connection {
+            client_encoding,
             stream,
             wbuf,
             scratch: Vec::with_capacity(256),
@@ -236,7 +246,12 @@ impl Connection {
         let msg = Message::parse(frame)?;
         match msg {
             Message::ReadyForQuery(tx) => self.tx = tx,
-            Message::ParameterStatus { name, value } => set_param(&mut self.params, name, value),
+            Message::ParameterStatus { name, value } => {
+                if name == "client_encoding" {
+                    self.client_encoding = ClientEncoding::from_name(value);
+                }
+                set_param(&mut self.params, name, value)
+            }
             _ => {}
         }
         Ok(Some(msg))
@@ -245,6 +260,12 @@ impl Connection {
     /// Whether unframed bytes are in the read buffer.
     pub fn has_buffered_input(&self) -> bool {
         !self.rbuf.is_empty()
+    }
+
+    /// The session's client encoding, as the server last reported it
+    /// (libpq words error excerpts in it).
+    pub fn client_encoding(&self) -> ClientEncoding {
+        self.client_encoding
     }
 
     /// A server parameter as last reported (`server_version`,

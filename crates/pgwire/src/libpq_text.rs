@@ -7,6 +7,10 @@
 //! module reproduces that layout, including libpq's 60-column excerpt
 //! window. Both the benchmark engine and `-i` word server errors with it.
 
+mod encoding;
+
+pub use encoding::ClientEncoding;
+
 use crate::{DbError, Error};
 
 const DISPLAY_SIZE: usize = 60;
@@ -32,9 +36,22 @@ pub fn query_failure(error: &Error, query: Option<&str>) -> String {
 }
 
 /// The text libpq would build for `err`, raised by `query`, ending in a
-/// newline. `is_error` (an ErrorResponse, not a NoticeResponse) selects
-/// the CONTEXT line, which libpq shows for errors only.
+/// newline, in a UTF-8 session (see [`libpq_message_in`]).
 pub fn libpq_message(err: &DbError, query: Option<&str>, is_error: bool) -> String {
+    libpq_message_in(err, query, is_error, ClientEncoding::Utf8)
+}
+
+/// The text libpq would build for `err`, raised by `query`, ending in a
+/// newline. `is_error` (an ErrorResponse, not a NoticeResponse) selects
+/// the CONTEXT line, which libpq shows for errors only; `encoding`, the
+/// session's client encoding, decides where the server's character
+/// position falls in `query` and how wide the excerpt's characters are.
+pub fn libpq_message_in(
+    err: &DbError,
+    query: Option<&str>,
+    is_error: bool,
+    encoding: ClientEncoding,
+) -> String {
     let mut msg = format!("{}:  {}", err.severity, err.message);
     let mut cursor: Option<(&str, usize)> = None;
     if let Some(pos) = err.position {
@@ -51,7 +68,7 @@ pub fn libpq_message(err: &DbError, query: Option<&str>, is_error: bool) -> Stri
     msg.push('\n');
     if let Some((q, pos)) = cursor {
         if pos > 0 {
-            push_error_position(&mut msg, q, pos - 1);
+            push_error_position(&mut msg, q.as_bytes(), pos - 1, encoding);
         }
     }
     if let Some(detail) = &err.detail {
@@ -73,42 +90,41 @@ pub fn libpq_message(err: &DbError, query: Option<&str>, is_error: bool) -> Stri
 
 /// Appends `LINE n: <excerpt>` and a caret line for the 0-based character
 /// position `loc` of `query`, as libpq's `reportErrorPosition` does: the
-/// window and the caret are measured in screen columns, where East Asian
-/// wide characters take two and every other character one (tabs are shown
-/// as spaces).
-fn push_error_position(msg: &mut String, query: &str, loc: usize) {
-    let chars: Vec<char> = query
-        .chars()
-        .map(|c| if c == '\t' { ' ' } else { c })
-        .collect();
+/// characters are those of the client encoding, the window and the caret
+/// are measured in screen columns (see [`ClientEncoding`]), and tabs are
+/// shown as spaces.
+fn push_error_position(msg: &mut String, query: &[u8], loc: usize, encoding: ClientEncoding) {
+    // offset[i], column[i]: the byte offset and the screen column where
+    // character i starts; each list ends with the end of the line.
+    let mut offset = Vec::new();
+    let mut column = Vec::new();
     let mut line = 1;
     let mut begin = 0;
-    let mut end = None;
-    for (i, &c) in chars.iter().enumerate() {
-        if c == '\r' || c == '\n' {
-            if i < loc {
-                if c == '\r' || i == 0 || chars[i - 1] != '\r' {
-                    line += 1;
-                }
-                begin = i + 1;
-            } else {
-                end = Some(i);
+    let (mut at, mut col) = (0, 0);
+    let mut previous = 0u8;
+    loop {
+        offset.push(at);
+        column.push(col);
+        let Some(&b) = query.get(at) else { break };
+        let i = offset.len() - 1;
+        if b == b'\r' || b == b'\n' {
+            if i >= loc {
                 break;
             }
+            if b == b'\r' || i == 0 || previous != b'\r' {
+                line += 1;
+            }
+            begin = i + 1;
         }
+        let (len, width) = encoding.char_at(&query[at..]);
+        previous = b;
+        at += len;
+        col += width;
     }
-    let mut end = end.unwrap_or(chars.len());
+    let mut end = offset.len() - 1;
     if loc > end {
         return;
     }
-    // column[i]: the screen column where character i starts.
-    let mut column = Vec::with_capacity(end + 1);
-    let mut at = 0;
-    for &c in &chars[..end] {
-        column.push(at);
-        at += display_width(c);
-    }
-    column.push(at);
     let mut begin_cut = false;
     let mut end_cut = false;
     if column[end] - column[begin] > DISPLAY_SIZE {
@@ -131,7 +147,11 @@ fn push_error_position(msg: &mut String, query: &str, loc: usize) {
     let prefix = format!("LINE {line}: {}", if begin_cut { "..." } else { "" });
     let caret_column = prefix.len() + column[loc] - column[begin];
     msg.push_str(&prefix);
-    msg.extend(&chars[begin..end]);
+    let excerpt: Vec<u8> = query[offset[begin]..offset[end]]
+        .iter()
+        .map(|&b| if b == b'\t' { b' ' } else { b })
+        .collect();
+    msg.push_str(&String::from_utf8_lossy(&excerpt));
     if end_cut {
         msg.push_str("...");
     }

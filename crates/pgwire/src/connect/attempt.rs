@@ -91,6 +91,10 @@ pub(crate) struct Try {
     auth: Exchange,
     password: Option<crate::conninfo::Secret>,
     params: Vec<(String, String)>,
+    /// Notices the server sent while the session started (a truncated
+    /// `application_name`), for the caller to show as libpq's notice
+    /// processor shows them.
+    pub(crate) notices: Vec<DbError>,
     key: (i32, i32),
     deadline: Option<Instant>,
     answer: Option<bool>,
@@ -135,6 +139,7 @@ impl Try {
             auth: Exchange::default(),
             password,
             params: Vec::new(),
+            notices: Vec::new(),
             key: (0, 0),
             deadline: timeout.map(|t| Instant::now() + t),
             answer: None,
@@ -417,7 +422,11 @@ impl Try {
                     let e = DbError::from_fields(fields)?;
                     return Err(server_error(config, self.file_password_sent, e));
                 }
-                (_, Message::NoticeResponse(_)) => {}
+                (_, Message::NoticeResponse(fields)) => {
+                    if let Ok(notice) = DbError::from_fields(fields) {
+                        self.notices.push(notice);
+                    }
+                }
                 (_, Message::ParameterStatus { name, value }) => {
                     set_param(&mut self.params, name, value)
                 }

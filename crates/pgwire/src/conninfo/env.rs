@@ -35,11 +35,14 @@ pub struct Env {
 
 impl Env {
     /// Takes a snapshot of this process: its environment variables (those
-    /// that are valid UTF-8), the user of its effective user ID and that
-    /// user's home directory from the password database.
+    /// whose names are valid UTF-8; a value that is not has U+FFFD for its
+    /// bad bytes, as arguments do, so that `PGDATABASE` naming a database
+    /// pgbolt cannot reach fails instead of falling back to the default
+    /// one), the user of its effective user ID and that user's home
+    /// directory from the password database.
     pub fn from_process() -> Env {
         let vars = std::env::vars_os()
-            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.to_string_lossy().into_owned())))
             .collect();
         // SAFETY: geteuid has no preconditions and cannot fail.
         let uid = unsafe { libc::geteuid() };
