@@ -351,27 +351,13 @@ fn complete(slot: &mut Slot, kind: u64, cqe: &cqueue::Entry, conn: &mut Connecti
             slot.out.clear();
             conn.received(Err(io::Error::from_raw_os_error(-r)));
         }
-        r if r < 0 => resend(slot, conn),
+        r if r < 0 => conn.untake_output(&mut slot.out),
         r => {
             slot.out.advance(r as usize);
-            resend(slot, conn);
+            conn.untake_output(&mut slot.out);
         }
     }
     false
-}
-
-/// Puts output a Send did not take back in front of the connection's
-/// newer output, so [`Ring::queue`] sends the rest in order.
-fn resend(slot: &mut Slot, conn: &mut Connection) {
-    if slot.out.is_empty() {
-        slot.out.clear();
-        return;
-    }
-    let newer = conn.write_buf().split();
-    let buf = conn.write_buf();
-    buf.extend_from_slice(&slot.out);
-    buf.extend_from_slice(&newer);
-    slot.out.clear();
 }
 
 fn tag(idx: usize, kind: u64) -> u64 {

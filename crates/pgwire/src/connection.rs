@@ -216,6 +216,20 @@ impl Connection {
         self.flush_wanted = false;
     }
 
+    /// Takes back the part of `out` (from [`Connection::take_output`]) that
+    /// the driver could not send, ahead of any newer output, and asks for
+    /// all of it to be sent: the rest of a flushed message cannot wait.
+    pub fn untake_output(&mut self, out: &mut BytesMut) {
+        if out.is_empty() {
+            return;
+        }
+        let newer = self.wbuf.split();
+        self.wbuf.extend_from_slice(out);
+        self.wbuf.extend_from_slice(&newer);
+        out.clear();
+        self.flush_wanted = true;
+    }
+
     /// Where the external driver should receive into: free space after the
     /// unread input. It must not be touched by anything else until the
     /// driver reports the read with [`Connection::received`].
