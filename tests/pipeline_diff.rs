@@ -300,34 +300,41 @@ fn uring_usable(db: &str) -> bool {
 #[test]
 fn a_run_stopped_by_a_signal_sends_nothing_more_of_a_pipeline() {
     let db = database_with_table();
-    let file = script(
-        "\\startpipeline\nBEGIN;\ninsert into t values (:client_id, 'queued');\nCOMMIT;\n\\sleep 10 s\n\\endpipeline\n",
-    );
-    let args = ["-n", "-M", "extended", "-t", "1", "-f", file.path.as_str()];
-    let uring = [&args[..], &["--io=uring"]].concat();
-    for (name, mut cmd) in [
-        ("pgbolt", pgbolt_command(&db, &args)),
-        ("pgbolt --io=uring", pgbolt_command(&db, &uring)),
-        ("pgbench", pgbench_command(&db, &args)),
-    ] {
-        if name.ends_with("uring") && !uring_usable(&db) {
-            continue;
+    // The second pipeline passes the size at which its output is flushed
+    // before its end: the server runs BEGIN and the INSERT, never COMMIT.
+    let large = "x".repeat(70_000);
+    for value in ["queued", large.as_str()] {
+        let file = script(&format!(
+            "\\startpipeline\nBEGIN;\ninsert into t values (:client_id, '{value}');\nCOMMIT;\n\
+             \\sleep 10 s\n\\endpipeline\n"
+        ));
+        let args = ["-n", "-M", "extended", "-t", "1", "-f", file.path.as_str()];
+        let uring = [&args[..], &["--io=uring"]].concat();
+        for (name, mut cmd) in [
+            ("pgbolt", pgbolt_command(&db, &args)),
+            ("pgbolt --io=uring", pgbolt_command(&db, &uring)),
+            ("pgbench", pgbench_command(&db, &args)),
+        ] {
+            if name.ends_with("uring") && !uring_usable(&db) {
+                continue;
+            }
+            let child = cmd
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("program starts");
+            connected(&db);
+            // The client queues its pipeline as soon as it is connected;
+            // the signal comes while it sleeps inside it.
+            std::thread::sleep(Duration::from_millis(500));
+            // SAFETY: kill() with the id of a child this test started.
+            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            let out = child.wait_with_output().expect("program ends");
+            assert!(!out.status.success(), "{name}");
+            settled(&db);
+            let rows = sql(&db, "select count(*) from t");
+            assert_eq!(rows, "0", "{name}, {} bytes", value.len());
         }
-        let child = cmd
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("program starts");
-        connected(&db);
-        // The client queues its pipeline as soon as it is connected; the
-        // server shows nothing of it (nothing is sent before the signal).
-        std::thread::sleep(Duration::from_millis(500));
-        // SAFETY: kill() with the id of a child this test started.
-        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-        let out = child.wait_with_output().expect("program ends");
-        assert!(!out.status.success(), "{name}");
-        settled(&db);
-        assert_eq!(sql(&db, "select count(*) from t"), "0", "{name}");
     }
 }
 

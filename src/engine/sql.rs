@@ -73,7 +73,7 @@ pub fn send(c: &mut Client, plan: &Plan, command: &SqlCommand) {
     if in_pipeline {
         c.pipeline_sent.push(c.command);
     }
-    if in_pipeline && conn.pending_output() < PIPELINE_FLUSH_BYTES {
+    if in_pipeline && conn.unflushed_output() < PIPELINE_FLUSH_BYTES {
         c.state = State::EndCommand;
         return;
     }

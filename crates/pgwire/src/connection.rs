@@ -57,11 +57,11 @@ pub struct Connection {
     /// What the external driver's last read or write ended with, when it
     /// ended the session (end of file or an error); `fill` reports it.
     external_end: Option<std::io::Error>,
-    /// The external driver may send the output: [`Connection::flush`] was
-    /// called since it last took it. Output encoded without a flush (a
-    /// pipeline's statements before its end) waits, as it does in the
-    /// socket's own buffer otherwise.
-    flush_wanted: bool,
+    /// How much of the output the external driver may send: what there was
+    /// when [`Connection::flush`] was last called. Output encoded after it
+    /// (a pipeline's statements before its end) waits, as it does in the
+    /// write buffer when this side writes the socket.
+    flushed: usize,
     /// The entry of the configuration's host list this session reached.
     host_index: usize,
     /// The `client_encoding` the server last reported.
@@ -118,7 +118,7 @@ impl Connection {
             closed: false,
             external: false,
             external_end: None,
-            flush_wanted: false,
+            flushed: 0,
             host_index,
         }
     }
@@ -149,7 +149,7 @@ impl Connection {
     /// all sent; `Ok(false)`: wait for writability and flush again.
     pub fn flush(&mut self) -> Result<bool, Error> {
         if self.external {
-            self.flush_wanted = !self.wbuf.is_empty();
+            self.flushed = self.wbuf.len();
             return Ok(self.wbuf.is_empty());
         }
         self.stream.write(&mut self.wbuf).map_err(Error::io)
@@ -159,11 +159,19 @@ impl Connection {
     /// nothing more can be delivered.
     pub fn discard_output(&mut self) {
         self.wbuf.clear();
+        self.flushed = 0;
     }
 
     /// Bytes encoded but not yet handed to the socket.
     pub fn pending_output(&self) -> usize {
         self.wbuf.len()
+    }
+
+    /// Bytes encoded since the last [`Connection::flush`]. The same as
+    /// [`Connection::pending_output`] when this side writes the socket; with
+    /// an external driver, output flushed but not yet taken is not counted.
+    pub fn unflushed_output(&self) -> usize {
+        self.wbuf.len().saturating_sub(self.flushed)
     }
 
     /// One read from the socket into the read buffer.
@@ -204,16 +212,23 @@ impl Connection {
     /// Whether the external driver should send the output now: there is
     /// some, and [`Connection::flush`] asked for it.
     pub fn output_flushed(&self) -> bool {
-        self.flush_wanted && !self.wbuf.is_empty()
+        self.flushed > 0
     }
 
-    /// Moves the encoded output into `out` (which must be empty) for the
+    /// Moves the flushed output into `out` (which must be empty) for the
     /// external driver to send, leaving `out`'s old, empty buffer in its
-    /// place: the two buffers take turns and nothing is allocated.
+    /// place: the two buffers take turns and nothing is allocated. Output
+    /// encoded after the flush stays.
     pub fn take_output(&mut self, out: &mut BytesMut) {
         debug_assert!(out.is_empty());
         std::mem::swap(&mut self.wbuf, out);
-        self.flush_wanted = false;
+        if self.flushed < out.len() {
+            // Only a pipeline's flush leaves output behind it; rare enough
+            // for the copy.
+            let newer = out.split_off(self.flushed);
+            self.wbuf.extend_from_slice(&newer);
+        }
+        self.flushed = 0;
     }
 
     /// Takes back the part of `out` (from [`Connection::take_output`]) that
@@ -226,8 +241,8 @@ impl Connection {
         let newer = self.wbuf.split();
         self.wbuf.extend_from_slice(out);
         self.wbuf.extend_from_slice(&newer);
+        self.flushed += out.len();
         out.clear();
-        self.flush_wanted = true;
     }
 
     /// Where the external driver should receive into: free space after the
