@@ -128,7 +128,7 @@ impl ThreadEnv {
                 }
                 c.writing = false;
                 c.peer_closed = false;
-                c.conn = Some(conn);
+                c.conn = Some(*conn);
                 true
             }
             Err(e) => {

@@ -505,7 +505,7 @@ fn connect_all(
                 Ok(ConnectProgress::Ready(mut conn)) => {
                     super::setup::show_notices(connecting.take_notices());
                     env.adopt(&mut conn, idx).map_err(EngineError::Poll)?;
-                    clients[idx].conn = Some(conn);
+                    clients[idx].conn = Some(*conn);
                     pending[idx] = None;
                     left -= 1;
                 }

@@ -103,7 +103,7 @@ pub fn event_loop(connector: &Connector, clients: usize, queries: u32, sql: &str
                         conn.query(sql).unwrap();
                         assert!(conn.flush().unwrap());
                         *client = LoopClient::Running {
-                            conn,
+                            conn: *conn,
                             done: 0,
                             rows: 0,
                         };

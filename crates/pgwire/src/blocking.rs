@@ -94,7 +94,7 @@ impl Client {
                 }
                 Ok(ConnectProgress::Ready(conn)) => {
                     break Ok(Client {
-                        conn,
+                        conn: *conn,
                         notices: connecting.take_notices(),
                     })
                 }

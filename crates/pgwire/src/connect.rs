@@ -53,8 +53,9 @@ pub enum ConnectProgress {
         interest: Interest,
         new_socket: bool,
     },
-    /// The session is established and ready for queries.
-    Ready(Connection),
+    /// The session is established and ready for queries (boxed: the
+    /// waits are many and small).
+    Ready(Box<Connection>),
 }
 
 pub(crate) struct Shared {
@@ -193,7 +194,7 @@ impl Connecting {
                         .take()
                         .ok_or_else(|| Error::state("no attempt"))?;
                     self.notices.append(&mut done.notices);
-                    return Ok(ConnectProgress::Ready((*done).into_connection()));
+                    return Ok(ConnectProgress::Ready(Box::new((*done).into_connection())));
                 }
                 Err(e) => self.fail(e),
             }

@@ -21,7 +21,7 @@
 //!             // register fd (again if new_socket) for `interest`, wake up at
 //!             // c.deadline() at the latest, then poll again
 //!         }
-//!         ConnectProgress::Ready(conn) => break conn,
+//!         ConnectProgress::Ready(conn) => break *conn,
 //!     }
 //! }
 //! ```
