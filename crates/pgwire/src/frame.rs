@@ -11,8 +11,8 @@
 //! most statements, so that a thousand connections cost a few megabytes. It
 //! doubles while a frame larger than its capacity is arriving, and, up to
 //! [`READ_AHEAD`], after a read that filled all its free space (a stream of
-//! rows: fewer, larger reads); past [`READ_AHEAD`] only for the time such
-//! a frame is in it.
+//! rows: fewer, larger reads); past [`RELEASE_ABOVE`] only for the time
+//! such a frame is in it.
 //!
 //! A server can send anything, so a header is checked before it is trusted: a
 //! length under 4 or over [`MAX_FRAME`] is an error, never a panic or a huge
@@ -32,6 +32,12 @@ const MIN_FREE: usize = INITIAL_CAPACITY / 2;
 
 /// The size up to which a buffer whose reads keep filling it grows.
 const READ_AHEAD: usize = 64 * 1024;
+
+/// A buffer grown past this for one large frame goes back to
+/// [`READ_AHEAD`] once the frame is consumed; a smaller one keeps its size,
+/// so that a script fetching such frames every transaction does not
+/// allocate for each.
+const RELEASE_ABOVE: usize = 1024 * 1024;
 
 /// A whole backend message: its tag and its body (the bytes after the
 /// length), borrowed from the read buffer.
@@ -116,11 +122,12 @@ impl ReadBuf {
     }
 
     /// Only a frame larger than [`READ_AHEAD`] grows the buffer past it.
-    /// Once such a frame is consumed and what is left fits, the buffer goes
-    /// back to that size: a 100 MB value fetched once would otherwise keep
-    /// 128 MB per connection for the rest of the run.
+    /// Once a frame that grew it past [`RELEASE_ABOVE`] is consumed and what
+    /// is left fits, the buffer goes back to [`READ_AHEAD`]: a 100 MB value
+    /// fetched once would otherwise keep 128 MB per connection for the rest
+    /// of the run.
     fn release_large(&mut self) {
-        if self.buf.len() > READ_AHEAD && self.len() <= READ_AHEAD / 2 {
+        if self.buf.len() > RELEASE_ABOVE && self.len() <= READ_AHEAD / 2 {
             self.buf.copy_within(self.start..self.end, 0);
             self.end -= self.start;
             self.start = 0;
@@ -309,9 +316,10 @@ mod tests {
         assert_eq!(got, vec![(b'd', body)]);
     }
 
-    #[test]
-    fn a_large_frame_gives_its_memory_back_once_consumed() {
-        let body = vec![b'x'; 4 * READ_AHEAD];
+    /// Feeds a result whose row is `row_len` bytes, reading as much as
+    /// the buffer takes each time, and returns the buffer afterwards.
+    fn after_a_row_of(row_len: usize) -> ReadBuf {
+        let body = vec![b'x'; row_len];
         let mut bytes = frame(b'D', &body);
         bytes.extend(frame(b'C', b"SELECT 1\0"));
         bytes.extend(frame(b'Z', b"I"));
@@ -328,9 +336,17 @@ mod tests {
                 got.push((f.tag, f.body.len()));
             }
         }
-        assert_eq!(got, vec![(b'D', body.len()), (b'C', 9), (b'Z', 1)]);
+        assert_eq!(got, vec![(b'D', row_len), (b'C', 9), (b'Z', 1)]);
+        rb
+    }
+
+    #[test]
+    fn only_a_very_large_frame_gives_its_memory_back_once_consumed() {
+        let rb = after_a_row_of(2 * RELEASE_ABOVE);
         assert_eq!(rb.buf.len(), READ_AHEAD);
         assert!(rb.buf.capacity() <= READ_AHEAD);
+        let rb = after_a_row_of(4 * READ_AHEAD);
+        assert!(rb.buf.len() > 4 * READ_AHEAD, "kept for the next one");
     }
 
     #[test]
