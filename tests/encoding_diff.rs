@@ -265,6 +265,42 @@ fn error_excerpts_are_measured_in_the_client_encoding() {
     }
 }
 
+/// Regression: in `-M simple` the excerpt was measured on the statement
+/// with U+FFFD in place of each byte that is not UTF-8 (three bytes, so
+/// three characters in a `LATIN1` session), which moved the window and the
+/// caret. The bytes themselves are still shown as U+FFFD (documented), so
+/// both sides show each such character as `?` here.
+#[test]
+fn a_simple_query_excerpt_is_measured_on_the_bytes_sent() {
+    let db = database_in("LATIN1");
+    let file = script("select ':v', 1 +;\n");
+    let mut value = b"v=".to_vec();
+    value.extend([0xe9; 40]);
+    let masked = |err: &[u8]| {
+        let text = shown(err).replace("\\xef\\xbf\\xbd", "?");
+        text.replace("\\xe9", "?")
+    };
+    let mut seen = Vec::new();
+    for program in [pgbolt_command, pgbench_command] {
+        let out = program(&db, &["-n", "-t1", "-M", "simple", "-f", &file.path])
+            .arg("-D")
+            .arg(OsStr::from_bytes(&value))
+            .output()
+            .expect("program runs");
+        let (code, err) = outcome(
+            &out,
+            if seen.is_empty() {
+                b"pgbolt"
+            } else {
+                b"pgbench"
+            },
+        );
+        seen.push((code, masked(&err)));
+    }
+    assert_eq!(seen[0], seen[1]);
+    assert!(seen[0].1.contains(", 1 +;"), "the whole line: {}", seen[0].1);
+}
+
 /// Regression: a `-D` value that is not UTF-8 got U+FFFD for its bad
 /// bytes, so a `LATIN1` database stored other characters than with
 /// pgbench, which substitutes and binds the bytes given.

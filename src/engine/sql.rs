@@ -20,8 +20,6 @@
 //! back with the extended protocols. Results are framed in place; only the
 //! values stored by `\gset`/`\aset` are copied, into reused buffers.
 
-use std::borrow::Cow;
-
 use pgwire::libpq_text::{libpq_message, libpq_message_in, ClientEncoding};
 use pgwire::{ErrorKind, Message, TxStatus};
 
@@ -418,7 +416,7 @@ impl<'a> Sent<'a> {
     /// so there is none. A simple-mode text that is not UTF-8 (a value
     /// `\gset` read from a `LATIN1` database substituted into it) shows
     /// U+FFFD for its bad bytes.
-    fn text(&self, r: &Response) -> Option<Cow<'a, str>> {
+    fn text(&self, r: &Response) -> Option<&'a [u8]> {
         let command = match self.pipeline {
             None => self.command?,
             Some((commands, sent)) => {
@@ -434,8 +432,8 @@ impl<'a> Sent<'a> {
             }
         };
         match self.mode {
-            QueryMode::Simple => Some(String::from_utf8_lossy(self.simple_text)),
-            _ => Some(Cow::Borrowed(command.extended_text.as_str())),
+            QueryMode::Simple => Some(self.simple_text),
+            _ => Some(command.extended_text.as_bytes()),
         }
     }
 
@@ -520,7 +518,7 @@ fn handle(
             if let Ok(e) = pgwire::DbError::from_fields(fields) {
                 log::error(format_args!(
                     "{}",
-                    libpq_message_in(&e, query.text(r).as_deref(), true, query.encoding)
+                    libpq_message_in(&e, query.text(r), true, query.encoding)
                 ));
             }
         }
@@ -529,7 +527,7 @@ fn handle(
             if let Ok(notice) = pgwire::DbError::from_fields(fields) {
                 crate::cli::ewrite!(
                     "{}",
-                    libpq_message_in(&notice, query.text(r).as_deref(), false, query.encoding)
+                    libpq_message_in(&notice, query.text(r), false, query.encoding)
                 );
             }
         }
@@ -592,7 +590,7 @@ fn record_error(r: &mut Response, fields: &pgwire::backend::Fields<'_>, query: &
     let status = ErrorStatus::from_sqlstate(fields.get(b'C'));
     let text = pgwire::DbError::from_fields(*fields)
         .map(|e| {
-            let mut text = libpq_message_in(&e, query.text(r).as_deref(), true, query.encoding);
+            let mut text = libpq_message_in(&e, query.text(r), true, query.encoding);
             text.pop();
             text
         })

@@ -38,22 +38,28 @@ pub fn query_failure(error: &Error, query: Option<&str>) -> String {
 /// The text libpq would build for `err`, raised by `query`, ending in a
 /// newline, in a UTF-8 session (see [`libpq_message_in`]).
 pub fn libpq_message(err: &DbError, query: Option<&str>, is_error: bool) -> String {
-    libpq_message_in(err, query, is_error, ClientEncoding::Utf8)
+    libpq_message_in(
+        err,
+        query.map(str::as_bytes),
+        is_error,
+        ClientEncoding::Utf8,
+    )
 }
 
 /// The text libpq would build for `err`, raised by `query`, ending in a
 /// newline. `is_error` (an ErrorResponse, not a NoticeResponse) selects
 /// the CONTEXT line, which libpq shows for errors only; `encoding`, the
 /// session's client encoding, decides where the server's character
-/// position falls in `query` and how wide the excerpt's characters are.
+/// position falls in `query` (bytes as sent, UTF-8 or not) and how wide
+/// the excerpt's characters are.
 pub fn libpq_message_in(
     err: &DbError,
-    query: Option<&str>,
+    query: Option<&[u8]>,
     is_error: bool,
     encoding: ClientEncoding,
 ) -> String {
     let mut msg = format!("{}:  {}", err.severity, err.message);
-    let mut cursor: Option<(&str, usize)> = None;
+    let mut cursor: Option<(&[u8], usize)> = None;
     if let Some(pos) = err.position {
         match query {
             Some(q) => cursor = Some((q, pos as usize)),
@@ -61,14 +67,14 @@ pub fn libpq_message_in(
         }
     } else if let Some(pos) = err.internal_position {
         match &err.internal_query {
-            Some(q) => cursor = Some((q.as_str(), pos as usize)),
+            Some(q) => cursor = Some((q.as_bytes(), pos as usize)),
             None => msg.push_str(&format!(" at character {pos}")),
         }
     }
     msg.push('\n');
     if let Some((q, pos)) = cursor {
         if pos > 0 {
-            push_error_position(&mut msg, q.as_bytes(), pos - 1, encoding);
+            push_error_position(&mut msg, q, pos - 1, encoding);
         }
     }
     if let Some(detail) = &err.detail {
