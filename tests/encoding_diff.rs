@@ -202,13 +202,17 @@ fn notices_sent_as_a_session_starts_are_shown() {
                 .output()
                 .expect("program runs")
         };
-        // pgbolt's `-i` opens one connection per job; with one job it
-        // opens one, as pgbench does.
-        let mut pgbolt = pgbolt_command(&db, &[]);
-        if args[0] == "-i" {
-            pgbolt.arg("--init-jobs=1");
-        }
-        let (ours, theirs) = (run(pgbolt), run(pgbench_command(&db, &[])));
+        // pgbolt's `-i` opens more connections than pgbench's one; only
+        // the first prints what the server said as it started.
+        let jobs: &[&str] = if args[0] == "-i" {
+            &["--init-jobs=4"]
+        } else {
+            &[]
+        };
+        let (ours, theirs) = (
+            run(pgbolt_command(&db, jobs)),
+            run(pgbench_command(&db, &[])),
+        );
         let notices = |out: &Output| {
             stderr(out)
                 .lines()
@@ -298,7 +302,11 @@ fn a_simple_query_excerpt_is_measured_on_the_bytes_sent() {
         seen.push((code, masked(&err)));
     }
     assert_eq!(seen[0], seen[1]);
-    assert!(seen[0].1.contains(", 1 +;"), "the whole line: {}", seen[0].1);
+    assert!(
+        seen[0].1.contains(", 1 +;"),
+        "the whole line: {}",
+        seen[0].1
+    );
 }
 
 /// Regression: a `-D` value that is not UTF-8 got U+FFFD for its bad

@@ -48,10 +48,15 @@ fn version_number(text: &str) -> u32 {
 }
 
 impl Session {
+    /// A further connection (a parallel job, the WAL flusher). What the
+    /// server says as it starts is what it said to the first connection,
+    /// which printed it: pgbench has that one connection only.
     pub fn connect(config: &Config) -> Result<Session, InitError> {
-        Client::connect(config)
+        let mut session = Client::connect(config)
             .map(Session::new)
-            .map_err(InitError::Connect)
+            .map_err(InitError::Connect)?;
+        session.client.take_notices();
+        Ok(session)
     }
 
     /// The first connection: asks for a password as pgbench does when the
