@@ -512,6 +512,9 @@ SELECT 1 / (:x - :x) \gset
         for &driver in drivers {
             let io = driver.join(" ");
             let db = database(None);
+            if io == "--io=uring" && !uring_usable(&db) {
+                continue;
+            }
             sql(
                 &db,
                 "create table t (client int, a text, b text, c text, d text)",
@@ -520,14 +523,6 @@ SELECT 1 / (:x - :x) \gset
             full.extend_from_slice(driver);
             full.extend_from_slice(args);
             let out = pgbolt(&db, &full);
-            if io == "--io=uring" && out.status.code() == Some(1) {
-                assert!(
-                    stderr(&out).contains("io_uring cannot be used here"),
-                    "{}",
-                    stderr(&out)
-                );
-                continue;
-            }
             let rows = sql(
                 &db,
                 "select client, a, count(*) from t group by 1, 2 order by 1, 2",

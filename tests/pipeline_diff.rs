@@ -274,24 +274,6 @@ fn connected(db: &str) {
     }
 }
 
-/// Whether pgbolt's io_uring driver runs here: where the kernel forbids
-/// io_uring, `--io=uring` exits at once, saying so.
-fn uring_usable(db: &str) -> bool {
-    let file = script("SELECT 1;\n");
-    let out = pgbolt_command(
-        db,
-        &["-n", "-t", "1", "--io=uring", "-f", file.path.as_str()],
-    )
-    .output()
-    .expect("pgbolt runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() || err.contains("io_uring cannot be used here"),
-        "{err}"
-    );
-    out.status.success()
-}
-
 /// Regression: a run stopped by SIGTERM while a client had statements
 /// queued in its pipeline sent them as it closed, so a `COMMIT` among them
 /// committed; pgbench, killed by the signal, sends nothing more. The

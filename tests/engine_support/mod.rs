@@ -132,3 +132,21 @@ pub fn processed(out: &Output) -> u64 {
         .and_then(|n| n.parse().ok())
         .expect("processed count")
 }
+
+/// Whether pgbolt's io_uring driver runs here: where the kernel forbids
+/// io_uring, `--io=uring` exits at once, saying so.
+pub fn uring_usable(db: &str) -> bool {
+    let file = script("SELECT 1;\n");
+    let out = pgbolt_command(
+        db,
+        &["-n", "-t", "1", "--io=uring", "-f", file.path.as_str()],
+    )
+    .output()
+    .expect("pgbolt runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() || err.contains("io_uring cannot be used here"),
+        "{err}"
+    );
+    out.status.success()
+}
