@@ -55,6 +55,29 @@ pub fn script_file(name: &str, text: &str) -> ScriptFile {
         _dir: dir,
     }
 }
+/// Gives the program `cmd` starts the default action for the signals the
+/// tests send (SIGINT, SIGTERM, SIGHUP, SIGQUIT), whatever this test binary
+/// inherited. A suite started in the background by a script (`make test &`)
+/// ignores SIGINT and SIGQUIT, one started under `nohup` ignores SIGHUP,
+/// and an ignored signal stays ignored across exec: pgbolt, as pgbench,
+/// then leaves it ignored, and a test of what Ctrl-C does fails for a
+/// reason that has nothing to do with pgbolt. A test that wants a signal
+/// ignored sets that after this.
+pub fn default_signals(cmd: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: signal(2) is async-signal-safe; between fork and exec it only
+    // resets the child's dispositions.
+    unsafe {
+        cmd.pre_exec(|| {
+            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
 /// Runs `cmd` with no controlling terminal (its own session) and `answer`
 /// on standard input, so that a password question goes to standard error
 /// and reads standard input, as in a script that pipes the password in.

@@ -37,6 +37,7 @@ fn command(program: &str, dbname: &str, args: &[&str]) -> Command {
     cmd.env("PGDATABASE", dbname);
     cmd.env_remove("PGBENCH_RANDOM_SEED");
     cmd.args(args);
+    common::default_signals(&mut cmd);
     cmd
 }
 

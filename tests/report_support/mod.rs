@@ -100,6 +100,7 @@ impl Run {
             cmd.current_dir(dir);
         }
         cmd.args(&self.args);
+        common::default_signals(&mut cmd);
         cmd
     }
 

@@ -57,6 +57,7 @@ fn program(db: &TempDb, path: &str, dbname: &str, args: &[&str]) -> Command {
         .env("LC_ALL", "C")
         .stdin(Stdio::null())
         .args(args);
+    common::default_signals(&mut cmd);
     cmd
 }
 
