@@ -185,6 +185,32 @@ pub fn wait_for_backends(db: &TempDb, dbname: &str, n: usize) -> Vec<i32> {
     }
 }
 
+/// The rows of `pgbench_history` in `dbname`.
+pub fn history_rows(db: &TempDb, dbname: &str) -> u64 {
+    db.psql_in(dbname, "SELECT count(*) FROM pgbench_history")
+        .ok()
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Waits until `pgbench_history` in `dbname` has at least `rows` rows (the
+/// tpcb-like script adds one per committed transaction). With `n` clients,
+/// `n + 1` rows more than before mean that some client committed twice, so
+/// its first transaction was complete on its side (it starts the next one
+/// only once it has the end of the previous): the report counts it. A fixed
+/// pause before signalling or freezing did not ensure that on a loaded
+/// machine.
+pub fn wait_for_history(db: &TempDb, dbname: &str, rows: u64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while history_rows(db, dbname) < rows {
+        assert!(
+            Instant::now() < deadline,
+            "fewer than {rows} transactions committed in {dbname}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// The number of transactions the report says were processed.
 pub fn processed(report: &str) -> u64 {
     line(report, "number of transactions actually processed: ")
