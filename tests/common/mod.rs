@@ -39,6 +39,36 @@ pub fn line<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
     text.lines().find(|l| l.starts_with(prefix))
 }
 
+/// Waits until a backend of `db` whose `application_name` is `app` is on
+/// its second statement matching the `LIKE` pattern `statement` (its
+/// `query_start` moved on), so that its client has had the first one's
+/// answer: the run is under way and has completed work to report. Seeing
+/// the clients connected is not enough: they connect before the run (and
+/// its signal handling) starts. Fails the test after a minute.
+pub fn wait_for_second_statement(db: &TempDb, app: &str, statement: &str) {
+    let sql = format!(
+        "SELECT pid || ' ' || query_start FROM pg_stat_activity \
+         WHERE application_name = '{app}' AND query LIKE '{statement}'"
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut seen = std::collections::HashMap::new();
+    loop {
+        for row in db.psql(&sql).unwrap_or_default().lines() {
+            if let Some((pid, started)) = row.split_once(' ') {
+                let before = seen.insert(pid.to_owned(), started.to_owned());
+                if before.is_some_and(|b| b != started) {
+                    return;
+                }
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no backend of {app} ran a second {statement:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// A script file in a temporary directory that lives as long as the value.
 pub struct ScriptFile {
     _dir: tempfile::TempDir,

@@ -18,7 +18,10 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-pub use common::{line, script_file as script, server, stderr, stdout, ScriptFile, PGBENCH};
+pub use common::{
+    line, script_file as script, server, stderr, stdout, wait_for_second_statement, ScriptFile,
+    PGBENCH,
+};
 
 /// `fail_if(condition, sqlstate)` raises an error with that SQLSTATE when
 /// the condition holds: failures raised on purpose, at places a seeded
