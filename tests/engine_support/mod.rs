@@ -10,7 +10,9 @@ mod common;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-pub use common::{line, pgbolt_path, server, stderr, stdout, ScriptFile, PGBENCH};
+pub use common::{
+    line, pgbolt_path, server, stderr, stdout, wait_for_second_statement, ScriptFile, PGBENCH,
+};
 
 /// A fresh database, initialized with `pgbench -i -s scale` when `scale`
 /// is given.
