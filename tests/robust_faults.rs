@@ -192,14 +192,23 @@ fn a_backend_killed_between_statements_is_reported_as_pgbench_reports_it() {
 /// client slept between two statements made pgbolt print the connection's
 /// own error (`server closed the connection unexpectedly` and libpq's two
 /// lines of explanation) before pgbench's `perhaps the backend died while
-/// processing`, which pgbench prints alone.
+/// processing`, which pgbench prints alone. As in the test above, the
+/// backend is killed once its client has read every answer.
 #[test]
 fn a_backend_killed_without_a_word_is_reported_as_pgbench_reports_it() {
     let db = own_server();
     let dbname = database(&db, false);
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("sleepy.sql");
-    std::fs::write(&script, "SELECT 1;\n\\sleep 1500 ms\nSELECT 2;\n").unwrap();
+    let slept = dir.path().join("slept");
+    std::fs::write(
+        &script,
+        format!(
+            "SELECT 1;\n\\shell touch {}\n\\sleep 1500 ms\nSELECT 2;\n",
+            slept.display()
+        ),
+    )
+    .unwrap();
     let script = script.display().to_string();
     let args = ["-n", "-c", "1", "-t", "1", "-f", script.as_str()];
     let sleeping = format!(
@@ -211,10 +220,12 @@ fn a_backend_killed_without_a_word_is_reported_as_pgbench_reports_it() {
         ("pgbench", pgbench(&db, &dbname, &args)),
         ("pgbolt", pgbolt(&db, &dbname, &args)),
     ] {
+        let _ = std::fs::remove_file(&slept);
         let run = spawn(cmd);
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         let pid = loop {
-            if let Ok(pid) = db.psql(&sleeping).unwrap().trim().parse::<i32>() {
+            let pid = db.psql(&sleeping).unwrap().trim().parse::<i32>();
+            if let Some(pid) = pid.ok().filter(|_| slept.exists()) {
                 break pid;
             }
             assert!(std::time::Instant::now() < deadline, "{name} never slept");
@@ -233,7 +244,7 @@ fn a_backend_killed_without_a_word_is_reported_as_pgbench_reports_it() {
     assert_eq!(
         seen[0].1,
         [
-            "error: client 0 aborted in command 2 (SQL) of script 0; perhaps the backend died \
+            "error: client 0 aborted in command 3 (SQL) of script 0; perhaps the backend died \
              while processing",
             "error: Run was aborted; the above results are incomplete.",
         ]
