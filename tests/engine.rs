@@ -375,7 +375,7 @@ fn sigint_prints_the_results_so_far() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("pgbolt starts");
-    wait_for_second_statement(server(), app, "SELECT abalance %");
+    wait_for_second_statement(app, "SELECT abalance %");
     // SAFETY: sends SIGINT to the child we started.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let started = std::time::Instant::now();

@@ -273,7 +273,7 @@ fn json_is_complete_after_sigint() {
         .expect("pgbolt starts");
     // Interrupt once the run is under way and has committed something,
     // however slowly the machine starts it.
-    wait_for_second_statement(server(), app, "SELECT abalance %");
+    wait_for_second_statement(app, "SELECT abalance %");
     // SAFETY: kill() with the id of a child this test started.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().expect("pgbolt ends");

@@ -10,9 +10,13 @@ mod common;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-pub use common::{
-    line, pgbolt_path, server, stderr, stdout, wait_for_second_statement, ScriptFile, PGBENCH,
-};
+pub use common::{line, pgbolt_path, server, stderr, stdout, ScriptFile, PGBENCH};
+
+/// Waits until a backend of application `app` on the shared server is on
+/// its second statement like `statement` (see the common helper).
+pub fn wait_for_second_statement(app: &str, statement: &str) {
+    common::wait_for_second_statement(server(), app, statement);
+}
 
 /// A fresh database, initialized with `pgbench -i -s scale` when `scale`
 /// is given.

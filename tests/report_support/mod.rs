@@ -18,10 +18,13 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-pub use common::{
-    line, script_file as script, server, stderr, stdout, wait_for_second_statement, ScriptFile,
-    PGBENCH,
-};
+pub use common::{line, script_file as script, server, stderr, stdout, ScriptFile, PGBENCH};
+
+/// Waits until a backend of application `app` on the shared server is on
+/// its second statement like `statement` (see the common helper).
+pub fn wait_for_second_statement(app: &str, statement: &str) {
+    common::wait_for_second_statement(server(), app, statement);
+}
 
 /// `fail_if(condition, sqlstate)` raises an error with that SQLSTATE when
 /// the condition holds: failures raised on purpose, at places a seeded
