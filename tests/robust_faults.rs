@@ -61,8 +61,7 @@ fn killed_backends_abort_their_clients_and_the_others_finish() {
             &format!("--log-prefix={}", prefix.display()),
         ],
     ));
-    let pids = wait_for_backends(db, &dbname, 8);
-    wait_for_history(db, &dbname, 9);
+    let pids = running_clients(db, &dbname, 8);
     for pid in &pids[..3] {
         db.psql(&format!("SELECT pg_terminate_backend({pid})"))
             .unwrap();
@@ -328,8 +327,7 @@ fn exit_on_abort_stops_the_run_at_the_first_killed_backend() {
         &dbname,
         &["-T", "60", "-c", "8", "-j", "2", "--exit-on-abort"],
     ));
-    let pids = wait_for_backends(db, &dbname, 8);
-    wait_for_history(db, &dbname, 9);
+    let pids = running_clients(db, &dbname, 8);
     let killed = std::time::Instant::now();
     db.psql(&format!("SELECT pg_terminate_backend({})", pids[0]))
         .unwrap();
@@ -368,8 +366,7 @@ fn server_stopped_mid_run(signal_number: i32) {
     let db = own_server();
     let dbname = database(&db, true);
     let run = spawn(pgbolt(&db, &dbname, &["-T", "60", "-c", "8", "-j", "2"]));
-    wait_for_backends(&db, &dbname, 8);
-    wait_for_history(&db, &dbname, 9);
+    running_clients(&db, &dbname, 8);
     let stopped = std::time::Instant::now();
     signal(db.pid(), signal_number);
     let done = run.wait(Duration::from_secs(90));
@@ -431,8 +428,7 @@ fn frozen_server_ends_a_timed_run_after_the_grace_period() {
     let db = own_server();
     let dbname = database(&db, true);
     let run = spawn(pgbolt(&db, &dbname, &["-T", "3", "-c", "4", "-j", "2"]));
-    let mut pids = wait_for_backends(&db, &dbname, 4);
-    wait_for_history(&db, &dbname, 5);
+    let mut pids = running_clients(&db, &dbname, 4);
     pids.push(db.pid());
     let _frozen = Frozen::freeze(pids);
     let done = run.wait(Duration::from_secs(40));
@@ -459,8 +455,7 @@ fn frozen_server_and_ctrl_c_end_a_transaction_count_run() {
         &dbname,
         &["-t", "1000000", "-c", "4", "-j", "2"],
     ));
-    let mut pids = wait_for_backends(&db, &dbname, 4);
-    wait_for_history(&db, &dbname, 5);
+    let mut pids = running_clients(&db, &dbname, 4);
     pids.push(db.pid());
     let _frozen = Frozen::freeze(pids);
     std::thread::sleep(Duration::from_millis(1500));

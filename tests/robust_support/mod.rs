@@ -211,6 +211,29 @@ pub fn wait_for_history(db: &TempDb, dbname: &str, rows: u64) {
     }
 }
 
+/// The pids of the `n` client backends of a tpcb-like run in `dbname`
+/// (a fresh database), once the run is under way: `pgbench_history` has
+/// `n + 1` rows (see [`wait_for_history`]), so every client is connected,
+/// and exactly `n` pgbolt backends are left. Until then the backend of
+/// pgbolt's set-up connection (vacuum, preflight) can still be listed, with
+/// the lowest pid: a test that terminated "the first backend" hit that one,
+/// no client aborted and the run ended with status 0 (seen under load).
+pub fn running_clients(db: &TempDb, dbname: &str, n: usize) -> Vec<i32> {
+    wait_for_history(db, dbname, n as u64 + 1);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let pids = backends(db, dbname);
+        if pids.len() == n {
+            return pids;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not {n} pgbolt backends: {pids:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// The number of transactions the report says were processed.
 pub fn processed(report: &str) -> u64 {
     line(report, "number of transactions actually processed: ")
