@@ -13,9 +13,9 @@ use robust_support::*;
 /// whose backend was terminated before `after` can still complete the
 /// transaction whose end was on its way, never a second one.
 ///
-/// (Counting the clients whose last transaction ended within a second of
-/// the latest one failed on a loaded machine: at scale 1 every transaction
-/// waits for the one branch row, and a client could wait longer than that.)
+/// (A last transaction within a second of the latest one is no sign of
+/// it: at scale 1 every transaction waits for the one branch row, and on a
+/// loaded machine a surviving client can wait longer than that.)
 fn clients_going_on_after(lines: &[String], after: u64) -> usize {
     let ended_after = |l: &String| -> Option<u32> {
         let f: Vec<&str> = l.split(' ').collect();
