@@ -362,15 +362,20 @@ fn more_clients_than_the_server_accepts_is_refused_before_connecting() {
     assert!(stdout(&out).lines().all(|l| !l.starts_with("number of")));
 }
 
+/// SIGINT once the run is under way (a fixed pause could end before the
+/// run started on a loaded machine, and a signal before the run ends
+/// pgbolt as it ends pgbench, without a report).
 #[test]
 fn sigint_prints_the_results_so_far() {
     let db = database(Some(1));
+    let app = "engine_sigint";
     let mut child = pgbolt_command(&db, &["-n", "-S", "-T", "30", "-c", "2"])
+        .env("PGAPPNAME", app)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("pgbolt starts");
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    wait_for_second_statement(app, "SELECT abalance %");
     // SAFETY: sends SIGINT to the child we started.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let started = std::time::Instant::now();

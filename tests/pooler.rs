@@ -213,8 +213,8 @@ fn sigint_cancels_the_running_queries_through_pgbouncer() {
         let marker = format!("pooler_sigint_{}", mode.name());
         let script =
             common::script_file("sleep.sql", &format!("select pg_sleep(600) as {marker};\n"));
-        let mut child = bouncer
-            .command(pgbolt_path())
+        let mut command = bouncer.command(pgbolt_path());
+        let mut child = common::default_signals(&mut command)
             .args(["-n", "-c", "2", "-T", "600", "-f", &script.path])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())

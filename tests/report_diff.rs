@@ -242,10 +242,12 @@ fn reports_of_timed_runs_match_pgbench() {
             ],
             exact: &[NO_FAILURES],
         },
-        // At one transaction per 1000 s the first one is almost surely
-        // scheduled after the end: nothing runs, the report stops early.
+        // At one transaction per 1000 s the first one is scheduled after
+        // the end: nothing runs, the report stops early. Unseeded, one run
+        // in a thousand scheduled it within the second; under this seed
+        // both programs draw the same delay, far beyond it.
         Case {
-            args: &["-n", "-T", "1", "-S", "-R", "0.001"],
+            args: &["-n", "-T", "1", "-S", "-R", "0.001", "--random-seed=1"],
             exact: &[PROCESSED],
         },
     ];

@@ -71,6 +71,7 @@ fn signal_during_a_run_reports_and_flushes_the_logs() {
     for (signo, name) in SIGNALS {
         let logs = tempfile::tempdir().unwrap();
         let prefix = logs.path().join("sig");
+        let before = history_rows(db, &dbname);
         let run = spawn(pgbolt(
             db,
             &dbname,
@@ -86,7 +87,7 @@ fn signal_during_a_run_reports_and_flushes_the_logs() {
             ],
         ));
         wait_for_backends(db, &dbname, 4);
-        std::thread::sleep(Duration::from_millis(700));
+        wait_for_history(db, &dbname, before + 5);
         run.signal(signo);
         let done = run.wait(Duration::from_secs(20));
         let (out, err) = (done.stdout(), done.stderr());

@@ -101,7 +101,9 @@ fn a_hot_standby_is_benchmarked_as_pgbench_benchmarks_it() {
 }
 
 /// Read-only by default, or a statement timeout shorter than a query:
-/// the same aborts, counts and exit codes as pgbench.
+/// the same aborts, counts and exit codes as pgbench. The timeout leaves
+/// `BEGIN` and `SELECT 1` room on a loaded machine (50 ms did not always),
+/// and the sleep is five times longer still.
 #[test]
 fn read_only_sessions_and_statement_timeouts_are_met_as_pgbench_meets_them() {
     let db = shared();
@@ -112,12 +114,9 @@ fn read_only_sessions_and_statement_timeouts_are_met_as_pgbench_meets_them() {
         .output()
         .expect("pgbench -i");
     assert!(init.status.success(), "{}", text(&init.stderr));
-    let slow = script_file(
-        "slow.sql",
-        "BEGIN;\nSELECT 1;\nSELECT pg_sleep(0.3);\nEND;\n",
-    );
+    let slow = script_file("slow.sql", "BEGIN;\nSELECT 1;\nSELECT pg_sleep(1);\nEND;\n");
     let read_only: Env<'_> = &[("PGOPTIONS", "-c default_transaction_read_only=on")];
-    let timeout: Env<'_> = &[("PGOPTIONS", "-c statement_timeout=50")];
+    let timeout: Env<'_> = &[("PGOPTIONS", "-c statement_timeout=200")];
     let cases: &[Case<'_>] = &[
         (&["-t", "3"], read_only),
         (&["-S", "-t", "3", "-M", "prepared"], read_only),
@@ -143,7 +142,10 @@ fn read_only_sessions_and_statement_timeouts_are_met_as_pgbench_meets_them() {
 
 /// A backend the server ends while its client sleeps (an idle or idle
 /// in transaction session timeout shorter than the script's `\sleep`):
-/// the client aborts at its next statement, in each query mode.
+/// the client aborts at its next statement, in each query mode. The
+/// timeouts (300 ms) leave a loaded machine room between two statements
+/// that are not meant to time out, and the `\sleep` (1 s) room for the
+/// timeout to fire.
 ///
 /// Regression: under `-M prepared`, a statement whose Parse went out to
 /// the closed connection was reported as failing with the server's
@@ -170,8 +172,8 @@ fn a_backend_ended_while_its_client_sleeps_is_reported_as_pgbench_reports_it() {
         "\\sleep 1 s\n\\startpipeline\nSELECT 1;\nSELECT 2;\n\\endpipeline\n",
     );
     let idle_in_transaction: Env<'_> =
-        &[("PGOPTIONS", "-c idle_in_transaction_session_timeout=100")];
-    let idle: Env<'_> = &[("PGOPTIONS", "-c idle_session_timeout=100")];
+        &[("PGOPTIONS", "-c idle_in_transaction_session_timeout=300")];
+    let idle: Env<'_> = &[("PGOPTIONS", "-c idle_session_timeout=300")];
     for mode in ["simple", "extended", "prepared"] {
         let cases: &[Case<'_>] = &[(
             &["-n", "-f", "FILE", "-t", "2", "-M", mode],

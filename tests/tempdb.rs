@@ -5,6 +5,9 @@ use std::process::{Command, Output};
 
 use pgbolt::tempdb::{self, AuthMethod, Error, ServerCert, StartFailure, TempDb};
 
+#[path = "common/mod.rs"]
+mod common;
+
 fn alive(pid: i32) -> bool {
     // SAFETY: signal 0 only checks for existence.
     unsafe { libc::kill(pid, 0) == 0 }
@@ -491,7 +494,8 @@ impl Drop for Helper {
 
 fn spawn_helper(mode: &str) -> Helper {
     use std::io::BufRead;
-    let mut child = Command::new(std::env::current_exe().unwrap())
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    let mut child = common::default_signals(&mut command)
         .args([
             "--exact",
             "helper_process_holding_instances",

@@ -39,6 +39,36 @@ pub fn line<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
     text.lines().find(|l| l.starts_with(prefix))
 }
 
+/// Waits until a backend of `db` whose `application_name` is `app` is on
+/// its second statement matching the `LIKE` pattern `statement` (its
+/// `query_start` moved on), so that its client has had the first one's
+/// answer: the run is under way and has completed work to report. Seeing
+/// the clients connected is not enough: they connect before the run (and
+/// its signal handling) starts. Fails the test after a minute.
+pub fn wait_for_second_statement(db: &TempDb, app: &str, statement: &str) {
+    let sql = format!(
+        "SELECT pid || ' ' || query_start FROM pg_stat_activity \
+         WHERE application_name = '{app}' AND query LIKE '{statement}'"
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut seen = std::collections::HashMap::new();
+    loop {
+        for row in db.psql(&sql).unwrap_or_default().lines() {
+            if let Some((pid, started)) = row.split_once(' ') {
+                let before = seen.insert(pid.to_owned(), started.to_owned());
+                if before.is_some_and(|b| b != started) {
+                    return;
+                }
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no backend of {app} ran a second {statement:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// A script file in a temporary directory that lives as long as the value.
 pub struct ScriptFile {
     _dir: tempfile::TempDir,
@@ -55,6 +85,29 @@ pub fn script_file(name: &str, text: &str) -> ScriptFile {
         _dir: dir,
     }
 }
+/// Gives the program `cmd` starts the default action for the signals the
+/// tests send (SIGINT, SIGTERM, SIGHUP, SIGQUIT), whatever this test binary
+/// inherited. A suite started in the background by a script (`make test &`)
+/// ignores SIGINT and SIGQUIT, one started under `nohup` ignores SIGHUP,
+/// and an ignored signal stays ignored across exec: pgbolt, as pgbench,
+/// then leaves it ignored, and a test of what Ctrl-C does fails for a
+/// reason that has nothing to do with pgbolt. A test that wants a signal
+/// ignored sets that after this.
+pub fn default_signals(cmd: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: signal(2) is async-signal-safe; between fork and exec it only
+    // resets the child's dispositions.
+    unsafe {
+        cmd.pre_exec(|| {
+            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
 /// Runs `cmd` with no controlling terminal (its own session) and `answer`
 /// on standard input, so that a password question goes to standard error
 /// and reads standard input, as in a script that pipes the password in.

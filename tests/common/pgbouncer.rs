@@ -25,7 +25,13 @@
 //! refuses to run as root, so as root it runs as the `postgres` OS user,
 //! like the servers. Its directory (`$TMPDIR/pgbolt-pgbouncer-XXXXXX`)
 //! holds the configuration, the user list, the log and the Unix socket it
-//! listens on (no TCP). Clients are trusted (`auth_type = trust`; the user
+//! listens on (and TCP only when a test sets `listen_addr`). Its port
+//! number is one that was free on 127.0.0.1, never a fixed one: Debian's
+//! own pgbouncer service listens on localhost:6432 once the package is
+//! installed, as may another test run on the same machine, and a
+//! pgbouncer that cannot bind its TCP port only warns and goes on, so the
+//! clients reached the other one and hung (a start that logs that warning
+//! is retried on another port). Clients are trusted (`auth_type = trust`; the user
 //! list names the server's superuser and any [`Builder::user`]); pgbouncer
 //! logs in to the server as the client's user with the superuser's
 //! password, which works whatever the server's authentication method. The
@@ -34,6 +40,7 @@
 
 use std::ffi::CString;
 use std::fs;
+use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
@@ -46,9 +53,11 @@ use pgbolt::tempdb::TempDb;
 /// Debian's pgbouncer.
 pub const PGBOUNCER: &str = "/usr/sbin/pgbouncer";
 
-/// The port number in the socket's name (`.s.PGSQL.6432`); nothing listens
-/// on TCP.
-const PORT: u16 = 6432;
+/// Starts tried before giving up on finding a TCP port of our own.
+const PORT_ATTEMPTS: usize = 5;
+
+/// What pgbouncer logs when another process holds its TCP port.
+const PORT_TAKEN: &str = "cannot listen on";
 
 /// How long a start may take before the test fails.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
@@ -122,6 +131,22 @@ impl Builder {
             Path::new(PGBOUNCER).exists(),
             "{PGBOUNCER} is missing: these tests need Debian's pgbouncer (`make deps` installs it)"
         );
+        for _ in 1..PORT_ATTEMPTS {
+            let bouncer = self.start_on(server, free_port());
+            if !bouncer.log().contains(PORT_TAKEN) {
+                return bouncer;
+            }
+        }
+        let bouncer = self.start_on(server, free_port());
+        assert!(
+            !bouncer.log().contains(PORT_TAKEN),
+            "pgbouncer found no free TCP port:\n{}",
+            bouncer.log()
+        );
+        bouncer
+    }
+
+    fn start_on(&self, server: &TempDb, port: u16) -> Bouncer {
         let owner = Owner::for_pgbouncer();
         let dir = tempfile::Builder::new()
             .prefix("pgbolt-pgbouncer-")
@@ -131,7 +156,7 @@ impl Builder {
         let ini = root.join("pgbouncer.ini");
         let users = root.join("users.txt");
         let log = root.join("pgbouncer.log");
-        fs::write(&ini, self.ini(server, &root, &users, &log)).expect("write pgbouncer.ini");
+        fs::write(&ini, self.ini(server, &root, &users, &log, port)).expect("write pgbouncer.ini");
         let mut names = vec![server.superuser().to_string()];
         names.extend(self.users.iter().cloned());
         let list: String = names.iter().map(|u| format!("\"{u}\" \"\"\n")).collect();
@@ -151,19 +176,27 @@ impl Builder {
             log,
             superuser: server.superuser().to_string(),
             password: server.superuser_password().to_string(),
+            port,
             _dir: dir,
         };
         bouncer.wait_until_accepting();
         bouncer
     }
 
-    fn ini(&self, server: &TempDb, root: &Path, users: &Path, log: &Path) -> String {
+    fn ini(
+        &self,
+        server: &TempDb,
+        root: &Path,
+        users: &Path,
+        log: &Path,
+        listen_port: u16,
+    ) -> String {
         let mut ini = format!(
             "[databases]\n\
              * = host={host} port={port} password={password}\n\
              [pgbouncer]\n\
              listen_addr =\n\
-             listen_port = {PORT}\n\
+             listen_port = {listen_port}\n\
              unix_socket_dir = {root}\n\
              auth_type = trust\n\
              auth_file = {users}\n\
@@ -196,6 +229,7 @@ pub struct Bouncer {
     log: PathBuf,
     superuser: String,
     password: String,
+    port: u16,
     _dir: tempfile::TempDir,
 }
 
@@ -218,14 +252,15 @@ impl Bouncer {
     }
 
     pub fn port(&self) -> u16 {
-        PORT
+        self.port
     }
 
     /// libpq connection string for `dbname` through pgbouncer.
     pub fn conninfo(&self, dbname: &str) -> String {
         format!(
-            "host={} port={PORT} user={} dbname={dbname}",
+            "host={} port={} user={} dbname={dbname}",
             self.root.display(),
+            self.port,
             self.superuser
         )
     }
@@ -241,7 +276,7 @@ impl Bouncer {
         }
         command
             .env("PGHOST", &self.root)
-            .env("PGPORT", PORT.to_string())
+            .env("PGPORT", self.port.to_string())
             .env("PGUSER", &self.superuser)
             .env("PGPASSWORD", &self.password);
         command
@@ -253,7 +288,7 @@ impl Bouncer {
     }
 
     fn wait_until_accepting(&mut self) {
-        let socket = self.root.join(format!(".s.PGSQL.{PORT}"));
+        let socket = self.root.join(format!(".s.PGSQL.{}", self.port));
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             if UnixStream::connect(&socket).is_ok() {
@@ -289,6 +324,15 @@ impl Drop for Bouncer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A TCP port on 127.0.0.1 that was free a moment ago (pgbouncer's start
+/// tells whether it still is).
+fn free_port() -> u16 {
+    TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free TCP port on 127.0.0.1")
 }
 
 /// The OS account pgbouncer runs as: `postgres` when we are root (which

@@ -12,6 +12,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub use common::{line, pgbolt_path, server, stderr, stdout, ScriptFile, PGBENCH};
 
+/// Waits until a backend of application `app` on the shared server is on
+/// its second statement like `statement` (see the common helper).
+pub fn wait_for_second_statement(app: &str, statement: &str) {
+    common::wait_for_second_statement(server(), app, statement);
+}
+
 /// A fresh database, initialized with `pgbench -i -s scale` when `scale`
 /// is given.
 pub fn database(scale: Option<u32>) -> String {
@@ -37,6 +43,7 @@ fn command(program: &str, dbname: &str, args: &[&str]) -> Command {
     cmd.env("PGDATABASE", dbname);
     cmd.env_remove("PGBENCH_RANDOM_SEED");
     cmd.args(args);
+    common::default_signals(&mut cmd);
     cmd
 }
 

@@ -20,6 +20,12 @@ use std::sync::OnceLock;
 
 pub use common::{line, script_file as script, server, stderr, stdout, ScriptFile, PGBENCH};
 
+/// Waits until a backend of application `app` on the shared server is on
+/// its second statement like `statement` (see the common helper).
+pub fn wait_for_second_statement(app: &str, statement: &str) {
+    common::wait_for_second_statement(server(), app, statement);
+}
+
 /// `fail_if(condition, sqlstate)` raises an error with that SQLSTATE when
 /// the condition holds: failures raised on purpose, at places a seeded
 /// script chooses, so both programs meet the same ones.
@@ -100,6 +106,7 @@ impl Run {
             cmd.current_dir(dir);
         }
         cmd.args(&self.args);
+        common::default_signals(&mut cmd);
         cmd
     }
 

@@ -57,6 +57,7 @@ fn program(db: &TempDb, path: &str, dbname: &str, args: &[&str]) -> Command {
         .env("LC_ALL", "C")
         .stdin(Stdio::null())
         .args(args);
+    common::default_signals(&mut cmd);
     cmd
 }
 
@@ -179,6 +180,55 @@ pub fn wait_for_backends(db: &TempDb, dbname: &str, n: usize) -> Vec<i32> {
         assert!(
             Instant::now() < deadline,
             "pgbolt never connected {n} clients"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The rows of `pgbench_history` in `dbname`.
+pub fn history_rows(db: &TempDb, dbname: &str) -> u64 {
+    db.psql_in(dbname, "SELECT count(*) FROM pgbench_history")
+        .ok()
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Waits until `pgbench_history` in `dbname` has at least `rows` rows (the
+/// tpcb-like script adds one per committed transaction). With `n` clients,
+/// `n + 1` rows more than before mean that some client committed twice, so
+/// its first transaction was complete on its side (it starts the next one
+/// only once it has the end of the previous): the report counts it. A fixed
+/// pause before signalling or freezing did not ensure that on a loaded
+/// machine.
+pub fn wait_for_history(db: &TempDb, dbname: &str, rows: u64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while history_rows(db, dbname) < rows {
+        assert!(
+            Instant::now() < deadline,
+            "fewer than {rows} transactions committed in {dbname}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The pids of the `n` client backends of a tpcb-like run in `dbname`
+/// (a fresh database), once the run is under way: `pgbench_history` has
+/// `n + 1` rows (see [`wait_for_history`]), so every client is connected,
+/// and exactly `n` pgbolt backends are left. Until then the backend of
+/// pgbolt's set-up connection (vacuum, preflight) can still be listed, with
+/// the lowest pid: a test that terminated "the first backend" hit that one,
+/// no client aborted and the run ended with status 0 (seen under load).
+pub fn running_clients(db: &TempDb, dbname: &str, n: usize) -> Vec<i32> {
+    wait_for_history(db, dbname, n as u64 + 1);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let pids = backends(db, dbname);
+        if pids.len() == n {
+            return pids;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not {n} pgbolt backends: {pids:?}"
         );
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -5,6 +5,9 @@
 
 #![allow(dead_code)]
 
+#[path = "../common/mod.rs"]
+mod common;
+
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -41,6 +44,7 @@ impl Scratch {
             .env_remove("PGDATABASE")
             .env_remove("PGUSER")
             .stdin(Stdio::null());
+        common::default_signals(&mut command);
         command
     }
 
