@@ -85,6 +85,7 @@ pub fn script_file(name: &str, text: &str) -> ScriptFile {
         _dir: dir,
     }
 }
+
 /// Gives the program `cmd` starts the default action for the signals the
 /// tests send (SIGINT, SIGTERM, SIGHUP, SIGQUIT), whatever this test binary
 /// inherited. A suite started in the background by a script (`make test &`)
