@@ -551,3 +551,39 @@ SELECT 1 / (:x - :x) \gset
         }
     }
 }
+
+/// Regression: io_uring queued each client's Recv behind its Send. A
+/// pipeline whose requests and results both outgrow the sockets' buffers
+/// then stalled for ever: the server stops reading while it cannot write
+/// its results, and the Recv that would have let it never started.
+#[test]
+fn a_pipeline_larger_than_the_socket_buffers_runs_on_every_driver() {
+    let db = database(None);
+    let statement = format!("SELECT repeat('x', 1000), '{}';\n", "y".repeat(500));
+    let text = format!("\\startpipeline\n{}\\endpipeline\n", statement.repeat(2000));
+    let file = script(&text);
+    for driver in ["--io=epoll", "--io=uring"] {
+        if driver == "--io=uring" && !uring_usable(&db) {
+            continue;
+        }
+        let args = [
+            "-n",
+            "-M",
+            "extended",
+            "-t",
+            "3",
+            "-f",
+            file.path.as_str(),
+            driver,
+        ];
+        let out = pgbolt(&db, &args);
+        assert!(out.status.success(), "{driver}: {}", stderr(&out));
+        let report = stdout(&out);
+        let done = line(&report, "number of transactions actually processed:");
+        assert_eq!(
+            done,
+            Some("number of transactions actually processed: 3/3"),
+            "{driver}"
+        );
+    }
+}

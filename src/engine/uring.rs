@@ -6,8 +6,11 @@
 //! With epoll every statement costs a `send`, a `recv` and a share of an
 //! `epoll_wait`, and each `send` that wakes a server backend can hand the
 //! CPU to it in the middle of the loop's turn. Here the turn only queues
-//! work: for each client that has something to send, a Send linked to a
-//! Recv into its read buffer; for one that waits for more input, a Recv.
+//! work: for each client that has something to send, a Send, and for one
+//! that waits for input, a Recv into its read buffer, side by side. They
+//! are not linked: a Recv queued behind its Send would never start while
+//! a pipeline fills both sockets (the server stops reading our requests
+//! while it cannot write its results to us), and nothing would move.
 //! One `io_uring_enter` per turn submits all of it, waits for the first
 //! completion (or the nearest timer) and reaps everything that completed.
 //! Recv asks the kernel to wait for readiness first (`POLL_FIRST`): tried
@@ -165,11 +168,6 @@ impl Ring {
                 .flags(libc::MSG_NOSIGNAL)
                 .build()
                 .user_data(tag(idx, SEND));
-            let sqe = if recv {
-                sqe.flags(squeue::Flags::IO_LINK)
-            } else {
-                sqe
-            };
             slot.sending = true;
             slot.fd = fd;
             self.in_flight += 1;
@@ -332,8 +330,8 @@ fn complete(slot: &mut Slot, kind: u64, cqe: &cqueue::Entry, conn: &mut Connecti
     if kind == RECV {
         slot.receiving = false;
         match res {
-            // A Recv cancelled because its linked Send failed, or
-            // interrupted: the client still waits, and is queued again.
+            // A Recv cancelled (at the end of the run) or interrupted: the
+            // client still waits, and is queued again.
             r if r == -libc::ECANCELED || r == -libc::EINTR || r == -libc::EAGAIN => {}
             r if r < 0 => conn.received(Err(io::Error::from_raw_os_error(-r))),
             r => conn.received(Ok(r as usize)),
@@ -348,7 +346,9 @@ fn complete(slot: &mut Slot, kind: u64, cqe: &cqueue::Entry, conn: &mut Connecti
             return true;
         }
         r if r < 0 && r != -libc::EINTR && r != -libc::EAGAIN => {
+            // Whatever follows the lost output could only garble the stream.
             slot.out.clear();
+            conn.discard_output();
             conn.received(Err(io::Error::from_raw_os_error(-r)));
         }
         r if r < 0 => conn.untake_output(&mut slot.out),
