@@ -87,6 +87,22 @@ pub(crate) fn set_param(params: &mut Vec<(String, String)>, name: &str, value: &
     }
 }
 
+/// Records a ParameterStatus. Rare (a `SET` of a reported setting), so
+/// kept out of the path every message takes.
+#[cold]
+#[inline(never)]
+fn parameter_status(
+    params: &mut Vec<(String, String)>,
+    encoding: &mut ClientEncoding,
+    name: &str,
+    value: &str,
+) {
+    if name == "client_encoding" {
+        *encoding = ClientEncoding::from_name(value);
+    }
+    set_param(params, name, value)
+}
+
 fn encode_err(e: std::io::Error) -> Error {
     Error::state(&format!("cannot encode message: {e}"))
 }
@@ -268,6 +284,7 @@ impl Connection {
     /// The next whole backend message in the read buffer, if any. Tracks
     /// ReadyForQuery's transaction status and ParameterStatus updates on the
     /// way (see [`Connection::parameter`]).
+    #[inline]
     pub fn next_message(&mut self) -> Result<Option<Message<'_>>, Error> {
         let Some(frame) = self.rbuf.next_frame()? else {
             return Ok(None);
@@ -276,10 +293,7 @@ impl Connection {
         match msg {
             Message::ReadyForQuery(tx) => self.tx = tx,
             Message::ParameterStatus { name, value } => {
-                if name == "client_encoding" {
-                    self.client_encoding = ClientEncoding::from_name(value);
-                }
-                set_param(&mut self.params, name, value)
+                parameter_status(&mut self.params, &mut self.client_encoding, name, value)
             }
             _ => {}
         }
