@@ -261,15 +261,30 @@ fn a_statement_past_the_first_endpipeline_runs_under_prepared() {
     assert_eq!(ours.rows, "0|a\n0|c");
 }
 
+/// The output a pipeline queues before it is sent (pgbench's libpq and
+/// pgbolt both flush at 64 KiB).
+const PIPELINE_FLUSH: usize = 64 * 1024;
+
 /// Waits until `db` has a client backend besides psql's own.
 fn connected(db: &str) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let others = format!(
-        "select count(*) > 0 from pg_stat_activity where datname = '{db}' \
-         and backend_type = 'client backend' and pid <> pg_backend_pid()"
+    until(
+        db,
+        &format!(
+            "select count(*) > 0 from pg_stat_activity where datname = '{db}' \
+             and backend_type = 'client backend' and pid <> pg_backend_pid()"
+        ),
     );
-    while sql(db, &others) != "t" {
-        assert!(Instant::now() < deadline, "no client of {db} connected");
+}
+
+/// Waits until the query `test` answers true in `db`.
+fn until(db: &str, test: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while sql(db, test) != "t" {
+        assert!(
+            Instant::now() < deadline,
+            "never true in {db}: {test}\n{}",
+            sql(db, "select state, left(query, 40) from pg_stat_activity")
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -306,9 +321,23 @@ fn a_run_stopped_by_a_signal_sends_nothing_more_of_a_pipeline() {
                 .spawn()
                 .expect("program starts");
             connected(&db);
-            // The client queues its pipeline as soon as it is connected;
-            // the signal comes while it sleeps inside it.
-            std::thread::sleep(Duration::from_millis(500));
+            if value.len() > PIPELINE_FLUSH {
+                // Signal once the server has what the flush sent (pgbolt
+                // sends BEGIN and the INSERT, pgbench's libpq whole 8 KiB
+                // blocks of them).
+                until(
+                    &db,
+                    &format!(
+                        "select count(*) > 0 from pg_stat_activity where datname = '{db}' \
+                         and pid <> pg_backend_pid() \
+                         and (query like 'BEGIN%' or query like 'insert%')"
+                    ),
+                );
+            } else {
+                // Nothing shows: the client queues its pipeline as soon as
+                // it is connected, and the signal comes while it sleeps.
+                std::thread::sleep(Duration::from_millis(500));
+            }
             // SAFETY: kill() with the id of a child this test started.
             unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
             let out = child.wait_with_output().expect("program ends");
