@@ -224,6 +224,8 @@ impl ThreadEnv {
                 conn.terminate();
                 let token = Token(2 * self.clients + idx);
                 self.lingering.keep(idx, conn, &self.registry, token);
+            } else if in_flight {
+                conn.abandon();
             } else {
                 conn.close();
             }

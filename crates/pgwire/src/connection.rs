@@ -478,6 +478,13 @@ impl Connection {
         self.terminate();
     }
 
+    /// Ends the session without sending Terminate, for an external driver
+    /// whose send is still in flight: Terminate could land in the middle
+    /// of the message that send carries. The server sees the socket close.
+    pub fn abandon(mut self) {
+        self.closed = true;
+    }
+
     /// Sends Terminate (best effort, without blocking) and ends the
     /// session, keeping the socket open until the connection is dropped:
     /// the server can still deliver what it answers to messages sent
