@@ -66,19 +66,6 @@ fn script_files_are_opened_by_the_bytes_of_their_names() {
     );
 }
 
-/// A fresh database in `encoding` (collation C) with table
-/// `t (m text, v text)`.
-fn database_in(encoding: &str) -> String {
-    let name = format!("{}_{}", database(None), encoding.to_lowercase());
-    server()
-        .psql(&format!(
-            "CREATE DATABASE {name} ENCODING '{encoding}' LOCALE 'C' TEMPLATE template0"
-        ))
-        .expect("create database");
-    sql(&name, "create table t (m text, v text)");
-    name
-}
-
 /// Regression: a `\shell` or `\setshell` argument taken from a variable
 /// whose value is not UTF-8 (read by `\gset` from a `LATIN1` database)
 /// reached the shell as an empty word; pgbench passes the bytes on.

@@ -6,20 +6,6 @@ mod engine_support;
 
 use engine_support::*;
 
-/// A fresh database in `encoding` (collation C) with table
-/// `t (m text, v text)`.
-fn database_in(encoding: &str) -> String {
-    let base = database(None);
-    let name = format!("{base}_{}", encoding.to_lowercase().replace('_', ""));
-    server()
-        .psql(&format!(
-            "CREATE DATABASE {name} ENCODING '{encoding}' LOCALE 'C' TEMPLATE template0"
-        ))
-        .expect("create database");
-    sql(&name, "create table t (m text, v text)");
-    name
-}
-
 /// Runs `text` once with `program` in each of `modes` against `db` and
 /// returns the rows of `t` (the bytes of `v` in hex), emptying it.
 fn rows_in(

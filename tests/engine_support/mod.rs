@@ -157,3 +157,17 @@ pub fn uring_usable(db: &str) -> bool {
     );
     out.status.success()
 }
+
+/// A fresh database in `encoding` (collation C) with table
+/// `t (m text, v text)`.
+pub fn database_in(encoding: &str) -> String {
+    let base = database(None);
+    let name = format!("{base}_{}", encoding.to_lowercase().replace('_', ""));
+    server()
+        .psql(&format!(
+            "CREATE DATABASE {name} ENCODING '{encoding}' LOCALE 'C' TEMPLATE template0"
+        ))
+        .expect("create database");
+    sql(&name, "create table t (m text, v text)");
+    name
+}
