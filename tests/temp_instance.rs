@@ -107,6 +107,33 @@ fn a_setting_the_server_rejects_shows_the_servers_message() {
     scratch.assert_nothing_left();
 }
 
+/// A connection limit set lower than `-c` is refused before the run, and
+/// the hint names the setting that raises it.
+#[test]
+fn a_connection_limit_below_the_clients_names_the_setting_that_raises_it() {
+    let scratch = Scratch::new();
+    let out = scratch.run(&[
+        "--temp-instance",
+        "--temp-instance-setting=max_connections=5",
+        "--temp-instance-setting=superuser_reserved_connections=1",
+        "-c",
+        "6",
+        "-t",
+        "1",
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the server cannot accept 6 more connections: max_connections is 5"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("--temp-instance-setting=max_connections=6;"),
+        "{stderr}"
+    );
+    scratch.assert_nothing_left();
+}
+
 #[test]
 fn a_failing_option_starts_nothing() {
     let scratch = Scratch::new();

@@ -69,6 +69,9 @@ pub struct Preflight {
     pub max_connections: i64,
     pub reserved: i64,
     pub in_use: i64,
+    /// The server is `--temp-instance`'s, whose settings come from
+    /// `--temp-instance-setting`.
+    pub temp_instance: bool,
 }
 
 impl Preflight {
@@ -132,20 +135,35 @@ impl fmt::Display for EngineError {
                  initialization (\"pgbench -i\") in database \"{dbname}\"."
             ),
             EngineError::PartitionMethod(m) => write!(f, "unexpected partition method: \"{m}\""),
-            EngineError::Preflight(p) => write!(
-                f,
-                "the server cannot accept {} more connections: max_connections is {}, {} are \
-                 reserved for superusers and roles with pg_use_reserved_connections, and {} are \
-                 in use, which leaves {}\n{P}: hint: Run with fewer clients (-c {}), raise \
-                 max_connections on the server, or connect through a connection pooler such as \
-                 PgBouncer; --no-preflight skips this check.",
-                p.clients,
-                p.max_connections,
-                p.reserved,
-                p.in_use,
-                p.available().max(0),
-                p.available().max(1),
-            ),
+            EngineError::Preflight(p) => {
+                write!(
+                    f,
+                    "the server cannot accept {} more connections: max_connections is {}, {} \
+                     are reserved for superusers and roles with pg_use_reserved_connections, \
+                     and {} are in use, which leaves {}\n{P}: hint: Run with fewer clients \
+                     (-c {}), ",
+                    p.clients,
+                    p.max_connections,
+                    p.reserved,
+                    p.in_use,
+                    p.available().max(0),
+                    p.available().max(1),
+                )?;
+                if p.temp_instance {
+                    let needed = i64::from(p.clients) + p.reserved + p.in_use;
+                    write!(
+                        f,
+                        "or give the throwaway instance more with --temp-instance-setting=\
+                         max_connections={needed}; --no-preflight skips this check."
+                    )
+                } else {
+                    write!(
+                        f,
+                        "raise max_connections on the server, or connect through a connection \
+                         pooler such as PgBouncer; --no-preflight skips this check."
+                    )
+                }
+            }
             EngineError::Log(e) => write!(f, "{e}"),
             EngineError::ResultFile(e) => write!(f, "{e}"),
             EngineError::Thread(e) => write!(f, "could not create thread: {e}"),

@@ -308,7 +308,11 @@ fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> 
         ));
     }
     if config.preflight {
-        setup::preflight(&mut setup_client, plan.clients)?;
+        setup::preflight(
+            &mut setup_client,
+            plan.clients,
+            config.temp_instance.is_some(),
+        )?;
     }
     let (scale, partitioning) = if plan.builtin_used {
         let dbname = connector.config().dbname.clone();

@@ -90,7 +90,11 @@ pub fn print_version(client: &Client, to_stderr: bool) {
 /// serializable transactions on a hot standby, ...) that pgbench meets
 /// in its own first query or in the clients' first statements, and
 /// reports there with its own words and exit status.
-pub fn preflight(client: &mut Client, clients: u32) -> Result<(), EngineError> {
+pub fn preflight(
+    client: &mut Client,
+    clients: u32,
+    temp_instance: bool,
+) -> Result<(), EngineError> {
     let Ok(rows) = client.simple_query("select pg_catalog.pg_backend_pid()") else {
         return Ok(());
     };
@@ -128,6 +132,7 @@ pub fn preflight(client: &mut Client, clients: u32) -> Result<(), EngineError> {
         max_connections: number(row, 0),
         reserved: number(row, 1),
         in_use: number(row, 2),
+        temp_instance,
     };
     if i64::from(clients) > check.available() {
         return Err(EngineError::Preflight(check));
