@@ -153,13 +153,7 @@ fn connection_options_are_refused_rather_than_ignored() {
 fn include_directives_are_not_settings() {
     let scratch = Scratch::new();
     for directive in ["include", "include_dir", "include_if_exists"] {
-        let setting = format!("--temp-instance-setting={directive}=/etc/passwd");
-        let out = scratch
-            .command(&["--temp-instance", "-i", "-s", "1", &setting])
-            .output()
-            .expect("run pgbolt");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        let stderr = refused_setting(&scratch, &format!("{directive}=/etc/passwd"));
         assert!(
             stderr.contains(&format!(
                 "\"{directive}\" is a configuration file directive, not a setting"
@@ -169,6 +163,20 @@ fn include_directives_are_not_settings() {
         assert!(!stderr.contains("root:"), "{stderr}");
     }
     scratch.assert_nothing_left();
+}
+
+/// Runs `-i` on a throwaway instance with `--temp-instance-setting=SETTING`,
+/// which must be refused before anything starts; returns standard error.
+fn refused_setting(scratch: &Scratch, setting: &str) -> String {
+    let option = format!("--temp-instance-setting={setting}");
+    let out = scratch
+        .command(&["--temp-instance", "-i", "-s", "1", &option])
+        .output()
+        .expect("run pgbolt");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{setting}: {stderr}");
+    assert!(out.stdout.is_empty(), "{setting}: something started");
+    stderr
 }
 
 fn running_as_root() -> bool {
@@ -331,19 +339,12 @@ fn an_empty_binary_directory_list_means_the_standard_search() {
 fn settings_that_decide_where_the_server_listens_are_refused_before_anything_starts() {
     let scratch = Scratch::new();
     for setting in ["port=5433", "unix_socket_directories=/tmp", "hba_file=/x"] {
-        let option = format!("--temp-instance-setting={setting}");
-        let out = scratch
-            .command(&["--temp-instance", "-i", "-s", "1", &option])
-            .output()
-            .expect("run pgbolt");
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = refused_setting(&scratch, setting);
         let name = setting.split('=').next().unwrap_or_default();
-        assert_eq!(out.status.code(), Some(1), "{stderr}");
         assert!(
             stderr.contains(&format!("--temp-instance-setting cannot set {name}")),
             "{stderr}"
         );
-        assert!(out.stdout.is_empty(), "{setting}: something started");
     }
     scratch.assert_nothing_left();
 }
