@@ -11,7 +11,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 
 mod tempinst_support;
 
-use tempinst_support::Scratch;
+use tempinst_support::{stdout_of_success, Scratch};
 
 fn signal(child: &Child, sig: libc::c_int) {
     // SAFETY: kill has no memory-safety preconditions.
@@ -232,13 +232,7 @@ fn a_kept_instance_can_be_restarted_with_its_log_and_benchmarked_again() {
         .command(&["-h", &dir, "-U", &user, "-t", "2", "postgres"])
         .output()
         .expect("run pgbolt");
-    let stdout = String::from_utf8_lossy(&again.stdout);
-    assert_eq!(
-        again.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&again.stderr)
-    );
+    let stdout = stdout_of_success(&again);
     assert!(
         stdout.contains("number of transactions actually processed: 2/2"),
         "{stdout}"
@@ -306,13 +300,7 @@ fn the_last_value_of_a_repeated_setting_wins() {
         ])
         .output()
         .expect("run pgbolt");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = stdout_of_success(&out);
     assert!(
         stdout.contains("server settings: work_mem=16MB\n"),
         "{stdout}"

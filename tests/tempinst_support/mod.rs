@@ -126,3 +126,10 @@ pub fn processes_mentioning(dir: &Path) -> Vec<String> {
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
+
+/// The standard output of a run that must have succeeded (its standard
+/// error shown otherwise).
+pub fn stdout_of_success(out: &Output) -> String {
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    text(&out.stdout)
+}
