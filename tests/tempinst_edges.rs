@@ -11,7 +11,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 
 mod tempinst_support;
 
-use tempinst_support::{stdout_of_success, Scratch};
+use tempinst_support::{stdout_of_success, text, Scratch};
 
 fn signal(child: &Child, sig: libc::c_int) {
     // SAFETY: kill has no memory-safety preconditions.
@@ -138,7 +138,7 @@ fn connection_options_are_refused_rather_than_ignored() {
         let mut args = vec!["--temp-instance", "-s", "1", "-t", "1"];
         args.extend_from_slice(extra);
         let out = scratch.command(&args).output().expect("run pgbolt");
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{extra:?}: {stderr}");
         assert!(
             stderr.contains(&format!("--temp-instance cannot be used with {named}")),
@@ -169,11 +169,8 @@ fn include_directives_are_not_settings() {
 /// which must be refused before anything starts; returns standard error.
 fn refused_setting(scratch: &Scratch, setting: &str) -> String {
     let option = format!("--temp-instance-setting={setting}");
-    let out = scratch
-        .command(&["--temp-instance", "-i", "-s", "1", &option])
-        .output()
-        .expect("run pgbolt");
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let out = scratch.run(&["--temp-instance", "-i", "-s", "1", &option]);
+    let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{setting}: {stderr}");
     assert!(out.stdout.is_empty(), "{setting}: something started");
     stderr
@@ -199,11 +196,8 @@ fn as_server_owner(program: &str) -> Command {
 #[test]
 fn a_kept_instance_can_be_restarted_with_its_log_and_benchmarked_again() {
     let scratch = Scratch::new();
-    let out = scratch
-        .command(&["--temp-instance", "--temp-instance-keep", "-i", "-s", "1"])
-        .output()
-        .expect("run pgbolt");
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let out = scratch.run(&["--temp-instance", "--temp-instance-keep", "-i", "-s", "1"]);
+    let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let dir = stderr
         .lines()
@@ -228,10 +222,7 @@ fn a_kept_instance_can_be_restarted_with_its_log_and_benchmarked_again() {
     } else {
         std::env::var("USER").unwrap_or_default()
     };
-    let again = scratch
-        .command(&["-h", &dir, "-U", &user, "-t", "2", "postgres"])
-        .output()
-        .expect("run pgbolt");
+    let again = scratch.run(&["-h", &dir, "-U", &user, "-t", "2", "postgres"]);
     let stdout = stdout_of_success(&again);
     assert!(
         stdout.contains("number of transactions actually processed: 2/2"),
@@ -252,11 +243,8 @@ fn a_server_crash_during_the_run_is_explained_from_the_server_log() {
     )
     .expect("write script");
     let script = script.to_string_lossy().into_owned();
-    let out = scratch
-        .command(&["--temp-instance", "-s", "1", "-t", "1", "-f", &script])
-        .output()
-        .expect("run pgbolt");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let out = scratch.run(&["--temp-instance", "-s", "1", "-t", "1", "-f", &script]);
+    let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains("pgbolt: the throwaway instance's server crashed; its log says:"),
@@ -269,17 +257,14 @@ fn a_server_crash_during_the_run_is_explained_from_the_server_log() {
 #[test]
 fn a_rejected_setting_is_shown_once() {
     let scratch = Scratch::new();
-    let out = scratch
-        .command(&[
-            "--temp-instance",
-            "-i",
-            "-s",
-            "1",
-            "--temp-instance-setting=shared_buffers=lots",
-        ])
-        .output()
-        .expect("run pgbolt");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let out = scratch.run(&[
+        "--temp-instance",
+        "-i",
+        "-s",
+        "1",
+        "--temp-instance-setting=shared_buffers=lots",
+    ]);
+    let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     let complaint = "invalid value for parameter \"shared_buffers\": \"lots\"";
     assert_eq!(stderr.matches(complaint).count(), 1, "{stderr}");
@@ -289,17 +274,14 @@ fn a_rejected_setting_is_shown_once() {
 #[test]
 fn the_last_value_of_a_repeated_setting_wins() {
     let scratch = Scratch::new();
-    let out = scratch
-        .command(&[
-            "--temp-instance",
-            "-i",
-            "-s",
-            "1",
-            "--temp-instance-setting=work_mem=8MB",
-            "--temp-instance-setting=work_mem=16MB",
-        ])
-        .output()
-        .expect("run pgbolt");
+    let out = scratch.run(&[
+        "--temp-instance",
+        "-i",
+        "-s",
+        "1",
+        "--temp-instance-setting=work_mem=8MB",
+        "--temp-instance-setting=work_mem=16MB",
+    ]);
     let stdout = stdout_of_success(&out);
     assert!(
         stdout.contains("server settings: work_mem=16MB\n"),
@@ -317,7 +299,7 @@ fn an_empty_binary_directory_list_means_the_standard_search() {
             .env("PGBOLT_TEMP_INSTANCE_BIN_DIRS", value)
             .output()
             .expect("run pgbolt");
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{value:?}: {stderr}");
     }
     scratch.assert_nothing_left();
