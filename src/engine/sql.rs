@@ -87,6 +87,7 @@ pub fn send(c: &mut Client, plan: &Plan, command: &SqlCommand) {
     c.response.reset(1);
     c.response.parse_pending = parse_sent;
     c.response.closed_before_send = c.peer_closed;
+    c.response.send_cut = conn.pending_output() > 0;
     if plan.debug {
         log::debug(format_args!("client {} receiving", c.id));
     }
@@ -97,17 +98,17 @@ pub fn send(c: &mut Client, plan: &Plan, command: &SqlCommand) {
 /// error yet: as libpq does, the unsent output is dropped and the failure
 /// is reported by the read that follows, which finds the server's last
 /// message (the FATAL that says why the backend ended) before the end of
-/// the stream.
+/// the stream. True when the server had closed its end.
 pub fn flush_or_defer(
     conn: &mut pgwire::Connection,
     peer_closed: &mut bool,
-) -> Result<(), pgwire::Error> {
+) -> Result<bool, pgwire::Error> {
     match conn.flush() {
-        Ok(_) => Ok(()),
+        Ok(_) => Ok(false),
         Err(e) if e.peer_gone() => {
             conn.discard_output();
             *peer_closed = true;
-            Ok(())
+            Ok(true)
         }
         Err(e) => Err(e),
     }
@@ -210,6 +211,17 @@ pub fn read_results(c: &mut Client, plan: &Plan) -> bool {
             finish_results(c, plan);
             true
         }
+        Err(e) if c.response.send_cut && matches!(e.kind(), ErrorKind::Io | ErrorKind::Closed) => {
+            // The connection ended before the whole statement went out,
+            // and nothing came after the server closed its end. libpq
+            // then fails the send (it takes in what arrives while it
+            // waits to write, without showing it, and reads once more
+            // after a failed write): pgbench never shows the FATAL that
+            // came before.
+            command_failed(c, "SQL", "SQL command send failed");
+            c.state = State::Aborted;
+            true
+        }
         Err(e) => {
             let as_prepare = c.response.closed_before_send
                 && matches!(e.kind(), ErrorKind::Closed)
@@ -299,7 +311,10 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
     if conn.pending_output() > 0 {
         // A partial write continues on writability; reading goes on
         // meanwhile, as the server may be waiting for us to read first.
-        flush_or_defer(conn, peer_closed)?;
+        let gone = flush_or_defer(conn, peer_closed)?;
+        if !gone && pipeline.is_none() {
+            response.send_cut = conn.pending_output() > 0;
+        }
     }
     let commands = &plan.scripts[*script].commands;
     let (store, query) = match (&commands[*command].kind, *pipeline) {
@@ -330,6 +345,7 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
     };
     loop {
         while let Some(msg) = conn.next_message()? {
+            response.send_cut &= !*peer_closed;
             if handle(msg, response, vars, store, &query, plan) {
                 read_while_idle(conn)?;
                 return Ok(true);
@@ -350,6 +366,7 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
             pgwire::Fill::WouldBlock => return Ok(false),
             pgwire::Fill::Drained if !*peer_closed => {
                 while let Some(msg) = conn.next_message()? {
+                    response.send_cut &= !*peer_closed;
                     if handle(msg, response, vars, store, &query, plan) {
                         read_while_idle(conn)?;
                         return Ok(true);

@@ -82,6 +82,9 @@ struct Slot {
     out: BytesMut,
     sending: bool,
     receiving: bool,
+    /// Part of the output has been sent and the rest is still to go
+    /// (kept when the connection ends there).
+    cut: bool,
     /// Socket of the Send or Recv in flight.
     fd: RawFd,
 }
@@ -249,16 +252,21 @@ impl Ring {
                             conn: Some(conn),
                             peer_closed,
                             response,
+                            pipeline,
                             ..
                         }) => {
                             if complete(slot, kind, &cqe, conn) {
                                 *peer_closed = true;
                                 response.closed_before_send = true;
                             }
+                            if kind == SEND && pipeline.is_none() {
+                                response.send_cut = slot.cut;
+                            }
                         }
                         _ => {
                             slot.sending &= kind != SEND;
                             slot.receiving &= kind != RECV;
+                            slot.cut = false;
                             slot.out.clear();
                         }
                     }
@@ -354,6 +362,7 @@ fn complete(slot: &mut Slot, kind: u64, cqe: &cqueue::Entry, conn: &mut Connecti
         r if r < 0 => conn.untake_output(&mut slot.out),
         r => {
             slot.out.advance(r as usize);
+            slot.cut = !slot.out.is_empty();
             conn.untake_output(&mut slot.out);
         }
     }

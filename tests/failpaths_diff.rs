@@ -1,0 +1,158 @@
+//! Failure paths of the run's I/O, pgbolt against the real pgbench where
+//! pgbench gets through them: a backend that ends while its client is in
+//! the middle of sending a statement, the end of a run or Ctrl-C at that
+//! moment, and output that cannot be written. Both I/O drivers (epoll and,
+//! where the kernel allows it, io_uring) go through each case.
+//!
+//! A client is caught in the middle of a send without any timing: its
+//! backend is stopped (SIGSTOP) once it has run a marker statement and
+//! waits, idle, for the next one, a statement far larger than a socket's
+//! buffer; the client fills the socket and waits to send the rest, which
+//! the test sees in the backend's receive queue.
+
+mod failpaths_support;
+
+use std::process::Command;
+use std::time::Duration;
+
+use failpaths_support::*;
+use pgbolt::tempdb::TempDb;
+
+/// Size of the large statement: several times a Unix socket's buffer.
+const LARGE: usize = 1 << 20;
+
+/// The same arguments for pgbench and for pgbolt with each driver, with
+/// the application name each shows in `pg_stat_activity`.
+fn programs(db: &TempDb, dbname: &str, args: &[&str]) -> Vec<(&'static str, String, Command)> {
+    let mut runs = vec![("pgbench", "pgbench".to_owned(), pgbench(db, dbname, args))];
+    for driver in drivers(db, dbname) {
+        let mut cmd = pgbolt(db, dbname, args);
+        cmd.arg(driver);
+        runs.push(("pgbolt", format!("pgbolt {driver}"), cmd));
+    }
+    runs
+}
+
+/// What one run showed: the program (and driver), the exit status and
+/// masked standard error, and the report's count line.
+struct Seen {
+    name: String,
+    outcome: (Option<i32>, Vec<String>),
+    processed: Option<String>,
+}
+
+/// How a backend ends while its client sends the large statement.
+#[derive(Clone, Copy)]
+enum Ending {
+    /// `pg_terminate_backend`, with the client frozen until the backend
+    /// is gone: the client then finds the server's FATAL and the end of
+    /// the connection together in its socket.
+    TerminatedWhileFrozen,
+    /// SIGKILL: the connection ends without a word.
+    Killed,
+}
+
+/// Runs each program with `args`, ends the backend of its first client
+/// to run the marker as `ending` says, and returns what each showed: the
+/// exit status, the standard error (masked) and the report's count line.
+fn outcomes(db: &TempDb, dbname: &str, args: &[&str], ending: Ending) -> Vec<Seen> {
+    let mut seen = Vec::new();
+    for (application, name, cmd) in programs(db, dbname, args) {
+        let run = spawn(cmd);
+        let stopped = Stopped::backend(db, dbname, application);
+        let pid = stopped.pid;
+        match ending {
+            Ending::TerminatedWhileFrozen => {
+                signal(run.pid, libc::SIGSTOP);
+                db.psql(&format!("SELECT pg_terminate_backend({pid})"))
+                    .unwrap();
+                drop(stopped);
+                wait_gone(pid);
+                signal(run.pid, libc::SIGCONT);
+            }
+            Ending::Killed => {
+                signal(pid, libc::SIGKILL);
+                drop(stopped);
+            }
+        }
+        let done = run.wait(Duration::from_secs(60));
+        let report =
+            line(&done.stdout(), "number of transactions actually processed").map(str::to_owned);
+        seen.push(Seen {
+            name,
+            outcome: masked_outcome(&done),
+            processed: report,
+        });
+        if matches!(ending, Ending::Killed) {
+            wait_restarted(db);
+        }
+    }
+    seen
+}
+
+/// Asserts that every pgbolt run showed what pgbench showed, and that
+/// pgbench showed `expected` on standard error with exit status 2.
+fn assert_all_as_pgbench(seen: &[Seen], expected: &[&str], case: &str) {
+    let pgbench = &seen[0];
+    let (code, lines) = &pgbench.outcome;
+    assert_eq!(*code, Some(2), "pgbench, {case}: {lines:?}");
+    assert_eq!(lines, expected, "pgbench, {case}");
+    for run in &seen[1..] {
+        assert_eq!(run.outcome, pgbench.outcome, "{}, {case}", run.name);
+        assert_eq!(run.processed, pgbench.processed, "{}, {case}", run.name);
+    }
+}
+
+/// A backend terminated while its client is in the middle of sending a
+/// large statement, with the server's FATAL in the client's socket by the
+/// time the client finds the connection closed: the send's failure is
+/// left to the reads that follow, which show that FATAL, as libpq does.
+/// One client of three is hit and the others finish their transactions;
+/// with each driver and with the simple and extended protocols.
+#[test]
+fn backend_terminated_during_a_large_send_shows_its_fatal_as_pgbench() {
+    let db = shared();
+    let dbname = database(db, false);
+    let dir = tempfile::tempdir().unwrap();
+    let script = large_statement_script(dir.path(), LARGE);
+    for (clients, mode) in [("1", "simple"), ("3", "simple"), ("3", "extended")] {
+        let args = [
+            "-n", "-t", "2", "-c", clients, "-j", "1", "-M", mode, "-f", &script,
+        ];
+        let seen = outcomes(db, &dbname, &args, Ending::TerminatedWhileFrozen);
+        assert_all_as_pgbench(
+            &seen,
+            &[
+                "error: client N script 0 aborted in command 2 query 0: FATAL:  terminating \
+                 connection due to administrator command",
+                "error: Run was aborted; the above results are incomplete.",
+            ],
+            &format!("-c {clients} -M {mode}"),
+        );
+    }
+}
+
+/// Regression: a backend that died without a word (SIGKILL) while its
+/// client was in the middle of sending a large statement made pgbolt say
+/// `perhaps the backend died while processing`, as for a statement sent
+/// whole. pgbench's send fails there, and with it the client:
+/// `SQL command send failed`.
+#[test]
+fn backend_killed_during_a_large_send_fails_the_send_as_in_pgbench() {
+    let db = own_server();
+    let dbname = database(&db, false);
+    let dir = tempfile::tempdir().unwrap();
+    let script = large_statement_script(dir.path(), LARGE);
+    for mode in ["simple", "extended"] {
+        let args = ["-n", "-t", "2", "-c", "1", "-M", mode, "-f", &script];
+        let seen = outcomes(&db, &dbname, &args, Ending::Killed);
+        assert_all_as_pgbench(
+            &seen,
+            &[
+                "error: client N aborted in command 2 (SQL) of script 0; SQL command send failed",
+                "error: Run was aborted; the above results are incomplete.",
+            ],
+            &format!("-M {mode}"),
+        );
+    }
+}
