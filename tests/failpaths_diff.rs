@@ -156,3 +156,142 @@ fn backend_killed_during_a_large_send_fails_the_send_as_in_pgbench() {
         );
     }
 }
+
+/// A backend message: tag, length, body.
+fn backend_message(tag: u8, body: &[u8]) -> Vec<u8> {
+    let mut m = vec![tag];
+    m.extend_from_slice(&(body.len() as u32 + 4).to_be_bytes());
+    m.extend_from_slice(body);
+    m
+}
+
+/// Regression: a connection closed while the socket held the start of a
+/// message (a large statement sent in part, at the end of a run) wrote
+/// Terminate right behind that start. The server took Terminate's bytes
+/// for the rest of the statement; had fewer than five bytes been missing,
+/// they would have completed it (the statement run with a garbled end)
+/// and the rest of Terminate been read as a new message (`invalid
+/// frontend message type`). Now the stream ends inside the message, which
+/// the server reports as `incomplete message from client`.
+///
+/// A fake server on a Unix socket answers the startup, reads nothing
+/// until the client has sent what the socket takes of a large query,
+/// then makes room for a few more bytes before the client closes.
+#[test]
+fn a_connection_closed_inside_a_message_sends_nothing_after_it() {
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixListener;
+    use std::sync::mpsc;
+
+    let dir = tempfile::tempdir().unwrap();
+    let listener = UnixListener::bind(dir.path().join(".s.PGSQL.5432")).unwrap();
+    let (room_made, wait_room) = mpsc::channel();
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut len = [0u8; 4];
+        stream.read_exact(&mut len).unwrap();
+        let mut startup = vec![0u8; u32::from_be_bytes(len) as usize - 4];
+        stream.read_exact(&mut startup).unwrap();
+        let handshake = [
+            backend_message(b'R', &0u32.to_be_bytes()),
+            backend_message(b'S', b"client_encoding\0UTF8\0"),
+            backend_message(b'K', &[0, 0, 0, 1, 0, 0, 0, 2]),
+            backend_message(b'Z', b"I"),
+        ]
+        .concat();
+        stream.write_all(&handshake).unwrap();
+        let mut first = vec![0u8; 64 * 1024];
+        stream.read_exact(&mut first).unwrap();
+        room_made.send(()).unwrap();
+        let mut rest = Vec::new();
+        stream.read_to_end(&mut rest).unwrap();
+        first.extend_from_slice(&rest);
+        first
+    });
+    let options = pgwire::conninfo::parse(&format!(
+        "host={} port=5432 user=u dbname=d connect_timeout=10",
+        dir.path().display()
+    ))
+    .unwrap();
+    let config = pgwire::conninfo::resolve(&options, &pgwire::conninfo::Env::empty("u")).unwrap();
+    let connector = pgwire::Connector::new(&config).unwrap();
+    let mut connecting = connector.connect();
+    let mut conn = loop {
+        match connecting.poll().unwrap() {
+            pgwire::ConnectProgress::Ready(conn) => break conn,
+            pgwire::ConnectProgress::Wait { .. } => std::thread::sleep(Duration::from_millis(1)),
+        }
+    };
+    let sql = format!("SELECT '{}'", "x".repeat(8 << 20));
+    conn.query(&sql).unwrap();
+    assert!(!conn.flush().unwrap(), "the socket took the whole query");
+    wait_room.recv().unwrap();
+    conn.close();
+    let received = server.join().unwrap();
+    let mut query = vec![b'Q'];
+    query.extend_from_slice(&(sql.len() as u32 + 5).to_be_bytes());
+    query.extend_from_slice(sql.as_bytes());
+    query.push(0);
+    assert!(received.len() < query.len());
+    assert!(
+        query.starts_with(&received),
+        "the stream goes on past the part of the query: {:?}",
+        String::from_utf8_lossy(&received[received.len().saturating_sub(8)..])
+    );
+}
+
+/// The end of a `-T` run and Ctrl-C, each while a client is in the middle
+/// of sending a large statement to a backend that does not read: the run
+/// ends (the end of `-T` after its grace period), the report is printed
+/// with the usual exit status, and the server, once it reads again, finds
+/// the stream ending inside that statement (`incomplete message from
+/// client`), never anything after it taken for a new message. pgbench
+/// has nothing to compare here: it waits in its blocking send for as long
+/// as the backend does not read.
+#[test]
+fn end_of_run_and_ctrl_c_during_a_large_send_end_the_run_cleanly() {
+    let db = shared();
+    let dbname = database(db, false);
+    let dir = tempfile::tempdir().unwrap();
+    let script = large_statement_script(dir.path(), LARGE);
+    for driver in drivers(db, &dbname) {
+        for (duration, ctrl_c) in [("2", false), ("600", true)] {
+            let from = server_log_len(db);
+            let args = [
+                "-n", "-c", "2", "-j", "1", "-T", duration, "-f", &script, driver,
+            ];
+            let run = spawn(pgbolt(db, &dbname, &args));
+            let stopped = Stopped::backend(db, &dbname, "pgbolt");
+            if ctrl_c {
+                run.signal(libc::SIGINT);
+            }
+            let done = run.wait(Duration::from_secs(60));
+            let (out, err) = (done.stdout(), done.stderr());
+            let case = format!("{driver}, Ctrl-C: {ctrl_c}");
+            if ctrl_c {
+                assert_eq!(done.code(), Some(130), "{case}: {err}");
+                assert!(err.contains("Run was interrupted"), "{case}: {err}");
+            } else {
+                assert_eq!(done.code(), Some(2), "{case}: {err}");
+                assert!(
+                    err.contains("1 of the clients were still in a transaction 5 s after the end"),
+                    "{case}: {err}"
+                );
+            }
+            assert!(
+                line(&out, "number of transactions actually processed: ").is_some(),
+                "{case}: {out}"
+            );
+            let pid = stopped.pid;
+            drop(stopped);
+            wait_gone(pid);
+            let log = server_log_since(db, from);
+            assert!(
+                log.contains("incomplete message from client"),
+                "{case}: {log}"
+            );
+            assert!(!log.contains("invalid frontend message"), "{case}: {log}");
+            assert!(!log.contains("invalid message length"), "{case}: {log}");
+        }
+    }
+}

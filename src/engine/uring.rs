@@ -359,11 +359,11 @@ fn complete(slot: &mut Slot, kind: u64, cqe: &cqueue::Entry, conn: &mut Connecti
             conn.discard_output();
             conn.received(Err(io::Error::from_raw_os_error(-r)));
         }
-        r if r < 0 => conn.untake_output(&mut slot.out),
+        r if r < 0 => conn.untake_output(&mut slot.out, slot.cut),
         r => {
             slot.out.advance(r as usize);
             slot.cut = !slot.out.is_empty();
-            conn.untake_output(&mut slot.out);
+            conn.untake_output(&mut slot.out, slot.cut);
         }
     }
     false
