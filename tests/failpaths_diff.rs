@@ -295,3 +295,41 @@ fn end_of_run_and_ctrl_c_during_a_large_send_end_the_run_cleanly() {
         }
     }
 }
+
+/// Standard output and standard error closed (`>&- 2>&-`): the run goes
+/// on to its end with its usual exit status and writes its transaction
+/// log in full, with either driver, and nothing of its output reaches the
+/// server. (pgbench's first connection takes the free descriptor 1 or 2,
+/// and its report or messages go into that connection: the server ends
+/// it with `invalid frontend message type`.)
+#[test]
+fn closed_standard_output_and_error_do_not_disturb_the_run() {
+    use std::os::unix::process::CommandExt;
+
+    let db = shared();
+    let dbname = database(db, true);
+    for driver in drivers(db, &dbname) {
+        let from = server_log_len(db);
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = dir.path().join("closed");
+        let prefix = format!("--log-prefix={}", prefix.display());
+        let mut cmd = pgbolt(
+            db,
+            &dbname,
+            &["-n", "-S", "-t", "5", "-c", "2", "-l", &prefix, driver],
+        );
+        // SAFETY: close(2) is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::close(1);
+                libc::close(2);
+                Ok(())
+            });
+        }
+        let status = cmd.status().expect("pgbolt runs");
+        assert_eq!(status.code(), Some(0), "{driver}");
+        assert_eq!(log_lines(dir.path(), "closed").len(), 10, "{driver}");
+        let log = server_log_since(db, from);
+        assert!(!log.contains("invalid frontend message"), "{driver}: {log}");
+    }
+}
