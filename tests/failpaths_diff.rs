@@ -108,26 +108,36 @@ fn assert_all_as_pgbench(seen: &[Seen], expected: &[&str], case: &str) {
 /// time the client finds the connection closed: the send's failure is
 /// left to the reads that follow, which show that FATAL, as libpq does.
 /// One client of three is hit and the others finish their transactions;
-/// with each driver and with the simple and extended protocols.
+/// with each driver, with the simple and extended protocols and in a
+/// pipeline (whose `\endpipeline` reads the FATAL).
 #[test]
 fn backend_terminated_during_a_large_send_shows_its_fatal_as_pgbench() {
     let db = shared();
     let dbname = database(db, false);
     let dir = tempfile::tempdir().unwrap();
-    let script = large_statement_script(dir.path(), LARGE);
-    for (clients, mode) in [("1", "simple"), ("3", "simple"), ("3", "extended")] {
+    let large = large_statement_script(dir.path(), LARGE, false);
+    let piped = large_statement_script(dir.path(), LARGE, true);
+    for (clients, mode, script, command) in [
+        ("1", "simple", &large, 2),
+        ("3", "simple", &large, 2),
+        ("3", "extended", &large, 2),
+        ("3", "extended", &piped, 5),
+    ] {
         let args = [
-            "-n", "-t", "2", "-c", clients, "-j", "1", "-M", mode, "-f", &script,
+            "-n", "-t", "2", "-c", clients, "-j", "1", "-M", mode, "-f", script,
         ];
         let seen = outcomes(db, &dbname, &args, Ending::TerminatedWhileFrozen);
+        let abort = format!(
+            "error: client N script 0 aborted in command {command} query 0: FATAL:  \
+             terminating connection due to administrator command"
+        );
         assert_all_as_pgbench(
             &seen,
             &[
-                "error: client N script 0 aborted in command 2 query 0: FATAL:  terminating \
-                 connection due to administrator command",
+                abort.as_str(),
                 "error: Run was aborted; the above results are incomplete.",
             ],
-            &format!("-c {clients} -M {mode}"),
+            &format!("-c {clients} -M {mode} -f {script}"),
         );
     }
 }
@@ -135,24 +145,44 @@ fn backend_terminated_during_a_large_send_shows_its_fatal_as_pgbench() {
 /// Regression: a backend that died without a word (SIGKILL) while its
 /// client was in the middle of sending a large statement made pgbolt say
 /// `perhaps the backend died while processing`, as for a statement sent
-/// whole. pgbench's send fails there, and with it the client:
-/// `SQL command send failed`.
+/// whole. pgbench's send fails there, and with it the client: `SQL
+/// command send failed`, or in a pipeline `failed to send a pipeline
+/// sync` at its end.
 #[test]
 fn backend_killed_during_a_large_send_fails_the_send_as_in_pgbench() {
     let db = own_server();
     let dbname = database(&db, false);
     let dir = tempfile::tempdir().unwrap();
-    let script = large_statement_script(dir.path(), LARGE);
-    for mode in ["simple", "extended"] {
-        let args = ["-n", "-t", "2", "-c", "1", "-M", mode, "-f", &script];
+    let large = large_statement_script(dir.path(), LARGE, false);
+    let piped = large_statement_script(dir.path(), LARGE, true);
+    let cases = [
+        (
+            "simple",
+            &large,
+            "error: client N aborted in command 2 (SQL) of script 0; SQL command send failed",
+        ),
+        (
+            "extended",
+            &large,
+            "error: client N aborted in command 2 (SQL) of script 0; SQL command send failed",
+        ),
+        (
+            "extended",
+            &piped,
+            "error: client N aborted in command 5 (endpipeline) of script 0; failed to send a \
+             pipeline sync",
+        ),
+    ];
+    for (mode, script, abort) in cases {
+        let args = ["-n", "-t", "2", "-c", "1", "-M", mode, "-f", script];
         let seen = outcomes(&db, &dbname, &args, Ending::Killed);
         assert_all_as_pgbench(
             &seen,
             &[
-                "error: client N aborted in command 2 (SQL) of script 0; SQL command send failed",
+                abort,
                 "error: Run was aborted; the above results are incomplete.",
             ],
-            &format!("-M {mode}"),
+            &format!("-M {mode} -f {script}"),
         );
     }
 }
@@ -253,7 +283,7 @@ fn end_of_run_and_ctrl_c_during_a_large_send_end_the_run_cleanly() {
     let db = shared();
     let dbname = database(db, false);
     let dir = tempfile::tempdir().unwrap();
-    let script = large_statement_script(dir.path(), LARGE);
+    let script = large_statement_script(dir.path(), LARGE, false);
     for driver in drivers(db, &dbname) {
         for (duration, ctrl_c) in [("2", false), ("600", true)] {
             let from = server_log_len(db);

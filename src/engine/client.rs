@@ -140,10 +140,10 @@ pub struct Response {
     /// The server had already closed the connection when the command was
     /// sent (its backend ended while the client was idle).
     pub closed_before_send: bool,
-    /// Outside a pipeline: part of the statement has been sent and the
-    /// rest is still to go (or was lost as the server closed its end). A
-    /// connection that ends with no message read after that close failed
-    /// the send (see `sql::read_results`).
+    /// Part of a statement has been sent and the rest is still to go (or
+    /// was lost as the server closed its end). A connection that ends
+    /// with no message read after that close failed the send (see
+    /// `sql::read_results`).
     pub send_cut: bool,
 }
 

@@ -87,7 +87,7 @@ pub fn send(c: &mut Client, plan: &Plan, command: &SqlCommand) {
     c.response.reset(1);
     c.response.parse_pending = parse_sent;
     c.response.closed_before_send = c.peer_closed;
-    c.response.send_cut = conn.pending_output() > 0;
+    c.response.send_cut = conn.sent_in_part();
     if plan.debug {
         log::debug(format_args!("client {} receiving", c.id));
     }
@@ -98,17 +98,17 @@ pub fn send(c: &mut Client, plan: &Plan, command: &SqlCommand) {
 /// error yet: as libpq does, the unsent output is dropped and the failure
 /// is reported by the read that follows, which finds the server's last
 /// message (the FATAL that says why the backend ended) before the end of
-/// the stream. True when the server had closed its end.
+/// the stream.
 pub fn flush_or_defer(
     conn: &mut pgwire::Connection,
     peer_closed: &mut bool,
-) -> Result<bool, pgwire::Error> {
+) -> Result<(), pgwire::Error> {
     match conn.flush() {
-        Ok(_) => Ok(false),
+        Ok(_) => Ok(()),
         Err(e) if e.peer_gone() => {
             conn.discard_output();
             *peer_closed = true;
-            Ok(true)
+            Ok(())
         }
         Err(e) => Err(e),
     }
@@ -217,8 +217,12 @@ pub fn read_results(c: &mut Client, plan: &Plan) -> bool {
             // then fails the send (it takes in what arrives while it
             // waits to write, without showing it, and reads once more
             // after a failed write): pgbench never shows the FATAL that
-            // came before.
-            command_failed(c, "SQL", "SQL command send failed");
+            // came before. In a pipeline, that is its sync's send.
+            if c.pipeline.is_some() {
+                command_failed(c, "endpipeline", "failed to send a pipeline sync");
+            } else {
+                command_failed(c, "SQL", "SQL command send failed");
+            }
             c.state = State::Aborted;
             true
         }
@@ -311,10 +315,8 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
     if conn.pending_output() > 0 {
         // A partial write continues on writability; reading goes on
         // meanwhile, as the server may be waiting for us to read first.
-        let gone = flush_or_defer(conn, peer_closed)?;
-        if !gone && pipeline.is_none() {
-            response.send_cut = conn.pending_output() > 0;
-        }
+        flush_or_defer(conn, peer_closed)?;
+        response.send_cut = conn.sent_in_part();
     }
     let commands = &plan.scripts[*script].commands;
     let (store, query) = match (&commands[*command].kind, *pipeline) {

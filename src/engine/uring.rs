@@ -252,14 +252,13 @@ impl Ring {
                             conn: Some(conn),
                             peer_closed,
                             response,
-                            pipeline,
                             ..
                         }) => {
                             if complete(slot, kind, &cqe, conn) {
                                 *peer_closed = true;
                                 response.closed_before_send = true;
                             }
-                            if kind == SEND && pipeline.is_none() {
+                            if kind == SEND {
                                 response.send_cut = slot.cut;
                             }
                         }

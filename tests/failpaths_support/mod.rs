@@ -41,13 +41,17 @@ pub const MARKER: &str = "SELECT 'marker';";
 
 /// A script: the marker, a pause, then a statement of about `bytes`
 /// bytes, far more than a socket's buffer holds, so that a client whose
-/// backend does not read stays in the middle of sending it.
-pub fn large_statement_script(dir: &Path, bytes: usize) -> String {
-    let path = dir.join("large.sql");
-    let text = format!(
-        "{MARKER}\n\\sleep 300 ms\nSELECT length('{}');\n",
-        "x".repeat(bytes)
-    );
+/// backend does not read stays in the middle of sending it. With
+/// `pipeline`, that statement and a small one after it form a pipeline
+/// (commands 2 to 5, the large one is command 3).
+pub fn large_statement_script(dir: &Path, bytes: usize, pipeline: bool) -> String {
+    let path = dir.join(if pipeline { "piped.sql" } else { "large.sql" });
+    let large = format!("SELECT length('{}');\n", "x".repeat(bytes));
+    let text = if pipeline {
+        format!("{MARKER}\n\\sleep 300 ms\n\\startpipeline\n{large}SELECT 2;\n\\endpipeline\n")
+    } else {
+        format!("{MARKER}\n\\sleep 300 ms\n{large}")
+    };
     std::fs::write(&path, text).expect("write script");
     path.display().to_string()
 }

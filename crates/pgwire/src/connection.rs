@@ -188,6 +188,12 @@ impl Connection {
         self.flushed = 0;
     }
 
+    /// Whether the start of a message has gone out and its rest has not
+    /// (also when the rest was dropped because the server closed its end).
+    pub fn sent_in_part(&self) -> bool {
+        self.cut
+    }
+
     /// Bytes encoded but not yet handed to the socket.
     pub fn pending_output(&self) -> usize {
         self.wbuf.len()
