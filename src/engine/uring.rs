@@ -82,8 +82,9 @@ struct Slot {
     out: BytesMut,
     sending: bool,
     receiving: bool,
-    /// Part of the output has been sent and the rest is still to go
-    /// (kept when the connection ends there).
+    /// The start of the output's first message has been sent and its
+    /// rest has not (kept when the connection ends there; the connection
+    /// is told with [`pgwire::Connection::untake_output`]).
     cut: bool,
     /// Socket of the Send or Recv in flight.
     fd: RawFd,
@@ -166,6 +167,7 @@ impl Ring {
         let send = !slot.sending && conn.output_flushed();
         let recv = wants_input && !slot.receiving;
         if send {
+            slot.cut = conn.sent_in_part();
             conn.take_output(&mut slot.out);
             let sqe = opcode::Send::new(types::Fd(fd), slot.out.as_ptr(), slot.out.len() as u32)
                 .flags(libc::MSG_NOSIGNAL)
@@ -265,7 +267,6 @@ impl Ring {
                         _ => {
                             slot.sending &= kind != SEND;
                             slot.receiving &= kind != RECV;
-                            slot.cut = false;
                             slot.out.clear();
                         }
                     }
