@@ -140,6 +140,11 @@ pub struct Response {
     /// The server had already closed the connection when the command was
     /// sent (its backend ended while the client was idle).
     pub closed_before_send: bool,
+    /// Part of a statement has been sent and the rest is still to go (or
+    /// was lost as the server closed its end). A connection that ends
+    /// with no message read after that close failed the send (see
+    /// `sql::read_results`).
+    pub send_cut: bool,
 }
 
 impl Response {
@@ -158,6 +163,7 @@ impl Response {
         self.parse_pending = false;
         self.name_taken = false;
         self.closed_before_send = false;
+        self.send_cut = false;
     }
 }
 

@@ -248,6 +248,7 @@ fn end_pipeline(c: &mut Client, plan: &Plan) {
     }
     c.response.reset(n + 1);
     c.response.closed_before_send = c.peer_closed;
+    c.response.send_cut = conn.sent_in_part();
     if plan.debug {
         log::debug(format_args!("client {} receiving", c.id));
     }

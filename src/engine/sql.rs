@@ -87,6 +87,7 @@ pub fn send(c: &mut Client, plan: &Plan, command: &SqlCommand) {
     c.response.reset(1);
     c.response.parse_pending = parse_sent;
     c.response.closed_before_send = c.peer_closed;
+    c.response.send_cut = conn.sent_in_part();
     if plan.debug {
         log::debug(format_args!("client {} receiving", c.id));
     }
@@ -210,6 +211,21 @@ pub fn read_results(c: &mut Client, plan: &Plan) -> bool {
             finish_results(c, plan);
             true
         }
+        Err(e) if c.response.send_cut && matches!(e.kind(), ErrorKind::Io | ErrorKind::Closed) => {
+            // The connection ended before the whole statement went out,
+            // and nothing came after the server closed its end. libpq
+            // then fails the send (it takes in what arrives while it
+            // waits to write, without showing it, and reads once more
+            // after a failed write): pgbench never shows the FATAL that
+            // came before. In a pipeline, that is its sync's send.
+            if c.pipeline.is_some() {
+                command_failed(c, "endpipeline", "failed to send a pipeline sync");
+            } else {
+                command_failed(c, "SQL", "SQL command send failed");
+            }
+            c.state = State::Aborted;
+            true
+        }
         Err(e) => {
             let as_prepare = c.response.closed_before_send
                 && matches!(e.kind(), ErrorKind::Closed)
@@ -300,6 +316,7 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
         // A partial write continues on writability; reading goes on
         // meanwhile, as the server may be waiting for us to read first.
         flush_or_defer(conn, peer_closed)?;
+        response.send_cut = conn.sent_in_part();
     }
     let commands = &plan.scripts[*script].commands;
     let (store, query) = match (&commands[*command].kind, *pipeline) {
@@ -330,6 +347,7 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
     };
     loop {
         while let Some(msg) = conn.next_message()? {
+            response.send_cut &= !*peer_closed;
             if handle(msg, response, vars, store, &query, plan) {
                 read_while_idle(conn)?;
                 return Ok(true);
@@ -350,6 +368,7 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
             pgwire::Fill::WouldBlock => return Ok(false),
             pgwire::Fill::Drained if !*peer_closed => {
                 while let Some(msg) = conn.next_message()? {
+                    response.send_cut &= !*peer_closed;
                     if handle(msg, response, vars, store, &query, plan) {
                         read_while_idle(conn)?;
                         return Ok(true);

@@ -82,6 +82,10 @@ struct Slot {
     out: BytesMut,
     sending: bool,
     receiving: bool,
+    /// The start of the output's first message has been sent and its
+    /// rest has not (kept when the connection ends there; the connection
+    /// is told with [`pgwire::Connection::untake_output`]).
+    cut: bool,
     /// Socket of the Send or Recv in flight.
     fd: RawFd,
 }
@@ -163,6 +167,7 @@ impl Ring {
         let send = !slot.sending && conn.output_flushed();
         let recv = wants_input && !slot.receiving;
         if send {
+            slot.cut = conn.sent_in_part();
             conn.take_output(&mut slot.out);
             let sqe = opcode::Send::new(types::Fd(fd), slot.out.as_ptr(), slot.out.len() as u32)
                 .flags(libc::MSG_NOSIGNAL)
@@ -254,6 +259,9 @@ impl Ring {
                             if complete(slot, kind, &cqe, conn) {
                                 *peer_closed = true;
                                 response.closed_before_send = true;
+                            }
+                            if kind == SEND {
+                                response.send_cut = slot.cut;
                             }
                         }
                         _ => {
@@ -351,10 +359,11 @@ fn complete(slot: &mut Slot, kind: u64, cqe: &cqueue::Entry, conn: &mut Connecti
             conn.discard_output();
             conn.received(Err(io::Error::from_raw_os_error(-r)));
         }
-        r if r < 0 => conn.untake_output(&mut slot.out),
+        r if r < 0 => conn.untake_output(&mut slot.out, slot.cut),
         r => {
             slot.out.advance(r as usize);
-            conn.untake_output(&mut slot.out);
+            slot.cut = !slot.out.is_empty();
+            conn.untake_output(&mut slot.out, slot.cut);
         }
     }
     false

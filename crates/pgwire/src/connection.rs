@@ -62,6 +62,10 @@ pub struct Connection {
     /// (a pipeline's statements before its end) waits, as it does in the
     /// write buffer when this side writes the socket.
     flushed: usize,
+    /// The socket holds the start of a message whose rest is still in the
+    /// write buffer: nothing else may be written before that rest
+    /// (Terminate would land inside the message, and could complete it).
+    cut: bool,
     /// The entry of the configuration's host list this session reached.
     host_index: usize,
     /// The `client_encoding` the server last reported.
@@ -135,6 +139,7 @@ impl Connection {
             external: false,
             external_end: None,
             flushed: 0,
+            cut: false,
             host_index,
         }
     }
@@ -168,7 +173,12 @@ impl Connection {
             self.flushed = self.wbuf.len();
             return Ok(self.wbuf.is_empty());
         }
-        self.stream.write(&mut self.wbuf).map_err(Error::io)
+        let before = self.wbuf.len();
+        let done = self.stream.write(&mut self.wbuf).map_err(Error::io)?;
+        // A TLS layer takes whole messages into its records, so only a
+        // plain socket can stop inside one.
+        self.cut = !done && !self.is_tls() && (self.cut || self.wbuf.len() < before);
+        Ok(done)
     }
 
     /// Drops the output not sent yet: after the server has closed its end,
@@ -176,6 +186,12 @@ impl Connection {
     pub fn discard_output(&mut self) {
         self.wbuf.clear();
         self.flushed = 0;
+    }
+
+    /// Whether the start of a message has gone out and its rest has not
+    /// (also when the rest was dropped because the server closed its end).
+    pub fn sent_in_part(&self) -> bool {
+        self.cut
     }
 
     /// Bytes encoded but not yet handed to the socket.
@@ -250,7 +266,10 @@ impl Connection {
     /// Takes back the part of `out` (from [`Connection::take_output`]) that
     /// the driver could not send, ahead of any newer output, and asks for
     /// all of it to be sent: the rest of a flushed message cannot wait.
-    pub fn untake_output(&mut self, out: &mut BytesMut) {
+    /// `cut`: the driver has sent the start of the first message of what
+    /// it hands back.
+    pub fn untake_output(&mut self, out: &mut BytesMut, cut: bool) {
+        self.cut = cut && !out.is_empty();
         if out.is_empty() {
             return;
         }
@@ -488,12 +507,17 @@ impl Connection {
     /// Sends Terminate (best effort, without blocking) and ends the
     /// session, keeping the socket open until the connection is dropped:
     /// the server can still deliver what it answers to messages sent
-    /// before, instead of failing on a closed socket.
+    /// before, instead of failing on a closed socket. After a message sent
+    /// in part, nothing is sent: the server sees the stream end inside
+    /// that message.
     pub fn terminate(&mut self) {
         if self.closed {
             return;
         }
         self.closed = true;
+        if self.cut {
+            return;
+        }
         self.wbuf.clear();
         frontend::terminate(&mut self.wbuf);
         let _ = self.stream.write(&mut self.wbuf);
