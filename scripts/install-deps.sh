@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the system packages pgbolt's demo and tests need, when missing:
 # PostgreSQL's server binaries (initdb, pg_ctl, postgres) and pgbench, and
-# pgbouncer for the pooler comparisons. Uses apt-get, so it needs root on a
+# pgbouncer for the pooler comparisons, ss (iproute2) for the failure-path
+# tests. Uses apt-get, so it needs root on a
 # Debian or Ubuntu machine; elsewhere it says what to install by hand.
 set -euo pipefail
 
@@ -16,6 +17,7 @@ missing=()
 have_server || missing+=(postgresql postgresql-contrib)
 command -v pgbouncer >/dev/null 2>&1 || missing+=(pgbouncer)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+command -v ss >/dev/null 2>&1 || missing+=(iproute2)
 
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0
