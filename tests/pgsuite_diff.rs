@@ -173,3 +173,30 @@ fn run_time_failures_match_pgbench_in_every_query_mode() {
         assert_ne!(ours.0, Some(0), "-M {mode}: {text:?}");
     }
 }
+
+/// Statements whose fate depends on the implicit transaction a pipeline
+/// opens at its first statement: outside it (first in the pipeline) or
+/// inside it (after another one). The server's warnings and errors, and
+/// so both programs' messages and exit statuses, must match.
+const PIPELINE_PLACEMENT: &[&str] = &[
+    "\\startpipeline\nSET LOCAL statement_timeout = '1h';\n\\endpipeline\n",
+    "\\startpipeline\nSELECT 1;\nSET LOCAL statement_timeout = '1h';\n\\endpipeline\n",
+    "\\startpipeline\nLOCK t;\nSELECT 1;\n\\endpipeline\n",
+    "\\startpipeline\nSELECT 1;\nLOCK t;\n\\endpipeline\n",
+    "\\startpipeline\nVACUUM t;\n\\endpipeline\n",
+    "\\startpipeline\nSELECT 1;\nVACUUM t;\n\\endpipeline\n",
+    "\\startpipeline\nSAVEPOINT a;\nSELECT 1;\nROLLBACK TO SAVEPOINT a;\n\\endpipeline\n",
+    "\\startpipeline\nBEGIN ISOLATION LEVEL SERIALIZABLE;\nSELECT 1;\nSELECT 2;\nEND;\n\\endpipeline\n",
+];
+
+#[test]
+fn pipeline_statements_meet_the_implicit_transaction_as_with_pgbench() {
+    let db = database(None);
+    sql(&db, "create table t (a int)");
+    for text in PIPELINE_PLACEMENT {
+        for mode in &MODES[1..] {
+            let (theirs, ours) = both(&db, text, &["-t", "2", "-M", mode]);
+            assert_eq!(ours, theirs, "-M {mode}: {text:?}");
+        }
+    }
+}
