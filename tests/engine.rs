@@ -152,11 +152,11 @@ fn connect_per_transaction() {
 }
 
 /// Regression: a `COPY ... FROM STDIN` hung pgbolt for ever when the
-/// CopyInResponse came in the same read as what preceded it (CopyFail was
-/// never sent), and in extended and prepared mode, in a pipeline too (the
-/// server had swallowed the Sync in copy-in mode, so no ReadyForQuery ever
-/// came). pgbench aborts the client with `COPY is not supported in pgbench,
-/// aborting`.
+/// CopyInResponse came in the same read as what preceded it (the message
+/// ending the COPY was never sent), and in extended and prepared mode, in a
+/// pipeline too (the server had swallowed the Sync in copy-in mode, so no
+/// ReadyForQuery ever came). pgbench aborts the client with `COPY is not
+/// supported in pgbench, aborting`.
 #[test]
 fn copy_from_stdin_aborts_the_client_without_hanging() {
     let db = database(None);

@@ -116,8 +116,8 @@ pub struct Response {
     pub error: Option<(ErrorStatus, u32, String)>,
     /// A problem of the client's own making (COPY), to abort with.
     pub abort: Option<String>,
-    /// CopyFail was sent for a COPY FROM STDIN.
-    pub copy_failed: bool,
+    /// CopyDone was sent to end a COPY FROM STDIN (with no rows).
+    pub copy_ended: bool,
     /// For `\gset`/`\aset`: the slot of each column of the current result
     /// (`None`: no script uses that name, so it is not stored).
     pub columns: Vec<Option<usize>>,
@@ -157,7 +157,7 @@ impl Response {
         self.last_rows = 0;
         self.error = None;
         self.abort = None;
-        self.copy_failed = false;
+        self.copy_ended = false;
         self.bad_name = None;
         self.store_failed = None;
         self.parse_pending = false;

@@ -353,13 +353,16 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
                 return Ok(true);
             }
         }
-        if response.abort.is_some() && !response.copy_failed {
-            response.copy_failed = true;
-            conn.copy_fail("COPY is not supported")?;
+        if response.abort.is_some() && !response.copy_ended {
+            // pgbench 18 leaves the copy state with PQendcopy, which sends
+            // CopyDone: the server ends the COPY with no rows, as a success
+            // (statement triggers fire, an implicit transaction commits).
+            response.copy_ended = true;
+            conn.copy_done();
             if query.mode != QueryMode::Simple {
-                // The server ignored our Sync in copy-in mode and skips
-                // everything after the failed COPY until the next one (libpq
-                // sends this Sync too when it ends a COPY in extended mode).
+                // The server ignored our Sync in copy-in mode and waits for
+                // one after the COPY (libpq sends this Sync too when it ends
+                // a COPY in extended mode).
                 conn.sync();
             }
             flush_or_defer(conn, peer_closed)?;
@@ -374,9 +377,9 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
                         return Ok(true);
                     }
                 }
-                if response.abort.is_some() && !response.copy_failed {
+                if response.abort.is_some() && !response.copy_ended {
                     // A CopyInResponse came in this read: the server waits
-                    // for our CopyFail before it says anything more.
+                    // for our CopyDone before it says anything more.
                     continue;
                 }
                 return Ok(false);
