@@ -265,3 +265,31 @@ fn many_threads_of_one_client_each() {
         Some("number of transactions actually processed: 120/120")
     );
 }
+
+/// A latency past the top of the histogram (a transaction of 100 hours,
+/// which no test can wait for): the percentiles count it as 24 hours,
+/// the maximum and the sums stay exact, and nothing is lost.
+#[test]
+fn a_latency_beyond_the_histogram_keeps_its_exact_maximum() {
+    use pgbolt::report::model::percentiles;
+    use pgbolt::stats::{histogram::HIGHEST_US, LatencyHistogram, SimpleStats};
+
+    let hundred_hours_us: i64 = 100 * 3_600_000_000;
+    let mut histogram = LatencyHistogram::new();
+    let mut sums = SimpleStats::default();
+    for latency in [1_000, hundred_hours_us] {
+        histogram.record(latency);
+        sums.add(latency);
+    }
+    assert_eq!(histogram.len(), 2);
+    let p = percentiles(&histogram, sums.max);
+    assert_eq!(p.max, 360_000_000.0);
+    assert_eq!(p.p50, 1.0);
+    let day_ms = HIGHEST_US as f64 / 1000.0;
+    assert!(
+        p.p99 >= day_ms && p.p99 < day_ms * 1.001,
+        "p99 = {} ms",
+        p.p99
+    );
+    assert_eq!(sums.sum, 1_000 + hundred_hours_us as u64);
+}
