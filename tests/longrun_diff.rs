@@ -293,3 +293,85 @@ fn a_latency_beyond_the_histogram_keeps_its_exact_maximum() {
     );
     assert_eq!(sums.sum, 1_000 + hundred_hours_us as u64);
 }
+
+/// A writer whose bytes can be read while a log holds it.
+#[derive(Clone, Default)]
+struct Shared(std::rc::Rc<std::cell::RefCell<Vec<u8>>>);
+
+impl std::io::Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.borrow_mut().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Shared {
+    fn lines(&self) -> usize {
+        self.0.borrow().iter().filter(|&&b| b == b'\n').count()
+    }
+}
+
+/// In a long run at a low rate the log file keeps up: a line logged a
+/// second or more after the file was last written takes the buffered
+/// lines with it, where the 64 KiB buffer alone would hold them for
+/// hours (pgbench's 4 KiB stdio buffer writes every few dozen lines).
+/// Aggregated lines, one a second, reach the file as each interval
+/// closes instead of every 20 minutes.
+#[test]
+fn logs_reach_the_file_within_a_second_of_a_later_line() {
+    use pgbolt::stats::{LogEntry, LogOptions, Outcome, TransactionLog};
+
+    let options = |aggregate_interval_s| LogOptions {
+        prefix: None,
+        pid: 1,
+        throttled: false,
+        latency_limit: false,
+        max_tries: 1,
+        failures_detailed: false,
+        continue_on_error: false,
+        sampling_rate: None,
+        aggregate_interval_s,
+    };
+    let start = 1_700_000_000_000_000;
+    let entry = |i: u64, now_us: i64| LogEntry {
+        client_id: 0,
+        transaction_no: i,
+        script: 0,
+        outcome: Outcome::Committed,
+        tries: 1,
+        latency_us: 500,
+        lag_us: 0,
+        now_us,
+    };
+    let mut never = || 0.0;
+
+    let file = Shared::default();
+    let mut log = TransactionLog::new(file.clone(), "memory".into(), &options(None), start);
+    let mut written = Vec::new();
+    for (i, at) in [200_000, 700_000, 999_999, 1_000_000, 1_400_000, 2_500_000]
+        .into_iter()
+        .enumerate()
+    {
+        log.log(&entry(i as u64 + 1, start + at), &mut never)
+            .expect("log");
+        written.push(file.lines());
+    }
+    assert_eq!(written, [0, 0, 0, 4, 4, 6]);
+
+    let file = Shared::default();
+    let mut log = TransactionLog::new(file.clone(), "memory".into(), &options(Some(1)), start);
+    let mut written = Vec::new();
+    for (i, at) in [300_000, 1_100_000, 1_900_000, 2_050_000, 3_200_000]
+        .into_iter()
+        .enumerate()
+    {
+        log.log(&entry(i as u64 + 1, start + at), &mut never)
+            .expect("log");
+        written.push(file.lines());
+    }
+    assert_eq!(written, [0, 1, 1, 2, 3]);
+}
