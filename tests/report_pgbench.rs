@@ -427,6 +427,7 @@ fn synthetic(o: RunOptions) -> RunResult {
         latency_limit_us: o.latency_limit_us,
         start_us: 0,
         throttled: true,
+        series: true,
     };
     let mut stats = ThreadStats::new(&layout);
     for i in 0..10 {

@@ -72,6 +72,7 @@ fn four_transactions(o: &RunOptions, extra: &[Transaction]) -> ThreadStats {
         latency_limit_us: o.latency_limit_us,
         start_us: 0,
         throttled: true,
+        series: true,
     };
     let mut a = ThreadStats::new(&layout);
     let mut b = ThreadStats::new(&layout);
@@ -251,6 +252,7 @@ fn nothing_processed_stops_after_the_counts() {
         latency_limit_us: None,
         start_us: 0,
         throttled: false,
+        series: true,
     };
     let r = RunResult::build(o, timings(), true, &ThreadStats::new(&layout)).unwrap();
     assert!(render_text(&r, false).ends_with("number of transactions actually processed: 0/4\n"));
@@ -300,6 +302,7 @@ fn merged_results_equal_one_run_recording_everything() {
         latency_limit_us: None,
         start_us: 0,
         throttled: false,
+        series: true,
     };
     let (mut a, mut b, mut all) = (
         ThreadStats::new(&layout),

@@ -435,6 +435,7 @@ fn thread_parts(
         latency_limit_us: plan.latency_limit_us,
         start_us: t.start_time,
         throttled: plan.throttle_delay_us > 0.0,
+        series: bench.json.is_some(),
     };
     let ts = prepared.states.threads[t.tid];
     let env = ThreadEnv {

@@ -15,8 +15,15 @@
 //!
 //! Lines are formatted into a stack buffer and written through a 64 KiB
 //! `BufWriter`: logging a transaction allocates nothing, and the file is
-//! written only when the buffer fills. Errors are returned, never panicked
-//! on; [`TransactionLog::finish`] flushes.
+//! written when the buffer fills, or when a line is logged a second or
+//! more after the last write ([`FLUSH_AFTER_US`]); an aggregated line is
+//! written as soon as its interval closes. At high rates that changes
+//! nothing; in a long run at a low rate, or with aggregated lines (one a
+//! second fills 64 KiB in about 20 minutes), it keeps the file current
+//! for a reader (`tail -f`) and bounds what a killed run loses, as
+//! pgbench's 4 KiB stdio buffer roughly does, at one write a second (or
+//! an interval) at most. Errors are returned, never panicked on;
+//! [`TransactionLog::finish`] flushes.
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
@@ -29,6 +36,10 @@ use crate::oserror::os_message;
 
 /// Size of the write buffer of each log file.
 pub const LOG_BUFFER_BYTES: usize = 64 * 1024;
+
+/// A line logged this long (µs) after the file was last written is
+/// written out with what the buffer holds.
+pub const FLUSH_AFTER_US: i64 = 1_000_000;
 
 /// The logging options of a run.
 #[derive(Clone, Debug, PartialEq)]
@@ -136,6 +147,8 @@ pub struct TransactionLog<W: Write> {
     path: String,
     options: LogOptions,
     aggregate: Option<Aggregate>,
+    /// When the buffer was last written out, µs since the epoch.
+    flushed_us: i64,
 }
 
 impl TransactionLog<File> {
@@ -170,6 +183,7 @@ impl<W: Write> TransactionLog<W> {
             path,
             options: options.clone(),
             aggregate,
+            flushed_us: start_us,
         }
     }
 
@@ -180,6 +194,7 @@ impl<W: Write> TransactionLog<W> {
         if let Some(a) = self.aggregate.as_mut() {
             a.start_us = start_us.div_euclid(1_000_000) * 1_000_000;
         }
+        self.flushed_us = start_us;
     }
 
     /// Logs one transaction. Under `--sampling-rate`, `sample` is drawn once
@@ -201,7 +216,12 @@ impl<W: Write> TransactionLog<W> {
                 agg.stats
                     .add(entry.outcome, entry.tries, entry.latency_us, entry.lag_us);
             }
-            return Ok(());
+            // An interval line is written out as soon as its interval
+            // closes: one write per interval at most.
+            if self.out.buffer().is_empty() {
+                return Ok(());
+            }
+            return self.flush();
         }
         let mut line = LineBuf::new();
         line.push_u64(u64::from(entry.client_id));
@@ -233,7 +253,21 @@ impl<W: Write> TransactionLog<W> {
             line.push_u64(u64::from(entry.tries.saturating_sub(1)));
         }
         line.push_byte(b'\n');
-        self.write(line.as_bytes())
+        self.write(line.as_bytes())?;
+        self.flush_if_due(entry.now_us)
+    }
+
+    /// Writes the buffer out when it holds lines and the file was last
+    /// written [`FLUSH_AFTER_US`] or more before `now_us`.
+    fn flush_if_due(&mut self, now_us: i64) -> Result<(), LogError> {
+        if now_us - self.flushed_us < FLUSH_AFTER_US {
+            return Ok(());
+        }
+        self.flushed_us = now_us;
+        if self.out.buffer().is_empty() {
+            return Ok(());
+        }
+        self.flush()
     }
 
     /// Writes the aggregation intervals that ended by `now_us`, then flushes.

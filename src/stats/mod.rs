@@ -14,8 +14,10 @@
 //! - HDR histograms ([`LatencyHistogram`]), which pgbench does not have,
 //!   for percentiles: fixed memory, 0.1% precision, exact merging.
 //!
-//! Memory is constant over any run length: histograms have fixed bounds and
-//! the per-interval series coarsens instead of growing ([`IntervalSeries`]).
+//! Memory is bounded over any run length: histograms have fixed bounds
+//! (their pages become resident as values first reach them, so a run's
+//! memory grows early and levels off), and the per-interval series, kept
+//! only for `--json`, coarsens instead of growing ([`IntervalSeries`]).
 
 pub mod cfmt;
 pub mod histogram;

@@ -110,6 +110,7 @@ mod tests {
             latency_limit_us: None,
             start_us: 0,
             throttled: options.throttled,
+            series: false,
         };
         let mut stats = ThreadStats::new(&layout);
         let mut p = ProgressReporter::new(options, 1_700_000_000_000_000);
