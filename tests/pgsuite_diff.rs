@@ -39,14 +39,12 @@ fn both(db: &str, text: &str, args: &[&str]) -> ((Option<i32>, String), (Option<
 }
 
 /// A `COPY ... FROM STDIN` in a script aborts the client with pgbench's
-/// message and exit status 2, in every query mode. pgbench 18 leaves the
-/// copy state with `PQendcopy`, which ends the COPY with no rows as a
-/// success; pgbolt does the same, so the COPY's statement trigger fires
-/// once per run and the server logs no error. (pgbench 15 closes the
-/// connection in the middle of the COPY, so its trigger never fires; that
-/// count is not compared.)
+/// message and exit status 2, in every query mode. pgbench leaves the copy
+/// state with `PQendcopy`, which ends the COPY with no rows as a success,
+/// so the COPY's statement trigger fires once per run of either program.
+/// A `COPY ... TO STDOUT` aborts the same way.
 #[test]
-fn copy_from_stdin_aborts_the_client_and_ends_the_copy_as_pgbench_18() {
+fn copy_aborts_the_client_and_ends_the_copy_as_pgbench() {
     let db = database(None);
     sql(
         &db,
@@ -55,36 +53,86 @@ fn copy_from_stdin_aborts_the_client_and_ends_the_copy_as_pgbench_18() {
            $$ begin insert into fired values (1); return null; end $$;
          create trigger note after insert on t for each statement execute function note();",
     );
+    for text in ["COPY t FROM STDIN;\n", "COPY (SELECT 1) TO STDOUT;\n"] {
+        for mode in MODES {
+            let case = format!("-M {mode}: {text}");
+            let before = sql(&db, "select count(*) from fired");
+            let file = script(text);
+            let args = ["-n", "-t", "1", "-M", mode, "-f", file.path.as_str()];
+            let theirs = pgbench(&db, &args);
+            let by_pgbench = sql(&db, "select count(*) from fired");
+            let ours = pgbolt(&db, &args);
+            let by_pgbolt = sql(&db, "select count(*) from fired");
+            let (theirs, ours) = (outcome(&theirs, "pgbench"), outcome(&ours, "pgbolt"));
+            assert_eq!(ours, theirs, "{case}");
+            assert_eq!(ours.0, Some(2), "{case}");
+            assert!(
+                ours.1
+                    .contains("COPY is not supported in pgbench, aborting"),
+                "{case}: {}",
+                ours.1
+            );
+            let fired = |after: &str, earlier: &str| {
+                after.parse::<u32>().unwrap() - earlier.parse::<u32>().unwrap()
+            };
+            assert_eq!(
+                fired(&by_pgbolt, &by_pgbench),
+                fired(&by_pgbench, &before),
+                "{case}: triggers fired"
+            );
+        }
+    }
+    assert_eq!(
+        sql(&db, "select count(*) from fired"),
+        "6",
+        "one per COPY FROM STDIN run of each program"
+    );
+    assert_eq!(sql(&db, "select count(*) from t"), "0");
+}
+
+/// An error the server raises as it completes the COPY that the client
+/// ended (a statement trigger's) is shown after the abort line, as libpq's
+/// `PQendcopy` shows it, word for word as pgbench prints it.
+#[test]
+fn an_error_completing_the_copy_is_shown_as_pgbench_shows_it() {
+    let db = database(None);
+    sql(
+        &db,
+        "create table t (a int);
+         create function boom() returns trigger language plpgsql as
+           $$ begin raise exception 'boom'; end $$;
+         create trigger boom after insert on t for each statement execute function boom();",
+    );
     for mode in MODES {
         let (theirs, ours) = both(&db, "COPY t FROM STDIN;\n", &["-t", "1", "-M", mode]);
         assert_eq!(ours, theirs, "-M {mode}");
-        assert_eq!(ours.0, Some(2), "-M {mode}");
-        assert!(
-            ours.1
-                .contains("COPY is not supported in pgbench, aborting"),
-            "-M {mode}: {}",
-            ours.1
-        );
-        sql(&db, "delete from fired");
-        let again = pgbolt(
+        assert!(ours.1.contains("\nERROR:  boom\n"), "-M {mode}: {}", ours.1);
+    }
+}
+
+/// A COPY in a pipeline followed by `\syncpipeline` (pgbench 17 and
+/// later, so pgbolt alone): the server ignores the pipeline's Syncs while
+/// it waits for the COPY's data, and the client that ended the COPY must
+/// not wait for their answers. A client that did would run until `-T`
+/// ran out and be cancelled there.
+#[test]
+fn copy_in_a_pipeline_with_sync_points_aborts_without_waiting() {
+    let db = database(None);
+    sql(&db, "create table t (a int)");
+    let file = script("\\startpipeline\nCOPY t FROM STDIN;\n\\syncpipeline\n\\endpipeline\n");
+    for mode in ["extended", "prepared"] {
+        let out = pgbolt(
             &db,
-            &[
-                "-n",
-                "-t",
-                "1",
-                "-M",
-                mode,
-                "-f",
-                script("COPY t FROM STDIN;\n").path.as_str(),
-            ],
+            &["-n", "-T", "60", "-M", mode, "-f", file.path.as_str()],
         );
-        assert_eq!(again.status.code(), Some(2), "-M {mode}");
-        assert_eq!(
-            sql(&db, "select count(*) from fired"),
-            "1",
-            "-M {mode}: the COPY ends as a success"
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "-M {mode}: {err}");
+        assert!(
+            err.contains("COPY is not supported in pgbench, aborting"),
+            "-M {mode}: {err}"
         );
-        assert_eq!(sql(&db, "select count(*) from t"), "0", "-M {mode}");
+        assert!(!err.contains("cancel"), "-M {mode}: {err}");
+        assert_eq!(processed(&out), 0, "-M {mode}");
     }
 }
 

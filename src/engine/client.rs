@@ -116,7 +116,11 @@ pub struct Response {
     pub error: Option<(ErrorStatus, u32, String)>,
     /// A problem of the client's own making (COPY), to abort with.
     pub abort: Option<String>,
-    /// CopyDone was sent to end a COPY FROM STDIN (with no rows).
+    /// A COPY FROM STDIN (CopyInResponse, or CopyBothResponse) waits for
+    /// the CopyDone this client owes it.
+    pub copy_in: bool,
+    /// CopyDone was sent to end a COPY FROM STDIN (with no rows): an error
+    /// that follows is the COPY's own, which libpq shows as a notice.
     pub copy_ended: bool,
     /// For `\gset`/`\aset`: the slot of each column of the current result
     /// (`None`: no script uses that name, so it is not stored).
@@ -157,6 +161,7 @@ impl Response {
         self.last_rows = 0;
         self.error = None;
         self.abort = None;
+        self.copy_in = false;
         self.copy_ended = false;
         self.bad_name = None;
         self.store_failed = None;

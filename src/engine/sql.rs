@@ -353,17 +353,20 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
                 return Ok(true);
             }
         }
-        if response.abort.is_some() && !response.copy_ended {
-            // pgbench 18 leaves the copy state with PQendcopy, which sends
+        if response.copy_in {
+            // pgbench leaves the copy state with PQendcopy, which sends
             // CopyDone: the server ends the COPY with no rows, as a success
             // (statement triggers fire, an implicit transaction commits).
+            response.copy_in = false;
             response.copy_ended = true;
             conn.copy_done();
             if query.mode != QueryMode::Simple {
-                // The server ignored our Sync in copy-in mode and waits for
-                // one after the COPY (libpq sends this Sync too when it ends
-                // a COPY in extended mode).
+                // In copy-in mode the server ignored every Sync sent after
+                // the COPY (a pipeline's), and waits for one after it (libpq
+                // sends this Sync too when it ends a COPY in extended mode):
+                // its ReadyForQuery is the last one to come.
                 conn.sync();
+                response.syncs_left = 1;
             }
             flush_or_defer(conn, peer_closed)?;
         }
@@ -377,7 +380,7 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
                         return Ok(true);
                     }
                 }
-                if response.abort.is_some() && !response.copy_ended {
+                if response.copy_in {
                     // A CopyInResponse came in this read: the server waits
                     // for our CopyDone before it says anything more.
                     continue;
@@ -553,13 +556,13 @@ fn handle(
                 );
             }
         }
-        Message::CopyInResponse { .. }
-        | Message::CopyOutResponse { .. }
-        | Message::CopyBothResponse { .. }
-            if r.abort.is_none() =>
-        {
-            r.abort = Some("COPY is not supported in pgbench, aborting".to_owned());
+        Message::CopyInResponse { .. } | Message::CopyBothResponse { .. } => {
+            r.copy_in = true;
+            copy_not_supported(r);
         }
+        // The server sends all of a COPY TO STDOUT without waiting for
+        // anything: libpq's PQendcopy sends nothing for it either.
+        Message::CopyOutResponse { .. } => copy_not_supported(r),
         Message::ReadyForQuery(_) => {
             if !query.preparing(r) {
                 let failed = r.error.is_some() || r.abort.is_some() || r.store_failed.is_some();
@@ -578,6 +581,14 @@ fn handle(
         _ => {}
     }
     false
+}
+
+/// A COPY met in a script aborts the client (the first one of the
+/// command, for a compound query).
+fn copy_not_supported(r: &mut Response) {
+    if r.abort.is_none() {
+        r.abort = Some("COPY is not supported in pgbench, aborting".to_owned());
+    }
 }
 
 /// `\gset`/`\aset`: the variable slot of each column of the result about
@@ -643,6 +654,13 @@ fn finish_results(c: &mut Client, plan: &Plan) {
     c.pipeline = None;
     if let Some(message) = c.response.abort.take() {
         log::error(format_args!("{message}"));
+        if c.response.copy_ended {
+            // PQendcopy shows the failure of the COPY it ended (a
+            // statement trigger's error) as a notice.
+            if let Some((_, _, error)) = c.response.error.take() {
+                crate::cli::ewrite!("{error}\n");
+            }
+        }
         c.state = State::Aborted;
         return;
     }
