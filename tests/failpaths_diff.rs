@@ -204,9 +204,11 @@ fn backend_message(tag: u8, body: &[u8]) -> Vec<u8> {
 /// frontend message type`). Now the stream ends inside the message, which
 /// the server reports as `incomplete message from client`.
 ///
-/// A fake server on a Unix socket answers the startup, reads nothing
-/// until the client has sent what the socket takes of a large query,
-/// then makes room for a few more bytes before the client closes.
+/// A fake server on a Unix socket answers the startup and reads nothing
+/// until the client's write of a large query has stopped on a full
+/// socket; it then takes what the socket holds (room for a Terminate,
+/// had one been written) and reads the rest only after the client has
+/// closed.
 #[test]
 fn a_connection_closed_inside_a_message_sends_nothing_after_it() {
     use std::io::{Read, Write};
@@ -216,6 +218,7 @@ fn a_connection_closed_inside_a_message_sends_nothing_after_it() {
     let dir = tempfile::tempdir().unwrap();
     let listener = UnixListener::bind(dir.path().join(".s.PGSQL.5432")).unwrap();
     let (room_made, wait_room) = mpsc::channel();
+    let (socket_full, wait_full) = mpsc::channel();
     let server = std::thread::spawn(move || {
         let (mut stream, _) = listener.accept().unwrap();
         let mut len = [0u8; 4];
@@ -230,8 +233,10 @@ fn a_connection_closed_inside_a_message_sends_nothing_after_it() {
         ]
         .concat();
         stream.write_all(&handshake).unwrap();
-        let mut first = vec![0u8; 64 * 1024];
-        stream.read_exact(&mut first).unwrap();
+        wait_full.recv().unwrap();
+        let mut first = vec![0u8; 256 * 1024];
+        let taken = stream.read(&mut first).unwrap();
+        first.truncate(taken);
         room_made.send(()).unwrap();
         let mut rest = Vec::new();
         stream.read_to_end(&mut rest).unwrap();
@@ -255,6 +260,7 @@ fn a_connection_closed_inside_a_message_sends_nothing_after_it() {
     let sql = format!("SELECT '{}'", "x".repeat(8 << 20));
     conn.query(&sql).unwrap();
     assert!(!conn.flush().unwrap(), "the socket took the whole query");
+    socket_full.send(()).unwrap();
     wait_room.recv().unwrap();
     conn.close();
     let received = server.join().unwrap();
@@ -275,7 +281,9 @@ fn a_connection_closed_inside_a_message_sends_nothing_after_it() {
 /// ends (the end of `-T` after its grace period), the report is printed
 /// with the usual exit status, and the server, once it reads again, finds
 /// the stream ending inside that statement (`incomplete message from
-/// client`), never anything after it taken for a new message. pgbench
+/// client`). The socket stays full here, so nothing could follow the
+/// statement anyway: what is written after a message sent in part is
+/// `a_connection_closed_inside_a_message_sends_nothing_after_it`'s. pgbench
 /// has nothing to compare here: it waits in its blocking send for as long
 /// as the backend does not read.
 #[test]

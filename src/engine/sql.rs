@@ -211,13 +211,7 @@ pub fn read_results(c: &mut Client, plan: &Plan) -> bool {
             finish_results(c, plan);
             true
         }
-        Err(e) if c.response.send_cut && matches!(e.kind(), ErrorKind::Io | ErrorKind::Closed) => {
-            // The connection ended before the whole statement went out,
-            // and nothing came after the server closed its end. libpq
-            // then fails the send (it takes in what arrives while it
-            // waits to write, without showing it, and reads once more
-            // after a failed write): pgbench never shows the FATAL that
-            // came before. In a pipeline, that is its sync's send.
+        Err(e) if send_failed(&c.response, &e, c.pipeline.is_some()) => {
             if c.pipeline.is_some() {
                 command_failed(c, "endpipeline", "failed to send a pipeline sync");
             } else {
@@ -237,6 +231,25 @@ pub fn read_results(c: &mut Client, plan: &Plan) -> bool {
             true
         }
     }
+}
+
+/// Whether pgbench would have failed to send the statement whose results
+/// end in `e`: the connection ended before the whole statement went out,
+/// and the server said nothing pgbolt read (the FATAL of a terminated
+/// backend is shown instead, as libpq shows it). A reset (a Unix socket,
+/// or a TCP peer that answered with RST) fails libpq's write at once; a
+/// plain end of stream is met by the write only inside a pipeline (its
+/// Sync goes out last, after the end), while outside one the TCP stack
+/// takes the rest of the statement and libpq finds the end as it reads
+/// (`perhaps the backend died while processing`).
+fn send_failed(r: &Response, e: &pgwire::Error, pipeline: bool) -> bool {
+    r.send_cut
+        && r.error.is_none()
+        && match e.kind() {
+            ErrorKind::Io => true,
+            ErrorKind::Closed => pipeline,
+            _ => false,
+        }
 }
 
 /// A connection whose backend had ended while the client was idle, and a

@@ -174,11 +174,13 @@ impl Connection {
             return Ok(self.wbuf.is_empty());
         }
         let before = self.wbuf.len();
-        let done = self.stream.write(&mut self.wbuf).map_err(Error::io)?;
-        // A TLS layer takes whole messages into its records, so only a
-        // plain socket can stop inside one.
-        self.cut = !done && !self.is_tls() && (self.cut || self.wbuf.len() < before);
-        Ok(done)
+        let written = self.stream.write(&mut self.wbuf).map_err(Error::io);
+        // Output left after some was taken (by the socket, or by a TLS
+        // layer, which takes at most its buffer's worth) starts inside a
+        // message, or may: a write can stop at a message boundary too,
+        // and then the cost is only a Terminate not sent.
+        self.cut = !self.wbuf.is_empty() && (self.cut || self.wbuf.len() < before);
+        written
     }
 
     /// Drops the output not sent yet: after the server has closed its end,
