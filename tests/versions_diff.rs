@@ -10,7 +10,7 @@ mod common;
 
 use std::process::{Command, Output};
 
-use common::{pgbolt_path, stderr, PGBENCH};
+use common::{pgbolt_path, server, stderr, PGBENCH};
 use pgbolt::tempdb::TempDb;
 
 /// `program` with every inherited `PG*` variable replaced by `db`'s
@@ -67,4 +67,60 @@ fn preflight_on_a_server_without_role_reserved_slots() {
         "{}",
         stderr(&pgbolt)
     );
+}
+
+/// A database of the shared server initialized by pgbench at scale 1.
+fn bench_database() -> String {
+    let db = server().create_database().expect("create database");
+    let init = command(std::path::Path::new(PGBENCH), server(), &[])
+        .args(["-i", "-q", &db])
+        .output()
+        .expect("pgbench -i");
+    assert!(init.status.success(), "{}", stderr(&init));
+    db
+}
+
+/// Standard error with the program's name as `PROG`.
+fn messages(out: &Output, program: &str) -> String {
+    stderr(out).replace(&format!("{program}: "), "PROG: ")
+}
+
+/// Notices drawn by the queries before the vacuum (`client_min_messages`
+/// at `log` shows each statement) come as they arrive, before
+/// `starting vacuum...`, as pgbench shows them; those of pgbolt's own
+/// preflight queries are not shown at all. The seed makes both programs
+/// send the same account ids, so every line is the same.
+#[test]
+fn set_up_notices_come_in_pgbench_order() {
+    let db = bench_database();
+    let env = [("PGOPTIONS", "-c client_min_messages=log")];
+    for extra in [&[][..], &["-v"], &["-n"], &["-N", "-M", "prepared"]] {
+        let mut args = vec!["-t", "2", "--random-seed=5", &db];
+        args.extend_from_slice(extra);
+        let (pgbench, pgbolt) = both(server(), &args, &env);
+        assert_eq!(pgbench.status.code(), Some(0), "{}", stderr(&pgbench));
+        assert_eq!(pgbolt.status.code(), Some(0), "{}", stderr(&pgbolt));
+        let ours = messages(&pgbolt, "pgbolt");
+        assert_eq!(ours, messages(&pgbench, "pgbench"), "{args:?}");
+        assert!(!ours.contains("pg_backend_pid"), "{ours}");
+    }
+}
+
+/// The same when the table look-up fails: its notices come before the
+/// error.
+#[test]
+fn notices_come_before_a_missing_table_error() {
+    let db = server().create_database().expect("create database");
+    let env = [("PGOPTIONS", "-c client_min_messages=log")];
+    let (pgbench, pgbolt) = both(server(), &["-S", "-t", "1", &db], &env);
+    assert_eq!(pgbench.status.code(), Some(1), "{}", stderr(&pgbench));
+    assert_eq!(pgbolt.status.code(), Some(1), "{}", stderr(&pgbolt));
+    let theirs = messages(&pgbench, "pgbench");
+    let notice = "LOG:  statement: select count(*) from pgbench_branches\n";
+    let error = "PROG: error: could not count number of branches";
+    assert!(
+        theirs.find(notice) < theirs.find(error) && theirs.contains(error),
+        "{theirs}"
+    );
+    assert_eq!(messages(&pgbolt, "pgbolt"), theirs);
 }
