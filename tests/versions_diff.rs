@@ -124,3 +124,28 @@ fn notices_come_before_a_missing_table_error() {
     );
     assert_eq!(messages(&pgbolt, "pgbolt"), theirs);
 }
+
+/// `sslnegotiation=direct` against a server before 17: the server reads
+/// the TLS hello as a startup packet and hangs up. libpq 18 (pgbench 18,
+/// tried against servers 13 and 15) reports OpenSSL's words for the end
+/// of the stream; pgbench 15 knows no `sslnegotiation`, so only pgbolt
+/// runs here.
+#[test]
+fn a_server_hanging_up_during_a_direct_handshake() {
+    let port = server().port().to_string();
+    let out = command(&pgbolt_path(), server(), &[])
+        .args(["-S", "-t", "1", "-h", "127.0.0.1", "-p", &port])
+        .env("PGSSLMODE", "require")
+        .env("PGSSLNEGOTIATION", "direct")
+        .output()
+        .expect("pgbolt runs");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "pgbolt: error: connection to server at \"127.0.0.1\", port {port} failed: \
+             SSL error: unexpected eof while reading\n\
+             pgbolt: error: could not create connection for setup\n"
+        )
+    );
+}
