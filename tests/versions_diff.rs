@@ -149,3 +149,40 @@ fn a_server_hanging_up_during_a_direct_handshake() {
         )
     );
 }
+
+/// `--exit-on-abort` (pgbench 17; the local pgbench 15 has no such
+/// option, so only pgbolt runs here): pgbench 17 and 18, against every
+/// server version, report the first client of the thread that aborts and
+/// no other, since the thread leaves its loop over the clients there.
+/// Four clients of one thread that all fail at once used to report one
+/// to four aborts.
+#[test]
+fn exit_on_abort_reports_one_aborted_client_per_thread() {
+    let script = common::script_file("zero.sql", "select 1/0;\n");
+    for _ in 0..5 {
+        let out = command(&pgbolt_path(), server(), &[])
+            .args([
+                "-n",
+                "-f",
+                &script.path,
+                "-t",
+                "3",
+                "-c",
+                "4",
+                "--exit-on-abort",
+            ])
+            .output()
+            .expect("pgbolt runs");
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let err = stderr(&out);
+        assert_eq!(
+            err.matches("aborted in command 0 query 0").count(),
+            1,
+            "{err}"
+        );
+        assert!(
+            err.ends_with("pgbolt: error: Run was aborted due to an error in thread 0\n"),
+            "{err}"
+        );
+    }
+}
