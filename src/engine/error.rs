@@ -69,6 +69,10 @@ pub struct Preflight {
     pub max_connections: i64,
     pub reserved: i64,
     pub in_use: i64,
+    /// The server has `reserved_connections` and the role
+    /// `pg_use_reserved_connections` (PostgreSQL 16 and later); before 16
+    /// only superusers have slots of their own.
+    pub role_slots: bool,
     /// The server is `--temp-instance`'s, whose settings come from
     /// `--temp-instance-setting`.
     pub temp_instance: bool,
@@ -139,12 +143,16 @@ impl fmt::Display for EngineError {
                 write!(
                     f,
                     "the server cannot accept {} more connections: max_connections is {}, {} \
-                     are reserved for superusers and roles with pg_use_reserved_connections, \
-                     and {} are in use, which leaves {}\n{P}: hint: Run with fewer clients \
-                     (-c {}), ",
+                     are reserved for superusers{}, and {} are in use, which leaves {}\n\
+                     {P}: hint: Run with fewer clients (-c {}), ",
                     p.clients,
                     p.max_connections,
                     p.reserved,
+                    if p.role_slots {
+                        " and roles with pg_use_reserved_connections"
+                    } else {
+                        ""
+                    },
                     p.in_use,
                     p.available().max(0),
                     p.available().max(1),
@@ -183,5 +191,37 @@ impl std::error::Error for EngineError {}
 impl From<ScriptError> for EngineError {
     fn from(e: ScriptError) -> Self {
         EngineError::Script(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{EngineError, Preflight};
+
+    /// Servers before 16 have no `pg_use_reserved_connections`, so the
+    /// refusal names superusers alone there.
+    #[test]
+    fn preflight_names_the_reserved_slots_the_server_has() {
+        let cases = [
+            (false, "3 are reserved for superusers, and 1 are in use"),
+            (
+                true,
+                "3 are reserved for superusers and roles with pg_use_reserved_connections, \
+                 and 1 are in use",
+            ),
+        ];
+        for (role_slots, expected) in cases {
+            let error = EngineError::Preflight(Preflight {
+                clients: 60,
+                max_connections: 50,
+                reserved: 3,
+                in_use: 1,
+                role_slots,
+                temp_instance: false,
+            });
+            let text = error.to_string();
+            assert!(text.contains(expected), "{role_slots}: {text}");
+            assert!(text.contains("which leaves 46\n"), "{text}");
+        }
     }
 }

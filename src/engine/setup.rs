@@ -90,11 +90,21 @@ pub fn print_version(client: &Client, to_stderr: bool) {
 /// serializable transactions on a hot standby, ...) that pgbench meets
 /// in its own first query or in the clients' first statements, and
 /// reports there with its own words and exit status.
+///
+/// The notices these queries draw (`LOG:  statement: ...` under
+/// `client_min_messages=log`) are dropped: they are about pgbolt's own
+/// queries, which pgbench does not run.
 pub fn preflight(
     client: &mut Client,
     clients: u32,
     temp_instance: bool,
 ) -> Result<(), EngineError> {
+    let result = check_room(client, clients, temp_instance);
+    drop(client.take_notices());
+    result
+}
+
+fn check_room(client: &mut Client, clients: u32, temp_instance: bool) -> Result<(), EngineError> {
     let Ok(rows) = client.simple_query("select pg_catalog.pg_backend_pid()") else {
         return Ok(());
     };
@@ -113,7 +123,8 @@ pub fn preflight(
                and pg_catalog.pg_has_role(current_user, 'pg_use_reserved_connections', 'member') \
             then 0 else coalesce(current_setting('reserved_connections', true)::int, 0) end \
         end, \
-        (select count(*) from pg_catalog.pg_stat_activity where backend_type = 'client backend') - 1 \
+        (select count(*) from pg_catalog.pg_stat_activity where backend_type = 'client backend') - 1, \
+        exists (select 1 from pg_catalog.pg_roles where rolname = 'pg_use_reserved_connections') \
         from pg_catalog.pg_roles r where r.rolname = current_user";
     let Ok(rows) = client.simple_query(QUERY) else {
         return Ok(());
@@ -132,6 +143,7 @@ pub fn preflight(
         max_connections: number(row, 0),
         reserved: number(row, 1),
         in_use: number(row, 2),
+        role_slots: row.get(3).and_then(|v| v.as_deref()) == Some("t"),
         temp_instance,
     };
     if i64::from(clients) > check.available() {
@@ -147,7 +159,11 @@ pub fn table_info(
     dbname: &str,
     scale_given: bool,
 ) -> Result<TableInfo, EngineError> {
-    let rows = client.simple_query(COUNT_BRANCHES).map_err(|error| {
+    let rows = client.simple_query(COUNT_BRANCHES);
+    // Notices are shown as they come, before the error or the vacuum, as
+    // libpq's notice processor shows them.
+    show_notices(client.take_notices());
+    let rows = rows.map_err(|error| {
         let missing_table_in = (error.sqlstate() == Some("42P01")).then(|| dbname.to_owned());
         EngineError::CountBranches {
             error,
@@ -175,7 +191,9 @@ pub fn table_info(
         left join pg_catalog.pg_inherits as i on (c.oid = i.inhparent) \
         where c.relname = 'pgbench_accounts' and o.n is not null \
         group by 1, 2 order by 1 asc limit 1";
-    let partitioning = match client.simple_query(partition_query) {
+    let partition_rows = client.simple_query(partition_query);
+    show_notices(client.take_notices());
+    let partitioning = match partition_rows {
         Err(_) => None,
         Ok(rows) => {
             let Some(row) = rows.first() else {

@@ -452,6 +452,12 @@ fn step(
     env: &mut ThreadEnv,
     remaining: &mut usize,
 ) {
+    // pgbench leaves its loop over the clients at the first abort under
+    // --exit-on-abort: the clients after it in the same turn are not
+    // advanced, so their errors are not reported.
+    if plan.exit_on_abort && shared.exit_on_abort_triggered() {
+        return;
+    }
     let Some(c) = clients.get_mut(idx) else {
         return;
     };

@@ -297,6 +297,12 @@ impl Try {
                         self.check_peer_name(config)?;
                         self.queue_startup(config)?
                     }
+                    // The server hung up in the middle of the handshake
+                    // (a server before 17 reading a direct TLS hello as a
+                    // startup packet): libpq's OpenSSL words.
+                    Err(HandshakeError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                        return Err(Error::tls_msg("SSL error: unexpected eof while reading"))
+                    }
                     Err(HandshakeError::Io(e)) => return Err(Error::io(e)),
                     Err(HandshakeError::Tls(rustls::Error::General(msg))) => {
                         return Err(Error::tls_msg(msg))

@@ -1,0 +1,188 @@
+//! What differed between pgbolt and pgbench when both were pointed at
+//! servers other than the machine's PostgreSQL 15 (13, 17 and 18; see
+//! "Server versions" in docs/compatibility.md), pinned here where the
+//! local server reaches the same code: the order of set-up notices, the
+//! wording of the preflight on a server without
+//! `pg_use_reserved_connections`, and a server hanging up in the middle
+//! of a direct TLS handshake.
+
+mod common;
+
+use std::process::{Command, Output};
+
+use common::{pgbolt_path, server, stderr, PGBENCH};
+use pgbolt::tempdb::TempDb;
+
+/// `program` with every inherited `PG*` variable replaced by `db`'s
+/// socket, port and superuser, and `env` on top.
+fn command(program: &std::path::Path, db: &TempDb, env: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(program);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("PG") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.envs(db.env()).envs(env.iter().copied());
+    cmd
+}
+
+/// Runs pgbench and pgbolt with the same arguments and environment.
+fn both(db: &TempDb, args: &[&str], env: &[(&str, &str)]) -> (Output, Output) {
+    let run = |program: &std::path::Path| {
+        command(program, db, env)
+            .args(args)
+            .output()
+            .expect("program runs")
+    };
+    (run(std::path::Path::new(PGBENCH)), run(&pgbolt_path()))
+}
+
+/// A server before 16 has no `pg_use_reserved_connections`: the preflight
+/// names superusers alone. pgbench connects its clients until the server
+/// refuses one; both stop with exit status 1.
+#[test]
+fn preflight_on_a_server_without_role_reserved_slots() {
+    let db = TempDb::builder()
+        .max_connections(10)
+        .start()
+        .expect("small server starts");
+    db.psql("CREATE ROLE plain LOGIN; CREATE DATABASE plain_db OWNER plain")
+        .expect("role");
+    let env = [("PGUSER", "plain")];
+    let script = common::script_file("one.sql", "select 1;\n");
+    let args = ["-n", "-f", script.path.as_str(), "-c", "9", "plain_db"];
+    let (pgbench, pgbolt) = both(&db, &args, &env);
+    assert_eq!(pgbench.status.code(), Some(1), "{}", stderr(&pgbench));
+    assert!(
+        stderr(&pgbench).contains("remaining connection slots are reserved"),
+        "{}",
+        stderr(&pgbench)
+    );
+    assert_eq!(pgbolt.status.code(), Some(1), "{}", stderr(&pgbolt));
+    assert!(
+        stderr(&pgbolt).starts_with(
+            "pgbolt: error: the server cannot accept 9 more connections: max_connections \
+             is 10, 3 are reserved for superusers, and 0 are in use, which leaves 7\n"
+        ),
+        "{}",
+        stderr(&pgbolt)
+    );
+}
+
+/// A database of the shared server initialized by pgbench at scale 1.
+fn bench_database() -> String {
+    let db = server().create_database().expect("create database");
+    let init = command(std::path::Path::new(PGBENCH), server(), &[])
+        .args(["-i", "-q", &db])
+        .output()
+        .expect("pgbench -i");
+    assert!(init.status.success(), "{}", stderr(&init));
+    db
+}
+
+/// Standard error with the program's name as `PROG`.
+fn messages(out: &Output, program: &str) -> String {
+    stderr(out).replace(&format!("{program}: "), "PROG: ")
+}
+
+/// Notices drawn by the queries before the vacuum (`client_min_messages`
+/// at `log` shows each statement) come as they arrive, before
+/// `starting vacuum...`, as pgbench shows them; those of pgbolt's own
+/// preflight queries are not shown at all. The seed makes both programs
+/// send the same account ids, so every line is the same.
+#[test]
+fn set_up_notices_come_in_pgbench_order() {
+    let db = bench_database();
+    let env = [("PGOPTIONS", "-c client_min_messages=log")];
+    for extra in [&[][..], &["-v"], &["-n"], &["-N", "-M", "prepared"]] {
+        let mut args = vec!["-t", "2", "--random-seed=5", &db];
+        args.extend_from_slice(extra);
+        let (pgbench, pgbolt) = both(server(), &args, &env);
+        assert_eq!(pgbench.status.code(), Some(0), "{}", stderr(&pgbench));
+        assert_eq!(pgbolt.status.code(), Some(0), "{}", stderr(&pgbolt));
+        let ours = messages(&pgbolt, "pgbolt");
+        assert_eq!(ours, messages(&pgbench, "pgbench"), "{args:?}");
+        assert!(!ours.contains("pg_backend_pid"), "{ours}");
+    }
+}
+
+/// The same when the table look-up fails: its notices come before the
+/// error.
+#[test]
+fn notices_come_before_a_missing_table_error() {
+    let db = server().create_database().expect("create database");
+    let env = [("PGOPTIONS", "-c client_min_messages=log")];
+    let (pgbench, pgbolt) = both(server(), &["-S", "-t", "1", &db], &env);
+    assert_eq!(pgbench.status.code(), Some(1), "{}", stderr(&pgbench));
+    assert_eq!(pgbolt.status.code(), Some(1), "{}", stderr(&pgbolt));
+    let theirs = messages(&pgbench, "pgbench");
+    let notice = "LOG:  statement: select count(*) from pgbench_branches\n";
+    let error = "PROG: error: could not count number of branches";
+    assert!(
+        theirs.find(notice) < theirs.find(error) && theirs.contains(error),
+        "{theirs}"
+    );
+    assert_eq!(messages(&pgbolt, "pgbolt"), theirs);
+}
+
+/// `sslnegotiation=direct` against a server before 17: the server reads
+/// the TLS hello as a startup packet and hangs up. libpq 18 (pgbench 18,
+/// tried against servers 13 and 15) reports OpenSSL's words for the end
+/// of the stream; pgbench 15 knows no `sslnegotiation`, so only pgbolt
+/// runs here.
+#[test]
+fn a_server_hanging_up_during_a_direct_handshake() {
+    let port = server().port().to_string();
+    let out = command(&pgbolt_path(), server(), &[])
+        .args(["-S", "-t", "1", "-h", "127.0.0.1", "-p", &port])
+        .env("PGSSLMODE", "require")
+        .env("PGSSLNEGOTIATION", "direct")
+        .output()
+        .expect("pgbolt runs");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "pgbolt: error: connection to server at \"127.0.0.1\", port {port} failed: \
+             SSL error: unexpected eof while reading\n\
+             pgbolt: error: could not create connection for setup\n"
+        )
+    );
+}
+
+/// `--exit-on-abort` (pgbench 17; the local pgbench 15 has no such
+/// option, so only pgbolt runs here): pgbench 17 and 18, against every
+/// server version, report the first client of the thread that aborts and
+/// no other, since the thread leaves its loop over the clients there.
+/// Four clients of one thread that all fail at once used to report one
+/// to four aborts.
+#[test]
+fn exit_on_abort_reports_one_aborted_client_per_thread() {
+    let script = common::script_file("zero.sql", "select 1/0;\n");
+    for _ in 0..5 {
+        let out = command(&pgbolt_path(), server(), &[])
+            .args([
+                "-n",
+                "-f",
+                &script.path,
+                "-t",
+                "3",
+                "-c",
+                "4",
+                "--exit-on-abort",
+            ])
+            .output()
+            .expect("pgbolt runs");
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let err = stderr(&out);
+        assert_eq!(
+            err.matches("aborted in command 0 query 0").count(),
+            1,
+            "{err}"
+        );
+        assert!(
+            err.ends_with("pgbolt: error: Run was aborted due to an error in thread 0\n"),
+            "{err}"
+        );
+    }
+}
