@@ -79,6 +79,14 @@ fn ours(args: &[String], report_on_stdout: bool) -> (Value, Option<i32>, String)
         .any(|a| a.starts_with("--max-tries") && a != "--max-tries=1");
     let rows = parse_log(&log_lines(dir.path()), has("-R"), retries);
     check_against_log(&json, &rows);
+    let intervals = json
+        .pointer("/series/intervals")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    assert!(
+        rows.is_empty() || intervals > 0,
+        "{args:?}: logged transactions but no per-second series"
+    );
     let report = stdout(&out);
     check_against_report(&json, &report);
     check_documented_fields(&json);

@@ -66,11 +66,16 @@ impl ThreadEnv {
         self.timers.push(Reverse((at_us, idx)));
     }
 
-    /// Logs a transaction under `-l`; a write error is reported once.
+    /// Logs a transaction under `-l`; a write error is reported once, and
+    /// the log is left alone after it (the lines still buffered would
+    /// otherwise be written again, in vain, for every transaction).
     pub fn log_transaction(&mut self, entry: &LogEntry) {
         let Some(log) = self.log.as_mut() else {
             return;
         };
+        if self.log_failed {
+            return;
+        }
         let sample = &mut self.sample;
         if let Err(e) = log.log(entry, &mut || sample.next_f64()) {
             if !self.log_failed {

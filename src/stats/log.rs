@@ -17,7 +17,9 @@
 //! `BufWriter`: logging a transaction allocates nothing, and the file is
 //! written when the buffer fills, or when a line is logged a second or
 //! more after the last write ([`FLUSH_AFTER_US`]); an aggregated line is
-//! written as soon as its interval closes. At high rates that changes
+//! written with the first transaction logged after its interval closed
+//! (there is no timer: nothing is written while no transaction ends).
+//! At high rates that changes
 //! nothing; in a long run at a low rate, or with aggregated lines (one a
 //! second fills 64 KiB in about 20 minutes), it keeps the file current
 //! for a reader (`tail -f`) and bounds what a killed run loses, as
