@@ -41,6 +41,15 @@ fn run_with_logs(run: &Run, ours: bool) -> Ran {
     Ran { out, logs }
 }
 
+/// pgbolt's and pgbench's runs of `args` with their logs, after checking
+/// that both succeeded with the same report.
+fn both_with_logs(args: &[&str]) -> (Ran, Ran) {
+    let run = Run::new(shared_database(), args);
+    let (ours, theirs) = (run_with_logs(&run, true), run_with_logs(&run, false));
+    same_report(args, &ours.out, &theirs.out, 0);
+    (ours, theirs)
+}
+
 /// Both programs' reports, in pgbench 18's layout with numbers masked,
 /// must be the same, and both must exit with `status`.
 fn same_report(args: &[&str], ours: &Output, theirs: &Output, status: i32) {
@@ -94,9 +103,7 @@ fn progress_and_aggregation_as_long_as_the_run() {
         "-l",
         "--aggregate-interval=1",
     ];
-    let run = Run::new(shared_database(), &args);
-    let (ours, theirs) = (run_with_logs(&run, true), run_with_logs(&run, false));
-    same_report(&args, &ours.out, &theirs.out, 0);
+    let (ours, theirs) = both_with_logs(&args);
     for (who, ran) in [("pgbolt", &ours), ("pgbench", &theirs)] {
         let suffixes: Vec<&str> = ran.logs.iter().map(|(s, _)| s.as_str()).collect();
         assert_eq!(suffixes, ["", ".1"], "{who}: one log per thread");
@@ -142,9 +149,7 @@ fn transactions_longer_than_an_aggregation_interval() {
         "-l",
         "--aggregate-interval=1",
     ];
-    let run = Run::new(shared_database(), &args);
-    let (ours, theirs) = (run_with_logs(&run, true), run_with_logs(&run, false));
-    same_report(&args, &ours.out, &theirs.out, 0);
+    let (ours, theirs) = both_with_logs(&args);
     for (who, ran) in [("pgbolt", &ours), ("pgbench", &theirs)] {
         assert_eq!(
             line(&stdout(&ran.out), PROCESSED),
@@ -249,9 +254,7 @@ fn sleeps_past_an_int_of_microseconds_wrap_as_in_pgbench() {
 #[test]
 fn many_threads_of_one_client_each() {
     let args = ["-n", "-S", "-t", "3", "-c", "40", "-j", "40", "-l"];
-    let run = Run::new(shared_database(), &args);
-    let (ours, theirs) = (run_with_logs(&run, true), run_with_logs(&run, false));
-    same_report(&args, &ours.out, &theirs.out, 0);
+    let (ours, theirs) = both_with_logs(&args);
     for (who, ran) in [("pgbolt", &ours), ("pgbench", &theirs)] {
         assert_eq!(ran.logs.len(), 40, "{who}");
         assert!(
