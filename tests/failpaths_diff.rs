@@ -4,14 +4,16 @@
 //! moment, and output that cannot be written. Both I/O drivers (epoll and,
 //! where the kernel allows it, io_uring) go through each case.
 //!
-//! A client is caught in the middle of a send without any timing: its
-//! backend is stopped (SIGSTOP) once it has run a marker statement and
-//! waits, idle, for the next one, a statement far larger than a socket's
-//! buffer; the client fills the socket and waits to send the rest, which
-//! the test sees in the backend's receive queue.
+//! A client is caught in the middle of a send without any timing: after a
+//! marker statement its script waits (`\shell`) for a file the test
+//! creates once it has stopped (SIGSTOP) the backend, idle after the
+//! marker; the next statement is far larger than a socket's buffer, so
+//! the client fills the socket and waits to send the rest, which the test
+//! sees in the backend's receive queue.
 
 mod failpaths_support;
 
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -55,11 +57,12 @@ enum Ending {
 /// Runs each program with `args`, ends the backend of its first client
 /// to run the marker as `ending` says, and returns what each showed: the
 /// exit status, the standard error (masked) and the report's count line.
-fn outcomes(db: &TempDb, dbname: &str, args: &[&str], ending: Ending) -> Vec<Seen> {
+fn outcomes(db: &TempDb, dbname: &str, args: &[&str], dir: &Path, ending: Ending) -> Vec<Seen> {
     let mut seen = Vec::new();
     for (application, name, cmd) in programs(db, dbname, args) {
+        hold(dir);
         let run = spawn(cmd);
-        let stopped = Stopped::backend(db, dbname, application);
+        let stopped = Stopped::backend(db, dbname, application, dir);
         let pid = stopped.pid;
         match ending {
             Ending::TerminatedWhileFrozen => {
@@ -126,7 +129,13 @@ fn backend_terminated_during_a_large_send_shows_its_fatal_as_pgbench() {
         let args = [
             "-n", "-t", "2", "-c", clients, "-j", "1", "-M", mode, "-f", script,
         ];
-        let seen = outcomes(db, &dbname, &args, Ending::TerminatedWhileFrozen);
+        let seen = outcomes(
+            db,
+            &dbname,
+            &args,
+            dir.path(),
+            Ending::TerminatedWhileFrozen,
+        );
         let abort = format!(
             "error: client N script 0 aborted in command {command} query 0: FATAL:  \
              terminating connection due to administrator command"
@@ -175,7 +184,7 @@ fn backend_killed_during_a_large_send_fails_the_send_as_in_pgbench() {
     ];
     for (mode, script, abort) in cases {
         let args = ["-n", "-t", "2", "-c", "1", "-M", mode, "-f", script];
-        let seen = outcomes(&db, &dbname, &args, Ending::Killed);
+        let seen = outcomes(&db, &dbname, &args, dir.path(), Ending::Killed);
         assert_all_as_pgbench(
             &seen,
             &[
@@ -298,8 +307,9 @@ fn end_of_run_and_ctrl_c_during_a_large_send_end_the_run_cleanly() {
             let args = [
                 "-n", "-c", "2", "-j", "1", "-T", duration, "-f", &script, driver,
             ];
+            hold(dir.path());
             let run = spawn(pgbolt(db, &dbname, &args));
-            let stopped = Stopped::backend(db, &dbname, "pgbolt");
+            let stopped = Stopped::backend(db, &dbname, "pgbolt", dir.path());
             if ctrl_c {
                 run.signal(libc::SIGINT);
             }

@@ -7,7 +7,7 @@
 #[path = "../robust_support/mod.rs"]
 mod robust_support;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use pgbolt::tempdb::TempDb;
@@ -39,18 +39,29 @@ pub fn drivers(db: &TempDb, dbname: &str) -> Vec<&'static str> {
 /// The statement that marks a client about to send the large one.
 pub const MARKER: &str = "SELECT 'marker';";
 
-/// A script: the marker, a pause, then a statement of about `bytes`
-/// bytes, far more than a socket's buffer holds, so that a client whose
-/// backend does not read stays in the middle of sending it. With
-/// `pipeline`, that statement and a small one after it form a pipeline
-/// (commands 2 to 5, the large one is command 3).
+/// A script: the marker, a wait for the file `go` in `dir` (which
+/// [`Stopped::backend`] creates once the backend is stopped), then a
+/// statement of about `bytes` bytes, far more than a socket's buffer
+/// holds, so that a client whose backend does not read stays in the
+/// middle of sending it. With `pipeline`, that statement and a small one
+/// after it form a pipeline (commands 2 to 5, the large one is command 3).
 pub fn large_statement_script(dir: &Path, bytes: usize, pipeline: bool) -> String {
     let path = dir.join(if pipeline { "piped.sql" } else { "large.sql" });
+    let wait = dir.join("wait-for-go.sh");
+    std::fs::write(
+        &wait,
+        format!(
+            "while [ ! -e {} ]; do sleep 0.01; done\n",
+            dir.join("go").display()
+        ),
+    )
+    .expect("write the wait");
+    let pause = format!("\\shell sh {}\n", wait.display());
     let large = format!("SELECT length('{}');\n", "x".repeat(bytes));
     let text = if pipeline {
-        format!("{MARKER}\n\\sleep 300 ms\n\\startpipeline\n{large}SELECT 2;\n\\endpipeline\n")
+        format!("{MARKER}\n{pause}\\startpipeline\n{large}SELECT 2;\n\\endpipeline\n")
     } else {
-        format!("{MARKER}\n\\sleep 300 ms\n{large}")
+        format!("{MARKER}\n{pause}{large}")
     };
     std::fs::write(&path, text).expect("write script");
     path.display().to_string()
@@ -72,15 +83,18 @@ fn receive_queue(pid: i32) -> Option<u64> {
 
 /// A backend stopped (SIGSTOP) while its client sends the large
 /// statement: waits until a backend of `application` in `dbname` has run
-/// the marker and sits idle (its client is in the pause), stops it, and
-/// waits until its client has filled the socket with the first part of
-/// the statement. The backend goes on when the value is dropped.
+/// the marker and sits idle (its client waits for `go`, the file of the
+/// script's directory `dir`), stops it, creates `go`, and waits until its
+/// client has filled the socket with the first part of the statement.
+/// The backend goes on when the value is dropped; `go` stays until
+/// [`hold`] removes it before the next run.
 pub struct Stopped {
     pub pid: i32,
+    go: PathBuf,
 }
 
 impl Stopped {
-    pub fn backend(db: &TempDb, dbname: &str, application: &str) -> Stopped {
+    pub fn backend(db: &TempDb, dbname: &str, application: &str, dir: &Path) -> Stopped {
         let sql = format!(
             "SELECT pid FROM pg_stat_activity WHERE datname = '{dbname}' \
              AND application_name = '{application}' AND state = 'idle' \
@@ -99,7 +113,11 @@ impl Stopped {
             std::thread::sleep(Duration::from_millis(10));
         };
         signal(pid, libc::SIGSTOP);
-        let stopped = Stopped { pid };
+        let stopped = Stopped {
+            pid,
+            go: dir.join("go"),
+        };
+        std::fs::write(&stopped.go, "").expect("create go");
         while receive_queue(pid).unwrap_or(0) == 0 {
             assert!(
                 Instant::now() < deadline,
@@ -135,6 +153,12 @@ impl Drop for Stopped {
     fn drop(&mut self) {
         signal(self.pid, libc::SIGCONT);
     }
+}
+
+/// Makes the clients of the scripts in `dir` wait after the marker again
+/// (removes `go`): called before each run.
+pub fn hold(dir: &Path) {
+    let _ = std::fs::remove_file(dir.join("go"));
 }
 
 /// The exit status and standard error of a finished run, with the
