@@ -90,23 +90,48 @@ fn copy_aborts_the_client_and_ends_the_copy_as_pgbench() {
     assert_eq!(sql(&db, "select count(*) from t"), "0");
 }
 
-/// An error the server raises as it completes the COPY that the client
-/// ended (a statement trigger's) is shown after the abort line, as libpq's
-/// `PQendcopy` shows it, word for word as pgbench prints it.
+/// What ending a COPY draws is shown where pgbench shows it, word for
+/// word: a statement trigger's notice and error after the abort line (an
+/// error as libpq's `PQendcopy` shows it), the error of a statement after
+/// the COPY not at all, and the server's refusal of a pipeline's next
+/// statement, which arrived in the middle of the COPY, as the COPY's own.
 #[test]
-fn an_error_completing_the_copy_is_shown_as_pgbench_shows_it() {
+fn what_ending_the_copy_draws_is_shown_as_pgbench_shows_it() {
     let db = database(None);
     sql(
         &db,
-        "create table t (a int);
+        "create table t (a int); create table n (a int); create table p (a int);
          create function boom() returns trigger language plpgsql as
            $$ begin raise exception 'boom'; end $$;
-         create trigger boom after insert on t for each statement execute function boom();",
+         create trigger boom after insert on t for each statement execute function boom();
+         create function note() returns trigger language plpgsql as
+           $$ begin raise notice 'copied into n'; return null; end $$;
+         create trigger note after insert on n for each statement execute function note();",
     );
-    for mode in MODES {
-        let (theirs, ours) = both(&db, "COPY t FROM STDIN;\n", &["-t", "1", "-M", mode]);
-        assert_eq!(ours, theirs, "-M {mode}");
-        assert!(ours.1.contains("\nERROR:  boom\n"), "-M {mode}: {}", ours.1);
+    let cases: [(&str, &[&str], &str); 4] = [
+        ("COPY t FROM STDIN;\n", &MODES, "\nERROR:  boom\n"),
+        (
+            "COPY n FROM STDIN;\n",
+            &MODES,
+            "aborting\nNOTICE:  copied into n\n",
+        ),
+        (
+            "COPY n FROM STDIN \\; SELECT 1/0;\n",
+            &["simple"],
+            "aborting\nNOTICE:  copied into n\nPROG: error: Run",
+        ),
+        (
+            "\\startpipeline\nSELECT 1;\nCOPY p FROM STDIN;\nSELECT 2;\n\\endpipeline\n",
+            &["extended", "prepared"],
+            "aborting\nERROR:  unexpected message type",
+        ),
+    ];
+    for (text, modes, shown) in cases {
+        for mode in modes {
+            let (theirs, ours) = both(&db, text, &["-t", "1", "-M", mode]);
+            assert_eq!(ours, theirs, "-M {mode}: {text}");
+            assert!(ours.1.contains(shown), "-M {mode}: {text}: {}", ours.1);
+        }
     }
 }
 

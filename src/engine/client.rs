@@ -114,14 +114,19 @@ pub struct Response {
     pub last_rows: u64,
     /// The first error: its status, the query number and libpq's text.
     pub error: Option<(ErrorStatus, u32, String)>,
-    /// A problem of the client's own making (COPY), to abort with.
+    /// The connection was gone before the results were read.
     pub abort: Option<String>,
+    /// A COPY started: the client aborts, its line already printed (as
+    /// pgbench prints it, before ending the COPY).
+    pub copy_met: bool,
     /// A COPY FROM STDIN (CopyInResponse, or CopyBothResponse) waits for
     /// the CopyDone this client owes it.
     pub copy_in: bool,
-    /// CopyDone was sent to end a COPY FROM STDIN (with no rows): an error
-    /// that follows is the COPY's own, which libpq shows as a notice.
-    pub copy_ended: bool,
+    /// A COPY started and has not completed: an error now is the COPY's.
+    pub copy_open: bool,
+    /// The recorded error is the COPY's, which libpq's `PQendcopy` shows
+    /// as a notice.
+    pub copy_error: bool,
     /// For `\gset`/`\aset`: the slot of each column of the current result
     /// (`None`: no script uses that name, so it is not stored).
     pub columns: Vec<Option<usize>>,
@@ -161,8 +166,10 @@ impl Response {
         self.last_rows = 0;
         self.error = None;
         self.abort = None;
+        self.copy_met = false;
         self.copy_in = false;
-        self.copy_ended = false;
+        self.copy_open = false;
+        self.copy_error = false;
         self.bad_name = None;
         self.store_failed = None;
         self.parse_pending = false;

@@ -211,6 +211,12 @@ pub fn read_results(c: &mut Client, plan: &Plan) -> bool {
             finish_results(c, plan);
             true
         }
+        Err(_) if c.response.copy_met && c.response.copy_error => {
+            // The server ended the connection after the COPY failed (the
+            // next statement of a pipeline arrived in the middle of it).
+            copy_aborted(c);
+            true
+        }
         Err(e) if send_failed(&c.response, &e, c.pipeline.is_some()) => {
             if c.pipeline.is_some() {
                 command_failed(c, "endpipeline", "failed to send a pipeline sync");
@@ -231,6 +237,19 @@ pub fn read_results(c: &mut Client, plan: &Plan) -> bool {
             true
         }
     }
+}
+
+/// A client that met a COPY aborts; PQendcopy has shown the COPY's own
+/// failure (a statement trigger's error, or the server's refusal of a
+/// message that came in the middle of the COPY) as a notice; errors of
+/// the statements after it are not shown.
+fn copy_aborted(c: &mut Client) {
+    if c.response.copy_error {
+        if let Some((_, _, error)) = c.response.error.take() {
+            crate::cli::ewrite!("{error}\n");
+        }
+    }
+    c.state = State::Aborted;
 }
 
 /// Whether pgbench would have failed to send the statement whose results
@@ -371,7 +390,6 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
             // CopyDone: the server ends the COPY with no rows, as a success
             // (statement triggers fire, an implicit transaction commits).
             response.copy_in = false;
-            response.copy_ended = true;
             conn.copy_done();
             if query.mode != QueryMode::Simple {
                 // In copy-in mode the server ignored every Sync sent after
@@ -539,6 +557,7 @@ fn handle(
                 r.last_rows = r.rows;
                 r.results += 1;
             }
+            r.copy_open = false;
             r.rows = 0;
             r.syncs_since_result = 0;
         }
@@ -560,7 +579,10 @@ fn handle(
                 ));
             }
         }
-        Message::ErrorResponse(fields) if r.error.is_none() => record_error(r, &fields, query),
+        Message::ErrorResponse(fields) if r.error.is_none() => {
+            record_error(r, &fields, query);
+            r.copy_error = r.copy_open;
+        }
         Message::NoticeResponse(fields) => {
             if let Ok(notice) = pgwire::DbError::from_fields(fields) {
                 crate::cli::ewrite!(
@@ -578,7 +600,7 @@ fn handle(
         Message::CopyOutResponse { .. } => copy_not_supported(r),
         Message::ReadyForQuery(_) => {
             if !query.preparing(r) {
-                let failed = r.error.is_some() || r.abort.is_some() || r.store_failed.is_some();
+                let failed = r.error.is_some() || r.copy_met || r.store_failed.is_some();
                 if plan.debug && query.pipeline.is_some() && !failed {
                     log::debug(format_args!(
                         "client {} pipeline ending, ongoing syncs: {}",
@@ -596,11 +618,14 @@ fn handle(
     false
 }
 
-/// A COPY met in a script aborts the client (the first one of the
-/// command, for a compound query).
+/// A COPY met in a script aborts the client; pgbench says so as the COPY
+/// starts (once, for the first COPY of a compound query), before the
+/// notices that ending it draws.
 fn copy_not_supported(r: &mut Response) {
-    if r.abort.is_none() {
-        r.abort = Some("COPY is not supported in pgbench, aborting".to_owned());
+    r.copy_open = true;
+    if !r.copy_met {
+        r.copy_met = true;
+        log::error(format_args!("COPY is not supported in pgbench, aborting"));
     }
 }
 
@@ -667,14 +692,11 @@ fn finish_results(c: &mut Client, plan: &Plan) {
     c.pipeline = None;
     if let Some(message) = c.response.abort.take() {
         log::error(format_args!("{message}"));
-        if c.response.copy_ended {
-            // PQendcopy shows the failure of the COPY it ended (a
-            // statement trigger's error) as a notice.
-            if let Some((_, _, error)) = c.response.error.take() {
-                crate::cli::ewrite!("{error}\n");
-            }
-        }
         c.state = State::Aborted;
+        return;
+    }
+    if c.response.copy_met {
+        copy_aborted(c);
         return;
     }
     if c.response.name_taken {
