@@ -59,10 +59,12 @@ fn preflight_on_a_server_without_role_reserved_slots() {
         stderr(&pgbench)
     );
     assert_eq!(pgbolt.status.code(), Some(1), "{}", stderr(&pgbolt));
+    // pgbench's backends may still be ending, so the number in use is
+    // not checked.
     assert!(
         stderr(&pgbolt).starts_with(
             "pgbolt: error: the server cannot accept 9 more connections: max_connections \
-             is 10, 3 are reserved for superusers, and 0 are in use, which leaves 7\n"
+             is 10, 3 are reserved for superusers, and "
         ),
         "{}",
         stderr(&pgbolt)
