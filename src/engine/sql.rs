@@ -452,9 +452,15 @@ fn read_while_idle(conn: &mut pgwire::Connection, show: bool) -> Result<(), pgwi
 fn goes_on(r: &Response, plan: &Plan) -> bool {
     !r.copy_met
         && (r.name_taken
-            || r.error.as_ref().map_or(true, |(status, _, _)| {
-                status.can_retry() || (plan.continue_on_error && *status == ErrorStatus::OtherSql)
-            }))
+            || r.error
+                .as_ref()
+                .map_or(true, |(status, _, _)| survivable(*status, plan)))
+}
+
+/// Whether an error leaves the client running: it is retried, or passed
+/// over under `--continue-on-error`.
+fn survivable(status: ErrorStatus, plan: &Plan) -> bool {
+    status.can_retry() || (plan.continue_on_error && status == ErrorStatus::OtherSql)
 }
 
 /// What was sent for the command whose results are read, kept for the
@@ -731,7 +737,7 @@ fn finish_results(c: &mut Client, plan: &Plan) {
     }
     if let Some((status, qry, message)) = c.response.error.take() {
         c.status = status;
-        if status.can_retry() || (plan.continue_on_error && status == ErrorStatus::OtherSql) {
+        if survivable(status, plan) {
             if plan.verbose_errors {
                 log::info(format_args!(
                     "client {} got an error in command {} (SQL) of script {}; {message}",
