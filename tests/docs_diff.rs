@@ -6,6 +6,7 @@ mod report_support;
 
 use std::path::Path;
 use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use report_support::*;
 
@@ -29,6 +30,14 @@ fn both_under_limits(limits: &str, args: &[&str]) -> (Output, Output) {
     )
 }
 
+/// The two open-file tests run up to 60 clients each; together they
+/// would pass the shared server's 100 connections, so they take turns.
+static MANY_CLIENTS: Mutex<()> = Mutex::new(());
+
+fn many_clients() -> MutexGuard<'static, ()> {
+    MANY_CLIENTS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 fn processed(out: &Output) -> Option<String> {
     line(&stdout(out), "number of transactions actually processed:").map(str::to_owned)
 }
@@ -39,6 +48,7 @@ fn processed(out: &Output) -> Option<String> {
 /// that passes the check never runs out of descriptors while connecting.
 #[test]
 fn open_file_limit_is_checked_before_connecting() {
+    let _turn = many_clients();
     let limits = "ulimit -n 64";
     // Beyond pgbench's own check: the same message from both.
     let (ours, theirs) = both_under_limits(limits, &["-c", "62", "-S", "-t", "1"]);
@@ -73,6 +83,7 @@ fn open_file_limit_is_checked_before_connecting() {
 /// under a low soft limit that pgbench's check passes must run too.
 #[test]
 fn soft_open_file_limit_is_raised_for_every_thread() {
+    let _turn = many_clients();
     let limits = "ulimit -Sn 100 && ulimit -Hn 4096";
     let args = ["-c", "60", "-j", "30", "-S", "-t", "1"];
     let (ours, theirs) = both_under_limits(limits, &args);
