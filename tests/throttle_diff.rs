@@ -205,8 +205,8 @@ fn skipped_transactions_are_reported_logged_and_shown_as_by_pgbench() {
 }
 
 /// Aggregated logs under `-R` and `-L`: one line per whole interval of
-/// the run (the last, partial one is not written), with the lag and
-/// skipped columns.
+/// the run (the last, partial one is not written, an empty one is), with
+/// the lag and skipped columns.
 #[test]
 fn aggregated_log_under_rate_and_latency_limits_matches_pgbench() {
     let dbname = database(shared(), true);
@@ -232,14 +232,13 @@ fn aggregated_log_under_rate_and_latency_limits_matches_pgbench() {
         // start due after the end, finished before that interval did.
         assert!((1..=2).contains(&lines.len()), "{name}: {lines:?}");
         assert_eq!(fields(&lines), [15], "{name}: {lines:?}");
-        for l in &lines {
-            let skipped: u64 = l
-                .split(' ')
-                .nth(10)
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(0);
-            assert!(skipped > 0, "{name}: {l}");
-        }
+        // An interval can be empty, as in pgbench, when one transaction
+        // outlasts it on a loaded machine: the skips are counted overall.
+        let skipped: u64 = lines
+            .iter()
+            .filter_map(|l| l.split(' ').nth(10)?.parse::<u64>().ok())
+            .sum();
+        assert!(skipped > 0, "{name}: {lines:?}");
     }
 }
 
