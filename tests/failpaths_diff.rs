@@ -381,3 +381,87 @@ fn closed_standard_output_and_error_do_not_disturb_the_run() {
         assert!(!log.contains("invalid frontend message"), "{driver}: {log}");
     }
 }
+
+/// Regression: a backend terminated after writing its answer (an error
+/// that aborts the client, then ReadyForQuery) but before its client read
+/// it, so that the client reads the answer and the server's FATAL
+/// together. pgbench shows that FATAL, before the abort line: it drains
+/// the connection with `PQgetResult` first, and libpq parses what it
+/// already holds. pgbolt showed only the abort line.
+///
+/// The client is caught between its send and its read without timing: its
+/// statement waits for an advisory lock the test holds; the test freezes
+/// the client, releases the lock, waits until the backend has answered,
+/// terminates it and thaws the client.
+#[test]
+fn a_fatal_behind_the_error_that_aborts_the_client_is_shown_as_by_pgbench() {
+    let db = shared();
+    let dbname = database(db, false);
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("locked.sql");
+    std::fs::write(
+        &script,
+        "SELECT 1 / (count(*) - 1) FROM (SELECT pg_advisory_lock_shared(4242)) AS locked;\n",
+    )
+    .unwrap();
+    let script = script.display().to_string();
+    let options = pgwire::conninfo::parse(&format!("{} dbname={dbname}", db.conninfo())).unwrap();
+    let env = pgwire::conninfo::Env::empty(db.superuser());
+    let config = pgwire::conninfo::resolve(&options, &env).unwrap();
+    let mut holder = pgwire::blocking::Client::connect(&config).unwrap();
+    for mode in ["simple", "extended"] {
+        let args = ["-n", "-t", "1", "-M", mode, "-f", &script];
+        let mut seen = Vec::new();
+        for (application, name, cmd) in programs(db, &dbname, &args) {
+            holder
+                .simple_query("SELECT pg_advisory_lock(4242)")
+                .unwrap();
+            let run = spawn(cmd);
+            let pid = backend_in(db, &dbname, application, "wait_event_type = 'Lock'");
+            signal(run.pid, libc::SIGSTOP);
+            holder
+                .simple_query("SELECT pg_advisory_unlock(4242)")
+                .unwrap();
+            backend_in(db, &dbname, application, "state = 'idle'");
+            db.psql(&format!("SELECT pg_terminate_backend({pid})"))
+                .unwrap();
+            wait_gone(pid);
+            signal(run.pid, libc::SIGCONT);
+            let done = run.wait(Duration::from_secs(60));
+            seen.push(Seen {
+                name,
+                outcome: masked_outcome(&done),
+                processed: None,
+            });
+        }
+        assert_all_as_pgbench(
+            &seen,
+            &[
+                "FATAL:  terminating connection due to administrator command",
+                "error: client N script 0 aborted in command 0 query 0: ERROR:  division by zero",
+                "error: Run was aborted; the above results are incomplete.",
+            ],
+            mode,
+        );
+    }
+}
+
+/// The pid of the backend of `application` in `dbname` once
+/// `pg_stat_activity` shows it as `condition` says.
+fn backend_in(db: &TempDb, dbname: &str, application: &str, condition: &str) -> i32 {
+    let sql = format!(
+        "SELECT pid FROM pg_stat_activity WHERE datname = '{dbname}' \
+         AND application_name = '{application}' AND {condition}"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(pid) = db.psql(&sql).unwrap_or_default().trim().parse::<i32>() {
+            return pid;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{application} never showed {condition}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

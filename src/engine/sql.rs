@@ -381,7 +381,7 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
         while let Some(msg) = conn.next_message()? {
             response.send_cut &= !*peer_closed;
             if handle(msg, response, vars, store, &query, plan) {
-                read_while_idle(conn, goes_on(response, plan))?;
+                read_while_idle(conn)?;
                 return Ok(true);
             }
         }
@@ -407,7 +407,7 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
                 while let Some(msg) = conn.next_message()? {
                     response.send_cut &= !*peer_closed;
                     if handle(msg, response, vars, store, &query, plan) {
-                        read_while_idle(conn, goes_on(response, plan))?;
+                        read_while_idle(conn)?;
                         return Ok(true);
                     }
                 }
@@ -429,32 +429,19 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
 /// notice form. That is how a backend terminated just after answering
 /// shows up (its FATAL follows the ReadyForQuery); the client then fails on
 /// its next command, with `perhaps the backend died while processing`.
-/// libpq shows them as that next command starts, so nothing is shown
-/// when the results end the client (`show` false): pgbench aborts it
-/// without reading on.
-fn read_while_idle(conn: &mut pgwire::Connection, show: bool) -> Result<(), pgwire::Error> {
+/// They are shown also when the results abort the client: pgbench drains
+/// the connection with `PQgetResult` before it gives up on it, and libpq
+/// parses what is already buffered then. Messages that arrive later are
+/// not waited for (libpq would show them as a next command starts).
+fn read_while_idle(conn: &mut pgwire::Connection) -> Result<(), pgwire::Error> {
     while let Some(msg) = conn.next_message()? {
         if let Message::ErrorResponse(fields) | Message::NoticeResponse(fields) = msg {
             if let Ok(e) = pgwire::DbError::from_fields(fields) {
-                if show {
-                    crate::cli::ewrite!("{}", libpq_message(&e, None, false));
-                }
+                crate::cli::ewrite!("{}", libpq_message(&e, None, false));
             }
         }
     }
     Ok(())
-}
-
-/// Whether the client goes on after these results: not when they end in
-/// a COPY or in an error that aborts it (one that is neither retried nor
-/// passed over by `--continue-on-error`, nor a statement name already
-/// taken on a pooled connection, which is sent again).
-fn goes_on(r: &Response, plan: &Plan) -> bool {
-    !r.copy_met
-        && (r.name_taken
-            || r.error
-                .as_ref()
-                .map_or(true, |(status, _, _)| survivable(*status, plan)))
 }
 
 /// Whether an error leaves the client running: it is retried, or passed
