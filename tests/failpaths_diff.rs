@@ -387,7 +387,8 @@ fn closed_standard_output_and_error_do_not_disturb_the_run() {
 /// it, so that the client reads the answer and the server's FATAL
 /// together. pgbench shows that FATAL, before the abort line: it drains
 /// the connection with `PQgetResult` first, and libpq parses what it
-/// already holds. pgbolt showed only the abort line.
+/// already holds. pgbolt showed only the abort line. After a COPY, which
+/// pgbench reports as it starts, the FATAL follows the abort line.
 ///
 /// The client is caught between its send and its read without timing: its
 /// statement waits for an advisory lock the test holds; the test freezes
@@ -398,19 +399,34 @@ fn a_fatal_behind_the_error_that_aborts_the_client_is_shown_as_by_pgbench() {
     let db = shared();
     let dbname = database(db, false);
     let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("locked.sql");
-    std::fs::write(
-        &script,
-        "SELECT 1 / (count(*) - 1) FROM (SELECT pg_advisory_lock_shared(4242)) AS locked;\n",
-    )
-    .unwrap();
-    let script = script.display().to_string();
+    let locked = "(SELECT pg_advisory_lock_shared(4242)) AS locked";
+    let failing = script_file(
+        dir.path(),
+        "failing.sql",
+        &format!("SELECT 1 / (count(*) - 1) FROM {locked};\n"),
+    );
+    let copy = script_file(
+        dir.path(),
+        "copy.sql",
+        &format!("COPY (SELECT 1 FROM {locked}) TO STDOUT;\n"),
+    );
     let options = pgwire::conninfo::parse(&format!("{} dbname={dbname}", db.conninfo())).unwrap();
     let env = pgwire::conninfo::Env::empty(db.superuser());
     let config = pgwire::conninfo::resolve(&options, &env).unwrap();
     let mut holder = pgwire::blocking::Client::connect(&config).unwrap();
-    for mode in ["simple", "extended"] {
-        let args = ["-n", "-t", "1", "-M", mode, "-f", &script];
+    let fatal = "FATAL:  terminating connection due to administrator command";
+    let division = [
+        fatal,
+        "error: client N script 0 aborted in command 0 query 0: ERROR:  division by zero",
+    ];
+    // pgbench reports a COPY as it starts, before it drains the connection.
+    let copying = ["error: COPY is not supported in pgbench, aborting", fatal];
+    for (mode, script, shown) in [
+        ("simple", &failing, division),
+        ("extended", &failing, division),
+        ("simple", &copy, copying),
+    ] {
+        let args = ["-n", "-t", "1", "-M", mode, "-f", script];
         let mut seen = Vec::new();
         for (application, name, cmd) in programs(db, &dbname, &args) {
             holder
@@ -437,13 +453,20 @@ fn a_fatal_behind_the_error_that_aborts_the_client_is_shown_as_by_pgbench() {
         assert_all_as_pgbench(
             &seen,
             &[
-                "FATAL:  terminating connection due to administrator command",
-                "error: client N script 0 aborted in command 0 query 0: ERROR:  division by zero",
+                shown[0],
+                shown[1],
                 "error: Run was aborted; the above results are incomplete.",
             ],
-            mode,
+            &format!("-M {mode} -f {script}"),
         );
     }
+}
+
+/// Writes `body` to the file `name` in `dir` and returns its path.
+fn script_file(dir: &Path, name: &str, body: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, body).unwrap();
+    path.display().to_string()
 }
 
 /// The pid of the backend of `application` in `dbname` once
