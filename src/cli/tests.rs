@@ -632,3 +632,88 @@ fn help_lists_every_option() {
         );
     }
 }
+
+/// The reference page of the options, read by the tests below.
+const OPTIONS_MD: &str = include_str!("../../docs/options.md");
+
+/// The row of `docs/options.md` that documents `--long`.
+fn options_md_row(long: &str) -> &'static str {
+    OPTIONS_MD
+        .lines()
+        .filter(|row| row.starts_with("| `"))
+        .find(|row| {
+            let names = row.split(" | ").next().unwrap_or_default();
+            names.contains(&format!("`--{long}`")) || names.contains(&format!("`--{long}="))
+        })
+        .unwrap_or_else(|| panic!("--{long} has no row in docs/options.md"))
+}
+
+/// The entry of `--help` that documents `--long`: its names and every
+/// line of its text, in each section that lists it.
+fn help_entry(long: &str) -> String {
+    let text = help::usage();
+    let mut entry = String::new();
+    let mut inside = false;
+    for line in text.lines() {
+        if line.starts_with("  -") {
+            let names = line.split_whitespace().collect::<Vec<_>>();
+            inside = names.iter().any(|name| {
+                name.trim_end_matches(',') == format!("--{long}")
+                    || name.starts_with(&format!("--{long}="))
+            });
+        } else if !line.starts_with("   ") {
+            inside = false;
+        }
+        if inside {
+            entry.push_str(line);
+            entry.push('\n');
+        }
+    }
+    assert!(!entry.is_empty(), "--{long} missing from help");
+    entry
+}
+
+#[test]
+fn every_option_has_a_row_in_docs_options_md() {
+    for def in OPTIONS {
+        options_md_row(def.long);
+    }
+}
+
+#[test]
+fn help_and_docs_options_md_state_the_same_defaults() {
+    // (option, as --help says it, as docs/options.md says it)
+    let cases: &[(&str, &str, &str)] = &[
+        ("init-steps", "(default \"dtgvp\")", "(default `dtgvp`)"),
+        ("fillfactor", "(default: 100)", "(default 100)"),
+        ("scale", "(default: 1)", "(default 1)"),
+        ("partition-method", "(default: range)", "(default `range`"),
+        ("partitions", "(default: 0)", "(default 0"),
+        ("builtin", "(default: 1)", "(default 1)"),
+        ("file", "(default: 1)", "(default 1)"),
+        ("client", "(default: 1)", "(default 1)"),
+        ("jobs", "(default: 1)", "(default 1)"),
+        ("protocol", "(default: simple)", "(default `simple`)"),
+        ("transactions", "(default: 10)", "(default 10)"),
+        (
+            "log-prefix",
+            "(default: \"pgbench_log\")",
+            "(default `pgbench_log`)",
+        ),
+        ("max-tries", "(default: 1)", "(default 1)"),
+        ("random-seed", "(default: time)", "`time` (default)"),
+        ("busy-poll", "(default: auto)", "`auto` (the default)"),
+        (
+            "init-jobs",
+            "(default: CPUs, at most 8)",
+            "Default: the number of CPUs, at most 8",
+        ),
+        ("io", "(default: auto)", "`auto` (the default)"),
+    ];
+    for (long, in_help, in_docs) in cases {
+        let entry = help_entry(long);
+        assert!(entry.contains(in_help), "--help on --{long}: {entry}");
+        let row = options_md_row(long);
+        assert!(row.contains(in_docs), "docs/options.md on --{long}: {row}");
+    }
+}
