@@ -375,6 +375,42 @@ fn progress_lines_match_pgbench() {
     }
 }
 
+/// A progress line counts the transactions of a thread whose clients are
+/// all done: client 1 (thread 1) ends its two 30 ms transactions long
+/// before the first line, client 0 its first 700 ms one before it too, so
+/// the line at 1 s holds three transactions (more than 2 tps however late
+/// it is printed, under 1.5 s). pgbolt's thread 0 once summed totals the
+/// other threads publish on a 100 ms beat, and thread 1 had ended before
+/// its first beat after the start.
+#[test]
+fn progress_counts_a_thread_that_ended() {
+    let db = shared_database();
+    let file = script(
+        "early.sql",
+        "\\set d 30 + 670 * (1 - :client_id)\n\\sleep :d ms\n",
+    );
+    let run = Run::new(
+        db,
+        &[
+            "-n", "-t", "2", "-c", "2", "-j", "2", "-P", "1", "-f", &file.path,
+        ],
+    );
+    for (tool, out) in [("pgbolt", run.pgbolt()), ("pgbench", run.pgbench())] {
+        let err = stderr(&out);
+        assert!(out.status.success(), "{tool}: {err}");
+        let line = err
+            .lines()
+            .find(|l| l.starts_with("progress: 1.0 s, "))
+            .unwrap_or_else(|| panic!("{tool}: no line at 1 s: {err}"));
+        let tps: f64 = line["progress: 1.0 s, ".len()..]
+            .split(' ')
+            .next()
+            .and_then(|t| t.parse().ok())
+            .unwrap_or_else(|| panic!("{tool}: {line}"));
+        assert!(tps > 2.0, "{tool}: {line}");
+    }
+}
+
 /// Serialization failures under SERIALIZABLE: failures, retries and
 /// their per-command columns are reported as pgbench reports them.
 #[test]

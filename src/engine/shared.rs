@@ -27,9 +27,10 @@ pub struct Shared {
     exit_on_abort: AtomicBool,
     /// The thread whose client aborted first under `--exit-on-abort`.
     abort_thread: AtomicUsize,
-    /// Under `-P`: each thread's running totals, published every
-    /// [`PUBLISH_EVERY_US`] (never per transaction), for thread 0's lines.
-    progress: Vec<Mutex<Snapshot>>,
+    /// Under `-P`: each thread's running totals and when it took them,
+    /// published every [`PUBLISH_EVERY_US`] (never per transaction) and as
+    /// the thread ends, for thread 0's lines.
+    progress: Vec<Mutex<(Snapshot, i64)>>,
     /// Under `--busy-poll=auto`: whether the threads spin now (thread 0
     /// decides, see `spin`).
     pub spin: SpinSwitch,
@@ -48,16 +49,27 @@ impl Shared {
             exit_on_abort: AtomicBool::new(false),
             abort_thread: AtomicUsize::new(usize::MAX),
             progress: (0..threads)
-                .map(|_| Mutex::new(Snapshot::default()))
+                .map(|_| Mutex::new((Snapshot::default(), i64::MIN)))
                 .collect(),
             spin: SpinSwitch::default(),
         }
     }
 
-    pub fn publish(&self, tid: usize, snapshot: Snapshot) {
+    /// Publishes thread `tid`'s totals as of `at` (`i64::MAX` once the
+    /// thread has ended: they are then final).
+    pub fn publish(&self, tid: usize, snapshot: Snapshot, at: i64) {
         if let Some(Ok(mut slot)) = self.progress.get(tid).map(|m| m.lock()) {
-            *slot = snapshot;
+            *slot = (snapshot, at);
         }
+    }
+
+    /// Whether every thread but `tid` has published its totals at or after
+    /// `t` (or has ended).
+    pub fn published_since(&self, tid: usize, t: i64) -> bool {
+        self.progress
+            .iter()
+            .enumerate()
+            .all(|(i, slot)| i == tid || slot.lock().map_or(true, |s| s.1 >= t))
     }
 
     /// The sum of the published totals, with `own` in place of thread
@@ -67,7 +79,7 @@ impl Shared {
         for (i, slot) in self.progress.iter().enumerate() {
             if i != tid {
                 if let Ok(s) = slot.lock() {
-                    total.merge(&s);
+                    total.merge(&s.0);
                 }
             }
         }

@@ -144,6 +144,9 @@ pub fn run(
             break;
         }
     }
+    if let Some(p) = env.progress.as_mut() {
+        p.finish(env.tid, &env.clock, &env.stats, &shared);
+    }
     // Threads still running go on the way that won, not the one on trial.
     if let Some(t) = trials {
         shared.spin.set(t.winner());
