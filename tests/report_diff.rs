@@ -377,11 +377,11 @@ fn progress_lines_match_pgbench() {
 
 /// A progress line counts the transactions of a thread whose clients are
 /// all done: client 1 (thread 1) ends its two 30 ms transactions long
-/// before the first line, client 0 its first 700 ms one before it too, so
-/// the line at 1 s holds three transactions (more than 2 tps however late
-/// it is printed, under 1.5 s). pgbolt's thread 0 once summed totals the
-/// other threads publish on a 100 ms beat, and thread 1 had ended before
-/// its first beat after the start.
+/// before the first line, so that line holds at least those two (and
+/// client 0's first 700 ms one unless connecting took long), whenever it
+/// is printed. pgbolt's thread 0 once summed totals the other threads
+/// publish on a 100 ms beat, and thread 1 had ended before its first beat
+/// after the start: the line held client 0's transaction alone.
 #[test]
 fn progress_counts_a_thread_that_ended() {
     let db = shared_database();
@@ -400,14 +400,18 @@ fn progress_counts_a_thread_that_ended() {
         assert!(out.status.success(), "{tool}: {err}");
         let line = err
             .lines()
-            .find(|l| l.starts_with("progress: 1.0 s, "))
-            .unwrap_or_else(|| panic!("{tool}: no line at 1 s: {err}"));
-        let tps: f64 = line["progress: 1.0 s, ".len()..]
-            .split(' ')
-            .next()
-            .and_then(|t| t.parse().ok())
-            .unwrap_or_else(|| panic!("{tool}: {line}"));
-        assert!(tps > 2.0, "{tool}: {line}");
+            .find(|l| l.starts_with("progress: "))
+            .unwrap_or_else(|| panic!("{tool}: no progress line: {err}"));
+        // "progress: T s, N tps, ...": the first line covers T seconds.
+        let words: Vec<&str> = line.split(' ').collect();
+        let number = |i: usize| -> f64 {
+            words
+                .get(i)
+                .and_then(|w| w.parse().ok())
+                .unwrap_or_else(|| panic!("{tool}: {line}"))
+        };
+        let transactions = number(1) * number(3);
+        assert!(transactions > 1.9, "{tool}: {line}");
     }
 }
 

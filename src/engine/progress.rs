@@ -8,8 +8,12 @@
 //! most one beat: otherwise a line would count a thread's transactions of
 //! up to a beat before, and those of a thread that has ended not at all,
 //! where pgbench's thread 0 reads the other threads' totals as they are.
+//! The line keeps the time it was found due, with thread 0's totals of
+//! then, so a thread that cannot publish in time (blocked in `\setshell`)
+//! delays it without moving its time stamp; its transactions then count in
+//! the next line.
 
-use crate::stats::{ProgressOptions, ProgressReporter, ThreadStats};
+use crate::stats::{ProgressOptions, ProgressReporter, Snapshot, ThreadStats};
 
 use super::clock::Clock;
 use super::shared::{Shared, PUBLISH_EVERY_US};
@@ -28,9 +32,18 @@ pub struct Progress {
     run_start: i64,
     next_publish: i64,
     next_report: i64,
-    /// While a line waits for the other threads' totals: when to look again.
-    recheck: Option<i64>,
+    /// The line of the interval that has ended, while it waits for the
+    /// other threads' totals.
+    due: Option<Due>,
     reporter: Option<ProgressReporter>,
+}
+
+/// A line found due: when (its time stamp and the end of its interval),
+/// thread 0's own totals then, and when to look again for the others'.
+struct Due {
+    at: i64,
+    own: Snapshot,
+    recheck: i64,
 }
 
 impl Progress {
@@ -41,7 +54,7 @@ impl Progress {
             run_start,
             next_publish: 0,
             next_report: 0,
-            recheck: None,
+            due: None,
             reporter: None,
         }
     }
@@ -56,7 +69,7 @@ impl Progress {
 
     pub fn next_wake(&self) -> i64 {
         if self.reporter.is_some() {
-            let report = self.recheck.unwrap_or(self.next_report);
+            let report = self.due.as_ref().map_or(self.next_report, |d| d.recheck);
             self.next_publish.min(report)
         } else {
             self.next_publish
@@ -76,11 +89,19 @@ impl Progress {
         if self.reporter.is_none() || now < self.next_report {
             return;
         }
+        let due = self.due.get_or_insert_with(|| Due {
+            at: now,
+            own: stats.snapshot(),
+            recheck: now,
+        });
+        if now < due.recheck {
+            return;
+        }
         let waited_enough = now >= self.next_report + PUBLISH_EVERY_US;
         if waited_enough || shared.published_since(tid, self.next_report) {
-            self.report(tid, now, stats, shared);
+            self.report(tid, shared);
         } else {
-            self.recheck = Some(now + RECHECK_US);
+            due.recheck = now + RECHECK_US;
         }
     }
 
@@ -89,26 +110,27 @@ impl Progress {
     /// waiting for them at most what is left of its beat.
     pub fn finish(&mut self, tid: usize, clock: &Clock, stats: &ThreadStats, shared: &Shared) {
         shared.publish(tid, stats.snapshot(), i64::MAX);
-        if self.recheck.is_none() {
+        if self.due.is_none() {
             return;
         }
         let deadline = self.next_report + PUBLISH_EVERY_US;
         while !shared.published_since(tid, self.next_report) && clock.now_us() < deadline {
             std::thread::sleep(std::time::Duration::from_micros(RECHECK_US as u64));
         }
-        self.report(tid, clock.now_us(), stats, shared);
+        self.report(tid, shared);
     }
 
-    fn report(&mut self, tid: usize, now: i64, stats: &ThreadStats, shared: &Shared) {
-        let Some(reporter) = self.reporter.as_mut() else {
+    /// Prints the line found due, stamped with the time it was found due:
+    /// thread 0's totals of then, the other threads' as last published.
+    fn report(&mut self, tid: usize, shared: &Shared) {
+        let (Some(reporter), Some(due)) = (self.reporter.as_mut(), self.due.take()) else {
             return;
         };
-        let total = shared.progress_total(tid, &stats.snapshot());
-        let line = reporter.report(now, &total);
+        let total = shared.progress_total(tid, &due.own);
+        let line = reporter.report(due.at, &total);
         crate::cli::ewriteln!("{line}");
-        while self.next_report <= now {
+        while self.next_report <= due.at {
             self.next_report += self.interval_us;
         }
-        self.recheck = None;
     }
 }
