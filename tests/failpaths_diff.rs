@@ -388,7 +388,9 @@ fn closed_standard_output_and_error_do_not_disturb_the_run() {
 /// together. pgbench shows that FATAL, before the abort line: it drains
 /// the connection with `PQgetResult` first, and libpq parses what it
 /// already holds. pgbolt showed only the abort line. After a COPY, which
-/// pgbench reports as it starts, the FATAL follows the abort line.
+/// pgbench reports as it starts, the FATAL follows the abort line; so it
+/// does in a pipeline whose failing query is its last, and in one where
+/// another query follows, pgbench's drain stops before it.
 ///
 /// The client is caught between its send and its read without timing: its
 /// statement waits for an advisory lock the test holds; the test freezes
@@ -410,25 +412,56 @@ fn a_fatal_behind_the_error_that_aborts_the_client_is_shown_as_by_pgbench() {
         "copy.sql",
         &format!("COPY (SELECT 1 FROM {locked}) TO STDOUT;\n"),
     );
+    let piped_last = script_file(
+        dir.path(),
+        "piped-last.sql",
+        &format!("\\startpipeline\nSELECT 1 / (count(*) - 1) FROM {locked};\n\\endpipeline\n"),
+    );
+    let piped_before = script_file(
+        dir.path(),
+        "piped-before.sql",
+        &format!(
+            "\\startpipeline\nSELECT 1 / (count(*) - 1) FROM {locked};\nSELECT 2;\n\\endpipeline\n"
+        ),
+    );
     let options = pgwire::conninfo::parse(&format!("{} dbname={dbname}", db.conninfo())).unwrap();
     let env = pgwire::conninfo::Env::empty(db.superuser());
     let config = pgwire::conninfo::resolve(&options, &env).unwrap();
     let mut holder = pgwire::blocking::Client::connect(&config).unwrap();
     let fatal = "FATAL:  terminating connection due to administrator command";
-    let division = [
-        fatal,
-        "error: client N script 0 aborted in command 0 query 0: ERROR:  division by zero",
+    let division = "ERROR:  division by zero";
+    let at_first = format!("error: client N script 0 aborted in command 0 query 0: {division}");
+    let at_end = |command: u32| {
+        format!("error: client N script 0 aborted in command {command} query 0: {division}")
+    };
+    let (at_2, at_3) = (at_end(2), at_end(3));
+    let cases: [(&str, &String, Vec<&str>); 5] = [
+        ("simple", &failing, vec![fatal, &at_first]),
+        ("extended", &failing, vec![fatal, &at_first]),
+        // pgbench reports a COPY as it starts, before it drains the
+        // connection.
+        (
+            "simple",
+            &copy,
+            vec!["error: COPY is not supported in pgbench, aborting", fatal],
+        ),
+        // In a pipeline the abort line comes first, and pgbench's drain
+        // stops at the end of the next query's results.
+        ("extended", &piped_last, vec![&at_2, fatal]),
+        ("extended", &piped_before, vec![&at_3]),
     ];
-    // pgbench reports a COPY as it starts, before it drains the connection.
-    let copying = ["error: COPY is not supported in pgbench, aborting", fatal];
-    for (mode, script, shown) in [
-        ("simple", &failing, division),
-        ("extended", &failing, division),
-        ("simple", &copy, copying),
-    ] {
+    for (mode, script, mut expected) in cases {
+        expected.push("error: Run was aborted; the above results are incomplete.");
         let args = ["-n", "-t", "1", "-M", mode, "-f", script];
         let mut seen = Vec::new();
-        for (application, name, cmd) in programs(db, &dbname, &args) {
+        // io_uring's receive, armed before the client was frozen, may
+        // complete while it is stopped, taking the answer without the FATAL
+        // that follows it: with that driver, what one read holds is not
+        // the test's to decide.
+        let programs = programs(db, &dbname, &args)
+            .into_iter()
+            .filter(|(_, name, _)| !name.ends_with("--io=uring"));
+        for (application, name, cmd) in programs {
             holder
                 .simple_query("SELECT pg_advisory_lock(4242)")
                 .unwrap();
@@ -438,7 +471,12 @@ fn a_fatal_behind_the_error_that_aborts_the_client_is_shown_as_by_pgbench() {
             holder
                 .simple_query("SELECT pg_advisory_unlock(4242)")
                 .unwrap();
-            backend_in(db, &dbname, application, "state = 'idle'");
+            backend_in(
+                db,
+                &dbname,
+                application,
+                &format!("pid = {pid} AND state = 'idle'"),
+            );
             db.psql(&format!("SELECT pg_terminate_backend({pid})"))
                 .unwrap();
             wait_gone(pid);
@@ -450,15 +488,7 @@ fn a_fatal_behind_the_error_that_aborts_the_client_is_shown_as_by_pgbench() {
                 processed: None,
             });
         }
-        assert_all_as_pgbench(
-            &seen,
-            &[
-                shown[0],
-                shown[1],
-                "error: Run was aborted; the above results are incomplete.",
-            ],
-            &format!("-M {mode} -f {script}"),
-        );
+        assert_all_as_pgbench(&seen, &expected, &format!("-M {mode} -f {script}"));
     }
 }
 

@@ -154,6 +154,9 @@ pub struct Response {
     /// with no message read after that close failed the send (see
     /// `sql::read_results`).
     pub send_cut: bool,
+    /// Messages read with a pipeline's last ReadyForQuery, to be shown
+    /// after the line that aborts the client (see `sql::read_while_idle`).
+    pub after_abort: String,
 }
 
 impl Response {
@@ -176,6 +179,7 @@ impl Response {
         self.name_taken = false;
         self.closed_before_send = false;
         self.send_cut = false;
+        self.after_abort.clear();
     }
 }
 

@@ -209,6 +209,9 @@ pub fn read_results(c: &mut Client, plan: &Plan) -> bool {
         Ok(false) => false,
         Ok(true) => {
             finish_results(c, plan);
+            if !c.response.after_abort.is_empty() {
+                crate::cli::ewrite!("{}", c.response.after_abort);
+            }
             true
         }
         Err(_) if c.response.copy_met && c.response.copy_error => {
@@ -381,7 +384,8 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
         while let Some(msg) = conn.next_message()? {
             response.send_cut &= !*peer_closed;
             if handle(msg, response, vars, store, &query, plan) {
-                read_while_idle(conn)?;
+                let idle = idle_messages(response, plan, pipeline_sent.len(), pipeline.is_some());
+                read_while_idle(conn, idle, &mut response.after_abort)?;
                 return Ok(true);
             }
         }
@@ -407,7 +411,9 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
                 while let Some(msg) = conn.next_message()? {
                     response.send_cut &= !*peer_closed;
                     if handle(msg, response, vars, store, &query, plan) {
-                        read_while_idle(conn)?;
+                        let idle =
+                            idle_messages(response, plan, pipeline_sent.len(), pipeline.is_some());
+                        read_while_idle(conn, idle, &mut response.after_abort)?;
                         return Ok(true);
                     }
                 }
@@ -423,25 +429,64 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
     }
 }
 
+/// What becomes of the messages that came in the same read as the last
+/// ReadyForQuery.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Idle {
+    Shown,
+    /// Kept for after the line that aborts the client.
+    AfterAbort,
+    Dropped,
+}
+
 /// Handles the messages that came in the same read as the last
 /// ReadyForQuery, as libpq does when pgbench asks for a result after the
 /// last one: no query is in flight, so an error is only shown, in libpq's
 /// notice form. That is how a backend terminated just after answering
 /// shows up (its FATAL follows the ReadyForQuery); the client then fails on
 /// its next command, with `perhaps the backend died while processing`.
-/// They are shown also when the results abort the client: pgbench drains
-/// the connection with `PQgetResult` before it gives up on it, and libpq
-/// parses what is already buffered then. Messages that arrive later are
-/// not waited for (libpq would show them as a next command starts).
-fn read_while_idle(conn: &mut pgwire::Connection) -> Result<(), pgwire::Error> {
+/// Messages that arrive later are not waited for (libpq would show them as
+/// a next command starts).
+fn read_while_idle(
+    conn: &mut pgwire::Connection,
+    idle: Idle,
+    after_abort: &mut String,
+) -> Result<(), pgwire::Error> {
     while let Some(msg) = conn.next_message()? {
         if let Message::ErrorResponse(fields) | Message::NoticeResponse(fields) = msg {
             if let Ok(e) = pgwire::DbError::from_fields(fields) {
-                crate::cli::ewrite!("{}", libpq_message(&e, None, false));
+                match idle {
+                    Idle::Shown => crate::cli::ewrite!("{}", libpq_message(&e, None, false)),
+                    Idle::AfterAbort => after_abort.push_str(&libpq_message(&e, None, false)),
+                    Idle::Dropped => {}
+                }
             }
         }
     }
     Ok(())
+}
+
+/// When the results abort the client, pgbench drains the connection with
+/// `PQgetResult` before giving up on it, and libpq parses what it holds
+/// then: outside a pipeline that shows these messages (before the abort
+/// line, as pgbench reads one result ahead). Inside a pipeline the abort
+/// line comes first and the drain stops at the end of the next query's
+/// results, so they are shown, after that line, only when no query of the
+/// pipeline follows the failing one (`pipelined` queries were sent in it).
+/// A client that goes on shows them at once.
+fn idle_messages(r: &Response, plan: &Plan, pipelined: usize, in_pipeline: bool) -> Idle {
+    let goes_on = !r.copy_met
+        && (r.name_taken
+            || r.error
+                .as_ref()
+                .map_or(true, |(status, _, _)| survivable(*status, plan)));
+    if goes_on || !in_pipeline {
+        Idle::Shown
+    } else if r.results as usize + 1 >= pipelined {
+        Idle::AfterAbort
+    } else {
+        Idle::Dropped
+    }
 }
 
 /// Whether an error leaves the client running: it is retried, or passed
