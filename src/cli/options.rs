@@ -188,7 +188,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt!(Some('R'), "rate", "NUM", Benchmark, Pgbench, Value(g::rate),
         [line(B, 11, "target rate in transactions per second")]),
     opt!(Some('s'), "scale", "NUM", Common, Pgbench, Value(g::scale),
-        [line(I, 6, "scale factor: number of branches to create (default: 1)"),
+        [line(I, 6, "scale factor, the number of branches (default: 1)"),
          line(B, 12, "scale factor to print in the report")]),
     opt!(Some('S'), "select-only", "", Benchmark, Pgbench, Flag(g::select_only),
         [line(S, 4, "read-only transactions (builtin \"select-only\")")]),
