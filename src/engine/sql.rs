@@ -384,8 +384,8 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
         while let Some(msg) = conn.next_message()? {
             response.send_cut &= !*peer_closed;
             if handle(msg, response, vars, store, &query, plan) {
-                let idle = idle_messages(response, plan, pipeline_sent.len(), pipeline.is_some());
-                read_while_idle(conn, idle, &mut response.after_abort)?;
+                let pipelined = pipeline.map(|_| pipeline_sent.len());
+                read_while_idle(conn, response, plan, pipelined)?;
                 return Ok(true);
             }
         }
@@ -411,9 +411,8 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
                 while let Some(msg) = conn.next_message()? {
                     response.send_cut &= !*peer_closed;
                     if handle(msg, response, vars, store, &query, plan) {
-                        let idle =
-                            idle_messages(response, plan, pipeline_sent.len(), pipeline.is_some());
-                        read_while_idle(conn, idle, &mut response.after_abort)?;
+                        let pipelined = pipeline.map(|_| pipeline_sent.len());
+                        read_while_idle(conn, response, plan, pipelined)?;
                         return Ok(true);
                     }
                 }
@@ -431,7 +430,7 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
 
 /// What becomes of the messages that came in the same read as the last
 /// ReadyForQuery.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 enum Idle {
     Shown,
     /// Kept for after the line that aborts the client.
@@ -446,18 +445,21 @@ enum Idle {
 /// shows up (its FATAL follows the ReadyForQuery); the client then fails on
 /// its next command, with `perhaps the backend died while processing`.
 /// Messages that arrive later are not waited for (libpq would show them as
-/// a next command starts).
+/// a next command starts). `pipelined`: the queries sent in the pipeline
+/// these results end, if they end one.
 fn read_while_idle(
     conn: &mut pgwire::Connection,
-    idle: Idle,
-    after_abort: &mut String,
+    r: &mut Response,
+    plan: &Plan,
+    pipelined: Option<usize>,
 ) -> Result<(), pgwire::Error> {
+    let idle = idle_messages(r, plan, pipelined);
     while let Some(msg) = conn.next_message()? {
         if let Message::ErrorResponse(fields) | Message::NoticeResponse(fields) = msg {
             if let Ok(e) = pgwire::DbError::from_fields(fields) {
                 match idle {
                     Idle::Shown => crate::cli::ewrite!("{}", libpq_message(&e, None, false)),
-                    Idle::AfterAbort => after_abort.push_str(&libpq_message(&e, None, false)),
+                    Idle::AfterAbort => r.after_abort.push_str(&libpq_message(&e, None, false)),
                     Idle::Dropped => {}
                 }
             }
@@ -472,20 +474,19 @@ fn read_while_idle(
 /// line, as pgbench reads one result ahead). Inside a pipeline the abort
 /// line comes first and the drain stops at the end of the next query's
 /// results, so they are shown, after that line, only when no query of the
-/// pipeline follows the failing one (`pipelined` queries were sent in it).
-/// A client that goes on shows them at once.
-fn idle_messages(r: &Response, plan: &Plan, pipelined: usize, in_pipeline: bool) -> Idle {
+/// pipeline follows the failing one. A client that goes on shows them at
+/// once.
+fn idle_messages(r: &Response, plan: &Plan, pipelined: Option<usize>) -> Idle {
     let goes_on = !r.copy_met
         && (r.name_taken
             || r.error
                 .as_ref()
                 .map_or(true, |(status, _, _)| survivable(*status, plan)));
-    if goes_on || !in_pipeline {
-        Idle::Shown
-    } else if r.results as usize + 1 >= pipelined {
-        Idle::AfterAbort
-    } else {
-        Idle::Dropped
+    match pipelined {
+        None => Idle::Shown,
+        Some(_) if goes_on => Idle::Shown,
+        Some(queries) if r.results as usize + 1 >= queries => Idle::AfterAbort,
+        Some(_) => Idle::Dropped,
     }
 }
 
