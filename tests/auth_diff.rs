@@ -162,8 +162,10 @@ fn run(program: &Path, setup: &Setup<'_>, args: &[String], dir: &Path) -> Output
 }
 
 /// The lines a user reads about connecting: errors, warnings, the prompt
-/// and the password file hint, with the program name made neutral and each
-/// line kept once.
+/// and the password file hint, with the program name made neutral. Each
+/// line is kept as often as it is shown: a warning about the password
+/// file comes again when an empty answer to the prompt sends the program
+/// back to the file.
 fn seen(out: &Output, name: &str) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
     for line in String::from_utf8_lossy(&out.stderr).lines() {
@@ -172,7 +174,7 @@ fn seen(out: &Output, name: &str) -> Vec<String> {
             || line.starts_with("WARNING")
             || line.starts_with("Password")
             || line.starts_with("password retrieved");
-        if shown && !lines.contains(&line) {
+        if shown {
             lines.push(line);
         }
     }
