@@ -26,7 +26,10 @@ pub fn connect_asking<T>(
 ) -> Result<T, pgwire::Error> {
     match connect(config) {
         Err(e) if e.needs_password() => {
-            config.password = Some(Secret::from_bytes(read_password()));
+            // An empty answer is no password, as for libpq: the password
+            // file is read (and warned about) again.
+            let answer = read_password();
+            config.password = (!answer.is_empty()).then(|| Secret::from_bytes(answer));
             connect(config)
         }
         other => other,

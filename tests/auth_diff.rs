@@ -161,22 +161,15 @@ fn run(program: &Path, setup: &Setup<'_>, args: &[String], dir: &Path) -> Output
     cmd.output().expect("program runs")
 }
 
-/// The lines a user reads about connecting: errors, warnings, the prompt
-/// and the password file hint, with the program name made neutral and each
-/// line kept once.
+/// Standard error, line by line, with the program name made neutral:
+/// errors, warnings (as often as they are shown: a warning about the
+/// password file comes again when an empty answer to the prompt sends the
+/// program back to the file), the prompt and the password file hint.
 fn seen(out: &Output, name: &str) -> Vec<String> {
-    let mut lines: Vec<String> = Vec::new();
-    for line in String::from_utf8_lossy(&out.stderr).lines() {
-        let line = line.replace(&format!("{name}:"), "PROGRAM:");
-        let shown = line.starts_with("PROGRAM: error")
-            || line.starts_with("WARNING")
-            || line.starts_with("Password")
-            || line.starts_with("password retrieved");
-        if shown && !lines.contains(&line) {
-            lines.push(line);
-        }
-    }
-    lines
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .map(|line| line.replace(&format!("{name}:"), "PROGRAM:"))
+        .collect()
 }
 
 /// Runs pgbench and pgbolt with `-n -t 1 -S` plus `args` and compares.

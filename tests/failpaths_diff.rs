@@ -435,16 +435,16 @@ fn a_fatal_behind_the_error_that_aborts_the_client_is_shown_as_by_pgbench() {
         format!("error: client N script 0 aborted in command {command} query 0: {division}")
     };
     let (at_2, at_3) = (at_end(2), at_end(3));
-    let cases: [(&str, &String, Vec<&str>); 5] = [
+    let copying = "error: COPY is not supported in pgbench, aborting";
+    let cases: [(&str, &String, Vec<&str>); 8] = [
         ("simple", &failing, vec![fatal, &at_first]),
         ("extended", &failing, vec![fatal, &at_first]),
+        ("prepared", &failing, vec![fatal, &at_first]),
         // pgbench reports a COPY as it starts, before it drains the
         // connection.
-        (
-            "simple",
-            &copy,
-            vec!["error: COPY is not supported in pgbench, aborting", fatal],
-        ),
+        ("simple", &copy, vec![copying, fatal]),
+        ("extended", &copy, vec![copying, fatal]),
+        ("prepared", &copy, vec![copying, fatal]),
         // In a pipeline the abort line comes first, and pgbench's drain
         // stops at the end of the next query's results.
         ("extended", &piped_last, vec![&at_2, fatal]),

@@ -27,7 +27,7 @@ fn server() -> &'static TempDb {
 }
 
 /// Benchmarks that work through either pooling mode end as pgbench's do:
-/// the same exit status and the same count of transactions.
+/// the same exit status, count of transactions and messages.
 #[test]
 fn runs_through_pgbouncer_end_as_pgbenchs() {
     let cases: &[(PoolMode, &[&str])] = &[
@@ -79,6 +79,11 @@ fn runs_through_pgbouncer_end_as_pgbenchs() {
                 stderr(&actual)
             );
             assert_eq!(processed(&actual), processed(&expected), "case {case}");
+            assert_eq!(
+                stderr(&actual).replace("pgbolt: ", "PROG: "),
+                stderr(&expected).replace("pgbench: ", "PROG: "),
+                "case {case}"
+            );
         }
     }
 }

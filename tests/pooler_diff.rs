@@ -205,7 +205,7 @@ fn a_self_signed_ca_certificate_given_as_root_is_trusted_as_by_pgbench() {
     for sslmode in ["require", "verify-ca", "verify-full"] {
         let args = ["-n", "-S", "-t", "3", "-c", "2"];
         let mut outcomes = Vec::new();
-        for program in [PGBENCH.into(), pgbolt_path()] {
+        for (program, label) in [(PGBENCH.into(), "pgbench"), (pgbolt_path(), "pgbolt")] {
             let out = bouncer
                 .command(&program)
                 .args(args)
@@ -221,7 +221,7 @@ fn a_self_signed_ca_certificate_given_as_root_is_trusted_as_by_pgbench() {
                 program.display(),
                 stderr(&out)
             );
-            outcomes.push(processed(&out));
+            outcomes.push((processed(&out), messages(&out, label)));
         }
         assert_eq!(outcomes[1], outcomes[0], "sslmode={sslmode}");
     }

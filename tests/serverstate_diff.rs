@@ -204,7 +204,8 @@ fn a_backend_ended_while_its_client_sleeps_is_reported_as_pgbench_reports_it() {
 /// serialization failure, then find the connection gone (`perhaps the
 /// backend died while processing`, `client N aborted while receiving the
 /// transaction status`); pgbolt, as pgbench 19 does, aborts the client
-/// with the server's message (docs/compatibility.md).
+/// with the server's message (docs/compatibility.md). Under `-M prepared`
+/// the next statement's preparation meets the FATAL first, in both.
 #[test]
 fn a_recovery_conflict_is_retried_or_aborts_the_client() {
     let (primary, _standby, target) = primary_and_standby();
@@ -229,7 +230,12 @@ fn a_recovery_conflict_is_retried_or_aborts_the_client() {
     );
     // Without retries one transaction of two fails: a run where every
     // transaction failed reports differently in pgbench 15 and 18.
-    for (tries, transactions) in [("--max-tries=1", "2"), ("--max-tries=3", "1")] {
+    for (tries, transactions, mode) in [
+        ("--max-tries=1", "2", "simple"),
+        ("--max-tries=3", "1", "simple"),
+        ("--max-tries=3", "1", "extended"),
+        ("--max-tries=3", "1", "prepared"),
+    ] {
         let args = [
             "-n",
             "-f",
@@ -238,6 +244,8 @@ fn a_recovery_conflict_is_retried_or_aborts_the_client() {
             transactions,
             tries,
             "--verbose-errors",
+            "-M",
+            mode,
         ];
         let [pgbench, pgbolt] = both_during(&target, &args, |name| conflict(name, "active"));
         assert_eq!(pgbolt, pgbench, "{args:?}: pgbolt against pgbench");
@@ -254,22 +262,38 @@ fn a_recovery_conflict_is_retried_or_aborts_the_client() {
         "idle.sql",
         "BEGIN;\nSELECT count(*) FROM pgbench_tellers;\n\\sleep 3 s\nSELECT 1;\nEND;\n",
     );
-    let args = ["-n", "-f", &idle.path, "-t", "1", "--max-tries=3"];
-    let [pgbench, pgbolt] =
-        both_during(&target, &args, |name| conflict(name, "idle in transaction"));
-    for seen in [&pgbench, &pgbolt] {
-        assert_eq!(seen.code, Some(2), "{seen:?}");
-        assert!(seen
-            .stdout
-            .contains(&"number of transactions actually processed: 0/1".to_owned()));
-    }
-    assert!(
-        pgbench.stderr.contains(
-            &"PROG: error: client 0 aborted while receiving the transaction status".to_owned()
-        ),
-        "{pgbench:?}"
-    );
-    assert!(
+    for mode in ["simple", "extended", "prepared"] {
+        let args = [
+            "-n",
+            "-f",
+            &idle.path,
+            "-t",
+            "1",
+            "--max-tries=3",
+            "-M",
+            mode,
+        ];
+        let [pgbench, pgbolt] =
+            both_during(&target, &args, |name| conflict(name, "idle in transaction"));
+        for seen in [&pgbench, &pgbolt] {
+            assert_eq!(seen.code, Some(2), "{seen:?}");
+            assert!(seen
+                .stdout
+                .contains(&"number of transactions actually processed: 0/1".to_owned()));
+        }
+        if mode == "prepared" {
+            // The next statement's preparation meets the FATAL first,
+            // with pgbench as with pgbolt.
+            assert_eq!(pgbolt, pgbench, "{args:?}: pgbolt against pgbench");
+            continue;
+        }
+        assert!(
+            pgbench.stderr.contains(
+                &"PROG: error: client 0 aborted while receiving the transaction status".to_owned()
+            ),
+            "{pgbench:?}"
+        );
+        assert!(
         pgbolt.stderr.contains(
             &"PROG: error: client 0 script 0 aborted in command 3 query 0: FATAL:  terminating \
               connection due to conflict with recovery"
@@ -277,4 +301,5 @@ fn a_recovery_conflict_is_retried_or_aborts_the_client() {
         ),
         "{pgbolt:?}"
     );
+    }
 }

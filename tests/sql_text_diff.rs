@@ -54,18 +54,25 @@ fn stored_values_keep_the_servers_bytes() {
 }
 
 /// Both programs' exit status and standard error for one run of `text`
-/// with `--debug`, without the `receiving` lines (pgbench prints one per
-/// poll of the socket, pgbolt one per result) and the set-up line (it names
-/// the server's directory, whose name holds `pgbolt`).
+/// with `--debug`, with each run of `receiving` lines made one (pgbench
+/// prints one per poll of the socket while it waits, pgbolt one per wait)
+/// and without the set-up line (it names the server's directory, whose
+/// name holds `pgbolt`).
 fn debug_run(text: &str, args: &[&str]) -> ((Option<i32>, String), (Option<i32>, String)) {
     let mut full = vec!["--debug", "-t", "1"];
     full.extend_from_slice(args);
     let ((ours_code, ours), (theirs_code, theirs)) = both_fail(text, &full);
     let keep = |s: String| {
-        s.lines()
-            .filter(|l| !l.ends_with(" receiving") && !l.contains(" pghost: "))
-            .map(|l| format!("{l}\n"))
-            .collect::<String>()
+        let mut kept = String::new();
+        let mut last = "";
+        for l in s.lines().filter(|l| !l.contains(" pghost: ")) {
+            if !(l.ends_with(" receiving") && l == last) {
+                kept.push_str(l);
+                kept.push('\n');
+            }
+            last = l;
+        }
+        kept
     };
     ((ours_code, keep(ours)), (theirs_code, keep(theirs)))
 }
