@@ -137,3 +137,70 @@ fn a_signal_ignored_at_start_stays_ignored() {
     assert_eq!(done.code(), Some(0), "{err}");
     assert!(!err.contains("interrupted"), "{err}");
 }
+
+/// The client backends in `dbname` whose application is `application`
+/// and whose state is `state`, with what they wait for.
+fn sessions(dbname: &str, application: &str, state: &str) -> String {
+    shared()
+        .psql(&format!(
+            "SELECT pid, coalesce(wait_event_type, '') FROM pg_stat_activity \
+             WHERE datname = '{dbname}' AND application_name = '{application}' \
+             AND state = '{state}' AND backend_type = 'client backend'"
+        ))
+        .unwrap_or_default()
+}
+
+/// Waits until `ready` holds, for at most 30 s.
+fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !ready() {
+        assert!(Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Regression: a signal during `-i` ended pgbolt at once, and the backend
+/// went on with the statement it was running (one that sends nothing until
+/// it ends: a server-side generation, a key build, a wait for a lock),
+/// holding its locks, so a rerun of `-i` waited for it. pgbench cancels
+/// the statement on Ctrl-C; pgbolt now cancels it before it exits. A lock
+/// held by another session makes the first step, the drop, wait for ever.
+#[test]
+fn signal_during_init_cancels_the_running_statement() {
+    use std::io::Write;
+    let db = shared();
+    for (signo, name) in SIGNALS {
+        let dbname = database(db, true);
+        let mut holder = db
+            .command(db.bin("psql"))
+            .args(["-X", "-q", "-d", &dbname])
+            .env("PGAPPNAME", "holder")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("psql starts");
+        let mut input = holder.stdin.take().unwrap();
+        input
+            .write_all(b"BEGIN;\nLOCK TABLE pgbench_accounts IN ACCESS SHARE MODE;\n")
+            .unwrap();
+        input.flush().unwrap();
+        wait_until("the lock was never taken", || {
+            !sessions(&dbname, "holder", "idle in transaction").is_empty()
+        });
+
+        let run = spawn(pgbolt(db, &dbname, &["-i", "-I", "d"]));
+        wait_until("the drop never waited for the lock", || {
+            sessions(&dbname, "pgbolt", "active").contains("Lock")
+        });
+        run.signal(signo);
+        let done = run.wait(Duration::from_secs(30));
+        assert_eq!(done.code(), Some(128 + signo), "{name}: {}", done.stderr());
+        wait_until(
+            &format!("{name}: the drop still waits for the lock"),
+            || backends(db, &dbname).is_empty(),
+        );
+
+        drop(input);
+        holder.wait().unwrap();
+    }
+}

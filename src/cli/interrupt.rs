@@ -5,9 +5,10 @@
 //! the user to guess what state the tables are in. With one, the user
 //! reads that initialization was interrupted and that `-i` starts over:
 //! its first step drops the four tables, whatever state they are in. The
-//! server ends the statement that was running when it sees the
-//! connection close (a COPY at once; a statement that sends nothing
-//! until it ends, such as an index build, when it ends).
+//! statements still running are cancelled first, as pgbench cancels on
+//! Ctrl-C: a backend whose client goes away without a word goes on with a
+//! statement that sends nothing until it ends (a server-side generation,
+//! a key build, a lock wait), holding locks a rerun would wait for.
 //!
 //! The handler only writes the signal number to a pipe; a watcher thread
 //! reads it, writes the message straight to descriptor 2 (the
@@ -22,6 +23,9 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::thread::JoinHandle;
 
 use super::PROGRAM;
+
+/// How long the cancel requests may take before the process exits anyway.
+const CANCEL_LIMIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 static WRITE_FD: AtomicI32 = AtomicI32::new(-1);
 
@@ -78,6 +82,7 @@ fn wait_for_signal(read_fd: RawFd, temp_instance: bool) {
                 "{PROGRAM}: error: initialization was interrupted; the tables may be incomplete: run -i again to start over (it drops them first)\n"
             )
         };
+        crate::init::cancel_running(CANCEL_LIMIT);
         // SAFETY: writes a local buffer to standard error, then points
         // standard error at /dev/null: the initialization still running on
         // the main thread would report the failures the exit causes (such
