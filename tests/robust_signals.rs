@@ -159,6 +159,60 @@ fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
     }
 }
 
+/// A `psql` session holding `lock` on `table` in `dbname` until dropped.
+struct LockHolder {
+    psql: std::process::Child,
+}
+
+impl LockHolder {
+    fn take(dbname: &str, table: &str, lock: &str) -> LockHolder {
+        use std::io::Write;
+        let db = shared();
+        let mut psql = db
+            .command(db.bin("psql"))
+            .args(["-X", "-q", "-d", dbname])
+            .env("PGAPPNAME", "holder")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("psql starts");
+        let input = psql.stdin.as_mut().unwrap();
+        write!(input, "BEGIN;\nLOCK TABLE {table} IN {lock} MODE;\n").unwrap();
+        input.flush().unwrap();
+        wait_until("the lock was never taken", || {
+            !sessions(dbname, "holder", "idle in transaction").is_empty()
+        });
+        LockHolder { psql }
+    }
+}
+
+impl Drop for LockHolder {
+    fn drop(&mut self) {
+        drop(self.psql.stdin.take());
+        let _ = self.psql.wait();
+    }
+}
+
+/// Signals pgbolt, run with `args` in `dbname`, once its statement waits
+/// for a lock another session holds, and checks that it ends with 128 +
+/// the signal and leaves no backend behind (its statement was cancelled;
+/// without the cancel, the backend would wait for the lock for ever).
+fn signal_while_waiting_for_a_lock(dbname: &str, args: &[&str], signo: i32, name: &str) -> String {
+    let db = shared();
+    let run = spawn(pgbolt(db, dbname, args));
+    wait_until("pgbolt never waited for the lock", || {
+        sessions(dbname, "pgbolt", "active").contains("Lock")
+    });
+    run.signal(signo);
+    let done = run.wait(Duration::from_secs(30));
+    assert_eq!(done.code(), Some(128 + signo), "{name}: {}", done.stderr());
+    wait_until(
+        &format!("{name}: pgbolt's statement still waits for the lock"),
+        || backends(db, dbname).is_empty(),
+    );
+    done.stderr()
+}
+
 /// Regression: a signal during `-i` ended pgbolt at once, and the backend
 /// went on with the statement it was running (one that sends nothing until
 /// it ends: a server-side generation, a key build, a wait for a lock),
@@ -167,40 +221,29 @@ fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
 /// held by another session makes the first step, the drop, wait for ever.
 #[test]
 fn signal_during_init_cancels_the_running_statement() {
-    use std::io::Write;
-    let db = shared();
     for (signo, name) in SIGNALS {
-        let dbname = database(db, true);
-        let mut holder = db
-            .command(db.bin("psql"))
-            .args(["-X", "-q", "-d", &dbname])
-            .env("PGAPPNAME", "holder")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .expect("psql starts");
-        let mut input = holder.stdin.take().unwrap();
-        input
-            .write_all(b"BEGIN;\nLOCK TABLE pgbench_accounts IN ACCESS SHARE MODE;\n")
-            .unwrap();
-        input.flush().unwrap();
-        wait_until("the lock was never taken", || {
-            !sessions(&dbname, "holder", "idle in transaction").is_empty()
-        });
-
-        let run = spawn(pgbolt(db, &dbname, &["-i", "-I", "d"]));
-        wait_until("the drop never waited for the lock", || {
-            sessions(&dbname, "pgbolt", "active").contains("Lock")
-        });
-        run.signal(signo);
-        let done = run.wait(Duration::from_secs(30));
-        assert_eq!(done.code(), Some(128 + signo), "{name}: {}", done.stderr());
-        wait_until(
-            &format!("{name}: the drop still waits for the lock"),
-            || backends(db, &dbname).is_empty(),
+        let dbname = database(shared(), true);
+        let _holder = LockHolder::take(&dbname, "pgbench_accounts", "ACCESS SHARE");
+        let err = signal_while_waiting_for_a_lock(&dbname, &["-i", "-I", "d"], signo, name);
+        assert!(
+            err.contains("pgbolt: error: initialization was interrupted"),
+            "{name}: {err}"
         );
+    }
+}
 
-        drop(input);
-        holder.wait().unwrap();
+/// Regression: a signal before the run (during the vacuum or the
+/// preflight) ended pgbolt by the signal's default action, and its backend
+/// went on: a `truncate pgbench_history` waiting for a lock then held up
+/// every session that reached the table after it. pgbolt now cancels the
+/// statement and ends, without a word, as pgbench does.
+#[test]
+fn signal_before_the_run_cancels_the_vacuum() {
+    for (signo, name) in SIGNALS {
+        let dbname = database(shared(), true);
+        let _holder = LockHolder::take(&dbname, "pgbench_tellers", "SHARE UPDATE EXCLUSIVE");
+        let err = signal_while_waiting_for_a_lock(&dbname, &["-T", "30", "-c", "1"], signo, name);
+        assert!(!err.contains("canceling statement"), "{name}: {err}");
+        assert!(!err.contains("Run was"), "{name}: {err}");
     }
 }

@@ -45,7 +45,6 @@ use std::fmt;
 use std::num::NonZeroUsize;
 
 pub use run::{run, run_with_terminal};
-pub use session::cancel_running;
 pub use steps::{InitStep, InitSteps, InitStepsError};
 
 /// Branches per scale unit.

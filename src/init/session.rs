@@ -1,12 +1,11 @@
 //! One connection of the initialization: pgwire's blocking client, with
 //! server errors and notices worded as libpq words them for pgbench.
 
-use std::sync::{mpsc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use pgwire::blocking::{wait, Client};
 use pgwire::conninfo::Config;
-use pgwire::{CancelToken, Fill, Interest, Message};
+use pgwire::{Fill, Interest, Message};
 
 use super::rows::CHUNK_BYTES;
 use super::InitError;
@@ -15,66 +14,7 @@ use pgwire::libpq_text::{libpq_message, query_failure};
 pub struct Session {
     client: Client,
     server_version: u32,
-    _open: Open,
-}
-
-/// The cancel tokens of the sessions open now, by backend process id, for
-/// [`cancel_running`].
-static OPEN: Mutex<Vec<CancelToken>> = Mutex::new(Vec::new());
-
-/// A session's entry in [`OPEN`], removed when the session goes.
-struct Open(i32);
-
-impl Open {
-    fn register(token: CancelToken) -> Open {
-        let pid = token.process_id();
-        OPEN.lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(token);
-        Open(pid)
-    }
-}
-
-impl Drop for Open {
-    fn drop(&mut self) {
-        OPEN.lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .retain(|t| t.process_id() != self.0);
-    }
-}
-
-/// Asks the server to cancel what every open session is running, waiting
-/// at most `limit` for the requests to be delivered (each from a thread of
-/// its own, so a server that does not answer cannot hold the caller up).
-///
-/// A session's backend goes on with its statement when its client goes
-/// away without a word, until the statement ends or sends something: a
-/// server-side data generation, a vacuum or a key build would hold its
-/// locks for minutes, and a rerun of `-i` would wait for them. pgbench
-/// cancels on Ctrl-C too.
-pub fn cancel_running(limit: Duration) {
-    let tokens = OPEN.lock().unwrap_or_else(PoisonError::into_inner).clone();
-    let count = tokens.len();
-    let (done, delivered) = mpsc::channel();
-    for token in tokens {
-        let sender = done.clone();
-        let spawned = std::thread::Builder::new()
-            .name("pgbolt-cancel".to_owned())
-            .spawn(move || {
-                let _ = token.cancel();
-                let _ = sender.send(());
-            });
-        if spawned.is_err() {
-            let _ = done.send(());
-        }
-    }
-    let deadline = Instant::now() + limit;
-    for _ in 0..count {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if delivered.recv_timeout(left).is_err() {
-            return;
-        }
-    }
+    _cancel: crate::sigstop::Cancellable,
 }
 
 /// libpq's wording of a failure of `sql`.
@@ -131,11 +71,11 @@ impl Session {
 
     fn new(client: Client) -> Session {
         let server_version = client.parameter("server_version").map_or(0, version_number);
-        let open = Open::register(client.cancel_token());
+        let cancel = crate::sigstop::cancel_on_stop(client.cancel_token());
         Session {
             client,
             server_version,
-            _open: open,
+            _cancel: cancel,
         }
     }
 
