@@ -8,14 +8,13 @@
 //! restores what was there before, such as the clean-up of a throwaway
 //! instance, which installs its own with [`set_handler`].
 //!
-//! Before the run (the vacuum, the preflight) and during `-i`, pgbolt
-//! talks to the server over blocking connections; those register with
-//! [`cancel_on_stop`] so that a stop cancels what they are running before
-//! the process exits ([`cancel_registered`]). A backend whose client goes
-//! away without a word goes on with a statement that sends nothing until it
-//! ends (a server-side data generation, a key build, a vacuum, a wait for
-//! a lock), holding locks that a rerun, or every session behind a waiting
-//! `truncate`, would wait for. pgbench cancels on Ctrl-C during `-i` too.
+//! During `-i`, pgbolt talks to the server over blocking connections;
+//! those register with [`cancel_on_stop`] so that a stop cancels what they
+//! are running before the process exits ([`cancel_registered`]). A backend
+//! whose client goes away without a word goes on with a statement that
+//! sends nothing until it ends (a server-side data generation, a key
+//! build, a wait for a lock), holding locks that a rerun would wait for.
+//! pgbench cancels on Ctrl-C during `-i` too.
 
 use std::sync::{mpsc, Mutex, PoisonError};
 use std::time::{Duration, Instant};

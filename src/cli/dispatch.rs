@@ -136,10 +136,8 @@ fn initialize(config: &Config, init: &Init) -> Result<i32, RunError> {
         quiet: init.quiet,
         jobs: init.jobs.and_then(|n| NonZeroUsize::new(n as usize)),
     };
-    let _interrupt = super::interrupt::watch(super::interrupt::Phase::Init {
-        temp_instance: config.temp_instance.is_some(),
-    })
-    .map_err(|e| RunError::Engine(e.to_string()))?;
+    let _interrupt = super::interrupt::watch(config.temp_instance.is_some())
+        .map_err(|e| RunError::Engine(e.to_string()))?;
     let mut stderr = std::io::stderr().lock();
     match crate::init::run(&options, &conn, &mut stderr) {
         Ok(()) => Ok(0),

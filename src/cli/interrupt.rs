@@ -1,15 +1,12 @@
-//! SIGINT and SIGTERM during `-i` and during the set-up before a run:
-//! cancel what the server is running for pgbolt, say so (for `-i`), then
-//! exit with 128 plus the signal number.
+//! SIGINT and SIGTERM during `-i`: say so, then exit with 128 plus the
+//! signal number.
 //!
 //! Without a handler the process would simply vanish mid-step, leaving
 //! the user to guess what state the tables are in. With one, the user
 //! reads that initialization was interrupted and that `-i` starts over:
 //! its first step drops the four tables, whatever state they are in. The
 //! statements still running are cancelled first (see
-//! [`crate::sigstop::cancel_registered`]). Before a run nothing was
-//! measured: pgbolt ends without a word, as pgbench does, once the vacuum
-//! or the preflight query it was waiting for is cancelled.
+//! [`crate::sigstop::cancel_registered`]).
 //!
 //! The handler only writes the signal number to a pipe; a watcher thread
 //! reads it, writes the message straight to descriptor 2 (the
@@ -46,20 +43,10 @@ pub struct Watch {
     handlers: Option<crate::sigstop::Installed>,
 }
 
-/// What a signal interrupts.
-#[derive(Clone, Copy)]
-pub enum Phase {
-    /// An initialization; `temp_instance`: the tables are in a throwaway
-    /// instance, which goes away with the process, so the message does not
-    /// suggest running `-i` again.
-    Init { temp_instance: bool },
-    /// The set-up before a run (the preflight, the vacuum): nothing was
-    /// measured, and pgbolt ends without a word, as pgbench does.
-    Setup,
-}
-
-/// Installs the handlers for the duration of `phase`.
-pub fn watch(phase: Phase) -> std::io::Result<Watch> {
+/// Installs the handlers for the duration of an initialization.
+/// `temp_instance`: the tables are in a throwaway instance, which goes away
+/// with the process, so the message does not suggest running `-i` again.
+pub fn watch(temp_instance: bool) -> std::io::Result<Watch> {
     let mut fds = [0; 2];
     // SAFETY: pipe2 writes two descriptors into the array.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -68,7 +55,7 @@ pub fn watch(phase: Phase) -> std::io::Result<Watch> {
     let read_fd = fds[0];
     let watcher = std::thread::Builder::new()
         .name("pgbolt-interrupt".to_owned())
-        .spawn(move || wait_for_signal(read_fd, phase))?;
+        .spawn(move || wait_for_signal(read_fd, temp_instance))?;
     WRITE_FD.store(fds[1], Ordering::SeqCst);
     Ok(Watch {
         write_fd: fds[1],
@@ -79,31 +66,25 @@ pub fn watch(phase: Phase) -> std::io::Result<Watch> {
 
 /// The watcher: a signal number ends the process; 0 or end of file ends
 /// the watcher.
-fn wait_for_signal(read_fd: RawFd, phase: Phase) {
+fn wait_for_signal(read_fd: RawFd, temp_instance: bool) {
     let mut byte = 0u8;
     // SAFETY: reads one byte into a local from a descriptor we own.
     let n = unsafe { libc::read(read_fd, (&mut byte as *mut u8).cast(), 1) };
     // SAFETY: closes the read end, used by nobody else.
     unsafe { libc::close(read_fd) };
     if n == 1 && byte != 0 {
-        let message = match phase {
-            Phase::Init {
-                temp_instance: true,
-            } => format!(
-                "{PROGRAM}: error: initialization was interrupted; the throwaway instance is removed\n"
-            ),
-            Phase::Init {
-                temp_instance: false,
-            } => format!(
+        let message = if temp_instance {
+            format!("{PROGRAM}: error: initialization was interrupted; the throwaway instance is removed\n")
+        } else {
+            format!(
                 "{PROGRAM}: error: initialization was interrupted; the tables may be incomplete: run -i again to start over (it drops them first)\n"
-            ),
-            Phase::Setup => String::new(),
+            )
         };
         // SAFETY: writes a local buffer to standard error, then points
-        // standard error at /dev/null: the initialization or set-up still
-        // running on the main thread would report the failures the cancel
-        // and the exit cause (such as the throwaway server going away),
-        // which would only mislead.
+        // standard error at /dev/null: the initialization still running on
+        // the main thread would report the failures the cancel and the exit
+        // cause (such as the throwaway server going away), which would only
+        // mislead.
         unsafe {
             libc::write(2, message.as_ptr().cast(), message.len());
             let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);

@@ -41,7 +41,7 @@ pub mod error;
 mod gather;
 mod getopt;
 pub mod help;
-pub(crate) mod interrupt;
+mod interrupt;
 pub mod options;
 mod temp_instance;
 mod validate;
