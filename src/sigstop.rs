@@ -7,6 +7,19 @@
 //! `write(2)`, so they are async-signal-safe. Dropping [`Installed`]
 //! restores what was there before, such as the clean-up of a throwaway
 //! instance, which installs its own with [`set_handler`].
+//!
+//! During `-i`, pgbolt talks to the server over blocking connections;
+//! those register with [`cancel_on_stop`] so that a stop cancels what they
+//! are running before the process exits ([`cancel_registered`]). A backend
+//! whose client goes away without a word goes on with a statement that
+//! sends nothing until it ends (a server-side data generation, a key
+//! build, a wait for a lock), holding locks that a rerun would wait for.
+//! pgbench cancels on Ctrl-C during `-i` too.
+
+use std::sync::{mpsc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use pgwire::CancelToken;
 
 /// The signals that ask pgbolt to stop.
 pub const SIGNALS: [libc::c_int; 2] = [libc::SIGINT, libc::SIGTERM];
@@ -74,6 +87,65 @@ impl Drop for Installed {
         for (i, &signo) in SIGNALS.iter().enumerate() {
             // SAFETY: restores the action saved at installation.
             unsafe { libc::sigaction(signo, &self.old[i], std::ptr::null_mut()) };
+        }
+    }
+}
+
+/// The cancel tokens of the connections registered now.
+static REGISTERED: Mutex<Vec<CancelToken>> = Mutex::new(Vec::new());
+
+/// A connection's entry among those [`cancel_registered`] cancels; removed
+/// on drop.
+pub struct Cancellable(i32);
+
+/// Registers a connection, by its cancel token, until the returned value
+/// is dropped.
+pub fn cancel_on_stop(token: CancelToken) -> Cancellable {
+    let pid = token.process_id();
+    REGISTERED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(token);
+    Cancellable(pid)
+}
+
+impl Drop for Cancellable {
+    fn drop(&mut self) {
+        REGISTERED
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|t| t.process_id() != self.0);
+    }
+}
+
+/// Asks the server to cancel what every registered connection is running,
+/// waiting at most `limit` for the requests to be delivered (each from a
+/// thread of its own, so a server that does not answer cannot hold the
+/// caller up).
+pub fn cancel_registered(limit: Duration) {
+    let tokens = REGISTERED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    let count = tokens.len();
+    let (done, delivered) = mpsc::channel();
+    for token in tokens {
+        let sender = done.clone();
+        let spawned = std::thread::Builder::new()
+            .name("pgbolt-cancel".to_owned())
+            .spawn(move || {
+                let _ = token.cancel();
+                let _ = sender.send(());
+            });
+        if spawned.is_err() {
+            let _ = done.send(());
+        }
+    }
+    let deadline = Instant::now() + limit;
+    for _ in 0..count {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if delivered.recv_timeout(left).is_err() {
+            return;
         }
     }
 }

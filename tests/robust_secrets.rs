@@ -227,3 +227,31 @@ fn a_missing_password_is_asked_for_as_pgbench_asks() {
         }
     }
 }
+
+/// Regression: a connection string given after the database name was
+/// echoed whole in `too many command-line arguments (first is "...")`,
+/// password included (pgbench echoes it too).
+#[test]
+fn an_extra_argument_is_echoed_without_its_password() {
+    let cases = [
+        (
+            format!("host=/nowhere password={SECRET} dbname=x"),
+            "(first is \"host=/nowhere password=**** dbname=x\")",
+        ),
+        (
+            format!("postgresql://bench:{SECRET}@localhost/x?password={SECRET}"),
+            "(first is \"postgresql://bench:****@localhost/x?password=****\")",
+        ),
+    ];
+    for (extra, shown) in cases {
+        let out = Command::new(pgbolt_path())
+            .args(["-n", "-t", "1", "mydb", &extra])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains("too many command-line arguments"), "{err}");
+        assert!(err.contains(shown), "{err}");
+        assert!(!err.contains(SECRET), "leaked: {err}");
+    }
+}

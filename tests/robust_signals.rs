@@ -137,3 +137,121 @@ fn a_signal_ignored_at_start_stays_ignored() {
     assert_eq!(done.code(), Some(0), "{err}");
     assert!(!err.contains("interrupted"), "{err}");
 }
+
+/// The client backends in `dbname` whose application is `application`
+/// and whose state is `state`, with what they wait for.
+fn sessions(dbname: &str, application: &str, state: &str) -> String {
+    shared()
+        .psql(&format!(
+            "SELECT pid, coalesce(wait_event_type, '') FROM pg_stat_activity \
+             WHERE datname = '{dbname}' AND application_name = '{application}' \
+             AND state = '{state}' AND backend_type = 'client backend'"
+        ))
+        .unwrap_or_default()
+}
+
+/// Waits until `ready` holds, for at most 30 s.
+fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !ready() {
+        assert!(Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A `psql` session holding `lock` on `table` in `dbname` until dropped.
+struct LockHolder {
+    psql: std::process::Child,
+}
+
+impl LockHolder {
+    fn take(dbname: &str, table: &str, lock: &str) -> LockHolder {
+        use std::io::Write;
+        let db = shared();
+        let mut psql = db
+            .command(db.bin("psql"))
+            .args(["-X", "-q", "-d", dbname])
+            .env("PGAPPNAME", "holder")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("psql starts");
+        let input = psql.stdin.as_mut().unwrap();
+        write!(input, "BEGIN;\nLOCK TABLE {table} IN {lock} MODE;\n").unwrap();
+        input.flush().unwrap();
+        wait_until("the lock was never taken", || {
+            !sessions(dbname, "holder", "idle in transaction").is_empty()
+        });
+        LockHolder { psql }
+    }
+}
+
+impl Drop for LockHolder {
+    fn drop(&mut self) {
+        drop(self.psql.stdin.take());
+        let _ = self.psql.wait();
+    }
+}
+
+/// Signals pgbolt, run with `args` in `dbname`, once its statement waits
+/// for a lock another session holds, and checks that it leaves no backend
+/// behind (its statement was cancelled; without the cancel, the backend
+/// would wait for the lock for ever).
+fn signal_while_waiting_for_a_lock(
+    dbname: &str,
+    args: &[&str],
+    signo: i32,
+    name: &str,
+) -> Finished {
+    let db = shared();
+    let run = spawn(pgbolt(db, dbname, args));
+    wait_until("pgbolt never waited for the lock", || {
+        sessions(dbname, "pgbolt", "active").contains("Lock")
+    });
+    run.signal(signo);
+    let done = run.wait(Duration::from_secs(30));
+    wait_until(
+        &format!("{name}: pgbolt's statement still waits for the lock"),
+        || backends(db, dbname).is_empty(),
+    );
+    done
+}
+
+/// Regression: a signal during `-i` ended pgbolt at once, and the backend
+/// went on with the statement it was running (one that sends nothing until
+/// it ends: a server-side generation, a key build, a wait for a lock),
+/// holding its locks, so a rerun of `-i` waited for it. pgbench cancels
+/// the statement on Ctrl-C; pgbolt now cancels it before it exits. A lock
+/// held by another session makes the first step, the drop, wait for ever.
+#[test]
+fn signal_during_init_cancels_the_running_statement() {
+    for (signo, name) in SIGNALS {
+        let dbname = database(shared(), true);
+        let _holder = LockHolder::take(&dbname, "pgbench_accounts", "ACCESS SHARE");
+        let done = signal_while_waiting_for_a_lock(&dbname, &["-i", "-I", "d"], signo, name);
+        let err = done.stderr();
+        assert_eq!(done.code(), Some(128 + signo), "{name}: {err}");
+        assert!(
+            err.contains("pgbolt: error: initialization was interrupted"),
+            "{name}: {err}"
+        );
+    }
+}
+
+/// Regression: a signal before the run (during the vacuum or the
+/// preflight) ended pgbolt by the signal's default action, and its backend
+/// went on: a `truncate pgbench_history` waiting for a lock then held up
+/// every session that reached the table after it. pgbolt now cancels the
+/// statement, then ends by the signal without a word, as pgbench does.
+#[test]
+fn signal_before_the_run_cancels_the_vacuum() {
+    use std::os::unix::process::ExitStatusExt;
+    for (signo, name) in SIGNALS {
+        let dbname = database(shared(), true);
+        let _holder = LockHolder::take(&dbname, "pgbench_tellers", "SHARE UPDATE EXCLUSIVE");
+        let done = signal_while_waiting_for_a_lock(&dbname, &["-T", "30", "-c", "1"], signo, name);
+        let err = done.stderr();
+        assert_eq!(done.out.status.signal(), Some(signo), "{name}: {err}");
+        assert_eq!(err, "starting vacuum...", "{name}");
+    }
+}

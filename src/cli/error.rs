@@ -213,9 +213,11 @@ impl fmt::Display for CliError {
                 }
                 Ok(())
             }
-            CliError::TooManyArguments(first) => {
-                write!(f, "too many command-line arguments (first is \"{first}\")")
-            }
+            CliError::TooManyArguments(first) => write!(
+                f,
+                "too many command-line arguments (first is \"{}\")",
+                pgwire::conninfo::redact(first)
+            ),
             CliError::InvalidValue { option, value } => {
                 write!(f, "invalid value \"{value}\" for option {option}")
             }

@@ -5,9 +5,8 @@
 //! the user to guess what state the tables are in. With one, the user
 //! reads that initialization was interrupted and that `-i` starts over:
 //! its first step drops the four tables, whatever state they are in. The
-//! server ends the statement that was running when it sees the
-//! connection close (a COPY at once; a statement that sends nothing
-//! until it ends, such as an index build, when it ends).
+//! statements still running are cancelled first (see
+//! [`crate::sigstop::cancel_registered`]).
 //!
 //! The handler only writes the signal number to a pipe; a watcher thread
 //! reads it, writes the message straight to descriptor 2 (the
@@ -22,6 +21,9 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::thread::JoinHandle;
 
 use super::PROGRAM;
+
+/// How long the cancel requests may take before the process exits anyway.
+const CANCEL_LIMIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 static WRITE_FD: AtomicI32 = AtomicI32::new(-1);
 
@@ -80,8 +82,9 @@ fn wait_for_signal(read_fd: RawFd, temp_instance: bool) {
         };
         // SAFETY: writes a local buffer to standard error, then points
         // standard error at /dev/null: the initialization still running on
-        // the main thread would report the failures the exit causes (such
-        // as the throwaway server going away), which would only mislead.
+        // the main thread would report the failures the cancel and the exit
+        // cause (such as the throwaway server going away), which would only
+        // mislead.
         unsafe {
             libc::write(2, message.as_ptr().cast(), message.len());
             let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
@@ -90,6 +93,7 @@ fn wait_for_signal(read_fd: RawFd, temp_instance: bool) {
                 libc::close(null);
             }
         }
+        crate::sigstop::cancel_registered(CANCEL_LIMIT);
         std::process::exit(128 + i32::from(byte));
     }
 }

@@ -57,6 +57,7 @@ pub mod plan;
 mod progress;
 mod result_file;
 mod setup;
+mod setup_stop;
 mod shared;
 mod shell;
 mod signals;
@@ -283,6 +284,7 @@ fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> 
     let mut seeds = SeedLines::new(&config.seeds, seed_value);
     let plan = Plan::new(bench, config.debug, &mut |scripts| seeds.show(scripts))?;
     let (connector, mut setup_client) = setup::connect(&config.connection)?;
+    let _stop = setup_stop::arm(&setup_client.cancel_token());
     setup::print_version(&setup_client, json_to_stdout(bench));
     if config.debug {
         let (what, n) = match bench.length {

@@ -14,6 +14,7 @@ use pgwire::libpq_text::{libpq_message, query_failure};
 pub struct Session {
     client: Client,
     server_version: u32,
+    _cancel: crate::sigstop::Cancellable,
 }
 
 /// libpq's wording of a failure of `sql`.
@@ -70,9 +71,11 @@ impl Session {
 
     fn new(client: Client) -> Session {
         let server_version = client.parameter("server_version").map_or(0, version_number);
+        let cancel = crate::sigstop::cancel_on_stop(client.cancel_token());
         Session {
             client,
             server_version,
+            _cancel: cancel,
         }
     }
 

@@ -48,6 +48,27 @@ impl CancelToken {
         self.process_id
     }
 
+    /// The request as bytes with the address it goes to, for a caller that
+    /// must send it without allocating or locking (a signal handler).
+    pub fn raw_request(&self) -> (libc::sockaddr_storage, libc::socklen_t, [u8; 16]) {
+        let mut buf = BytesMut::with_capacity(16);
+        frontend::cancel_request(self.process_id, self.secret_key, &mut buf);
+        let mut request = [0u8; 16];
+        request.copy_from_slice(&buf[..16]);
+        // SAFETY: a zeroed sockaddr_storage is valid; the copy is of the
+        // address's own length, which fits in a sockaddr_storage.
+        let storage = unsafe {
+            let mut storage: libc::sockaddr_storage = std::mem::zeroed();
+            std::ptr::copy_nonoverlapping(
+                self.addr.as_ptr().cast::<u8>(),
+                (&mut storage as *mut libc::sockaddr_storage).cast::<u8>(),
+                self.addr.len() as usize,
+            );
+            storage
+        };
+        (storage, self.addr.len(), request)
+    }
+
     /// Sends the request and waits until the server has read it (it closes
     /// the socket then). Blocks for at most `connect_timeout` (10 s when
     /// unset) per step. Success means the request was delivered, not that a

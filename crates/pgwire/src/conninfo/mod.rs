@@ -43,7 +43,7 @@ pub(crate) use env::passwd_entry;
 pub use env::{Env, DEFAULT_SOCKET_DIRS, DEFAULT_SYSCONFDIR};
 pub use error::Error;
 pub use options::ConnOptions;
-pub use parse::{from_params, is_connection_string, parse};
+pub use parse::{from_params, is_connection_string, parse, redact};
 pub use resolve::{host_address, port, resolve, with_defaults};
 pub use values::{AuthMethod, AuthRequirement, SaslMechanism, TcpOptions};
 

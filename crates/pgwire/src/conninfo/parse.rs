@@ -31,6 +31,69 @@ pub fn parse(conninfo: &str) -> Result<ConnOptions, Error> {
     }
 }
 
+/// `s` as given, with the value of every password in it replaced by
+/// `****` when it is a connection string (a URI's `user:password@` and
+/// `password` parameters, a `key=value` string's `password` values, quoted
+/// or not, even in a string that does not parse), for showing it.
+pub fn redact(s: &str) -> String {
+    if uri::prefix_len(s) != 0 {
+        return uri::redact(s);
+    }
+    if !s.contains('=') {
+        return s.to_owned();
+    }
+    let b = s.as_bytes();
+    let n = b.len();
+    let mut out = String::with_capacity(n);
+    let mut shown = 0;
+    let mut p = 0;
+    while p < n {
+        if is_c_space(b[p]) {
+            p += 1;
+            continue;
+        }
+        let key_start = p;
+        while p < n && b[p] != b'=' && !is_c_space(b[p]) {
+            p += 1;
+        }
+        let key = &s[key_start..p];
+        while p < n && is_c_space(b[p]) {
+            p += 1;
+        }
+        if p >= n || b[p] != b'=' {
+            continue;
+        }
+        p += 1;
+        while p < n && is_c_space(b[p]) {
+            p += 1;
+        }
+        let value_start = p;
+        let quoted = p < n && b[p] == b'\'';
+        if quoted {
+            p += 1;
+        }
+        while p < n {
+            match b[p] {
+                b'\\' => p += 2,
+                b'\'' if quoted => {
+                    p += 1;
+                    break;
+                }
+                c if !quoted && is_c_space(c) => break,
+                _ => p += 1,
+            }
+        }
+        p = p.min(n);
+        if key == "password" {
+            out.push_str(&s[shown..value_start]);
+            out.push_str("****");
+            shown = p;
+        }
+    }
+    out.push_str(&s[shown..]);
+    out
+}
+
 /// Stores one pair as libpq's `conninfo_storeval` does: the obsolete
 /// `requiressl` becomes `sslmode`.
 pub(crate) fn store(options: &mut ConnOptions, key: &str, value: &str) -> Result<(), Error> {
@@ -258,6 +321,26 @@ mod tests {
         for (input, want) in cases {
             let err = parse(input).expect_err(input);
             assert_eq!(err.to_string(), want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn redaction_hides_every_password_and_nothing_else() {
+        let cases = [
+            ("mydb", "mydb"),
+            (
+                "host=h password=pw dbname=d",
+                "host=h password=**** dbname=d",
+            ),
+            ("password = 'a b\\' c' user=u", "password = **** user=u"),
+            ("password=a\\ b user=u", "password=**** user=u"),
+            ("garbage password=pw", "garbage password=****"),
+            ("password='unterminated", "password=****"),
+            ("password=", "password=****"),
+            ("postgresql://u:pw@h/d", "postgresql://u:****@h/d"),
+        ];
+        for (given, shown) in cases {
+            assert_eq!(redact(given), shown, "{given:?}");
         }
     }
 

@@ -22,20 +22,38 @@ pub(crate) fn prefix_len(s: &str) -> usize {
         .map_or(0, |p| p.len())
 }
 
-/// `uri` with the password (if any) replaced by `****`, for messages.
+/// `uri` with its passwords replaced by `****`, for messages: the one in
+/// `user:password@` and the value of any `password` query parameter.
 pub(crate) fn redact(uri: &str) -> String {
     let start = prefix_len(uri);
     let rest = &uri[start..];
-    let Some(end) = rest.find(['@', '/']) else {
-        return uri.to_owned();
+    let (mut out, after) = match rest.find(['@', '/']) {
+        Some(end) if rest.as_bytes()[end] == b'@' => match rest[..end].find(':') {
+            Some(colon) => (
+                format!("{}{}:****@", &uri[..start], &rest[..colon]),
+                end + 1,
+            ),
+            None => (uri[..start + end + 1].to_owned(), end + 1),
+        },
+        _ => (uri[..start].to_owned(), 0),
     };
-    if rest.as_bytes()[end] != b'@' {
-        return uri.to_owned();
-    }
-    match rest[..end].find(':') {
-        Some(colon) => format!("{}{}:****{}", &uri[..start], &rest[..colon], &rest[end..]),
-        None => uri.to_owned(),
-    }
+    let rest = &rest[after..];
+    let Some(q) = rest.find('?') else {
+        out.push_str(rest);
+        return out;
+    };
+    out.push_str(&rest[..=q]);
+    let params: Vec<String> = rest[q + 1..]
+        .split('&')
+        .map(|param| match param.split_once('=') {
+            Some((key, _)) if decode(key, false).is_ok_and(|k| k == "password") => {
+                format!("{key}=****")
+            }
+            _ => param.to_owned(),
+        })
+        .collect();
+    out.push_str(&params.join("&"));
+    out
 }
 
 fn hex(b: u8) -> Option<u8> {
@@ -379,6 +397,15 @@ mod tests {
                 "forbidden value %00 in percent-encoded value: \"d%00\"",
             ),
             ("postgresql://u:se%zzcret@h", "invalid percent-encoded token: \"****\""),
+            // Regression: a password given as a query parameter was shown.
+            (
+                "postgresql://[::1]x/db?password=secret",
+                "unexpected character \"x\" at position 19 in URI (expected \":\" or \"/\"): \"postgresql://[::1]x/db?password=****\"",
+            ),
+            (
+                "postgresql://u@[::1/db?password=secret",
+                "end of string reached when looking for matching \"]\" in IPv6 host address in URI: \"postgresql://u@[::1/db?password=****\"",
+            ),
         ];
         for (input, want) in cases {
             let err = parse_any(input).expect_err(input);
@@ -391,5 +418,13 @@ mod tests {
         assert_eq!(redact("postgresql://u:pw@h/db"), "postgresql://u:****@h/db");
         assert_eq!(redact("postgresql://u@h/db"), "postgresql://u@h/db");
         assert_eq!(redact("postgresql://h/a@b:c"), "postgresql://h/a@b:c");
+        assert_eq!(
+            redact("postgresql://u@h/db?host=x&password=pw&pass%77ord=pw2&port=1"),
+            "postgresql://u@h/db?host=x&password=****&pass%77ord=****&port=1"
+        );
+        assert_eq!(
+            redact("postgresql://u:a?b@h/db?x"),
+            "postgresql://u:****@h/db?x"
+        );
     }
 }
