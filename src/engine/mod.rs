@@ -284,7 +284,7 @@ fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> 
     let mut seeds = SeedLines::new(&config.seeds, seed_value);
     let plan = Plan::new(bench, config.debug, &mut |scripts| seeds.show(scripts))?;
     let (connector, mut setup_client) = setup::connect(&config.connection)?;
-    let _stop = setup_stop::arm(&setup_client.cancel_token());
+    let stop = setup_stop::arm(&setup_client.cancel_token());
     setup::print_version(&setup_client, json_to_stdout(bench));
     if config.debug {
         let (what, n) = match bench.length {
@@ -324,6 +324,7 @@ fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> 
         (i64::from(bench.scale.unwrap_or(1)), None)
     };
     setup::vacuum(&mut setup_client, bench.vacuum);
+    drop(stop);
     setup_client.close();
     raise_open_files_limit(bench.open_files_needed(config.io, config.temp_instance.is_some()));
     let states = RandomStates::new(

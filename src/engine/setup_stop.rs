@@ -8,8 +8,11 @@
 //! handler sends the cancel request itself, with system calls that are
 //! safe in a signal handler (no thread is started: with `-j 1` the run
 //! stays single-threaded), waits at most a second for the server to take
-//! it, puts the previous action back (the default, or the clean-up of a
-//! throwaway instance) and raises the signal again.
+//! it, puts the previous action back and raises the signal again. Under
+//! `--temp-instance` the previous action is the instance's clean-up, which
+//! stops the server anyway: the handler then sends nothing (the main
+//! thread would only report the cancelled statement while the clean-up
+//! starts). It acts once, whichever of the two signals comes first.
 
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
@@ -74,19 +77,28 @@ impl Drop for Armed {
 }
 
 extern "C" fn on_signal(signo: libc::c_int) {
-    if !ARMED.load(Ordering::SeqCst) {
+    if !ARMED.swap(false, Ordering::SeqCst) {
         return;
     }
     // SAFETY: the slot was written before `ARMED` was set; the calls are
     // async-signal-safe. The signal is blocked while its handler runs, so
-    // the one raised here arrives, with the previous action, on return.
+    // the one raised here arrives, with the previous action, on return;
+    // `errno` is put back for the code the signal interrupted.
     unsafe {
+        let errno = *libc::__errno_location();
         let request = (*SLOT.0.get()).assume_init_ref();
-        send(request);
-        if let Some(i) = SIGNALS.iter().position(|&s| s == signo) {
-            libc::sigaction(signo, &request.previous[i], std::ptr::null_mut());
+        let previous = SIGNALS
+            .iter()
+            .position(|&s| s == signo)
+            .map(|i| &request.previous[i]);
+        if previous.map_or(true, |p| p.sa_sigaction == libc::SIG_DFL) {
+            send(request);
+        }
+        if let Some(previous) = previous {
+            libc::sigaction(signo, previous, std::ptr::null_mut());
         }
         libc::raise(signo);
+        *libc::__errno_location() = errno;
     }
 }
 
