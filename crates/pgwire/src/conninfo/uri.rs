@@ -23,27 +23,39 @@ pub(crate) fn prefix_len(s: &str) -> usize {
 }
 
 /// `uri` with its passwords replaced by `****`, for messages: the one in
-/// `user:password@` and the value of any `password` query parameter.
+/// `user:password@` and the value of any `password` query parameter. An
+/// `@` in a query parameter's value (`?password=p@ss`) ends what libpq
+/// takes for the user part; a `?` there before any `:` shows it is a
+/// query, hidden whole up to its next `&`.
 pub(crate) fn redact(uri: &str) -> String {
     let start = prefix_len(uri);
-    let rest = &uri[start..];
-    let (mut out, after) = match rest.find(['@', '/']) {
-        Some(end) if rest.as_bytes()[end] == b'@' => match rest[..end].find(':') {
-            Some(colon) => (
-                format!("{}{}:****@", &uri[..start], &rest[..colon]),
-                end + 1,
-            ),
-            None => (uri[..start + end + 1].to_owned(), end + 1),
-        },
-        _ => (uri[..start].to_owned(), 0),
+    let mut out = uri[..start].to_owned();
+    let mut rest = &uri[start..];
+    if let Some(end) = rest
+        .find(['@', '/'])
+        .filter(|&e| rest.as_bytes()[e] == b'@')
+    {
+        let user = &rest[..end];
+        if let Some(colon) = user
+            .find(':')
+            .filter(|&c| user.find('?').map_or(true, |q| c < q))
+        {
+            out.push_str(&user[..colon]);
+            out.push_str(":****@");
+            rest = &rest[end + 1..];
+        }
+    }
+    out.push_str(&redact_query(rest));
+    out
+}
+
+/// `text` with the value of every `password` parameter of the query that
+/// follows its first `?` replaced by `****`.
+fn redact_query(text: &str) -> String {
+    let Some(q) = text.find('?') else {
+        return text.to_owned();
     };
-    let rest = &rest[after..];
-    let Some(q) = rest.find('?') else {
-        out.push_str(rest);
-        return out;
-    };
-    out.push_str(&rest[..=q]);
-    let params: Vec<String> = rest[q + 1..]
+    let params: Vec<String> = text[q + 1..]
         .split('&')
         .map(|param| match param.split_once('=') {
             Some((key, _)) if decode(key, false).is_ok_and(|k| k == "password") => {
@@ -52,8 +64,7 @@ pub(crate) fn redact(uri: &str) -> String {
             _ => param.to_owned(),
         })
         .collect();
-    out.push_str(&params.join("&"));
-    out
+    format!("{}{}", &text[..=q], params.join("&"))
 }
 
 fn hex(b: u8) -> Option<u8> {
@@ -425,6 +436,23 @@ mod tests {
         assert_eq!(
             redact("postgresql://u:a?b@h/db?x"),
             "postgresql://u:****@h/db?x"
+        );
+        // An `@` in a query value: what libpq takes for the user part.
+        assert_eq!(
+            redact("postgresql://h?password=p@ss"),
+            "postgresql://h?password=****"
+        );
+        assert_eq!(
+            redact("postgresql://h?password=s3cret&x=1@y"),
+            "postgresql://h?password=****&x=1@y"
+        );
+        assert_eq!(
+            redact("postgresql://h?password=a:b@c"),
+            "postgresql://h?password=****"
+        );
+        assert_eq!(
+            redact("postgresql://u:pw@h?password=x@y"),
+            "postgresql://u:****@h?password=****"
         );
     }
 }
