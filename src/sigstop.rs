@@ -10,12 +10,14 @@
 //!
 //! During `-i`, pgbolt talks to the server over blocking connections;
 //! those register with [`cancel_on_stop`] so that a stop cancels what they
-//! are running before the process exits ([`cancel_registered`]). A backend
+//! are running before the process exits ([`cancel_registered`]), and start
+//! nothing new once that has begun ([`wait_if_stopping`]). A backend
 //! whose client goes away without a word goes on with a statement that
 //! sends nothing until it ends (a server-side data generation, a key
 //! build, a wait for a lock), holding locks that a rerun would wait for.
 //! pgbench cancels on Ctrl-C during `-i` too.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -94,6 +96,20 @@ impl Drop for Installed {
 /// The cancel tokens of the connections registered now.
 static REGISTERED: Mutex<Vec<CancelToken>> = Mutex::new(Vec::new());
 
+/// Set once a stop has begun cancelling: no registered connection starts a
+/// statement after that (see [`wait_if_stopping`]).
+static STOPPING: AtomicBool = AtomicBool::new(false);
+
+/// Called by a registered connection before it sends a statement: once a
+/// stop has begun, the thread waits for the process to exit instead, so
+/// that no statement starts after the cancel requests went out (a cancel
+/// only ends a statement the backend is running).
+pub fn wait_if_stopping() {
+    while STOPPING.load(Ordering::SeqCst) {
+        std::thread::park();
+    }
+}
+
 /// A connection's entry among those [`cancel_registered`] cancels; removed
 /// on drop.
 pub struct Cancellable(i32);
@@ -123,10 +139,11 @@ impl Drop for Cancellable {
 /// thread of its own, so a server that does not answer cannot hold the
 /// caller up).
 pub fn cancel_registered(limit: Duration) {
-    let tokens = REGISTERED
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .clone();
+    let tokens = {
+        let registered = REGISTERED.lock().unwrap_or_else(PoisonError::into_inner);
+        STOPPING.store(true, Ordering::SeqCst);
+        registered.clone()
+    };
     let count = tokens.len();
     let (done, delivered) = mpsc::channel();
     for token in tokens {

@@ -86,6 +86,7 @@ impl Session {
 
     /// Runs one statement that returns no rows.
     pub fn execute(&mut self, sql: &str) -> Result<(), InitError> {
+        crate::sigstop::wait_if_stopping();
         match self.client.execute(sql) {
             Ok(_) => Ok(()),
             Err(e) => Err(InitError::Query {
@@ -100,6 +101,7 @@ impl Session {
     pub fn relkind(&mut self, table: &str) -> Result<String, InitError> {
         const SQL: &str =
             "SELECT relkind FROM pg_catalog.pg_class WHERE oid=$1::pg_catalog.regclass";
+        crate::sigstop::wait_if_stopping();
         let rows = self
             .client
             .prepare("", SQL)
@@ -126,6 +128,7 @@ impl Session {
         sql: &str,
         mut fill: impl FnMut(&mut Vec<u8>) -> bool,
     ) -> Result<(), InitError> {
+        crate::sigstop::wait_if_stopping();
         let mut copy = self.client.copy_in(sql).map_err(|e| InitError::CopyStart {
             message: failure_text(&e, sql),
         })?;
