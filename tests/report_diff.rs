@@ -411,7 +411,9 @@ fn progress_counts_a_thread_that_ended() {
                 .unwrap_or_else(|| panic!("{tool}: {line}"))
         };
         let transactions = number(1) * number(3);
-        assert!(transactions > 1.9, "{tool}: {line}");
+        // At least two, printed to one decimal: a line 50 ms late shows
+        // 1.9 tps for two transactions; the bug gave one.
+        assert!(transactions > 1.5, "{tool}: {line}");
     }
 }
 
