@@ -53,20 +53,13 @@ pub fn redact(s: &str) -> String {
             continue;
         }
         let key_start = p;
-        while p < n && b[p] != b'=' && !is_c_space(b[p]) {
-            p += 1;
-        }
+        p = key_end(b, p);
         let key = &s[key_start..p];
-        while p < n && is_c_space(b[p]) {
-            p += 1;
-        }
+        p = skip_c_spaces(b, p);
         if p >= n || b[p] != b'=' {
             continue;
         }
-        p += 1;
-        while p < n && is_c_space(b[p]) {
-            p += 1;
-        }
+        p = skip_c_spaces(b, p + 1);
         let value_start = p;
         let quoted = p < n && b[p] == b'\'';
         if quoted {
@@ -94,6 +87,22 @@ pub fn redact(s: &str) -> String {
     out
 }
 
+/// Where the key that starts at `p` ends: at `=` or a space.
+fn key_end(b: &[u8], mut p: usize) -> usize {
+    while p < b.len() && b[p] != b'=' && !is_c_space(b[p]) {
+        p += 1;
+    }
+    p
+}
+
+/// The first position from `p` on that is not a space (as C's `isspace`).
+fn skip_c_spaces(b: &[u8], mut p: usize) -> usize {
+    while p < b.len() && is_c_space(b[p]) {
+        p += 1;
+    }
+    p
+}
+
 /// Stores one pair as libpq's `conninfo_storeval` does: the obsolete
 /// `requiressl` becomes `sslmode`.
 pub(crate) fn store(options: &mut ConnOptions, key: &str, value: &str) -> Result<(), Error> {
@@ -119,22 +128,15 @@ fn parse_key_value(conninfo: &str) -> Result<ConnOptions, Error> {
             continue;
         }
         let key_start = p;
-        while p < n && b[p] != b'=' && !is_c_space(b[p]) {
-            p += 1;
-        }
+        p = key_end(b, p);
         let key = &conninfo[key_start..p];
-        while p < n && is_c_space(b[p]) {
-            p += 1;
-        }
+        p = skip_c_spaces(b, p);
         if p >= n || b[p] != b'=' {
             return Err(Error::MissingEquals {
                 key: key.to_owned(),
             });
         }
-        p += 1;
-        while p < n && is_c_space(b[p]) {
-            p += 1;
-        }
+        p = skip_c_spaces(b, p + 1);
         let mut value = Vec::new();
         if p < n && b[p] == b'\'' {
             p += 1;
