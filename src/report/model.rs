@@ -123,8 +123,11 @@ impl Distribution {
         let empty = stats.count == 0;
         Ok(Distribution {
             stats,
-            average_ms: (!empty).then(|| stats.mean_us() / 1000.0),
-            stddev_ms: (!empty).then(|| stats.stddev_us() / 1000.0),
+            // pgbench's scaling (`0.001 * latency`), which the text report
+            // prints: `/ 1000.0` can round the other way at a last digit
+            // (0.501 in the report, 0.500 in the JSON).
+            average_ms: (!empty).then(|| 0.001 * stats.mean_us()),
+            stddev_ms: (!empty).then(|| 0.001 * stats.stddev_us()),
             percentiles: (!histogram.is_empty()).then(|| percentiles(histogram, stats.max)),
             histogram: histogram.to_base64()?,
         })
@@ -413,5 +416,26 @@ pub(crate) fn series(s: &crate::stats::IntervalSeries) -> Series {
                 stats: *b,
             })
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: the JSON's average came from `/ 1000.0` and the text
+    /// report's from pgbench's `0.001 *`; at a mean of 500.5 µs the two
+    /// print 0.500 and 0.501.
+    #[test]
+    fn the_json_average_prints_the_text_reports_digits() {
+        let stats = SimpleStats {
+            count: 2,
+            sum: 1001,
+            ..SimpleStats::default()
+        };
+        let d = Distribution::new(stats, &LatencyHistogram::new()).expect("distribution");
+        let text = format!("{:.3}", 0.001 * stats.mean_us());
+        assert_eq!(text, "0.501");
+        assert_eq!(format!("{:.3}", d.average_ms.expect("average")), text);
     }
 }
