@@ -7,6 +7,8 @@
 //! no separator between pairs other than optional white space, so
 //! `a='x'b=y` is two pairs, exactly as libpq reads it.
 
+use std::ops::Range;
+
 use super::uri;
 use super::{ConnOptions, Error};
 
@@ -47,20 +49,16 @@ pub fn redact(s: &str) -> String {
     let mut out = String::with_capacity(n);
     let mut shown = 0;
     let mut p = 0;
-    while p < n {
-        if is_c_space(b[p]) {
-            p += 1;
-            continue;
-        }
-        let key_start = p;
-        p = key_end(b, p);
-        let key = &s[key_start..p];
-        p = skip_c_spaces(b, p);
-        if p >= n || b[p] != b'=' {
-            continue;
-        }
-        p = skip_c_spaces(b, p + 1);
-        let value_start = p;
+    while let Some((key, value)) = next_key(b, p) {
+        let key = &s[key];
+        let value_start = match value {
+            Ok(start) => start,
+            Err(next) => {
+                p = next;
+                continue;
+            }
+        };
+        p = value_start;
         let quoted = p < n && b[p] == b'\'';
         if quoted {
             p += 1;
@@ -87,12 +85,26 @@ pub fn redact(s: &str) -> String {
     out
 }
 
-/// Where the key that starts at `p` ends: at `=` or a space.
-fn key_end(b: &[u8], mut p: usize) -> usize {
-    while p < b.len() && b[p] != b'=' && !is_c_space(b[p]) {
-        p += 1;
+/// The next key of a `key=value` string from `p` on (after any spaces):
+/// its range, and where its value starts (after `=` and the spaces around
+/// it), or, when no `=` follows the key, where scanning goes on. `None` at
+/// the end of the string.
+fn next_key(b: &[u8], p: usize) -> Option<(Range<usize>, Result<usize, usize>)> {
+    let start = skip_c_spaces(b, p);
+    if start >= b.len() {
+        return None;
     }
-    p
+    let mut end = start;
+    while end < b.len() && b[end] != b'=' && !is_c_space(b[end]) {
+        end += 1;
+    }
+    let after = skip_c_spaces(b, end);
+    let value = if after < b.len() && b[after] == b'=' {
+        Ok(skip_c_spaces(b, after + 1))
+    } else {
+        Err(after)
+    };
+    Some((start..end, value))
 }
 
 /// The first position from `p` on that is not a space (as C's `isspace`).
@@ -122,21 +134,14 @@ fn parse_key_value(conninfo: &str) -> Result<ConnOptions, Error> {
     let n = b.len();
     let mut options = ConnOptions::new();
     let mut p = 0;
-    while p < n {
-        if is_c_space(b[p]) {
-            p += 1;
-            continue;
-        }
-        let key_start = p;
-        p = key_end(b, p);
-        let key = &conninfo[key_start..p];
-        p = skip_c_spaces(b, p);
-        if p >= n || b[p] != b'=' {
+    while let Some((key, value)) = next_key(b, p) {
+        let key = &conninfo[key];
+        let Ok(start) = value else {
             return Err(Error::MissingEquals {
                 key: key.to_owned(),
             });
-        }
-        p = skip_c_spaces(b, p + 1);
+        };
+        p = start;
         let mut value = Vec::new();
         if p < n && b[p] == b'\'' {
             p += 1;
