@@ -255,3 +255,58 @@ fn signal_before_the_run_cancels_the_vacuum() {
         assert_eq!(err, "starting vacuum...", "{name}");
     }
 }
+
+/// Processes whose command line is `sleep SECONDS` (a marker no other
+/// test uses).
+fn sleepers(seconds: &str) -> usize {
+    let wanted = format!("sleep\0{seconds}\0");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+        .filter(|cmdline| cmdline.ends_with(wanted.as_bytes()))
+        .count()
+}
+
+/// Regression: a run that ended with `\shell` or `\setshell` commands
+/// still running killed the shell but not the command it had forked, which
+/// went on with pgbolt's output open (so `pgbolt ... | tee` waited for
+/// it); and a Ctrl-C from a terminal, which reaches the whole process
+/// group, made every such client report a failed command before `Run was
+/// interrupted`. Now each command runs in a process group of its own,
+/// which pgbolt stops whole: for a signal to pgbolt alone, for a signal to
+/// its process group, and at the end of a `-T` run's grace period.
+#[test]
+fn a_stop_during_shell_commands_stops_them_whole() {
+    use std::os::unix::process::CommandExt;
+    let db = shared();
+    let dbname = database(db, false);
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("shells.sql");
+    std::fs::write(
+        &script,
+        "\\if :client_id = 0\n\\setshell v sh -c 'sleep 87.25; echo 1'\n\\else\n\\shell sleep 87.25 ; true\n\\endif\n",
+    )
+    .unwrap();
+    let path = script.to_str().unwrap();
+    for (case, duration) in [("process", "60"), ("group", "60"), ("end of run", "1")] {
+        let mut cmd = pgbolt(db, &dbname, &["-n", "-f", path, "-c", "2", "-T", duration]);
+        cmd.process_group(0);
+        let run = spawn(cmd);
+        wait_until("the commands start", || sleepers("87.25") == 2);
+        match case {
+            "process" => run.signal(libc::SIGINT),
+            "group" => signal(-run.pid, libc::SIGINT),
+            _ => {}
+        }
+        let done = run.wait(Duration::from_secs(30));
+        let err = done.stderr();
+        if case == "end of run" {
+            assert_eq!(done.code(), Some(2), "{case}: {err}");
+        } else {
+            assert_eq!(done.code(), Some(130), "{case}: {err}");
+            assert!(err.contains("Run was interrupted"), "{case}: {err}");
+        }
+        assert!(!err.contains("meta-command failed"), "{case}: {err}");
+        assert_eq!(sleepers("87.25"), 0, "{case}: a command outlived the run");
+    }
+}

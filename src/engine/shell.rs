@@ -6,6 +6,17 @@
 //! then the child is reaped), for `\shell` on a pidfd that becomes readable
 //! when the child exits. Where `pidfd_open` is not available the thread
 //! waits for the child, as pgbench would.
+//!
+//! Each child leads a process group of its own, so that what it starts
+//! (the shell may fork the command rather than exec it, and a command may
+//! start others) can be stopped with it: a run that ends with a command
+//! still running (a signal, the end of a `-T` run's grace period) kills
+//! the whole group. Left behind, those processes would go on with
+//! pgbolt's output pipes open, and whatever reads them (`| tee`) would
+//! wait for them. It also keeps a terminal's Ctrl-C, which goes to the
+//! terminal's process group, from reaching the commands: pgbolt stops
+//! them itself, instead of seeing them fail first and reporting a failed
+//! command for every client.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
@@ -45,9 +56,14 @@ impl ShellJob {
         self.watched.as_ref().map(AsRawFd::as_raw_fd)
     }
 
-    /// Stops the child at the end of the run.
+    /// Stops the child and everything in its process group at the end of
+    /// the run.
     pub fn kill(mut self) {
-        let _ = self.child.kill();
+        // SAFETY: kill has no memory-safety preconditions; a negative pid
+        // names the process group the child leads.
+        unsafe {
+            libc::kill(-(self.child.id() as libc::pid_t), libc::SIGKILL);
+        }
         let _ = self.child.wait();
     }
 }
@@ -103,6 +119,7 @@ pub fn start(
     let mut command = Command::new("/bin/sh");
     command
         .arg0("sh")
+        .process_group(0)
         .arg("-c")
         .arg(std::ffi::OsStr::from_bytes(&line));
     if target.is_some() {
