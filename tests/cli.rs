@@ -250,6 +250,9 @@ fn help_and_version() {
     let text = String::from_utf8_lossy(&help.stdout);
     assert!(text.contains("Usage:\n  pgbolt [OPTION]... [DBNAME]\n"));
     assert_eq!(pgbolt(&["-?"]).stdout, help.stdout);
+    for line in text.lines() {
+        assert!(line.chars().count() <= 80, "wider than a terminal: {line}");
+    }
 
     let version = pgbolt(&["-V"]);
     assert_eq!(version.status.code(), Some(0));
