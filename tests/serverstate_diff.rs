@@ -193,6 +193,43 @@ fn a_backend_ended_while_its_client_sleeps_is_reported_as_pgbench_reports_it() {
     }
 }
 
+/// The same over TCP, under `-M prepared`: a Send to a connection whose
+/// backend has ended succeeds there (the peer answers it with a reset),
+/// so only the end of the stream, seen while the client slept, tells that
+/// the statement went out to a closed connection.
+///
+/// Regression: with `--io=uring` over TCP, the statement still to be
+/// prepared was reported as failing with the server's FATAL (`aborted in
+/// command 1 query 0`), and a pipeline's with `perhaps the backend died
+/// while processing`; the driver did not watch for the end of the stream
+/// while the client was idle, as the epoll loop does.
+#[test]
+fn a_backend_ended_while_its_client_sleeps_is_reported_as_pgbench_reports_it_over_tcp() {
+    let db = TempDb::builder().tcp(true).start().expect("server starts");
+    let dbname = db.create_database().expect("create database");
+    let addr = db.tcp_addr().expect("listens on TCP");
+    let target = Target {
+        host: addr.ip().to_string().into(),
+        ..Target::on(&db, &dbname)
+    };
+    let between = script_file("between.sql", "\\sleep 1 s\nSELECT 1;\n");
+    let pipeline = script_file(
+        "pipeline.sql",
+        "\\sleep 1 s\n\\startpipeline\nSELECT 1;\nSELECT 2;\n\\endpipeline\n",
+    );
+    let idle: Env<'_> = &[("PGOPTIONS", "-c idle_session_timeout=300")];
+    let cases: &[Case<'_>] = &[
+        (&["-n", "-f", "FILE", "-t", "2", "-M", "prepared"], idle),
+        (
+            &["-n", "-f", "FILE", "-t", "2", "-c", "2", "-M", "prepared"],
+            idle,
+        ),
+    ];
+    compare(&target, &between, cases, true);
+    let cases: &[Case<'_>] = &[(&["-n", "-f", "FILE", "-t", "2", "-M", "prepared"], idle)];
+    compare(&target, &pipeline, cases, true);
+}
+
 /// A standby cancels what stands in the way of replaying the primary's
 /// changes: here a query holding a lock on `pgbench_tellers` that the
 /// primary takes exclusively. A running query gets an ERROR with SQLSTATE

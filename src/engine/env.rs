@@ -211,6 +211,9 @@ impl ThreadEnv {
     pub fn close(&mut self, c: &mut Client, idx: usize) {
         if let Some(mut conn) = c.conn.take() {
             let in_flight = self.ring.as_ref().is_some_and(|r| r.sending(idx));
+            if let Some(ring) = self.ring.as_mut() {
+                ring.forget(idx);
+            }
             let mut queued = c.state == State::Aborted
                 && c.pipeline.is_some()
                 && conn.pending_output() > 0

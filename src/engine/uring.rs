@@ -34,6 +34,18 @@
 //! itself with a Poll request, and when it fires the loop collects those
 //! events with a non-blocking `epoll_wait`.
 //!
+//! # A server that hangs up
+//! Each connection also has a Poll request for the end of the server's
+//! stream (`POLLRDHUP`), armed once per connection, not per statement: it
+//! tells the client that its backend ended while it was idle (an idle
+//! session timeout, a terminated backend), as the epoll loop learns it
+//! from the socket's event. Over TCP a Send to such a connection succeeds,
+//! so without it a statement still to be prepared would be reported as
+//! failing with the server's last words, where pgbench's own prepare fails
+//! first. Closing the connection cancels the request; a completion of an
+//! earlier connection of the same client is told apart by a generation
+//! number in its `user_data`.
+//!
 //! # Buffers in flight
 //! A Send owns the client's output: the connection's write buffer is
 //! swapped with the slot's empty one ([`pgwire::Connection::take_output`]),
@@ -54,11 +66,17 @@ use pgwire::Connection;
 
 use super::client::Client;
 
-/// What a completion belongs to: the low two bits of its `user_data`.
+/// What a completion belongs to: the low three bits of its `user_data`;
+/// the client's index follows, and a hang-up watch's generation is in the
+/// bits from [`GEN_SHIFT`] on.
 const SEND: u64 = 0;
 const RECV: u64 = 1;
 const EPOLL: u64 = 2;
 const CANCEL: u64 = 3;
+const HUP: u64 = 4;
+const KIND_BITS: u32 = 3;
+const GEN_SHIFT: u32 = 40;
+const GEN_MASK: u32 = (1 << (64 - GEN_SHIFT)) - 1;
 
 /// Recv flag: wait for readiness before the first attempt, which would
 /// find nothing this soon after the query was sent (the kernel's
@@ -75,6 +93,17 @@ pub enum Done {
     Epoll,
 }
 
+/// The hang-up watch of a client's connection.
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+enum Watch {
+    /// Not armed yet for this connection.
+    #[default]
+    Off,
+    Armed,
+    /// Fired or ended: not armed again before the next connection.
+    Over,
+}
+
 /// One client's requests in flight.
 #[derive(Default)]
 struct Slot {
@@ -88,6 +117,25 @@ struct Slot {
     cut: bool,
     /// Socket of the Send or Recv in flight.
     fd: RawFd,
+    watch: Watch,
+    /// Counts the client's connections, so that a hang-up of an earlier
+    /// one is not taken for the current one's.
+    generation: u32,
+}
+
+impl Slot {
+    fn watch_tag(&self, idx: usize) -> u64 {
+        tag(idx, HUP) | (u64::from(self.generation) << GEN_SHIFT)
+    }
+
+    /// The connection is going: its watch no longer applies. The armed
+    /// request to cancel, if any.
+    fn end_watch(&mut self, idx: usize) -> Option<u64> {
+        let armed = (self.watch == Watch::Armed).then(|| self.watch_tag(idx));
+        self.watch = Watch::Off;
+        self.generation = (self.generation + 1) & GEN_MASK;
+        armed
+    }
 }
 
 /// The worker thread's ring.
@@ -127,10 +175,10 @@ fn build(entries: u32) -> io::Result<IoUring> {
 }
 
 impl Ring {
-    /// A ring for `clients` clients: room for a Send and a Recv each, plus
-    /// the epoll watch and cancellations.
+    /// A ring for `clients` clients: room for a Send, a Recv and a hang-up
+    /// watch each, plus the epoll watch and cancellations.
     pub fn new(clients: usize, epoll_fd: RawFd) -> io::Result<Ring> {
-        let entries = (2 * clients + 4).next_power_of_two().clamp(8, 32768) as u32;
+        let entries = (3 * clients + 4).next_power_of_two().clamp(8, 32768) as u32;
         Ok(Ring {
             ring: build(entries)?,
             slots: (0..clients).map(|_| Slot::default()).collect(),
@@ -152,8 +200,8 @@ impl Ring {
     }
 
     /// Queues what client `idx` needs after a step: its flushed output, and
-    /// a Recv when it waits for input. Nothing is submitted until
-    /// [`Ring::wait`].
+    /// a Recv when it waits for input (and, once per connection, the watch
+    /// for its end). Nothing is submitted until [`Ring::wait`].
     pub fn queue(
         &mut self,
         idx: usize,
@@ -161,6 +209,16 @@ impl Ring {
         wants_input: bool,
     ) -> io::Result<()> {
         let fd = conn.fd();
+        let Some(slot) = self.slots.get_mut(idx) else {
+            return Ok(());
+        };
+        if slot.watch == Watch::Off {
+            let sqe = opcode::PollAdd::new(types::Fd(fd), libc::POLLRDHUP as u32)
+                .build()
+                .user_data(slot.watch_tag(idx));
+            slot.watch = Watch::Armed;
+            self.push(&sqe)?;
+        }
         let Some(slot) = self.slots.get_mut(idx) else {
             return Ok(());
         };
@@ -244,6 +302,20 @@ impl Ring {
                     self.done.push(Done::Epoll);
                 }
                 CANCEL => {}
+                HUP => {
+                    let Some(slot) = self.slots.get_mut(idx) else {
+                        continue;
+                    };
+                    if slot.watch != Watch::Armed || slot.watch_tag(idx) != cqe.user_data() {
+                        continue;
+                    }
+                    slot.watch = Watch::Over;
+                    if cqe.result() > 0 {
+                        if let Some(c) = clients.get_mut(idx) {
+                            c.peer_closed = true;
+                        }
+                    }
+                }
                 _ => {
                     self.in_flight -= 1;
                     let Some(slot) = self.slots.get_mut(idx) else {
@@ -287,9 +359,24 @@ impl Ring {
         self.done = done;
     }
 
-    /// Cancels every request still in flight and waits (at most a second)
-    /// until the kernel has let go of their buffers.
+    /// Client `idx`'s connection is being closed: its hang-up watch is
+    /// cancelled (the request holds the socket open) and the next
+    /// connection gets one of its own.
+    pub fn forget(&mut self, idx: usize) {
+        let Some(armed) = self.slots.get_mut(idx).and_then(|s| s.end_watch(idx)) else {
+            return;
+        };
+        let sqe = opcode::AsyncCancel::new(armed).build().user_data(CANCEL);
+        let _ = self.push(&sqe);
+    }
+
+    /// Cancels every request still in flight, the hang-up watches too, and
+    /// waits (at most a second) until the kernel has let go of the Sends'
+    /// and Recvs' buffers.
     pub fn quiesce(&mut self) {
+        for idx in 0..self.slots.len() {
+            self.forget(idx);
+        }
         for (idx, slot) in self.slots.iter().enumerate() {
             for (busy, kind) in [(slot.sending, SEND), (slot.receiving, RECV)] {
                 if busy {
@@ -325,6 +412,8 @@ impl Ring {
                 }
             }
         }
+        // The watches' cancellations, when nothing else was in flight.
+        let _ = self.ring.submit();
     }
 }
 
@@ -370,9 +459,10 @@ fn complete(slot: &mut Slot, kind: u64, cqe: &cqueue::Entry, conn: &mut Connecti
 }
 
 fn tag(idx: usize, kind: u64) -> u64 {
-    ((idx as u64) << 2) | kind
+    ((idx as u64) << KIND_BITS) | kind
 }
 
 fn untag(data: u64) -> (usize, u64) {
-    ((data >> 2) as usize, data & 3)
+    let idx = (data & ((1 << GEN_SHIFT) - 1)) >> KIND_BITS;
+    (idx as usize, data & ((1 << KIND_BITS) - 1))
 }
