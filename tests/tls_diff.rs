@@ -670,3 +670,58 @@ fn an_intermediate_in_the_root_file_is_no_trust_anchor() {
         }
     }
 }
+
+/// Regression: a backend that ends (here at `idle_session_timeout`, while
+/// its client sleeps) closes its TLS session properly, and libpq words
+/// that end `SSL connection has been closed unexpectedly`; pgbolt said
+/// `server closed the connection unexpectedly` with libpq's two lines
+/// about a crash, after the server's FATAL of a statement still to be
+/// prepared, alone or in a pipeline.
+#[test]
+fn a_tls_session_the_server_ends_is_worded_as_libpq_words_it() {
+    let c = certs();
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let between = dir.path().join("between.sql");
+    std::fs::write(&between, "\\sleep 1 s\nSELECT 1;\n").expect("script");
+    let pipeline = dir.path().join("pipeline.sql");
+    std::fs::write(
+        &pipeline,
+        "\\sleep 1 s\n\\startpipeline\nSELECT 1;\nSELECT 2;\n\\endpipeline\n",
+    )
+    .expect("script");
+    let conninfo = tcp(tls13(), "sslmode=require");
+    for (script, mode) in [
+        (&between, "prepared"),
+        (&pipeline, "prepared"),
+        (&between, "simple"),
+    ] {
+        let [ours, theirs] = [(pgbolt_path(), "pgbolt"), (PGBENCH.into(), "pgbench")].map(
+            |(program, name): (std::path::PathBuf, &str)| {
+                let out = Command::new(program)
+                    .env_clear()
+                    .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                    .env("HOME", c.path("home"))
+                    .env("PGOPTIONS", "-c idle_session_timeout=300")
+                    .args(["-n", "-t", "2", "-M", mode, "-f"])
+                    .arg(script)
+                    .arg(&conninfo)
+                    .output()
+                    .expect("tool runs");
+                Outcome {
+                    code: out.status.code(),
+                    messages: stderr(&out).replace(&format!("{name}: "), "PROG: "),
+                }
+            },
+        );
+        assert_eq!(ours, theirs, "{mode} {}", script.display());
+        assert_eq!(ours.code, Some(2), "{}", ours.messages);
+        if mode == "prepared" {
+            assert!(
+                ours.messages
+                    .contains("\nSSL connection has been closed unexpectedly\n"),
+                "{}",
+                ours.messages
+            );
+        }
+    }
+}

@@ -58,7 +58,7 @@ pub fn wait(
 /// is not lost behind "server closed the connection".
 fn closed_after(failure: Option<Error>, error: Error) -> Error {
     match failure {
-        Some(failure) if error.kind() == ErrorKind::Closed => failure.then_closed(),
+        Some(failure) if error.kind() == ErrorKind::Closed => failure.then_closed(&error),
         _ => error,
     }
 }

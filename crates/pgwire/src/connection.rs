@@ -224,6 +224,7 @@ impl Connection {
             }
             Got::WouldBlock => Ok(Fill::WouldBlock),
             Got::Eof => Err(Error::closed()),
+            Got::TlsEnd => Err(Error::tls_closed()),
         }
     }
 

@@ -163,7 +163,7 @@ struct Inner {
     /// A second line libpq adds after some messages (a tab-indented hint).
     hint: Option<&'static str>,
     /// The server closed the connection right after sending this error.
-    closed_after: bool,
+    closed_after: Option<&'static str>,
     /// A line libpq adds after a server's error (`password retrieved from
     /// file "..."`).
     note: Option<String>,
@@ -179,13 +179,17 @@ const NO_PASSWORD: &str = "fe_sendauth: no password supplied";
 const CLOSED_TEXT: &str = "server closed the connection unexpectedly\n\tThis probably means the \
     server terminated abnormally\n\tbefore or while processing the request.";
 
+/// libpq's words for a TLS session the server closed (OpenSSL's
+/// `SSL_ERROR_ZERO_RETURN`).
+const TLS_CLOSED_TEXT: &str = "SSL connection has been closed unexpectedly";
+
 impl Error {
     fn new(kind: ErrorKind, cause: Cause) -> Error {
         Error(Box::new(Inner {
             kind,
             cause,
             hint: None,
-            closed_after: false,
+            closed_after: None,
             note: None,
             password_wanted: false,
         }))
@@ -201,10 +205,19 @@ impl Error {
     }
 
     /// Marks an error after which the server closed the connection (as it
-    /// does after a FATAL error).
-    pub(crate) fn then_closed(mut self) -> Error {
-        self.0.closed_after = true;
+    /// does after a FATAL error); `end` is the error that met the end.
+    pub(crate) fn then_closed(mut self, end: &Error) -> Error {
+        self.0.closed_after = Some(end.end_text());
         self
+    }
+
+    /// libpq's words for the end of a connection that ended `self`: the
+    /// end of a TLS session the server closed properly, or of the stream.
+    fn end_text(&self) -> &'static str {
+        match &self.0.cause {
+            Cause::Message(m) if m == TLS_CLOSED_TEXT => TLS_CLOSED_TEXT,
+            _ => CLOSED_TEXT,
+        }
     }
 
     /// Whether the server closed the connection right after reporting this
@@ -213,7 +226,7 @@ impl Error {
     /// message with its `server closed the connection unexpectedly` lines,
     /// which `Display` and [`crate::libpq_text::query_failure`] add too.
     pub fn closed_after(&self) -> bool {
-        self.0.closed_after
+        self.0.closed_after.is_some()
     }
 
     pub(crate) fn with_hint(mut self, hint: &'static str) -> Error {
@@ -233,9 +246,10 @@ impl Error {
         Error::new(ErrorKind::Io, Cause::Io(e))
     }
 
-    /// libpq's words after a FATAL error.
-    pub(crate) fn closed_text() -> &'static str {
-        CLOSED_TEXT
+    /// libpq's words for the closed connection that followed this error,
+    /// if it was followed by one.
+    pub(crate) fn closed_after_text(&self) -> Option<&'static str> {
+        self.0.closed_after
     }
 
     /// A socket option the system refused, in libpq's words:
@@ -249,6 +263,13 @@ impl Error {
 
     pub(crate) fn closed() -> Error {
         Error::new(ErrorKind::Closed, Cause::Message(CLOSED_TEXT.into()))
+    }
+
+    /// The server ended the TLS session properly (close_notify), then the
+    /// connection: OpenSSL's clean closure, which libpq reports in words
+    /// of its own, not as a crash.
+    pub(crate) fn tls_closed() -> Error {
+        Error::new(ErrorKind::Closed, Cause::Message(TLS_CLOSED_TEXT.into()))
     }
 
     pub(crate) fn protocol(msg: impl Into<String>) -> Error {
@@ -424,8 +445,8 @@ impl fmt::Display for Error {
         if let Some(hint) = self.0.hint {
             write!(f, "\n\t{hint}")?;
         }
-        if self.0.closed_after {
-            write!(f, "\n{CLOSED_TEXT}")?;
+        if let Some(end) = self.0.closed_after {
+            write!(f, "\n{end}")?;
         }
         if let Some(note) = &self.0.note {
             write!(f, "\n{note}")?;

@@ -25,8 +25,8 @@ pub fn query_failure(error: &Error, query: Option<&str>) -> String {
     match error.db_error() {
         Some(db) => {
             let mut text = libpq_message(db, query, true);
-            if error.closed_after() {
-                text.push_str(Error::closed_text());
+            if let Some(end) = error.closed_after_text() {
+                text.push_str(end);
                 text.push('\n');
             }
             text

@@ -81,6 +81,8 @@ pub(crate) enum Got {
     WouldBlock,
     /// The peer closed the connection.
     Eof,
+    /// The peer ended the TLS session properly, then the connection.
+    TlsEnd,
 }
 
 /// A connected non-blocking socket, optionally carrying TLS.
@@ -230,7 +232,7 @@ impl Stream {
         };
         loop {
             match tls.reader().read(dst) {
-                Ok(0) => return Ok(Got::Eof),
+                Ok(0) => return Ok(Got::TlsEnd),
                 Ok(n) => {
                     return Ok(Got::Data {
                         n,

@@ -322,6 +322,7 @@ impl Try {
                         Got::Data { n, .. } => self.rbuf.filled(n),
                         Got::WouldBlock => return Ok(Step::Wait(Interest::Read)),
                         Got::Eof => return Err(Error::closed()),
+                        Got::TlsEnd => return Err(Error::tls_closed()),
                     }
                 }
             }
