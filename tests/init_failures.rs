@@ -285,3 +285,79 @@ fn init_through_statement_pooling_fails_as_pgbench() {
     );
     assert_eq!(normalized(&actual.stderr), normalized(&expected.stderr));
 }
+
+/// An event trigger that, once `create table pgbench_accounts` has run,
+/// runs `action` on the new table (partitions created after it inherit
+/// what it adds), so that a run of `-i` fails in a step after `t`.
+fn on_accounts_created(db: &str, action: &str) {
+    psql(
+        db,
+        &format!(
+            "create function u_dup() returns trigger language plpgsql as $$
+             begin if new.aid = 50001 then new.aid := 50000; end if; return new; end $$;
+             create function on_accounts() returns event_trigger language plpgsql as $$
+             begin
+               if to_regclass('pgbench_accounts') is not null
+                  and not exists (select from pg_trigger where tgname = 'u_dup')
+                  and not exists (select from pg_constraint where conname = 'u_small') then
+                 {action};
+               end if;
+             end $$;
+             create event trigger on_accounts on ddl_command_end when tag in ('CREATE TABLE')
+               execute function on_accounts()"
+        ),
+    );
+}
+
+/// Regressions: with partitions loaded and keyed side by side, a failure
+/// was reported as the loader or statement that met it, not as pgbench's
+/// one COPY or one key of the partitioned table: a row that breaks a
+/// check constraint came with its line in the loader's COPY (`line
+/// 16666`, where pgbench says `line 50000`), and for hash partitions the
+/// first loader's bad row (`50005`) rather than the lowest one; a
+/// duplicate key in a partition was reported with `Query was: alter table
+/// pgbench_accounts_2 add primary key (aid)`. A rerun then starts over.
+#[test]
+fn failures_of_partitions_read_as_pgbench_s_single_statement() {
+    let _turn = exclusive();
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "alter table pgbench_accounts add constraint u_small check (aid < 50000)",
+            &["--partitions=3", "--partition-method=hash"],
+        ),
+        (
+            "alter table pgbench_accounts add constraint u_small check (aid < 50000)",
+            &["--partitions=3"],
+        ),
+        (
+            "create trigger u_dup before insert on pgbench_accounts
+               for each row execute function u_dup()",
+            &["--partitions=3"],
+        ),
+    ];
+    for (action, args) in cases {
+        let case = format!("{action}, {}", args.join(" "));
+        let (pgbench_db, pgbolt_db) = database_pair();
+        for db in [&pgbench_db, &pgbolt_db] {
+            on_accounts_created(db, action);
+        }
+        let expected = run_pgbench(&pgbench_db, args);
+        let mut opts = options(args);
+        opts.jobs = NonZeroUsize::new(4);
+        let actual = run_pgbolt(&pgbolt_db, "postgres", &opts);
+        assert!(!expected.success && !actual.success, "case {case}");
+        assert_eq!(
+            normalized(&actual.stderr),
+            normalized(&expected.stderr),
+            "case {case}: messages differ"
+        );
+        for db in [&pgbench_db, &pgbolt_db] {
+            psql(db, "drop event trigger on_accounts");
+        }
+        assert!(run_pgbench(&pgbench_db, args).success, "case {case}");
+        let rerun = run_pgbolt(&pgbolt_db, "postgres", &opts);
+        assert!(rerun.success, "case {case}: {}", rerun.stderr);
+        compare(&case, &pgbench_db, &pgbolt_db, CATALOG);
+        compare(&case, &pgbench_db, &pgbolt_db, DATA);
+    }
+}

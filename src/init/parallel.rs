@@ -164,13 +164,6 @@ impl<'a> Pool<'a> {
     }
 }
 
-fn first_error(errors: Vec<Option<InitError>>) -> Result<(), InitError> {
-    match errors.into_iter().flatten().next() {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
-}
-
 /// Runs independent statements, each once, over as many connections as
 /// useful. After a failure no further statement starts. The notices
 /// (vacuum's warnings about tables the role may not vacuum, say) come out
@@ -279,7 +272,58 @@ pub fn load_accounts(
             say(out, &notice);
         }
     }
-    first_error(results.into_iter().map(Result::err).collect())
+    single_copy_error(results)
+}
+
+/// The failure pgbench's one COPY of every account, in ascending `aid`
+/// order, would have met: of the loaders that failed at a row, the one
+/// whose row has the lowest `aid` (each loader sends its rows in ascending
+/// order, so its failing row is its first bad one), with the line number
+/// of that row in pgbench's COPY, where line N holds account N. Without
+/// such a failure, the first loader's failure.
+fn single_copy_error(results: Vec<Result<(), InitError>>) -> Result<(), InitError> {
+    let mut lowest_row: Option<(i64, InitError)> = None;
+    let mut first = None;
+    for error in results.into_iter().filter_map(Result::err) {
+        let at_row = match &error {
+            InitError::CopyEnd { message } => as_single_copy(message),
+            _ => None,
+        };
+        match at_row {
+            Some((aid, message)) => {
+                if lowest_row
+                    .as_ref()
+                    .map_or(true, |(lowest, _)| aid < *lowest)
+                {
+                    lowest_row = Some((aid, InitError::CopyEnd { message }));
+                }
+            }
+            None => {
+                first.get_or_insert(error);
+            }
+        }
+    }
+    match lowest_row.map(|(_, e)| e).or(first) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// A loader's COPY failure whose server context names the line it failed
+/// on (`COPY pgbench_accounts, line 16666: "50000\t1\t0\t"`): the
+/// account id the line begins with, and the message with that id as the
+/// line number.
+fn as_single_copy(message: &str) -> Option<(i64, String)> {
+    const CONTEXT: &str = "CONTEXT:  COPY pgbench_accounts, line ";
+    let start = message.find(CONTEXT)? + CONTEXT.len();
+    let digits = message[start..]
+        .bytes()
+        .take_while(u8::is_ascii_digit)
+        .count();
+    let rest = message[start + digits..].strip_prefix(": \"")?;
+    let aid: i64 = rest.split_once('\t')?.0.parse().ok()?;
+    let renumbered = format!("{}{aid}{}", &message[..start], &message[start + digits..]);
+    Some((aid, renumbered))
 }
 
 /// How long the flusher waits between two flushes: WAL written in the

@@ -278,7 +278,22 @@ impl Init<'_> {
             first.extend((1..=count).map(|p| self.schema.partition_primary_key(p)));
         }
         let _flusher = self.wal_flusher(first.len())?;
-        parallel::execute_all(&mut self.pool, &first, out)?;
+        // A partition's key that cannot be built fails pgbench's key of the
+        // partitioned table, which builds it: the report names that one.
+        let partition_keys = first.get(2..).unwrap_or_default();
+        parallel::execute_all(&mut self.pool, &first, out).map_err(|e| {
+            match (e, last.first()) {
+                (InitError::Query { sql, message }, Some(parent))
+                    if partition_keys.contains(&sql) =>
+                {
+                    InitError::Query {
+                        sql: parent.clone(),
+                        message,
+                    }
+                }
+                (e, _) => e,
+            }
+        })?;
         parallel::execute_all(&mut self.pool, &last, out)
     }
 }
