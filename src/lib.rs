@@ -7,6 +7,7 @@
 
 pub mod cli;
 pub mod cnum;
+pub mod compare;
 pub mod decimal;
 pub mod engine;
 pub mod expr;

@@ -77,7 +77,9 @@ use mio::{Interest, Poll};
 
 use crate::cli::{Benchmark, BusyPoll, Config, IoMethod, RunLength};
 use crate::random::{RandomSeed, RandomStates};
-use crate::report::{self, Partitioning, RunLimit, RunOptions, RunResult, ScriptInfo, Timings};
+use crate::report::{
+    self, Partitioning, RunLimit, RunOptions, RunResult, ScriptInfo, ServerInfo, Timings,
+};
 use crate::script::vars::Variables;
 use crate::stats::{LogOptions, ProgressOptions, StatsLayout, ThreadStats, TransactionLog};
 
@@ -98,6 +100,7 @@ struct Prepared {
     connector: pgwire::Connector,
     scale: i64,
     partitioning: Option<(String, u32)>,
+    server: ServerInfo,
     states: RandomStates,
     /// The variables every client starts with, `client_id` aside.
     base: Variables,
@@ -316,6 +319,7 @@ fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> 
             config.temp_instance.is_some(),
         )?;
     }
+    let server = setup::server_info(&mut setup_client, config.preflight);
     let (scale, partitioning) = if plan.builtin_used {
         let dbname = connector.config().dbname.clone();
         let info = setup::table_info(&mut setup_client, &dbname, bench.scale.is_some())?;
@@ -339,6 +343,7 @@ fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> 
         connector,
         scale,
         partitioning,
+        server,
         states,
         base,
     })
@@ -560,6 +565,7 @@ fn run_options(prepared: &Prepared, bench: &Benchmark) -> RunOptions {
                 name: s.name.clone(),
                 weight: s.weight,
                 commands: s.commands.iter().map(|c| c.first_line.clone()).collect(),
+                sha256: Some(s.sha256.clone()),
             })
             .collect(),
         scale: prepared.scale.max(0) as u64,
@@ -648,8 +654,9 @@ fn report(
         total_connection_us: conn_total,
     };
     let incomplete = aborted > 0 || interrupted > 0 || interrupted_by.is_some();
-    let result = RunResult::build(options, timings, incomplete, &stats)
+    let mut result = RunResult::build(options, timings, incomplete, &stats)
         .map_err(|e| EngineError::Report(e.to_string()))?;
+    result.server = Some(prepared.server.clone());
     let text = report::render_text(&result, bench.pgbench_output);
     let mut stdout = Stdout::default();
     if json_to_stdout(bench) {

@@ -65,6 +65,56 @@ pub fn print_version(client: &Client, to_stderr: bool) {
     }
 }
 
+/// Settings recorded in every result, so that a comparison of two runs can
+/// say which of them differ: the ones that most often explain a change in
+/// throughput or latency.
+const RECORDED_SETTINGS: &[&str] = &[
+    "shared_buffers",
+    "work_mem",
+    "effective_cache_size",
+    "max_connections",
+    "synchronous_commit",
+    "fsync",
+    "full_page_writes",
+    "wal_level",
+    "max_wal_size",
+    "checkpoint_timeout",
+    "huge_pages",
+    "jit",
+];
+
+/// The server's version (from the startup's `server_version`) and, when
+/// `read_settings` (the preflight is on), [`RECORDED_SETTINGS`] as `SHOW`
+/// prints them. A server that refuses the query (a pooler's console)
+/// leaves the settings empty; the run goes on. The notices the query
+/// draws are dropped, as the preflight's are.
+pub fn server_info(client: &mut Client, read_settings: bool) -> crate::report::ServerInfo {
+    let mut info = crate::report::ServerInfo {
+        version: client
+            .parameter("server_version")
+            .unwrap_or("unknown")
+            .to_owned(),
+        settings: Default::default(),
+    };
+    if !read_settings {
+        return info;
+    }
+    let query = format!(
+        "select name, pg_catalog.current_setting(name) from pg_catalog.pg_settings \
+         where name in ('{}')",
+        RECORDED_SETTINGS.join("', '")
+    );
+    if let Ok(rows) = client.simple_query(&query) {
+        for row in rows {
+            if let [Some(name), Some(value)] = row.as_slice() {
+                info.settings.insert(name.clone(), value.clone());
+            }
+        }
+    }
+    drop(client.take_notices());
+    info
+}
+
 /// Checks that the server can accept `clients` more connections from this
 /// user once the set-up connection is closed.
 ///

@@ -21,6 +21,7 @@ pub mod text;
 pub use json::{from_json, merge, to_json};
 pub use model::{
     CommandResult, Counts, Distribution, IntervalResult, Partitioning, Percentiles, ReportError,
-    RunLimit, RunOptions, RunResult, ScriptInfo, ScriptResult, Series, Timings, SCHEMA_VERSION,
+    RunLimit, RunOptions, RunResult, ScriptInfo, ScriptResult, Series, ServerInfo, Timings,
+    SCHEMA_VERSION,
 };
 pub use text::{render_percentiles, render_pgbench, render_text};

@@ -18,6 +18,21 @@ pub struct ScriptInfo {
     pub weight: u32,
     /// First line of each command, as `-r` prints it.
     pub commands: Vec<String>,
+    /// SHA-256 of the script's text, hex (absent in results of older
+    /// pgbolt versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+}
+
+/// The server a run measured, as the set-up connection saw it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerInfo {
+    /// `server_version` as the server reports it.
+    pub version: String,
+    /// A few settings that shape performance, by name, as `SHOW` prints
+    /// them; empty when they could not be read (a pooler's console,
+    /// `--no-preflight`).
+    pub settings: std::collections::BTreeMap<String, String>,
 }
 
 /// How the run was bounded.
@@ -269,6 +284,9 @@ pub struct RunResult {
     pub scripts: Vec<ScriptResult>,
     /// Time series.
     pub series: Series,
+    /// The server measured (absent in results of older pgbolt versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerInfo>,
 }
 
 /// `count` per second over `seconds`; 0 for a run that took no time (JSON
@@ -352,6 +370,7 @@ impl RunResult {
             lag: Distribution::new(total.lag(), &lag)?,
             scripts,
             series: series(&stats.series),
+            server: None,
             options,
             timings,
             aborted,

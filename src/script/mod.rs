@@ -72,6 +72,9 @@ pub struct Script {
     /// The weight given with `@W` (1 by default).
     pub weight: u32,
     pub commands: Vec<Command>,
+    /// SHA-256 of the script's text (hex): results record it so that a
+    /// comparison can tell whether two runs ran the same script.
+    pub sha256: String,
 }
 
 impl Script {

@@ -85,7 +85,18 @@ pub fn parse_script(
         name: name.to_owned(),
         weight,
         commands,
+        sha256: sha256_hex(text),
     })
+}
+
+/// The SHA-256 of a script's text in hex, so that results can tell
+/// whether two runs ran the same script.
+fn sha256_hex(text: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Line numbers of offsets met in increasing order.

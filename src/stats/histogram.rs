@@ -200,6 +200,15 @@ impl LatencyHistogram {
         self.quantiles([]).1
     }
 
+    /// The non-empty buckets in increasing order of value: each bucket's
+    /// highest equivalent value (the one percentiles report) and its count.
+    pub fn buckets(&self) -> Vec<(u64, u64)> {
+        self.hdr()
+            .iter_recorded()
+            .map(|v| (v.value_iterated_to(), v.count_at_value()))
+            .collect()
+    }
+
     /// Whether two values fall in the same bucket (are equal at this precision).
     pub fn equivalent(&self, a: u64, b: u64) -> bool {
         index_for(a) == index_for(b)

@@ -1,0 +1,220 @@
+//! A comparison as text for the terminal and as Markdown for a pull
+//! request: the differences between the runs first, then a table of the
+//! figures with their changes and intervals, the distributions' rank test,
+//! the methods, and the verdict last.
+
+use std::fmt::Write;
+
+use super::{Comparison, Metric, MetricChange};
+
+/// The terminal report.
+pub fn render_text(c: &Comparison) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "baseline:  {} ({})",
+        c.baseline.source,
+        side_summary(&c.baseline)
+    );
+    let _ = writeln!(
+        out,
+        "candidate: {} ({})",
+        c.candidate.source,
+        side_summary(&c.candidate)
+    );
+    if !c.differences.is_empty() {
+        let _ = writeln!(out, "differences between the runs:");
+        for d in &c.differences {
+            let _ = writeln!(out, "  {}: {} -> {}", d.what, d.baseline, d.candidate);
+        }
+    }
+    let rows: Vec<[String; 6]> = c.metrics.iter().map(row).collect();
+    let header = [
+        "metric",
+        "baseline",
+        "candidate",
+        "change",
+        "95% interval",
+        "outcome",
+    ]
+    .map(str::to_owned);
+    let widths: Vec<usize> = (0..6)
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].chars().count())
+                .chain([header[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for r in std::iter::once(&header).chain(&rows) {
+        let mut line = String::new();
+        for (i, cell) in r.iter().enumerate() {
+            let pad = widths[i] - cell.chars().count();
+            if i == 0 || i == 5 {
+                let _ = write!(line, "{cell}{}  ", " ".repeat(pad));
+            } else {
+                let _ = write!(line, "{}{cell}  ", " ".repeat(pad));
+            }
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    if let Some(d) = &c.latency_distribution {
+        let _ = writeln!(out, "{}", distribution_line(d));
+    }
+    for line in methods(c) {
+        let _ = writeln!(out, "{line}");
+    }
+    let _ = writeln!(out, "{}", verdict_line(c));
+    out
+}
+
+/// The Markdown report, for a pull-request comment.
+pub fn render_markdown(c: &Comparison) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "### pgbolt comparison: {}\n", c.verdict.describe());
+    let _ = writeln!(
+        out,
+        "- baseline: `{}` ({})",
+        code(&c.baseline.source),
+        side_summary(&c.baseline)
+    );
+    let _ = writeln!(
+        out,
+        "- candidate: `{}` ({})",
+        code(&c.candidate.source),
+        side_summary(&c.candidate)
+    );
+    if !c.differences.is_empty() {
+        let _ = writeln!(out, "\n**Differences between the runs**\n");
+        for d in &c.differences {
+            let _ = writeln!(
+                out,
+                "- {}: `{}` → `{}`",
+                cell(&d.what),
+                code(&d.baseline),
+                code(&d.candidate)
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n| metric | baseline | candidate | change | 95% interval | outcome |"
+    );
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---|");
+    for r in c.metrics.iter().map(row) {
+        let _ = writeln!(
+            out,
+            "| {} |",
+            r.iter().map(|s| cell(s)).collect::<Vec<_>>().join(" | ")
+        );
+    }
+    out.push('\n');
+    if let Some(d) = &c.latency_distribution {
+        let _ = writeln!(out, "{}\n", cell(&distribution_line(d)));
+    }
+    for line in methods(c) {
+        let _ = writeln!(out, "- {}", cell(&line));
+    }
+    let _ = writeln!(out, "\n**{}**", cell(&verdict_line(c)));
+    out
+}
+
+fn side_summary(s: &super::Side) -> String {
+    format!(
+        "{:.1} tps, {} committed, {} failed in {:.1} s{}",
+        s.tps,
+        s.committed,
+        s.failed,
+        s.duration_s,
+        if s.aborted { ", aborted" } else { "" }
+    )
+}
+
+fn row(m: &MetricChange) -> [String; 6] {
+    let name = match m.metric {
+        Metric::Tps => "tps".to_owned(),
+        other => format!("latency {} (ms)", other.name()),
+    };
+    let figure = |v: Option<f64>| match (v, m.metric) {
+        (None, _) => "-".to_owned(),
+        (Some(v), Metric::Tps) => format!("{v:.1}"),
+        (Some(v), _) => format!("{v:.3}"),
+    };
+    let (change, interval) = match m.change {
+        Some(e) => (
+            percent(e.value),
+            format!("[{}, {}]", percent(e.low), percent(e.high)),
+        ),
+        None => ("-".to_owned(), "-".to_owned()),
+    };
+    [
+        name,
+        figure(m.baseline),
+        figure(m.candidate),
+        change,
+        interval,
+        m.outcome.describe().to_owned(),
+    ]
+}
+
+fn percent(v: f64) -> String {
+    format!("{:+.1}%", v * 100.0)
+}
+
+fn distribution_line(d: &super::DistributionChange) -> String {
+    format!(
+        "latency distribution: a candidate transaction is slower than a baseline one \
+         with probability {:.3} (0.5: no difference; Cliff's delta {:+.3}; Mann-Whitney p {})",
+        d.probability_slower,
+        d.cliffs_delta,
+        p_value(d.p_value)
+    )
+}
+
+fn p_value(p: f64) -> String {
+    if p < 1e-4 {
+        "< 0.0001".to_owned()
+    } else {
+        format!("= {p:.4}")
+    }
+}
+
+fn methods(c: &Comparison) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut seen = Vec::new();
+    for m in &c.metrics {
+        if !seen.contains(&&m.method) {
+            seen.push(&m.method);
+            let names: Vec<&str> = c
+                .metrics
+                .iter()
+                .filter(|x| x.method == m.method)
+                .map(|x| x.metric.name())
+                .collect();
+            lines.push(format!("method ({}): {}", names.join(", "), m.method));
+        }
+    }
+    lines
+}
+
+fn verdict_line(c: &Comparison) -> String {
+    let metrics: Vec<&str> = c.verdict_metrics.iter().map(|m| m.name()).collect();
+    format!(
+        "verdict ({}; threshold {}%): {}",
+        metrics.join(", "),
+        c.threshold * 100.0,
+        c.verdict.describe()
+    )
+}
+
+/// Text for a Markdown table cell or list item: `|` would end a cell and
+/// `<` could open HTML.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('<', "&lt;")
+}
+
+/// Text inside backticks: a backtick would end the span.
+fn code(text: &str) -> String {
+    text.replace('`', "'")
+}

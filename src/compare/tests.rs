@@ -1,0 +1,255 @@
+//! Comparisons of synthetic results whose true change is known.
+
+use super::*;
+use crate::report::{
+    Counts, Distribution, IntervalResult, RunLimit, RunOptions, ScriptInfo, Series, ServerInfo,
+    Timings,
+};
+use crate::stats::{Counters, IntervalStats, LatencyHistogram, SimpleStats};
+
+/// A run of `tps.len()` 1-second intervals with these throughputs, whose
+/// latencies are `latency_us` each recorded `count` times.
+fn run(tps: &[f64], latency_us: &[(i64, u64)]) -> RunResult {
+    let mut h = LatencyHistogram::new();
+    let mut stats = SimpleStats::default();
+    for &(v, n) in latency_us {
+        for _ in 0..n {
+            h.record(v);
+            stats.add(v);
+        }
+    }
+    let committed: f64 = tps.iter().sum();
+    let counters = Counters {
+        committed: committed as u64,
+        ..Counters::default()
+    };
+    let distribution = Distribution::new(stats, &h).expect("histogram");
+    RunResult {
+        schema_version: crate::report::SCHEMA_VERSION,
+        tool: "pgbolt".to_owned(),
+        tool_version: "test".to_owned(),
+        merged_runs: 1,
+        options: RunOptions {
+            scripts: vec![ScriptInfo {
+                name: "<builtin: select only>".to_owned(),
+                weight: 1,
+                commands: vec!["select 1".to_owned()],
+                sha256: Some("ab".repeat(32)),
+            }],
+            scale: 1,
+            partitioning: None,
+            query_mode: "simple".to_owned(),
+            clients: 8,
+            threads: 2,
+            max_tries: 1,
+            limit: RunLimit::DurationSeconds(tps.len() as u64),
+            rate: None,
+            latency_limit_us: None,
+            progress_s: None,
+            connect_per_transaction: false,
+            failures_detailed: false,
+            report_per_command: false,
+            continue_on_error: false,
+        },
+        timings: Timings {
+            bench_duration_us: tps.len() as i64 * 1_000_000 + 300,
+            ..Timings::default()
+        },
+        aborted: false,
+        counts: Counts {
+            counters,
+            failed: 0,
+            total: counters.committed,
+            latency_late: 0,
+        },
+        tps: committed / tps.len() as f64,
+        latency: distribution.clone(),
+        service_time: distribution.clone(),
+        lag: distribution,
+        scripts: Vec::new(),
+        series: Series {
+            start_us: 0,
+            width_us: 1_000_000,
+            intervals: tps
+                .iter()
+                .enumerate()
+                .map(|(i, &t)| IntervalResult {
+                    offset_s: i as f64,
+                    tps: t,
+                    latency_average_ms: None,
+                    stats: IntervalStats::default(),
+                })
+                .collect(),
+        },
+        server: None,
+    }
+}
+
+/// Throughput around `level` with a deterministic wobble of about 2%.
+fn wobbly(level: f64, seconds: usize) -> Vec<f64> {
+    (0..seconds)
+        .map(|i| level * (1.0 + 0.02 * ((i * 7919 % 13) as f64 / 6.0 - 1.0)))
+        .collect()
+}
+
+fn latencies(scale: i64) -> Vec<(i64, u64)> {
+    (1..=200)
+        .map(|v| (v * 10 * scale, (v as u64 * 31) % 17 + 1))
+        .collect()
+}
+
+fn options(metrics: &[Metric]) -> CompareOptions {
+    CompareOptions {
+        threshold: 0.03,
+        metrics: metrics.to_vec(),
+        allow_different_scripts: false,
+    }
+}
+
+fn compared(a: &RunResult, b: &RunResult, metrics: &[Metric]) -> Comparison {
+    compare(a, b, ["a.json", "b.json"], &options(metrics)).expect("comparable")
+}
+
+fn metric(c: &Comparison, m: Metric) -> &MetricChange {
+    c.metrics.iter().find(|x| x.metric == m).expect("metric")
+}
+
+#[test]
+fn a_run_against_itself_is_no_significant_change() {
+    let a = run(&wobbly(1000.0, 30), &latencies(1));
+    let c = compared(&a, &a, &[Metric::Tps, Metric::P99]);
+    for m in &c.metrics {
+        let e = m.change.expect("interval");
+        assert!(e.low <= 0.0 && e.high >= 0.0, "{m:?}");
+        assert_eq!(m.outcome, Outcome::NoSignificantChange, "{m:?}");
+    }
+    assert_eq!(c.verdict, Verdict::NoSignificantChange);
+    assert!(c.differences.is_empty());
+    let d = c.latency_distribution.expect("rank test");
+    assert_eq!(d.probability_slower, 0.5);
+}
+
+#[test]
+fn half_the_throughput_and_twice_the_latency_is_a_regression_covering_the_truth() {
+    let a = run(&wobbly(1000.0, 30), &latencies(1));
+    let b = run(&wobbly(500.0, 30), &latencies(2));
+    let c = compared(&a, &b, &[Metric::Tps, Metric::P99]);
+    let tps = metric(&c, Metric::Tps);
+    let e = tps.change.expect("interval");
+    assert!(e.low <= -0.5 && e.high >= -0.5, "{e:?}");
+    assert_eq!(tps.outcome, Outcome::Regressed);
+    let p99 = metric(&c, Metric::P99);
+    let e = p99.change.expect("interval");
+    assert!(e.low <= 1.0 && e.high >= 1.0 && e.low > 0.0, "{e:?}");
+    assert_eq!(p99.outcome, Outcome::Regressed);
+    assert_eq!(c.verdict, Verdict::Regressed);
+    assert!(
+        c.latency_distribution
+            .expect("rank test")
+            .probability_slower
+            > 0.6
+    );
+}
+
+#[test]
+fn a_faster_candidate_is_an_improvement() {
+    let a = run(&wobbly(1000.0, 20), &latencies(2));
+    let b = run(&wobbly(1200.0, 20), &latencies(1));
+    let c = compared(&a, &b, &[Metric::Tps, Metric::P50]);
+    assert_eq!(metric(&c, Metric::Tps).outcome, Outcome::Improved);
+    assert_eq!(metric(&c, Metric::P50).outcome, Outcome::Improved);
+    assert_eq!(c.verdict, Verdict::Improved);
+}
+
+#[test]
+fn a_significant_change_below_the_threshold_does_not_count() {
+    let a = run(&[1000.0; 20], &latencies(1));
+    let b = run(&[1010.0; 20], &latencies(1));
+    let c = compared(&a, &b, &[Metric::Tps]);
+    assert_eq!(metric(&c, Metric::Tps).outcome, Outcome::WithinThreshold);
+    assert_eq!(c.verdict, Verdict::NoSignificantChange);
+}
+
+#[test]
+fn a_run_too_short_for_an_interval_is_undetermined() {
+    let a = run(&[1000.0, 1000.0], &latencies(1));
+    let c = compared(&a, &a, &[Metric::Tps]);
+    let tps = metric(&c, Metric::Tps);
+    assert_eq!(tps.outcome, Outcome::Undetermined);
+    assert!(
+        tps.method.contains("too few whole intervals"),
+        "{}",
+        tps.method
+    );
+    assert_eq!(c.verdict, Verdict::Undetermined);
+}
+
+#[test]
+fn different_scripts_are_refused_unless_allowed() {
+    let a = run(&wobbly(1000.0, 10), &latencies(1));
+    let mut b = a.clone();
+    b.options.scripts[0].sha256 = Some("cd".repeat(32));
+    let err = compare(&a, &b, ["a", "b"], &options(&[Metric::Tps])).expect_err("refused");
+    assert!(err.to_string().contains("text differs"), "{err}");
+    assert!(
+        err.to_string().contains("--allow-different-scripts"),
+        "{err}"
+    );
+    let mut allowed = options(&[Metric::Tps]);
+    allowed.allow_different_scripts = true;
+    let c = compare(&a, &b, ["a", "b"], &allowed).expect("allowed");
+    assert!(c.differences[0].refuses);
+}
+
+#[test]
+fn options_server_and_settings_that_differ_are_listed() {
+    let a = run(&wobbly(1000.0, 10), &latencies(1));
+    let mut b = a.clone();
+    b.options.clients = 16;
+    let server = |v: &str, sb: &str| ServerInfo {
+        version: v.to_owned(),
+        settings: [("shared_buffers".to_owned(), sb.to_owned())].into(),
+    };
+    let mut a = a;
+    a.server = Some(server("15.18", "128MB"));
+    b.server = Some(server("18.6", "1GB"));
+    let c = compared(&a, &b, &[Metric::Tps]);
+    let listed: Vec<(&str, &str, &str)> = c
+        .differences
+        .iter()
+        .map(|d| (d.what.as_str(), d.baseline.as_str(), d.candidate.as_str()))
+        .collect();
+    assert_eq!(
+        listed,
+        vec![
+            ("clients", "8", "16"),
+            ("server version", "15.18", "18.6"),
+            ("setting shared_buffers", "128MB", "1GB"),
+        ]
+    );
+    assert!(c.differences.iter().all(|d| !d.refuses));
+}
+
+#[test]
+fn renderings_carry_the_figures_and_the_verdict() {
+    let a = run(&wobbly(1000.0, 30), &latencies(1));
+    let b = run(&wobbly(500.0, 30), &latencies(2));
+    let mut c = compared(&a, &b, &[Metric::Tps, Metric::P99]);
+    let text = render_text(&c);
+    assert!(
+        text.contains("verdict (tps, p99; threshold 3%): regressed"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Welch t over batch means: 10 batches of 3 s"),
+        "{text}"
+    );
+    c.baseline.source = "a|b.json".to_owned();
+    let md = render_markdown(&c);
+    assert!(md.starts_with("### pgbolt comparison: regressed"), "{md}");
+    assert!(md.contains("| metric | baseline | candidate |"), "{md}");
+    assert!(
+        md.contains("a\\|b.json") || md.contains("`a|b.json`"),
+        "{md}"
+    );
+}
