@@ -454,6 +454,7 @@ fn report_lines_match_pgbench(socket: &Path) {
             name: "<builtin: select only>".into(),
             weight: 1,
             commands: vec![],
+            sha256: None,
         }],
         scale: 1,
         partitioning: None,

@@ -15,6 +15,7 @@ fn select_only() -> ScriptInfo {
             "\\set aid random(1, 100000 * :scale)".into(),
             "SELECT abalance FROM pgbench_accounts WHERE aid = :aid;".into(),
         ],
+        sha256: None,
     }
 }
 
@@ -23,6 +24,7 @@ fn simple_update() -> ScriptInfo {
         name: "<builtin: simple update>".into(),
         weight: 3,
         commands: vec!["BEGIN;".into(), "END;".into()],
+        sha256: None,
     }
 }
 
