@@ -49,6 +49,34 @@ pub enum Mode {
     ShowScript(String),
     /// `-b list`: list the builtin scripts and exit.
     ListBuiltins,
+    /// `--compare BASELINE CANDIDATE`: compare two result files (no
+    /// connection is made).
+    Compare(Compare),
+}
+
+/// Settings of `--compare`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Compare {
+    /// The result files: baseline, then candidate.
+    pub baseline: PathBuf,
+    pub candidate: PathBuf,
+    /// `--json=FILE`: also write the comparison as JSON (`-`: standard
+    /// output, the report then goes to standard error).
+    pub json: Option<PathBuf>,
+    /// `--compare-format`.
+    pub format: CompareFormat,
+    /// Threshold, metrics and `--allow-different-scripts`.
+    pub options: crate::compare::CompareOptions,
+    /// `--fail-on-regression`: a regression exits with
+    /// [`crate::compare::REGRESSION_EXIT`].
+    pub fail_on_regression: bool,
+}
+
+/// How `--compare` prints its report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompareFormat {
+    Text,
+    Markdown,
 }
 
 /// Connection options as given (`-h`, `-p`, `-U`, `-d` or the positional

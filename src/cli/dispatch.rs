@@ -80,6 +80,7 @@ fn run_mode(config: &Config) -> Result<i32, RunError> {
         Mode::ShowScript(name) => Ok(show_script(name)),
         Mode::Init(init) => initialize(config, init),
         Mode::Run(benchmark) => run_benchmark(config, benchmark),
+        Mode::Compare(compare) => Ok(super::compare::run(compare)),
     }
 }
 

@@ -111,6 +111,15 @@ pub enum CliError {
     RequiresTempInstance(&'static str),
     TempInstanceWithServer(&'static str),
     TempInstanceOwnsSetting(String),
+    /// An option that makes no sense when comparing results.
+    OptionWithCompare(String),
+    /// A comparison option without `--compare`.
+    RequiresCompare(String),
+    /// `--compare` takes exactly two result files.
+    CompareFileCount(usize),
+    InvalidThreshold(String),
+    InvalidCompareMetric(String),
+    InvalidCompareFormat(String),
 }
 
 impl CliError {
@@ -131,6 +140,12 @@ impl CliError {
                 | CliError::RequiresTempInstance(_)
                 | CliError::TempInstanceWithServer(_)
                 | CliError::TempInstanceOwnsSetting(_)
+                | CliError::OptionWithCompare(_)
+                | CliError::RequiresCompare(_)
+                | CliError::CompareFileCount(_)
+                | CliError::InvalidThreshold(_)
+                | CliError::InvalidCompareMetric(_)
+                | CliError::InvalidCompareFormat(_)
         )
     }
 
@@ -335,6 +350,29 @@ impl fmt::Display for CliError {
             CliError::TempInstanceOwnsSetting(name) => write!(
                 f,
                 "--temp-instance-setting cannot set {name}: the throwaway instance decides where it listens and where its files are"
+            ),
+            CliError::OptionWithCompare(option) => write!(
+                f,
+                "{option} cannot be used with --compare, which only reads two result files"
+            ),
+            CliError::RequiresCompare(option) => {
+                write!(f, "{option} can only be used with --compare")
+            }
+            CliError::CompareFileCount(n) => write!(
+                f,
+                "--compare needs two result files, a baseline and a candidate ({n} given)"
+            ),
+            CliError::InvalidThreshold(value) => write!(
+                f,
+                "invalid value \"{value}\" for option --threshold: expected a percentage from 0 to 1000, such as 3%"
+            ),
+            CliError::InvalidCompareMetric(value) => write!(
+                f,
+                "invalid value \"{value}\" for option --compare-metric: expected a list of tps, p50, p90, p99, p99.9"
+            ),
+            CliError::InvalidCompareFormat(value) => write!(
+                f,
+                "invalid value \"{value}\" for option --compare-format: expected text or markdown"
             ),
             CliError::RequiresTempInstance(option) => {
                 write!(f, "{option} can only be used with --temp-instance")

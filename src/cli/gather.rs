@@ -8,11 +8,12 @@ use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
 use super::config::{
-    BusyPoll, Connection, Environment, InitStep, IoMethod, Mode, PartitionMethod, QueryMode,
-    RandomSeed, ScriptSpec, SeedNote, VariableDefinition,
+    BusyPoll, CompareFormat, Connection, Environment, InitStep, IoMethod, Mode, PartitionMethod,
+    QueryMode, RandomSeed, ScriptSpec, SeedNote, VariableDefinition,
 };
 use super::error::CliError;
 use super::values;
+use crate::compare::Metric;
 use crate::script::ScriptError;
 
 /// Options as met so far, before cross-checks; mirrors pgbench's globals.
@@ -82,6 +83,17 @@ pub struct Gathered {
     pub temp_instance_keep: bool,
     pub io: Option<IoMethod>,
     pub busy_poll: Option<BusyPoll>,
+
+    /// The long name of every option met, in order, so that a mode that
+    /// takes only a few options can name the first one it refuses.
+    pub given: Vec<&'static str>,
+    pub compare: bool,
+    pub compare_format: Option<CompareFormat>,
+    pub compare_metrics: Option<Vec<Metric>>,
+    /// `--threshold` as a fraction.
+    pub threshold: Option<f64>,
+    pub fail_on_regression: bool,
+    pub allow_different_scripts: bool,
 }
 
 impl Gathered {
@@ -522,4 +534,55 @@ pub fn busy_poll(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
     g.busy_poll =
         Some(one_of(value, &words).ok_or_else(|| CliError::InvalidBusyPoll(text(value)))?);
     Ok(())
+}
+
+pub fn compare(g: &mut Gathered) {
+    g.compare = true;
+}
+
+pub fn compare_format(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let words = [
+        ("text", CompareFormat::Text),
+        ("markdown", CompareFormat::Markdown),
+    ];
+    g.compare_format =
+        Some(one_of(value, &words).ok_or_else(|| CliError::InvalidCompareFormat(text(value)))?);
+    Ok(())
+}
+
+/// `--compare-metric=tps,p99`: a comma-separated list of metric names.
+pub fn compare_metric(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let list = text(value);
+    let metrics: Option<Vec<Metric>> = list
+        .split(',')
+        .map(|name| Metric::from_name(name.trim()))
+        .collect();
+    match metrics {
+        Some(metrics) if !metrics.is_empty() => {
+            g.compare_metrics = Some(metrics);
+            Ok(())
+        }
+        _ => Err(CliError::InvalidCompareMetric(list)),
+    }
+}
+
+/// `--threshold=3%` (the `%` may be left out): a percentage from 0 to 1000.
+pub fn threshold(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let given = text(value);
+    let number = given.trim().strip_suffix('%').unwrap_or(given.trim());
+    match number.trim().parse::<f64>() {
+        Ok(p) if (0.0..=1000.0).contains(&p) => {
+            g.threshold = Some(p / 100.0);
+            Ok(())
+        }
+        _ => Err(CliError::InvalidThreshold(given)),
+    }
+}
+
+pub fn fail_on_regression(g: &mut Gathered) {
+    g.fail_on_regression = true;
+}
+
+pub fn allow_different_scripts(g: &mut Gathered) {
+    g.allow_different_scripts = true;
 }

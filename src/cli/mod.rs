@@ -34,6 +34,7 @@ macro_rules! ewriteln {
 
 pub(crate) use {ewrite, ewriteln};
 
+mod compare;
 pub mod config;
 pub mod connection;
 mod dispatch;
@@ -120,6 +121,7 @@ where
                 def
             }
         };
+        gathered.given.push(def.long);
         if let Some(mode) = gathered.early_exit.take() {
             let mut config = Config::for_mode(mode);
             config.seeds = gathered.seeds;

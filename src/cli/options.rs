@@ -50,15 +50,17 @@ pub enum Section {
     Benchmarking,
     Common,
     Extensions,
+    Compare,
 }
 
 impl Section {
-    pub const ALL: [Section; 5] = [
+    pub const ALL: [Section; 6] = [
         Section::Init,
         Section::Select,
         Section::Benchmarking,
         Section::Common,
         Section::Extensions,
+        Section::Compare,
     ];
 
     pub fn title(self) -> &'static str {
@@ -68,6 +70,9 @@ impl Section {
             Section::Benchmarking => "Benchmarking options:",
             Section::Common => "Common options:",
             Section::Extensions => "pgbolt options (not in pgbench):",
+            Section::Compare => {
+                "Comparing two results (pgbolt --compare BASELINE.json CANDIDATE.json):"
+            }
         }
     }
 }
@@ -136,7 +141,9 @@ macro_rules! opt {
 }
 
 use Action::{FirstArgument, Flag, Value};
-use Section::{Benchmarking as B, Common as C, Extensions as X, Init as I, Select as S};
+use Section::{
+    Benchmarking as B, Common as C, Compare as K, Extensions as X, Init as I, Select as S,
+};
 
 /// Every option pgbolt knows.
 pub static OPTIONS: &[OptionDef] = &[
@@ -260,6 +267,18 @@ pub static OPTIONS: &[OptionDef] = &[
         [line(X, 1, "I/O driver of the worker threads (default: auto)")]),
     opt!(None, "busy-poll", "auto|on|off", Common, Pgbolt, Value(g::busy_poll),
         [line(X, 9, "spin instead of sleeping while waiting for the\nserver (default: auto)")]),
+    opt!(None, "compare", "", Common, Pgbolt, Flag(g::compare),
+        [line(K, 1, "compare two result files written by --json; no\nconnection is made (--json=FILE writes the\ncomparison)")]),
+    opt!(None, "threshold", "PCT", Common, Pgbolt, Value(g::threshold),
+        [line(K, 2, "smallest change that counts (default: 3%)")]),
+    opt!(None, "compare-metric", "LIST", Common, Pgbolt, Value(g::compare_metric),
+        [line(K, 3, "metrics the verdict rests on, among tps, p50, p90,\np99, p99.9 (default: tps,p99)")]),
+    opt!(None, "compare-format", "text|markdown", Common, Pgbolt, Value(g::compare_format),
+        [line(K, 4, "how the comparison is printed (default: text)")]),
+    opt!(None, "fail-on-regression", "", Common, Pgbolt, Flag(g::fail_on_regression),
+        [line(K, 5, "exit with status 3 when the verdict is a regression")]),
+    opt!(None, "allow-different-scripts", "", Common, Pgbolt, Flag(g::allow_different_scripts),
+        [line(K, 6, "compare results of different scripts anyway")]),
 ];
 
 /// The option with this short name, if getopt knows it.

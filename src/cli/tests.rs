@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::options::{Origin, OPTIONS};
 use super::*;
+use crate::compare::Metric;
 
 fn parse_ok(args: &[&str]) -> Config {
     match parse(args.iter().copied(), &Environment::default()) {
@@ -216,7 +217,36 @@ static CASES: &[Case] = &[
     case("busy-poll", Some("off"), &[], |c| {
         c.busy_poll == BusyPoll::Off
     }),
+    case("compare", None, &["a.json", "b.json"], |c| {
+        compare(c).baseline == std::path::Path::new("a.json")
+            && compare(c).candidate == std::path::Path::new("b.json")
+    }),
+    case("threshold", Some("5%"), COMPARE, |c| {
+        compare(c).options.threshold == 0.05
+    }),
+    case("compare-metric", Some("p50,tps"), COMPARE, |c| {
+        compare(c).options.metrics == [Metric::P50, Metric::Tps]
+    }),
+    case("compare-format", Some("markdown"), COMPARE, |c| {
+        compare(c).format == CompareFormat::Markdown
+    }),
+    case("fail-on-regression", None, COMPARE, |c| {
+        compare(c).fail_on_regression
+    }),
+    case("allow-different-scripts", None, COMPARE, |c| {
+        compare(c).options.allow_different_scripts
+    }),
 ];
+
+/// The context of the options that only `--compare` takes.
+const COMPARE: &[&str] = &["--compare", "a.json", "b.json"];
+
+fn compare(c: &Config) -> &Compare {
+    match &c.mode {
+        Mode::Compare(compare) => compare,
+        other => panic!("not a comparison: {other:?}"),
+    }
+}
 
 /// The shortest abbreviation of `long` that names it alone, if shorter.
 fn shortest_abbreviation(long: &str, origin: Origin) -> Option<String> {
@@ -290,8 +320,13 @@ fn options_may_follow_the_database_name() {
     for case in CASES
         .iter()
         // --temp-instance refuses a database name.
+        // --compare takes result files, not a database name.
         .filter(|c| {
-            c.long != "dbname" && c.long != "show-script" && !c.long.starts_with("temp-instance")
+            c.long != "dbname"
+                && c.long != "show-script"
+                && !c.long.starts_with("temp-instance")
+                && c.context != COMPARE
+                && c.long != "compare"
         })
     {
         let mut args: Vec<String> = vec!["mydb".to_string()];

@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use super::config::{
-    Benchmark, BusyPoll, Config, Init, InitStep, IoMethod, Mode, PartitionMethod, QueryMode,
-    RunLength, ScriptSpec, TempInstance, TransactionLog, VacuumBeforeRun,
+    Benchmark, BusyPoll, Compare, CompareFormat, Config, Init, InitStep, IoMethod, Mode,
+    PartitionMethod, QueryMode, RunLength, ScriptSpec, TempInstance, TransactionLog,
+    VacuumBeforeRun,
 };
 use super::error::CliError;
 use super::gather::Gathered;
@@ -18,6 +19,12 @@ const DEFAULT_TRANSACTIONS: u32 = 10;
 /// Turns gathered options into a configuration, or the first error pgbench
 /// would report.
 pub fn finish(mut g: Gathered) -> Result<Config, CliError> {
+    if g.compare {
+        return Ok(Config::for_mode(Mode::Compare(compare(&mut g)?)));
+    }
+    if let Some(option) = g.given.iter().find(|o| COMPARE_ONLY.contains(o)) {
+        return Err(CliError::RequiresCompare(format!("--{option}")));
+    }
     if g.scripts.len() > MAX_SCRIPTS {
         return Err(CliError::TooManyScripts);
     }
@@ -228,4 +235,48 @@ fn temp_instance(g: &mut Gathered) -> Result<Option<TempInstance>, CliError> {
         settings: std::mem::take(&mut g.temp_instance_settings),
         keep: g.temp_instance_keep,
     }))
+}
+
+/// The options that only `--compare` takes.
+const COMPARE_ONLY: &[&str] = &[
+    "threshold",
+    "compare-metric",
+    "compare-format",
+    "fail-on-regression",
+    "allow-different-scripts",
+];
+
+/// `--compare`: two result files and the options of the comparison only;
+/// anything that would shape a run or a connection is refused by name.
+fn compare(g: &mut Gathered) -> Result<Compare, CliError> {
+    if let Some(option) = g
+        .given
+        .iter()
+        .find(|o| **o != "compare" && **o != "json" && !COMPARE_ONLY.contains(o))
+    {
+        let def = super::options::OPTIONS.iter().find(|d| d.long == *option);
+        let name = match def.and_then(|d| d.short) {
+            Some(short) => format!("-{short}/--{option}"),
+            None => format!("--{option}"),
+        };
+        return Err(CliError::OptionWithCompare(name));
+    }
+    let files = std::mem::take(&mut g.positionals);
+    let [baseline, candidate] =
+        <[String; 2]>::try_from(files).map_err(|files| CliError::CompareFileCount(files.len()))?;
+    Ok(Compare {
+        baseline: baseline.into(),
+        candidate: candidate.into(),
+        json: g.json.take(),
+        format: g.compare_format.unwrap_or(CompareFormat::Text),
+        options: crate::compare::CompareOptions {
+            threshold: g.threshold.unwrap_or(0.03),
+            metrics: g
+                .compare_metrics
+                .take()
+                .unwrap_or_else(|| vec![crate::compare::Metric::Tps, crate::compare::Metric::P99]),
+            allow_different_scripts: g.allow_different_scripts,
+        },
+        fail_on_regression: g.fail_on_regression,
+    })
 }

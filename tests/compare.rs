@@ -1,0 +1,283 @@
+//! `--compare` on pairs of real results: runs on the test binary's shared
+//! server whose true difference is known, then compared offline.
+//!
+//! Real runs vary with the machine, so the cases are built so that their
+//! figures do not: under `-R` with a fixed `--random-seed` the schedule of
+//! transactions, hence the throughput of each interval, is the same in
+//! every run whatever the machine does; a `pg_sleep` several times longer
+//! than the rest of a transaction fixes its latency.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::{pgbolt_path, script_file, server, stderr, stdout, ScriptFile};
+
+/// Runs pgbolt with `args` on the shared server's `postgres` database.
+fn pgbolt(args: &[&str]) -> Output {
+    let mut cmd = server().command(pgbolt_path());
+    cmd.env("PGDATABASE", "postgres")
+        .env_remove("PGBENCH_RANDOM_SEED")
+        .args(args);
+    cmd.output().expect("pgbolt runs")
+}
+
+/// Runs pgbolt with `args` and `--json` into `dir/name`; gives the path.
+fn result(dir: &Path, name: &str, args: &[&str]) -> PathBuf {
+    let path = dir.join(name);
+    let json = format!("--json={}", path.display());
+    let out = pgbolt(&[args, &["-n", json.as_str()]].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    path
+}
+
+/// `pgbolt --compare A B` with more options.
+fn compare(a: &Path, b: &Path, options: &[&str]) -> Output {
+    let mut cmd = Command::new(pgbolt_path());
+    cmd.arg("--compare").arg(a).arg(b).args(options);
+    cmd.output().expect("pgbolt runs")
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("JSON")
+}
+
+fn metric<'a>(comparison: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    comparison["metrics"]
+        .as_array()
+        .expect("metrics")
+        .iter()
+        .find(|m| m["metric"] == name)
+        .expect("metric present")
+}
+
+fn sleep_script() -> ScriptFile {
+    script_file("sleep.sql", "select pg_sleep(:d);\n")
+}
+
+#[test]
+fn the_same_schedule_twice_is_no_significant_change() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let script = sleep_script();
+    let args = [
+        "-f",
+        &script.path,
+        "-D",
+        "d=0.001",
+        "-c",
+        "2",
+        "-R",
+        "200",
+        "-T",
+        "6",
+        "--random-seed=7",
+    ];
+    let a = result(dir.path(), "a.json", &args);
+    let b = result(dir.path(), "b.json", &args);
+    let out_json = dir.path().join("c.json");
+    let out = compare(
+        &a,
+        &b,
+        &[
+            "--compare-metric=tps",
+            &format!("--json={}", out_json.display()),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("verdict (tps; threshold 3%): no significant change"),
+        "{text}"
+    );
+    let c = json(&out_json);
+    assert_eq!(c["kind"], "comparison");
+    assert_eq!(c["verdict"], "no_significant_change");
+    assert_eq!(c["differences"], serde_json::json!([]));
+    let tps = &metric(&c, "tps")["change"];
+    let (low, high) = (tps["low"].as_f64().unwrap(), tps["high"].as_f64().unwrap());
+    assert!(low <= 0.0 && high >= 0.0, "{tps}");
+}
+
+#[test]
+fn halving_the_rate_is_a_regression_whose_interval_covers_the_truth() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let script = sleep_script();
+    let common = ["-f", &script.path, "-D", "d=0.001", "-c", "2", "-T", "6"];
+    let seed = ["--random-seed=11"];
+    let a = result(
+        dir.path(),
+        "a.json",
+        &[&common[..], &["-R", "300"], &seed].concat(),
+    );
+    let b = result(
+        dir.path(),
+        "b.json",
+        &[&common[..], &["-R", "150"], &seed].concat(),
+    );
+    let out_json = dir.path().join("c.json");
+    let out = compare(
+        &a,
+        &b,
+        &[
+            "--compare-metric=tps",
+            "--fail-on-regression",
+            &format!("--json={}", out_json.display()),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let c = json(&out_json);
+    assert_eq!(c["verdict"], "regressed");
+    let listed: Vec<&str> = c["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["what"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, ["rate"]);
+    let tps = &metric(&c, "tps")["change"];
+    let (low, high) = (tps["low"].as_f64().unwrap(), tps["high"].as_f64().unwrap());
+    assert!(low <= -0.5 && high >= -0.5 && high < 0.0, "{tps}");
+}
+
+#[test]
+fn a_longer_sleep_is_a_latency_regression_and_markdown_says_so() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let script = sleep_script();
+    let a = result(
+        dir.path(),
+        "a.json",
+        &["-f", &script.path, "-D", "d=0.002", "-c", "2", "-T", "3"],
+    );
+    let b = result(
+        dir.path(),
+        "b.json",
+        &["-f", &script.path, "-D", "d=0.008", "-c", "2", "-T", "3"],
+    );
+    let out = compare(
+        &a,
+        &b,
+        &["--compare-metric=p50", "--compare-format=markdown"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let md = stdout(&out);
+    assert!(md.starts_with("### pgbolt comparison: regressed"), "{md}");
+    assert!(md.contains("| latency p50 (ms) |"), "{md}");
+    let out = compare(&a, &b, &["--compare-metric=p50", "--json=-"]);
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let p50 = &metric(&c, "p50")["change"];
+    assert!(p50["low"].as_f64().unwrap() > 1.0, "{p50}");
+    assert!(stderr(&out).contains("verdict (p50; threshold 3%): regressed"));
+}
+
+#[test]
+fn results_of_different_scripts_are_refused_unless_allowed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let script = script_file("one.sql", "select 1;\n");
+    let a = result(dir.path(), "a.json", &["-f", &script.path, "-t", "20"]);
+    std::fs::write(&script.path, "select 2;\n").expect("edit the script");
+    let b = result(dir.path(), "b.json", &["-f", &script.path, "-t", "20"]);
+    let out = compare(&a, &b, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("error: the results come from runs of different scripts"),
+        "{err}"
+    );
+    assert!(err.contains("(text differs)"), "{err}");
+    assert!(err.contains("--allow-different-scripts"), "{err}");
+    let out = compare(&a, &b, &["--allow-different-scripts"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("scripts: "), "{}", stdout(&out));
+}
+
+#[test]
+fn a_result_records_the_server_and_its_settings() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let one = script_file("one.sql", "select 1;\n");
+    let r = json(&result(dir.path(), "r.json", &["-f", &one.path, "-t", "5"]));
+    let version = r["server"]["version"].as_str().expect("version");
+    assert!(
+        version.chars().next().is_some_and(|c| c.is_ascii_digit()),
+        "{version}"
+    );
+    assert_eq!(r["server"]["settings"]["fsync"], "off");
+    assert!(r["server"]["settings"]["shared_buffers"].is_string());
+    let sha = r["options"]["scripts"][0]["sha256"].as_str().expect("hash");
+    assert_eq!(sha.len(), 64);
+}
+
+#[test]
+fn bad_command_lines_and_files_are_refused_before_anything() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let not_result = dir.path().join("x.json");
+    std::fs::write(&not_result, "{\"schema_version\": 1}").expect("write");
+    let missing = dir.path().join("missing.json");
+    let cases: [(Vec<String>, &str); 7] = [
+        (
+            vec!["--compare".into(), "a.json".into()],
+            "--compare needs two result files",
+        ),
+        (
+            vec![
+                "--compare".into(),
+                "a".into(),
+                "b".into(),
+                "-c".into(),
+                "4".into(),
+            ],
+            "-c/--client cannot be used with --compare",
+        ),
+        (
+            vec!["--threshold=5%".into()],
+            "--threshold can only be used with --compare",
+        ),
+        (
+            vec![
+                "--compare".into(),
+                "a".into(),
+                "b".into(),
+                "--threshold=x".into(),
+            ],
+            "invalid value \"x\" for option --threshold",
+        ),
+        (
+            vec![
+                "--compare".into(),
+                "a".into(),
+                "b".into(),
+                "--compare-metric=tps,p42".into(),
+            ],
+            "invalid value \"tps,p42\" for option --compare-metric",
+        ),
+        (
+            vec![
+                "--compare".into(),
+                missing.display().to_string(),
+                missing.display().to_string(),
+            ],
+            "could not read result file",
+        ),
+        (
+            vec![
+                "--compare".into(),
+                not_result.display().to_string(),
+                not_result.display().to_string(),
+            ],
+            "invalid result file",
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = Command::new(pgbolt_path())
+            .args(&args)
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(
+            stderr(&out).contains(expected),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+}
