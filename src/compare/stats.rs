@@ -15,6 +15,10 @@
 //!   drawn from Beta(`r`, `n` − `r` + 1) (the `r`-th smallest of `n`
 //!   uniforms), so a replicate costs two Beta draws and two binary
 //!   searches instead of `n` draws, and is exactly the bootstrap.
+//! - [`batch_quantile_ratio`]: the same ratio from batches of intervals,
+//!   for the variation over time that a bootstrap of independent
+//!   transactions cannot see: Welch's interval over the logarithms of the
+//!   batches' percentiles.
 //! - [`mann_whitney`]: the rank test on two whole distributions, computed
 //!   from the buckets (each bucket is a group of ties), with the normal
 //!   approximation and the tie correction, and its effect size, the
@@ -203,6 +207,38 @@ pub fn bootstrap_quantile_ratio(
         value: qb as f64 / qa as f64,
         low: at(tail),
         high: at(1.0 - tail),
+    })
+}
+
+/// The interval of a ratio of percentiles from batches of each run: the
+/// `quantile` of each batch's histogram, Welch's interval over their
+/// logarithms, centred on `ratio` (the ratio of the whole runs'
+/// percentiles, read from their finer histograms). `None` when a side has
+/// fewer than two non-empty batches or a batch's percentile is 0.
+pub fn batch_quantile_ratio(
+    a: &[Buckets],
+    b: &[Buckets],
+    quantile: f64,
+    ratio: f64,
+    confidence: f64,
+) -> Option<Estimate> {
+    let logs = |batches: &[Buckets]| -> Option<Vec<f64>> {
+        batches
+            .iter()
+            .filter(|h| !h.is_empty())
+            .map(|h| {
+                h.quantile(quantile)
+                    .filter(|v| *v > 0)
+                    .map(|v| (v as f64).ln())
+            })
+            .collect()
+    };
+    let w = welch(&logs(a)?, &logs(b)?, confidence)?;
+    let half = (w.difference.high - w.difference.low) / 2.0;
+    Some(Estimate {
+        value: ratio,
+        low: ratio * (-half).exp(),
+        high: ratio * half.exp(),
     })
 }
 
