@@ -49,6 +49,17 @@ pub enum Mode {
     ShowScript(String),
     /// `-b list`: list the builtin scripts and exit.
     ListBuiltins,
+    /// `--render=RESULT --html=FILE`: render a saved result as HTML.
+    Render(Render),
+}
+
+/// `--render`: a saved result to render, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Render {
+    /// The JSON result (or an HTML report, whose embedded result is read).
+    pub result: PathBuf,
+    /// The HTML report to write.
+    pub html: PathBuf,
 }
 
 /// Connection options as given (`-h`, `-p`, `-U`, `-d` or the positional
@@ -114,6 +125,8 @@ pub struct Benchmark {
     pub random_seed: Option<RandomSeed>,
     /// `--json=FILE`: also write the results as JSON.
     pub json: Option<PathBuf>,
+    /// `--html=FILE`: also write the report as an HTML page.
+    pub html: Option<PathBuf>,
     /// `--pgbench-output`: print exactly what pgbench prints, nothing more.
     pub pgbench_output: bool,
 }

@@ -111,6 +111,14 @@ pub enum CliError {
     RequiresTempInstance(&'static str),
     TempInstanceWithServer(&'static str),
     TempInstanceOwnsSetting(String),
+    /// `--render` with an option that only a benchmark uses.
+    RenderWithOption(String),
+    /// `--render` with a positional argument (a database name elsewhere).
+    RenderWithArgument(String),
+    /// `--render` without `--html`.
+    RenderWithoutHtml,
+    /// `--html=-`.
+    HtmlToStdout,
 }
 
 impl CliError {
@@ -335,6 +343,23 @@ impl fmt::Display for CliError {
             CliError::TempInstanceOwnsSetting(name) => write!(
                 f,
                 "--temp-instance-setting cannot set {name}: the throwaway instance decides where it listens and where its files are"
+            ),
+            CliError::RenderWithOption(option) => write!(
+                f,
+                "{option} cannot be used with --render: --render only renders a saved result as HTML (--html=FILE), it connects to nothing and runs nothing"
+            ),
+            CliError::RenderWithArgument(arg) => write!(
+                f,
+                "--render takes no database name or other argument (got \"{}\"): it renders a saved result without connecting",
+                pgwire::conninfo::redact(arg)
+            ),
+            CliError::RenderWithoutHtml => write!(
+                f,
+                "--render needs --html=FILE, the HTML report to write"
+            ),
+            CliError::HtmlToStdout => write!(
+                f,
+                "--html needs a file name (standard output is --html=/dev/stdout)"
             ),
             CliError::RequiresTempInstance(option) => {
                 write!(f, "{option} can only be used with --temp-instance")

@@ -75,6 +75,11 @@ pub struct Gathered {
     pub continue_on_error: bool,
 
     pub json: Option<PathBuf>,
+    pub html: Option<PathBuf>,
+    pub render: Option<PathBuf>,
+    /// The first option met other than `--render` and `--html`, which
+    /// `--render` refuses.
+    pub not_for_render: Option<String>,
     pub pgbench_output: bool,
     pub no_preflight: bool,
     pub temp_instance: bool,
@@ -466,6 +471,31 @@ pub fn json(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
         });
     }
     g.json = Some(PathBuf::from(value));
+    Ok(())
+}
+
+pub fn html(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    if value.is_empty() {
+        return Err(CliError::InvalidValue {
+            option: "--html",
+            value: String::new(),
+        });
+    }
+    if value == "-" {
+        return Err(CliError::HtmlToStdout);
+    }
+    g.html = Some(PathBuf::from(value));
+    Ok(())
+}
+
+pub fn render(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    if value.is_empty() {
+        return Err(CliError::InvalidValue {
+            option: "--render",
+            value: String::new(),
+        });
+    }
+    g.render = Some(PathBuf::from(value));
     Ok(())
 }
 

@@ -125,6 +125,12 @@ where
             config.seeds = gathered.seeds;
             return Ok(config);
         }
+        if !matches!(def.long, "render" | "html") && gathered.not_for_render.is_none() {
+            gathered.not_for_render = Some(match def.short {
+                Some(c) => format!("-{c}/--{}", def.long),
+                None => format!("--{}", def.long),
+            });
+        }
         match def.class {
             options::Class::Benchmark => gathered.benchmarking_option = true,
             options::Class::Init => gathered.initialization_option = true,

@@ -260,6 +260,10 @@ pub static OPTIONS: &[OptionDef] = &[
         [line(X, 1, "I/O driver of the worker threads (default: auto)")]),
     opt!(None, "busy-poll", "auto|on|off", Common, Pgbolt, Value(g::busy_poll),
         [line(X, 9, "spin instead of sleeping while waiting for the\nserver (default: auto)")]),
+    opt!(None, "html", "FILE", Benchmark, Pgbolt, Value(g::html),
+        [line(X, 10, "also write the report to FILE as one HTML page")]),
+    opt!(None, "render", "RESULT", Common, Pgbolt, Value(g::render),
+        [line(X, 11, "render a saved JSON result (with --html=FILE),\nconnecting to nothing")]),
 ];
 
 /// The option with this short name, if getopt knows it.

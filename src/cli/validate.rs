@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::config::{
     Benchmark, BusyPoll, Config, Init, InitStep, IoMethod, Mode, PartitionMethod, QueryMode,
-    RunLength, ScriptSpec, TempInstance, TransactionLog, VacuumBeforeRun,
+    Render, RunLength, ScriptSpec, TempInstance, TransactionLog, VacuumBeforeRun,
 };
 use super::error::CliError;
 use super::gather::Gathered;
@@ -18,6 +18,9 @@ const DEFAULT_TRANSACTIONS: u32 = 10;
 /// Turns gathered options into a configuration, or the first error pgbench
 /// would report.
 pub fn finish(mut g: Gathered) -> Result<Config, CliError> {
+    if let Some(result) = g.render.take() {
+        return render(g, result);
+    }
     if g.scripts.len() > MAX_SCRIPTS {
         return Err(CliError::TooManyScripts);
     }
@@ -65,6 +68,19 @@ pub fn finish(mut g: Gathered) -> Result<Config, CliError> {
         busy_poll: g.busy_poll.unwrap_or(BusyPoll::Auto),
         preflight: !g.no_preflight,
     })
+}
+
+/// `--render`: only `--html` goes with it; anything that would shape a
+/// run or name a server is refused rather than ignored.
+fn render(g: Gathered, result: std::path::PathBuf) -> Result<Config, CliError> {
+    if let Some(option) = g.not_for_render {
+        return Err(CliError::RenderWithOption(option));
+    }
+    if let Some(arg) = g.positionals.into_iter().next() {
+        return Err(CliError::RenderWithArgument(arg));
+    }
+    let html = g.html.ok_or(CliError::RenderWithoutHtml)?;
+    Ok(Config::for_mode(Mode::Render(Render { result, html })))
 }
 
 fn init(g: &Gathered) -> Result<Init, CliError> {
@@ -158,6 +174,7 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
         continue_on_error: g.continue_on_error,
         random_seed: g.random_seed,
         json: g.json.take(),
+        html: g.html.take(),
         pgbench_output: g.pgbench_output,
     })
 }

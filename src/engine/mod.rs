@@ -101,15 +101,23 @@ struct Prepared {
     states: RandomStates,
     /// The variables every client starts with, `client_id` aside.
     base: Variables,
+    /// The server's `server_version`, for the reports.
+    server_version: Option<String>,
 }
 
 /// Runs the benchmark and returns the exit status.
 pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
     let json_file = match &bench.json {
         Some(path) if !json_to_stdout(bench) => {
-            Some(ResultFile::open(path).map_err(EngineError::ResultFile)?)
+            Some(ResultFile::open(path, result_file::Kind::Json).map_err(EngineError::ResultFile)?)
         }
         _ => None,
+    };
+    let html_file = match &bench.html {
+        Some(path) => {
+            Some(ResultFile::open(path, result_file::Kind::Html).map_err(EngineError::ResultFile)?)
+        }
+        None => None,
     };
     let prepared = prepare(config, bench)?;
     let io_uring = choose_io(config.io)?;
@@ -199,7 +207,7 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
         now: clock.now_us(),
         interrupted_by,
     };
-    report(&prepared, bench, ended, json_file)
+    report(&prepared, bench, ended, [json_file, html_file])
 }
 
 /// Runs one worker thread's loop. A panic (a bug) is reported through the
@@ -286,6 +294,7 @@ fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> 
     let (connector, mut setup_client) = setup::connect(&config.connection)?;
     let stop = setup_stop::arm(&setup_client.cancel_token());
     setup::print_version(&setup_client, json_to_stdout(bench));
+    let server_version = setup_client.parameter("server_version").map(str::to_owned);
     if config.debug {
         let (what, n) = match bench.length {
             RunLength::Transactions(n) => ("nxacts", n),
@@ -341,6 +350,7 @@ fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> 
         partitioning,
         states,
         base,
+        server_version,
     })
 }
 
@@ -438,7 +448,7 @@ fn thread_parts(
         latency_limit_us: plan.latency_limit_us,
         start_us: t.start_time,
         throttled: plan.throttle_delay_us > 0.0,
-        series: bench.json.is_some(),
+        series: bench.json.is_some() || bench.html.is_some(),
     };
     let ts = prepared.states.threads[t.tid];
     let env = ThreadEnv {
@@ -609,13 +619,31 @@ fn write_json(result: &RunResult, file: Option<ResultFile>, stdout: &mut Stdout)
     true
 }
 
+/// Writes the HTML report to its file. False when it could not be written.
+fn write_html(result: &RunResult, file: ResultFile) -> bool {
+    let path = file.path().to_owned();
+    let written = report::render_html(result, report::html::now_us())
+        .map_err(|e| e.to_string())
+        .and_then(|html| {
+            file.write(html.as_bytes())
+                .map_err(|e| crate::oserror::os_message(&e))
+        });
+    if let Err(e) = written {
+        log::error(format_args!("could not write \"{}\": {e}", path.display()));
+        return false;
+    }
+    true
+}
+
 /// Merges the threads' results, prints the report, and gives the status.
+/// `files` are the `--json` and `--html` files, when given.
 fn report(
     prepared: &Prepared,
     bench: &Benchmark,
     ended: Ended,
-    json_file: Option<ResultFile>,
+    files: [Option<ResultFile>; 2],
 ) -> Result<i32, EngineError> {
+    let [json_file, html_file] = files;
     let Ended {
         results,
         start_time,
@@ -648,8 +676,14 @@ fn report(
         total_connection_us: conn_total,
     };
     let incomplete = aborted > 0 || interrupted > 0 || interrupted_by.is_some();
-    let result = RunResult::build(options, timings, incomplete, &stats)
+    let mut result = RunResult::build(options, timings, incomplete, &stats)
         .map_err(|e| EngineError::Report(e.to_string()))?;
+    result.context = report::RunContext {
+        command_line: Some(report::redacted_command_line(std::env::args_os())),
+        server_version: prepared.server_version.clone(),
+        started_us: Some(start_time),
+        ended_us: Some(now),
+    };
     let text = report::render_text(&result, bench.pgbench_output);
     let mut stdout = Stdout::default();
     if json_to_stdout(bench) {
@@ -659,6 +693,9 @@ fn report(
     }
     if bench.json.is_some() {
         output_failed |= !write_json(&result, json_file, &mut stdout);
+    }
+    if let Some(file) = html_file {
+        output_failed |= !write_html(&result, file);
     }
     if interrupted > 0 && interrupted_by.is_none() {
         log::error(format_args!(

@@ -200,6 +200,16 @@ impl LatencyHistogram {
         self.quantiles([]).1
     }
 
+    /// Each bucket holding values: its lowest value in µs and its count,
+    /// lowest first.
+    pub fn buckets(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(index, &n)| (value_for(index), n))
+    }
+
     /// Whether two values fall in the same bucket (are equal at this precision).
     pub fn equivalent(&self, a: u64, b: u64) -> bool {
         index_for(a) == index_for(b)
@@ -227,12 +237,7 @@ impl LatencyHistogram {
     /// Reads the text written by [`LatencyHistogram::to_base64`] (or by any
     /// HdrHistogram implementation writing V2 with deflate).
     pub fn from_base64(text: &str) -> Result<Self, HistogramError> {
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(text.trim())
-            .map_err(HistogramError::Base64)?;
-        let decoded: Histogram<u64> = Deserializer::new()
-            .deserialize(&mut bytes.as_slice())
-            .map_err(HistogramError::Decode)?;
+        let decoded = decode_v2(text)?;
         let mut bounded = empty_hdr();
         bounded.add(&decoded).map_err(HistogramError::Add)?;
         let mut h = LatencyHistogram::new();
@@ -241,6 +246,16 @@ impl LatencyHistogram {
         }
         Ok(h)
     }
+}
+
+/// A histogram from its V2 (deflate) base64 text, as the crate reads it.
+pub(crate) fn decode_v2(text: &str) -> Result<Histogram<u64>, HistogramError> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(HistogramError::Base64)?;
+    Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .map_err(HistogramError::Decode)
 }
 
 #[cfg(test)]
