@@ -21,6 +21,15 @@ pub fn title(r: &RunResult) -> String {
     )
 }
 
+/// `1 client`, `2 clients`.
+fn plural(n: u32, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
 /// What ran, where and when.
 pub fn header(r: &RunResult) -> Result<Option<String>, ReportError> {
     let o = &r.options;
@@ -60,9 +69,9 @@ pub fn header(r: &RunResult) -> Result<Option<String>, ReportError> {
     item(
         "Clients",
         format!(
-            "{} clients, {} threads, query mode {}",
-            o.clients,
-            o.threads,
+            "{}, {}, query mode {}",
+            plural(o.clients, "client"),
+            plural(o.threads, "thread"),
             esc(&o.query_mode)
         ),
     );

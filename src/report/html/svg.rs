@@ -45,9 +45,9 @@ impl Axis {
     pub fn linear(min: f64, max: f64, title: &str) -> Axis {
         let max = if max > min { max } else { min + 1.0 };
         let step = nice_step((max - min) / 5.0);
-        // A value a hair above a round one (a run of 3600.01 s) does not
-        // add a whole step of empty chart.
-        let top = (max / step - 1e-3).ceil() * step;
+        // A value a hair above a round one (a run of 20.03 s) does not
+        // add a whole step of empty chart: up to 2% of a step is clipped.
+        let top = (max / step - 0.02).ceil().max(1.0) * step;
         let mut ticks = Vec::new();
         let mut v = (min / step).floor() * step;
         while v <= top + step * 1e-9 {
