@@ -2,7 +2,7 @@
 //! Chromium: each page loads without attempting any network request and
 //! without a console message, its screenshot is not blank, and the key
 //! figures in its DOM are the JSON result's. Cases: a normal run, an
-//! aborted run, `-R -L` with skipped transactions, several scripts with
+//! aborted run, an interrupted run, `-R -L` with skipped transactions, several scripts with
 //! `-r`, a run that commits nothing, hostile script names and SQL, and a
 //! one-hour synthetic result for the size and element budgets.
 
@@ -134,6 +134,40 @@ fn an_aborted_run_has_a_report_that_says_so() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert_eq!(json["aborted"], true);
     let page = check_page(&path, &json, "aborted run");
+    assert!(page.dom.contains("ended early"));
+}
+
+/// SIGINT in the middle of a run: the page is written, and says so.
+#[test]
+fn an_interrupted_run_has_a_report() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let args = [
+        "-S",
+        "-T",
+        "30",
+        "-c",
+        "2",
+        "--json=result.json",
+        "--html=report.html",
+    ];
+    let app = "html_sigint";
+    let child = Run::new(shared_database(), &args)
+        .env("PGAPPNAME", app)
+        .in_dir(dir.path())
+        .pgbolt_command()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("pgbolt starts");
+    wait_for_second_statement(app, "SELECT abalance %");
+    // SAFETY: kill() with the id of a child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().expect("pgbolt ends");
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let text = std::fs::read_to_string(dir.path().join("result.json")).expect("JSON");
+    let json: Value = serde_json::from_str(&text).expect("JSON result");
+    assert_eq!(json["aborted"], true);
+    let page = check_page(&dir.path().join("report.html"), &json, "interrupted run");
     assert!(page.dom.contains("ended early"));
 }
 
