@@ -9,7 +9,7 @@ use super::model::{
     command_result, per_second, series, Counts, Distribution, ReportError, RunContext, RunResult,
     ScriptResult, Series, SCHEMA_VERSION,
 };
-use crate::stats::{IntervalSeries, SimpleStats};
+use crate::stats::{IntervalHistogram, IntervalSeries, SimpleStats};
 
 /// The result as pretty-printed JSON.
 pub fn to_json(result: &RunResult) -> Result<String, ReportError> {
@@ -94,9 +94,9 @@ pub fn merge(results: &[RunResult]) -> Result<RunResult, ReportError> {
         for (mine, theirs) in merged.scripts.iter_mut().zip(&r.scripts) {
             merge_script(mine, theirs)?;
         }
-        let mut s = series_of(&merged.series);
-        s.merge(&series_of(&r.series));
-        merged.series = series(&s)?;
+        let mut s = series_of(&merged.series)?;
+        s.merge(&series_of(&r.series)?);
+        merged.series = series(&s);
         merged.context = RunContext::default();
     }
     let seconds = merged.timings.bench_duration_us as f64 / 1_000_000.0;
@@ -107,13 +107,16 @@ pub fn merge(results: &[RunResult]) -> Result<RunResult, ReportError> {
     Ok(merged)
 }
 
-fn series_of(s: &Series) -> IntervalSeries {
-    let parts: Vec<_> = s
-        .intervals
-        .iter()
-        .map(|i| (i.stats, i.latency_histogram.as_deref()))
-        .collect();
-    IntervalSeries::from_parts(s.start_us, s.width_us, &parts)
+fn series_of(s: &Series) -> Result<IntervalSeries, ReportError> {
+    let mut parts = Vec::with_capacity(s.intervals.len());
+    for i in &s.intervals {
+        let h = match &i.latency_histogram {
+            Some(text) => IntervalHistogram::decode(text)?,
+            None => IntervalHistogram::default(),
+        };
+        parts.push((i.stats, h));
+    }
+    Ok(IntervalSeries::from_parts(s.start_us, s.width_us, &parts))
 }
 
 fn merge_counts(mine: &mut Counts, theirs: &Counts) {

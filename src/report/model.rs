@@ -458,7 +458,7 @@ impl RunResult {
             service_time: Distribution::new(total.service(), service)?,
             lag: Distribution::new(total.lag(), &lag)?,
             scripts,
-            series: series(&stats.series)?,
+            series: series(&stats.series),
             options,
             timings,
             aborted,
@@ -507,9 +507,9 @@ pub(crate) fn command_result(text: &str, c: crate::stats::CommandStats) -> Comma
     }
 }
 
-pub(crate) fn series(s: &crate::stats::IntervalSeries) -> Result<Series, ReportError> {
+pub(crate) fn series(s: &crate::stats::IntervalSeries) -> Series {
     let width_s = s.width_us() as f64 / 1_000_000.0;
-    let histograms = s.latency_histograms()?;
+    let histograms = s.latency_histograms();
     let mut intervals = Vec::with_capacity(s.buckets().len());
     for (i, (b, h)) in s.buckets().iter().zip(histograms).enumerate() {
         intervals.push(IntervalResult {
@@ -517,14 +517,14 @@ pub(crate) fn series(s: &crate::stats::IntervalSeries) -> Result<Series, ReportE
             tps: per_second(b.counts.committed, width_s),
             latency_average_ms: (b.latency.count > 0).then(|| b.latency.mean_us() / 1000.0),
             stats: *b,
-            latency_histogram: h,
+            latency_histogram: (!h.is_empty()).then(|| h.encode()),
         });
     }
-    Ok(Series {
+    Series {
         start_us: s.start_us(),
         width_us: s.width_us(),
         intervals,
-    })
+    }
 }
 
 #[cfg(test)]

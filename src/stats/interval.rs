@@ -9,19 +9,19 @@
 //! exact.
 //!
 //! Each bucket also has a latency histogram of its committed transactions
-//! ([`IntervalHistogram`], kept serialized), from which the reports draw
-//! percentiles over time. Recording goes into one open histogram, the
-//! bucket's that is being filled; when a committed transaction ends in a
-//! later bucket, the open histogram is serialized into its bucket and
+//! ([`IntervalHistogram`]), from which the reports draw percentiles over
+//! time. Recording goes into one open histogram ([`IntervalRecorder`]),
+//! the one of the bucket being filled; when a committed transaction ends
+//! in a later bucket, the open histogram is moved into its bucket and
 //! cleared. Transactions end in time order within a thread, so that
 //! happens once per bucket; one that ends in an earlier bucket than the
 //! open one (a clock read earlier in the same loop turn) is counted in the
-//! open one.
+//! open one. Widening the buckets adds neighbouring histograms, short
+//! ordered lists, so it stays cheap on the worker's thread.
 
 use serde::{Deserialize, Serialize};
 
-use super::histogram::HistogramError;
-use super::interval_histogram::IntervalHistogram;
+use super::interval_histogram::{IntervalHistogram, IntervalRecorder};
 use super::recorder::{Counters, Outcome};
 use super::simple::SimpleStats;
 
@@ -68,8 +68,8 @@ pub struct IntervalSeries {
     /// start, so adding one never allocates, and the reserved room stays
     /// untouched (not resident) until a run reaches it.
     buckets: Vec<IntervalStats>,
-    /// Each bucket's latency histogram, serialized; empty while none.
-    histograms: Vec<String>,
+    /// Each bucket's latency histogram (the open one's is in `open`).
+    histograms: Vec<IntervalHistogram>,
     /// The bucket being filled and its histogram (see the module doc).
     open: Open,
 }
@@ -78,7 +78,7 @@ pub struct IntervalSeries {
 #[derive(Clone, Debug)]
 struct Open {
     index: usize,
-    histogram: IntervalHistogram,
+    histogram: IntervalRecorder,
 }
 
 impl PartialEq for IntervalSeries {
@@ -87,7 +87,7 @@ impl PartialEq for IntervalSeries {
         self.start_us == other.start_us
             && self.width_us == other.width_us
             && self.buckets == other.buckets
-            && self.latency_histograms().ok() == other.latency_histograms().ok()
+            && self.latency_histograms() == other.latency_histograms()
     }
 }
 
@@ -101,7 +101,7 @@ impl IntervalSeries {
             histograms: Vec::with_capacity(SERIES_BUCKETS),
             open: Open {
                 index: 0,
-                histogram: IntervalHistogram::new(),
+                histogram: IntervalRecorder::new(),
             },
         }
     }
@@ -141,27 +141,25 @@ impl IntervalSeries {
         if open.histogram.is_empty() {
             return;
         }
+        let closed = open.histogram.take();
         if let Some(stored) = self.histograms.get_mut(open.index) {
-            *stored = add_encoded(stored, &open.histogram);
-        }
-        open.histogram.clear();
-    }
-
-    /// The latency histogram of each bucket, serialized (`None` where no
-    /// transaction committed), the open one included.
-    pub fn latency_histograms(&self) -> Result<Vec<Option<String>>, HistogramError> {
-        let mut out: Vec<Option<String>> = self
-            .histograms
-            .iter()
-            .map(|h| (!h.is_empty()).then(|| h.clone()))
-            .collect();
-        if !self.open.histogram.is_empty() {
-            if let Some(slot) = out.get_mut(self.open.index) {
-                let stored = slot.as_deref().unwrap_or("");
-                *slot = Some(try_add_encoded(stored, &self.open.histogram)?);
+            if stored.is_empty() {
+                *stored = closed;
+            } else {
+                stored.add(&closed);
             }
         }
-        Ok(out)
+    }
+
+    /// The latency histogram of each bucket, the open one included.
+    pub fn latency_histograms(&self) -> Vec<IntervalHistogram> {
+        let mut out = self.histograms.clone();
+        if !self.open.histogram.is_empty() {
+            if let Some(slot) = out.get_mut(self.open.index) {
+                slot.add(&self.open.histogram.snapshot());
+            }
+        }
+        out
     }
 
     fn index_for(&mut self, at_us: i64) -> usize {
@@ -173,7 +171,7 @@ impl IntervalSeries {
         }
         while self.buckets.len() <= index {
             self.buckets.push(IntervalStats::default());
-            self.histograms.push(String::new());
+            self.histograms.push(IntervalHistogram::default());
         }
         index
     }
@@ -191,7 +189,7 @@ impl IntervalSeries {
             self.buckets[i] = pair;
             let mut histogram = std::mem::take(&mut self.histograms[2 * i]);
             if let Some(next) = self.histograms.get(2 * i + 1) {
-                histogram = add_both_encoded(&histogram, next);
+                histogram.add(next);
             }
             self.histograms[i] = histogram;
         }
@@ -204,9 +202,7 @@ impl IntervalSeries {
     /// share their start, so this is exact; series with other starts are
     /// placed by the start of each of their buckets.
     pub fn merge(&mut self, other: &IntervalSeries) {
-        // Histograms that do not decode (only possible from a damaged
-        // result file) are left out rather than failing the whole merge.
-        let theirs = other.latency_histograms().unwrap_or_default();
+        let theirs = other.latency_histograms();
         self.close_open();
         if other.start_us < self.start_us && self.buckets.is_empty() {
             self.start_us = other.start_us;
@@ -225,18 +221,18 @@ impl IntervalSeries {
                 .saturating_add((i as i64).saturating_mul(other.width_us));
             let index = self.index_for(at);
             self.buckets[index].merge(bucket);
-            if let Some(Some(h)) = theirs.get(i) {
-                self.histograms[index] = add_both_encoded(&self.histograms[index], h);
+            if let Some(h) = theirs.get(i) {
+                self.histograms[index].add(h);
             }
         }
     }
 
     /// Rebuilds a series from buckets read back from a result, each with
-    /// its serialized latency histogram if it has one.
+    /// its latency histogram.
     pub fn from_parts(
         start_us: i64,
         width_us: i64,
-        parts: &[(IntervalStats, Option<&str>)],
+        parts: &[(IntervalStats, IntervalHistogram)],
     ) -> Self {
         let mut series = IntervalSeries::new(start_us);
         series.width_us = width_us.max(1);
@@ -244,36 +240,9 @@ impl IntervalSeries {
             let at = start_us.saturating_add((i as i64).saturating_mul(series.width_us));
             let index = series.index_for(at);
             series.buckets[index].merge(b);
-            if let Some(h) = h {
-                series.histograms[index] = add_both_encoded(&series.histograms[index], h);
-            }
+            series.histograms[index].add(h);
         }
         series
-    }
-}
-
-/// `stored` (serialized, or empty) plus `h`, serialized.
-fn try_add_encoded(stored: &str, h: &IntervalHistogram) -> Result<String, HistogramError> {
-    if stored.is_empty() {
-        return Ok(h.encode());
-    }
-    let mut sum = IntervalHistogram::decode(stored)?;
-    sum.add(h);
-    Ok(sum.encode())
-}
-
-/// [`try_add_encoded`] for histograms this series wrote itself, which
-/// decode; should one not, the other is kept.
-fn add_encoded(stored: &str, h: &IntervalHistogram) -> String {
-    try_add_encoded(stored, h).unwrap_or_else(|_| h.encode())
-}
-
-/// Two serialized histograms (either may be empty), added.
-fn add_both_encoded(a: &str, b: &str) -> String {
-    match (a.is_empty(), IntervalHistogram::decode(b)) {
-        (_, Err(_)) => a.to_owned(),
-        (true, Ok(_)) => b.to_owned(),
-        (false, Ok(hb)) => add_encoded(a, &hb),
     }
 }
 
@@ -300,7 +269,11 @@ mod tests {
         s.add(5, Outcome::Committed, 1, 100, 0);
         let mut one = IntervalStats::default();
         one.counts.committed = 1;
-        let bad = IntervalSeries::from_parts(i64::MAX - 10, i64::MAX, &[(one, None); 3]);
+        let bad = IntervalSeries::from_parts(
+            i64::MAX - 10,
+            i64::MAX,
+            &vec![(one, IntervalHistogram::default()); 3],
+        );
         s.merge(&bad);
         assert!(s.buckets().len() <= SERIES_BUCKETS);
         let total: u64 = s.buckets().iter().map(|b| b.counts.committed).sum();
@@ -323,9 +296,9 @@ mod tests {
         }
         a.merge(&b);
         assert_eq!(a, one);
-        let histograms = one.latency_histograms().expect("histograms");
+        let histograms = one.latency_histograms();
         assert_eq!(histograms.len(), one.buckets().len());
-        assert!(histograms.iter().all(Option::is_some));
+        assert!(histograms.iter().all(|h| !h.is_empty()));
     }
 
     #[test]
@@ -344,9 +317,7 @@ mod tests {
             s.add(sec * 1_000_000 + 20, Outcome::Skipped, 1, 0, 0);
         }
         assert_eq!(s.width_us(), 2_000_000);
-        let histograms = s.latency_histograms().expect("histograms");
-        for (i, h) in histograms.iter().enumerate() {
-            let h = IntervalHistogram::decode(h.as_deref().expect("one per bucket")).unwrap();
+        for (i, h) in s.latency_histograms().iter().enumerate() {
             assert_eq!(h.len(), 20, "bucket {i}");
             let [min, max] = h.quantiles([0.0, 1.0]);
             let first = 1000 * (2 * i as u64 + 1);

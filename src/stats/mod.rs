@@ -31,7 +31,7 @@ mod zeroed;
 
 pub use histogram::{HistogramError, LatencyHistogram};
 pub use interval::{IntervalSeries, IntervalStats};
-pub use interval_histogram::IntervalHistogram;
+pub use interval_histogram::{IntervalHistogram, IntervalRecorder};
 pub use log::{log_file_name, LogEntry, LogError, LogOptions, TransactionLog};
 pub use progress::{ProgressOptions, ProgressReporter};
 pub use recorder::{
