@@ -110,6 +110,14 @@ fn a_normal_run_and_its_rendering_later_are_the_same_page() {
     assert!(json["series"]["intervals"][0]["latency_histogram"].is_string());
     let page = check_page(&path, &json, "normal run");
     assert!(page.dom.contains("Throughput over time"));
+    let pdf = html_support::print_to_pdf(&path);
+    assert!(pdf.starts_with(b"%PDF"), "not a PDF");
+    let pages = pdf.windows(10).filter(|w| w == b"/Type /Pag").count();
+    assert!(
+        pdf.len() > 20_000 && pages >= 2,
+        "{} bytes, {pages} page objects",
+        pdf.len()
+    );
     let during = std::fs::read_to_string(&path).expect("page");
     for source in ["result.json", "report.html"] {
         let out = Run::new(

@@ -188,6 +188,40 @@ impl Browsed {
     }
 }
 
+/// Prints `page` to PDF with headless Chromium; returns the PDF.
+pub fn print_to_pdf(page: &Path) -> Vec<u8> {
+    require_chromium();
+    let profile = tempfile::tempdir().expect("profile dir");
+    let out_dir = tempfile::tempdir().expect("pdf dir");
+    let pdf = out_dir.path().join("page.pdf");
+    let out = Command::new(CHROMIUM)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-pdf-header-footer",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("--print-to-pdf={}", pdf.display()))
+        .arg(format!(
+            "file://{}",
+            page.canonicalize().expect("page exists").display()
+        ))
+        .output()
+        .expect("chromium runs");
+    assert!(
+        out.status.success(),
+        "chromium --print-to-pdf failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::read(&pdf).expect("PDF written")
+}
+
 /// Decodes an 8-bit RGB or RGBA, non-interlaced PNG (what Chromium writes).
 pub fn decode_png(bytes: &[u8]) -> (usize, usize, Vec<[u8; 4]>) {
     assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
