@@ -54,9 +54,10 @@ const SECTIONS: &[Section] = &[
     tables::connections,
 ];
 
-/// Forbids every fetch, connection and script; allows only the page's own
-/// inline styles and inline images (the SVG needs none).
-const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'none'; connect-src 'none'; form-action 'none'; base-uri 'none'";
+/// Forbids every fetch, connection, image, frame, form and script (all
+/// fall back to `default-src`); allows only the page's own inline styles.
+const CONTENT_SECURITY_POLICY: &str =
+    "default-src 'none'; style-src 'unsafe-inline'; form-action 'none'; base-uri 'none'";
 
 const STYLE: &str = include_str!("style.css");
 
