@@ -255,6 +255,24 @@ mod tests {
         assert!(page.contains("schema version 1"));
     }
 
+    /// Merged results' intervals carry the histograms of both.
+    #[test]
+    fn merging_adds_the_interval_histograms() {
+        let r = result();
+        let merged = merge(&[r.clone(), r.clone()]).expect("merge");
+        assert_eq!(merged.series.intervals.len(), r.series.intervals.len());
+        for (m, one) in merged.series.intervals.iter().zip(&r.series.intervals) {
+            let h = IntervalHistogram::decode(m.latency_histogram.as_deref().expect("histogram"))
+                .expect("decodes");
+            assert_eq!(h.len(), 2 * one.stats.counts.committed);
+            assert_eq!(
+                m.latency_percentiles().expect("percentiles"),
+                one.latency_percentiles().expect("percentiles")
+            );
+        }
+        assert_eq!(merged.context, RunContext::default());
+    }
+
     #[test]
     fn other_versions_are_refused() {
         let mut v: Value = serde_json::from_str(&to_json(&result()).expect("json")).expect("v");
