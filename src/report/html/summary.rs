@@ -170,7 +170,7 @@ pub fn key_figures(r: &RunResult) -> Result<Option<String>, ReportError> {
             }
         }
         None => out.push_str(
-            "<div class=\"figure\"><div class=\"label\">Latency</div><span class=\"value\" data-figure=\"p50\">none</span><span class=\"unit\">no committed transaction</span></div>",
+            "<div class=\"figure wide\"><div class=\"label\">Latency</div><span class=\"value\" data-figure=\"p50\">none</span><span class=\"unit\">no committed transaction</span></div>",
         ),
     }
     out.push_str("</div>");
