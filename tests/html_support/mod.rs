@@ -65,33 +65,63 @@ pub fn require_chromium() {
     );
 }
 
-/// Opens `page` in headless Chromium.
-pub fn browse(page: &Path) -> Browsed {
-    require_chromium();
-    let listener = TcpListener::bind("127.0.0.1:0").expect("proxy listens");
-    let port = listener.local_addr().expect("proxy address").port();
-    listener.set_nonblocking(true).expect("non-blocking");
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let stop = Arc::new(AtomicBool::new(false));
-    let trap = {
-        let (seen, stop) = (seen.clone(), stop.clone());
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::SeqCst) {
+/// A proxy of our own that records the first line of every connection
+/// made to it, until it is finished.
+struct ProxyTrap {
+    port: u16,
+    seen: Arc<Mutex<Vec<String>>>,
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl ProxyTrap {
+    fn start() -> ProxyTrap {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("proxy listens");
+        let port = listener.local_addr().expect("proxy address").port();
+        listener.set_nonblocking(true).expect("non-blocking");
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (seen_by_thread, stop_for_thread) = (seen.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            while !stop_for_thread.load(Ordering::SeqCst) {
                 match listener.accept() {
                     Ok((mut conn, _)) => {
-                        let _ = conn.set_read_timeout(Some(Duration::from_millis(500)));
                         let _ = conn.set_nonblocking(false);
+                        let _ = conn.set_read_timeout(Some(Duration::from_millis(500)));
                         let mut buf = [0u8; 512];
                         let n = conn.read(&mut buf).unwrap_or(0);
                         let text = String::from_utf8_lossy(&buf[..n]);
                         let first = text.lines().next().unwrap_or("(nothing)").to_owned();
-                        seen.lock().expect("lock").push(first);
+                        seen_by_thread.lock().expect("lock").push(first);
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(10)),
                 }
             }
-        })
-    };
+        });
+        ProxyTrap {
+            port,
+            seen,
+            stop,
+            thread,
+        }
+    }
+
+    /// The requests the page made (the browser's own set aside).
+    fn finish(self) -> Vec<String> {
+        self.stop.store(true, Ordering::SeqCst);
+        self.thread.join().expect("proxy thread");
+        let seen = self.seen.lock().expect("lock");
+        seen.iter()
+            .filter(|l| !is_browser_own(l))
+            .cloned()
+            .collect()
+    }
+}
+
+/// Opens `page` in headless Chromium.
+pub fn browse(page: &Path) -> Browsed {
+    require_chromium();
+    let trap = ProxyTrap::start();
     let profile = tempfile::tempdir().expect("profile dir");
     let shot_dir = tempfile::tempdir().expect("screenshot dir");
     let shot = shot_dir.path().join("shot.png");
@@ -116,14 +146,13 @@ pub fn browse(page: &Path) -> Browsed {
             "--dump-dom",
         ])
         .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg(format!("--proxy-server=http://127.0.0.1:{port}"))
+        .arg(format!("--proxy-server=http://127.0.0.1:{}", trap.port))
         .arg("--proxy-bypass-list=<-loopback>")
         .arg(format!("--screenshot={}", shot.display()))
         .arg(&url)
         .output()
         .expect("chromium runs");
-    stop.store(true, Ordering::SeqCst);
-    trap.join().expect("proxy thread");
+    let requests = trap.finish();
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
@@ -134,13 +163,6 @@ pub fn browse(page: &Path) -> Browsed {
         .lines()
         .filter(|l| l.contains(":CONSOLE"))
         .map(str::to_owned)
-        .collect();
-    let requests = seen
-        .lock()
-        .expect("lock")
-        .iter()
-        .filter(|l| !is_browser_own(l))
-        .cloned()
         .collect();
     let png = std::fs::read(&shot).unwrap_or_else(|e| panic!("no screenshot ({e}):\n{log}"));
     Browsed {

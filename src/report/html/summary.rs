@@ -35,7 +35,7 @@ pub fn header(r: &RunResult) -> Result<Option<String>, ReportError> {
     let o = &r.options;
     let c = &r.context;
     let mut out = String::new();
-    let _ = write!(out, "<header><h1>pgbolt benchmark report</h1>");
+    out.push_str("<header><h1>pgbolt benchmark report</h1>");
     if r.aborted {
         out.push_str(
             "<div class=\"banner\" data-figure=\"aborted\">This run ended early (a client aborted, or it was interrupted): the figures cover what ran until then.</div>",
@@ -81,25 +81,7 @@ pub fn header(r: &RunResult) -> Result<Option<String>, ReportError> {
     };
     let measured = r.timings.bench_duration_us as f64 / 1e6;
     item("Duration", format!("{limit} (measured: {measured:.3} s)"));
-    let mut extra = Vec::new();
-    if let Some(rate) = o.rate {
-        extra.push(format!("rate {rate:.1} tps (-R)"));
-    }
-    if let Some(l) = o.latency_limit_us {
-        extra.push(format!("latency limit {:.3} ms (-L)", l as f64 / 1000.0));
-    }
-    if o.max_tries != 1 {
-        extra.push(format!("max tries {}", o.max_tries));
-    }
-    if o.connect_per_transaction {
-        extra.push("new connection per transaction (-C)".to_owned());
-    }
-    if o.continue_on_error {
-        extra.push("continue on error".to_owned());
-    }
-    if r.merged_runs > 1 {
-        extra.push(format!("{} runs merged", r.merged_runs));
-    }
+    let extra = options(r);
     if !extra.is_empty() {
         item("Options", extra.join(", "));
     }
@@ -116,6 +98,33 @@ pub fn header(r: &RunResult) -> Result<Option<String>, ReportError> {
     );
     out.push_str("</dl></header>");
     Ok(Some(out))
+}
+
+/// The options that change what the figures mean, in words.
+fn options(r: &RunResult) -> Vec<String> {
+    let o = &r.options;
+    let mut extra = Vec::new();
+    if let Some(rate) = o.rate {
+        extra.push(format!("rate {rate:.1} tps (-R)"));
+    }
+    if let Some(l) = o.latency_limit_us {
+        extra.push(format!("latency limit {:.3} ms (-L)", l as f64 / 1000.0));
+    }
+    match o.max_tries {
+        1 => {}
+        0 => extra.push("unlimited tries".to_owned()),
+        n => extra.push(format!("max tries {n}")),
+    }
+    if o.connect_per_transaction {
+        extra.push("new connection per transaction (-C)".to_owned());
+    }
+    if o.continue_on_error {
+        extra.push("continue on error".to_owned());
+    }
+    if r.merged_runs > 1 {
+        extra.push(format!("{} runs merged", r.merged_runs));
+    }
+    extra
 }
 
 /// TPS, the outcome counts and the latency percentiles.
