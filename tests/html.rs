@@ -289,6 +289,38 @@ fn an_html_path_that_cannot_be_written_stops_before_connecting() {
     );
 }
 
+/// A page that cannot be written at the end (a full disk) is an error
+/// after the report, with exit status 2; the JSON is still written.
+#[test]
+fn a_full_disk_under_the_page_is_an_error_after_the_report() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let page = dir.path().join("report.html");
+    std::os::unix::fs::symlink("/dev/full", &page).expect("symlink");
+    let out = Run::new(
+        shared_database(),
+        &[
+            "-S",
+            "-t",
+            "20",
+            "--json=result.json",
+            &format!("--html={}", page.display()),
+        ],
+    )
+    .in_dir(dir.path())
+    .pgbolt();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!(
+            "could not write \"{}\": No space left on device\n",
+            page.display()
+        )),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stdout(&out).contains("number of transactions actually processed: 20/20"));
+    assert!(dir.path().join("result.json").exists());
+}
+
 #[test]
 fn render_refuses_what_makes_no_sense_offline() {
     for (args, wanted) in [
