@@ -42,6 +42,8 @@ const BROWSER_OWN: &[&str] = &[
     "gvt1.com",
     "gstatic.com",
     "googleusercontent.com",
+    "dns.google",
+    "chromium.org",
 ];
 
 fn is_browser_own(first_line: &str) -> bool {
