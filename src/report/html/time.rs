@@ -1,11 +1,14 @@
 //! The run over time: throughput with failures, retries and skips, and
 //! latency percentiles per interval, from the result's series.
 //!
-//! Rates are per second of each interval; the last interval usually ends
-//! with the run, part-way through, so its rates are taken over the part
-//! that ran (the series itself keeps whole intervals), and a last interval
-//! that ran less than a quarter of its width is left off the charts: its
-//! few transactions would draw a spike that means nothing.
+//! Rates are per second of each interval. The series starts before the
+//! clients connect and its last interval usually ends with the run,
+//! part-way through, so the first and last intervals' rates are taken over
+//! the part of them that the run covered (the series itself keeps whole
+//! intervals), each plotted at the middle of that part; a first or last
+//! interval the run covered for less than a quarter of its width is left
+//! off the charts, since its few transactions would draw a spike that
+//! means nothing.
 
 use std::fmt::Write as _;
 
@@ -17,23 +20,30 @@ fn run_end(r: &RunResult) -> f64 {
     (r.timings.initial_connection_us + r.timings.bench_duration_us) as f64 / 1e6
 }
 
-/// The intervals to plot, each with where it is plotted (its middle, in s
-/// from the start of the series) and how many seconds of it ran.
+/// The intervals to plot, each with where it is plotted (the middle of
+/// the part the run covered, in s from the start of the series) and how
+/// many seconds of it the run covered.
 fn spans(r: &RunResult) -> Vec<(&IntervalResult, f64, f64)> {
     let width = r.series.width_us as f64 / 1e6;
-    let end = run_end(r);
+    let (begin, end) = (r.timings.initial_connection_us as f64 / 1e6, run_end(r));
     let count = r.series.intervals.len();
     r.series
         .intervals
         .iter()
         .enumerate()
         .filter_map(|(n, i)| {
-            let ran = (end - i.offset_s).clamp(0.0, width);
-            if n + 1 == count && n > 0 && ran < width / 4.0 {
+            let from = i.offset_s.max(begin).min(i.offset_s + width);
+            let ran = ((i.offset_s + width).min(end) - from).clamp(0.0, width);
+            let edge = n == 0 || n + 1 == count;
+            if edge && count > 1 && ran < width / 4.0 {
                 return None;
             }
-            let ran = if ran > 0.0 { ran } else { width };
-            Some((i, i.offset_s + ran / 2.0, ran))
+            let (from, ran) = if ran > 0.0 {
+                (from, ran)
+            } else {
+                (i.offset_s, width)
+            };
+            Some((i, from + ran / 2.0, ran))
         })
         .collect()
 }
