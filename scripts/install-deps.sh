@@ -18,6 +18,7 @@ have_server || missing+=(postgresql postgresql-contrib)
 command -v pgbouncer >/dev/null 2>&1 || missing+=(pgbouncer)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v ss >/dev/null 2>&1 || missing+=(iproute2)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0

@@ -1,8 +1,9 @@
 //! Passwords never leak: given in a connection string, a URI,
 //! `PGPASSWORD` or a password file, to a server asking for SCRAM or MD5,
-//! with every output switched on (`--debug`, `-l`, `--json`), right or
-//! wrong, the password appears in none of standard output, standard
-//! error, the log files or the JSON file.
+//! with every output switched on (`--debug`, `-l`, `--json`, `--html`),
+//! right or wrong, the password appears in none of standard output,
+//! standard error, the log files, the JSON file or the HTML report (whose
+//! command line shows it as `****`).
 
 mod robust_support;
 
@@ -62,6 +63,7 @@ fn run(db: &TempDb, source: Source, password: &str, dir: &std::path::Path) -> Fi
         .args(["-n", "-t", "3", "-c", "2", "--debug", "-l"])
         .arg(format!("--log-prefix={}", dir.join("log").display()))
         .arg(format!("--json={}", dir.join("out.json").display()))
+        .arg(format!("--html={}", dir.join("out.html").display()))
         .arg(format!("--file={}", script.display()));
     match source {
         Source::Conninfo => {
@@ -95,7 +97,7 @@ fn everything_written(done: &Finished, dir: &std::path::Path) -> String {
     let mut all = done.stdout() + &done.stderr();
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with("log") || name == "out.json" {
+        if name.starts_with("log") || name == "out.json" || name == "out.html" {
             all.push_str(&std::fs::read_to_string(entry.path()).unwrap());
         }
     }
@@ -117,6 +119,10 @@ fn check_server(db: &TempDb, method: &str) {
             "{method} {source:?}"
         );
         assert!(dir.path().join("out.json").exists(), "{method} {source:?}");
+        let page = std::fs::read_to_string(dir.path().join("out.html")).unwrap();
+        if matches!(source, Source::Conninfo | Source::Uri) {
+            assert!(page.contains("****"), "{method} {source:?}: {page}");
+        }
         let written = everything_written(&ok, dir.path());
         assert!(
             !written.contains(SECRET),

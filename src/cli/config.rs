@@ -49,9 +49,20 @@ pub enum Mode {
     ShowScript(String),
     /// `-b list`: list the builtin scripts and exit.
     ListBuiltins,
+    /// `--render=RESULT --html=FILE`: render a saved result as HTML.
+    Render(Render),
     /// `--compare BASELINE CANDIDATE`: compare two result files (no
     /// connection is made).
     Compare(Compare),
+}
+
+/// `--render`: a saved result to render, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Render {
+    /// The JSON result (or an HTML report, whose embedded result is read).
+    pub result: PathBuf,
+    /// The HTML report to write.
+    pub html: PathBuf,
 }
 
 /// Settings of `--compare`.
@@ -63,6 +74,8 @@ pub struct Compare {
     /// `--json=FILE`: also write the comparison as JSON (`-`: standard
     /// output, the report then goes to standard error).
     pub json: Option<PathBuf>,
+    /// `--html=FILE` (not supported with `--compare` yet).
+    pub html: Option<PathBuf>,
     /// `--compare-format`.
     pub format: CompareFormat,
     /// Threshold, metrics and `--allow-different-scripts`.
@@ -142,6 +155,8 @@ pub struct Benchmark {
     pub random_seed: Option<RandomSeed>,
     /// `--json=FILE`: also write the results as JSON.
     pub json: Option<PathBuf>,
+    /// `--html=FILE`: also write the report as an HTML page.
+    pub html: Option<PathBuf>,
     /// `--pgbench-output`: print exactly what pgbench prints, nothing more.
     pub pgbench_output: bool,
 }

@@ -9,7 +9,7 @@ use std::io::Write;
 
 use std::num::NonZeroUsize;
 
-use super::config::{Benchmark, BusyPoll, Config, Init, IoMethod, Mode};
+use super::config::{Benchmark, BusyPoll, Config, Init, IoMethod, Mode, Render};
 use super::{connection, PROGRAM};
 use super::{help, temp_instance};
 use crate::init::{InitOptions, InitSteps};
@@ -80,8 +80,38 @@ fn run_mode(config: &Config) -> Result<i32, RunError> {
         Mode::ShowScript(name) => Ok(show_script(name)),
         Mode::Init(init) => initialize(config, init),
         Mode::Run(benchmark) => run_benchmark(config, benchmark),
+        Mode::Render(render) => render_saved(render),
+        Mode::Compare(compare) if compare.html.is_some() => {
+            Err(RunError::Unsupported("--html with --compare"))
+        }
         Mode::Compare(compare) => Ok(super::compare::run(compare)),
     }
+}
+
+/// `--render`: reads a saved result and writes its HTML report; nothing
+/// connects. Failures are worded with the file at fault, exit status 1.
+fn render_saved(render: &Render) -> Result<i32, RunError> {
+    use crate::oserror::os_message;
+    let source = render.result.display();
+    let text = std::fs::read(&render.result).map_err(|e| {
+        RunError::Engine(format!(
+            "could not read result file \"{source}\": {}",
+            os_message(&e)
+        ))
+    })?;
+    let text = String::from_utf8_lossy(&text);
+    let result = crate::report::read_result(&text)
+        .map_err(|e| RunError::Engine(format!("result file \"{source}\": {e}")))?;
+    let html = crate::report::render_html(&result, crate::report::html::now_us())
+        .map_err(|e| RunError::Engine(e.to_string()))?;
+    std::fs::write(&render.html, html).map_err(|e| {
+        RunError::Engine(format!(
+            "could not write HTML file \"{}\": {}",
+            render.html.display(),
+            os_message(&e)
+        ))
+    })?;
+    Ok(0)
 }
 
 /// Prints to standard output; a closed pipe (`pgbolt --help | head`) is

@@ -120,6 +120,14 @@ pub enum CliError {
     InvalidThreshold(String),
     InvalidCompareMetric(String),
     InvalidCompareFormat(String),
+    /// `--render` with an option that only a benchmark uses.
+    RenderWithOption(String),
+    /// `--render` with a positional argument (a database name elsewhere).
+    RenderWithArgument(String),
+    /// `--render` without `--html`.
+    RenderWithoutHtml,
+    /// `--html=-`.
+    HtmlToStdout,
 }
 
 impl CliError {
@@ -373,6 +381,23 @@ impl fmt::Display for CliError {
             CliError::InvalidCompareFormat(value) => write!(
                 f,
                 "invalid value \"{value}\" for option --compare-format: expected text or markdown"
+            ),
+            CliError::RenderWithOption(option) => write!(
+                f,
+                "{option} cannot be used with --render: --render only renders a saved result as HTML (--html=FILE), it connects to nothing and runs nothing"
+            ),
+            CliError::RenderWithArgument(arg) => write!(
+                f,
+                "--render takes no database name or other argument (got \"{}\"): it renders a saved result without connecting",
+                pgwire::conninfo::redact(arg)
+            ),
+            CliError::RenderWithoutHtml => write!(
+                f,
+                "--render needs --html=FILE, the HTML report to write"
+            ),
+            CliError::HtmlToStdout => write!(
+                f,
+                "--html needs a file name (standard output is --html=/dev/stdout)"
             ),
             CliError::RequiresTempInstance(option) => {
                 write!(f, "{option} can only be used with --temp-instance")

@@ -76,6 +76,8 @@ pub struct Gathered {
     pub continue_on_error: bool,
 
     pub json: Option<PathBuf>,
+    pub html: Option<PathBuf>,
+    pub render: Option<PathBuf>,
     pub pgbench_output: bool,
     pub no_preflight: bool,
     pub temp_instance: bool,
@@ -84,9 +86,10 @@ pub struct Gathered {
     pub io: Option<IoMethod>,
     pub busy_poll: Option<BusyPoll>,
 
-    /// The long name of every option met, in order, so that a mode that
-    /// takes only a few options can name the first one it refuses.
-    pub given: Vec<&'static str>,
+    /// Every option met, in order, so that a mode that takes only a few
+    /// options (`--render`, `--compare`) can name the first one it refuses.
+    /// Each as its short name, if any, and its long name.
+    pub given: Vec<(Option<char>, &'static str)>,
     pub compare: bool,
     pub compare_format: Option<CompareFormat>,
     pub compare_metrics: Option<Vec<Metric>>,
@@ -121,6 +124,16 @@ impl Gathered {
 }
 
 impl Gathered {
+    /// The first option met that is not among `allowed` (long names), as
+    /// messages name it (`-c/--client`, `--json`).
+    pub fn first_option_besides(&self, allowed: &[&str]) -> Option<String> {
+        let (short, long) = self.given.iter().find(|(_, l)| !allowed.contains(l))?;
+        Some(match short {
+            Some(c) => format!("-{c}/--{long}"),
+            None => format!("--{long}"),
+        })
+    }
+
     /// `error`, with the seeds met before it.
     pub fn failure(&self, error: CliError) -> super::ParseFailure {
         super::ParseFailure {
@@ -478,6 +491,31 @@ pub fn json(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
         });
     }
     g.json = Some(PathBuf::from(value));
+    Ok(())
+}
+
+pub fn html(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    if value.is_empty() {
+        return Err(CliError::InvalidValue {
+            option: "--html",
+            value: String::new(),
+        });
+    }
+    if value == "-" {
+        return Err(CliError::HtmlToStdout);
+    }
+    g.html = Some(PathBuf::from(value));
+    Ok(())
+}
+
+pub fn render(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    if value.is_empty() {
+        return Err(CliError::InvalidValue {
+            option: "--render",
+            value: String::new(),
+        });
+    }
+    g.render = Some(PathBuf::from(value));
     Ok(())
 }
 

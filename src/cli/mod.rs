@@ -121,7 +121,7 @@ where
                 def
             }
         };
-        gathered.given.push(def.long);
+        gathered.given.push((def.short, def.long));
         if let Some(mode) = gathered.early_exit.take() {
             let mut config = Config::for_mode(mode);
             config.seeds = gathered.seeds;

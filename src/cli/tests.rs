@@ -197,6 +197,16 @@ static CASES: &[Case] = &[
     case("json", Some("out.json"), &[], |c| {
         bench(c).json == Some(PathBuf::from("out.json"))
     }),
+    case("html", Some("out.html"), &[], |c| {
+        bench(c).html == Some(PathBuf::from("out.html"))
+    }),
+    case("render", Some("r.json"), &["--html=r.html"], |c| {
+        c.mode
+            == Mode::Render(Render {
+                result: PathBuf::from("r.json"),
+                html: PathBuf::from("r.html"),
+            })
+    }),
     case("pgbench-output", None, &[], |c| bench(c).pgbench_output),
     case("init-jobs", Some("3"), &["-i"], |c| init(c).jobs == Some(3)),
     case("no-preflight", None, &[], |c| !c.preflight),
@@ -319,11 +329,12 @@ fn every_spelling_of_every_option_has_the_same_effect() {
 fn options_may_follow_the_database_name() {
     for case in CASES
         .iter()
-        // --temp-instance refuses a database name.
-        // --compare takes result files, not a database name.
+        // --temp-instance and --render refuse a database name; --compare
+        // takes result files instead.
         .filter(|c| {
             c.long != "dbname"
                 && c.long != "show-script"
+                && c.long != "render"
                 && !c.long.starts_with("temp-instance")
                 && c.context != COMPARE
                 && c.long != "compare"
@@ -640,6 +651,25 @@ fn extension_errors() {
             CliError::TempInstanceWithServer("a database name (-d/--dbname or an argument)"),
         ),
         (&["-i", "--json=x"], CliError::BenchmarkOptionInInitMode),
+        (&["-i", "--html=x"], CliError::BenchmarkOptionInInitMode),
+        (&["--html=-"], CliError::HtmlToStdout),
+        (&["--render=r.json"], CliError::RenderWithoutHtml),
+        (
+            &["--render=r.json", "--html=r.html", "mydb"],
+            CliError::RenderWithArgument("mydb".into()),
+        ),
+        (
+            &["--html=r.html", "-c", "4", "--render=r.json"],
+            CliError::RenderWithOption("-c/--client".into()),
+        ),
+        (
+            &["--render=r.json", "--html=r.html", "--temp-instance"],
+            CliError::RenderWithOption("--temp-instance".into()),
+        ),
+        (
+            &["--render=r.json", "--html=r.html", "-i"],
+            CliError::RenderWithOption("-i/--initialize".into()),
+        ),
         (
             &["--json="],
             CliError::InvalidValue {

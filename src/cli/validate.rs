@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::config::{
     Benchmark, BusyPoll, Compare, CompareFormat, Config, Init, InitStep, IoMethod, Mode,
-    PartitionMethod, QueryMode, RunLength, ScriptSpec, TempInstance, TransactionLog,
+    PartitionMethod, QueryMode, Render, RunLength, ScriptSpec, TempInstance, TransactionLog,
     VacuumBeforeRun,
 };
 use super::error::CliError;
@@ -19,11 +19,14 @@ const DEFAULT_TRANSACTIONS: u32 = 10;
 /// Turns gathered options into a configuration, or the first error pgbench
 /// would report.
 pub fn finish(mut g: Gathered) -> Result<Config, CliError> {
+    if let Some(result) = g.render.take() {
+        return render(g, result);
+    }
     if g.compare {
         return Ok(Config::for_mode(Mode::Compare(compare(&mut g)?)));
     }
-    if let Some(option) = g.given.iter().find(|o| COMPARE_ONLY.contains(o)) {
-        return Err(CliError::RequiresCompare(format!("--{option}")));
+    if let Some((_, long)) = g.given.iter().find(|(_, l)| COMPARE_ONLY.contains(l)) {
+        return Err(CliError::RequiresCompare(format!("--{long}")));
     }
     if g.scripts.len() > MAX_SCRIPTS {
         return Err(CliError::TooManyScripts);
@@ -72,6 +75,19 @@ pub fn finish(mut g: Gathered) -> Result<Config, CliError> {
         busy_poll: g.busy_poll.unwrap_or(BusyPoll::Auto),
         preflight: !g.no_preflight,
     })
+}
+
+/// `--render`: only `--html` goes with it; anything that would shape a
+/// run or name a server is refused rather than ignored.
+fn render(g: Gathered, result: std::path::PathBuf) -> Result<Config, CliError> {
+    if let Some(option) = g.first_option_besides(&["render", "html"]) {
+        return Err(CliError::RenderWithOption(option));
+    }
+    if let Some(arg) = g.positionals.into_iter().next() {
+        return Err(CliError::RenderWithArgument(arg));
+    }
+    let html = g.html.ok_or(CliError::RenderWithoutHtml)?;
+    Ok(Config::for_mode(Mode::Render(Render { result, html })))
 }
 
 fn init(g: &Gathered) -> Result<Init, CliError> {
@@ -165,6 +181,7 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
         continue_on_error: g.continue_on_error,
         random_seed: g.random_seed,
         json: g.json.take(),
+        html: g.html.take(),
         pgbench_output: g.pgbench_output,
     })
 }
@@ -249,17 +266,12 @@ const COMPARE_ONLY: &[&str] = &[
 /// `--compare`: two result files and the options of the comparison only;
 /// anything that would shape a run or a connection is refused by name.
 fn compare(g: &mut Gathered) -> Result<Compare, CliError> {
-    if let Some(option) = g
-        .given
-        .iter()
-        .find(|o| **o != "compare" && **o != "json" && !COMPARE_ONLY.contains(o))
-    {
-        let def = super::options::OPTIONS.iter().find(|d| d.long == *option);
-        let name = match def.and_then(|d| d.short) {
-            Some(short) => format!("-{short}/--{option}"),
-            None => format!("--{option}"),
-        };
-        return Err(CliError::OptionWithCompare(name));
+    let allowed: Vec<&str> = ["compare", "json", "html"]
+        .into_iter()
+        .chain(COMPARE_ONLY.iter().copied())
+        .collect();
+    if let Some(option) = g.first_option_besides(&allowed) {
+        return Err(CliError::OptionWithCompare(option));
     }
     let files = std::mem::take(&mut g.positionals);
     let [baseline, candidate] =
@@ -268,6 +280,7 @@ fn compare(g: &mut Gathered) -> Result<Compare, CliError> {
         baseline: baseline.into(),
         candidate: candidate.into(),
         json: g.json.take(),
+        html: g.html.take(),
         format: g.compare_format.unwrap_or(CompareFormat::Text),
         options: crate::compare::CompareOptions {
             threshold: g.threshold.unwrap_or(0.03),

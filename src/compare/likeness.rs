@@ -65,26 +65,27 @@ pub fn differences(a: &RunResult, b: &RunResult) -> Vec<Difference> {
         b.merged_runs.to_string(),
     );
     note("aborted", a.aborted.to_string(), b.aborted.to_string());
-    let server = |r: &RunResult| r.server.clone().unwrap_or_default();
-    let (sa, sb) = (server(a), server(b));
-    let unknown = |v: &str| {
-        if v.is_empty() {
-            "unknown".to_owned()
-        } else {
-            v.to_owned()
-        }
-    };
-    note("server version", unknown(&sa.version), unknown(&sb.version));
-    let names: std::collections::BTreeSet<&String> =
-        sa.settings.keys().chain(sb.settings.keys()).collect();
+    let (ca, cb) = (&a.context, &b.context);
+    let version = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".to_owned());
+    note(
+        "server version",
+        version(&ca.server_version),
+        version(&cb.server_version),
+    );
+    let names: std::collections::BTreeSet<&String> = ca
+        .server_settings
+        .keys()
+        .chain(cb.server_settings.keys())
+        .collect();
     for name in names {
-        let get = |s: &crate::report::ServerInfo| {
-            s.settings
-                .get(name)
-                .cloned()
-                .unwrap_or_else(|| "unknown".to_owned())
+        let get = |s: &std::collections::BTreeMap<String, String>| {
+            s.get(name).cloned().unwrap_or_else(|| "unknown".to_owned())
         };
-        note(&format!("setting {name}"), get(&sa), get(&sb));
+        note(
+            &format!("setting {name}"),
+            get(&ca.server_settings),
+            get(&cb.server_settings),
+        );
     }
     out
 }

@@ -31,6 +31,7 @@ pub mod stats;
 use serde::Serialize;
 
 use crate::report::RunResult;
+use crate::stats::{IntervalHistogram, LatencyHistogram};
 use likeness::Difference;
 use stats::{Buckets, Estimate};
 
@@ -264,20 +265,20 @@ pub fn compare(
     if !scripts.is_empty() && !options.allow_different_scripts {
         return Err(CompareError::DifferentScripts(scripts));
     }
-    let latency = [baseline, candidate].map(latency_buckets);
+    let samples = [baseline, candidate].map(Sample::new);
     let metrics: Vec<MetricChange> = Metric::ALL
         .into_iter()
         .map(|metric| {
             let mut change = match metric.quantile() {
-                None => tps_change(baseline, candidate),
-                Some(q) => percentile_change(metric, q, &latency[0], &latency[1]),
+                None => tps_change(baseline, candidate, &samples),
+                Some(q) => percentile_change(metric, q, &samples),
             };
             change.outcome = outcome(metric, change.change, options.threshold);
             change
         })
         .collect();
     let latency_distribution =
-        stats::mann_whitney(&latency[0], &latency[1]).map(|t| DistributionChange {
+        stats::mann_whitney(&samples[0].latency, &samples[1].latency).map(|t| DistributionChange {
             probability_slower: t.superiority,
             cliffs_delta: 2.0 * t.superiority - 1.0,
             p_value: t.p_value,
@@ -311,28 +312,66 @@ fn side(r: &RunResult, source: &str) -> Side {
     }
 }
 
-/// The latency histogram of committed transactions as buckets; empty when
-/// it cannot be decoded (the result was checked when it was read).
-fn latency_buckets(r: &RunResult) -> Buckets {
-    match r.latency.decode_histogram() {
-        Ok(h) => Buckets::new(h.buckets()),
-        Err(_) => Buckets::new([]),
+/// What the statistics read from one result.
+struct Sample {
+    /// The latency histogram of committed transactions (empty when it
+    /// cannot be decoded; the result was checked when it was read).
+    latency: Buckets,
+    /// The throughput of each whole interval of the series (a last
+    /// interval cut short by the end of the run is left out).
+    interval_tps: Vec<f64>,
+    /// The latency histograms of the batches of whole intervals, grouped
+    /// as the throughput's batch means are; `None` for a result without
+    /// per-interval histograms (schema version 1).
+    batches: Option<Vec<IntervalHistogram>>,
+}
+
+impl Sample {
+    fn new(r: &RunResult) -> Sample {
+        let latency = match r.latency.decode_histogram() {
+            Ok(h) => Buckets::new(
+                h.buckets()
+                    .map(|(v, n)| (LatencyHistogram::highest_equivalent(v), n)),
+            ),
+            Err(_) => Buckets::new([]),
+        };
+        let s = &r.series;
+        let whole = if s.width_us > 0 {
+            ((r.timings.bench_duration_us / s.width_us).max(0) as usize).min(s.intervals.len())
+        } else {
+            0
+        };
+        let intervals = &s.intervals[..whole];
+        let batches = (r.schema_version >= 2 && !intervals.is_empty()).then(|| {
+            let size = intervals.len() / TPS_BATCHES.min(intervals.len());
+            intervals
+                .chunks_exact(size)
+                .take(TPS_BATCHES)
+                .map(|batch| {
+                    let mut h = IntervalHistogram::default();
+                    for i in batch {
+                        if let Some(Ok(ih)) = i
+                            .latency_histogram
+                            .as_deref()
+                            .map(IntervalHistogram::decode)
+                        {
+                            h.add(&ih);
+                        }
+                    }
+                    h
+                })
+                .collect()
+        });
+        Sample {
+            latency,
+            interval_tps: intervals.iter().map(|i| i.tps).collect(),
+            batches,
+        }
     }
 }
 
-/// The throughput of each whole interval of the series (a last interval
-/// cut short by the end of the run is left out).
-fn interval_tps(r: &RunResult) -> Vec<f64> {
-    let s = &r.series;
-    if s.width_us <= 0 {
-        return Vec::new();
-    }
-    let whole = (r.timings.bench_duration_us / s.width_us).max(0) as usize;
-    s.intervals.iter().take(whole).map(|i| i.tps).collect()
-}
-
-fn tps_change(a: &RunResult, b: &RunResult) -> MetricChange {
-    let (sa, sb) = (interval_tps(a), interval_tps(b));
+fn tps_change(a: &RunResult, b: &RunResult, samples: &[Sample; 2]) -> MetricChange {
+    let (sa, sb) = (&samples[0].interval_tps, &samples[1].interval_tps);
     let mut change = MetricChange {
         metric: Metric::Tps,
         baseline: Some(a.tps),
@@ -354,8 +393,8 @@ fn tps_change(a: &RunResult, b: &RunResult) -> MetricChange {
         return change;
     }
     let (ba, bb) = (
-        stats::batch_means(&sa, TPS_BATCHES),
-        stats::batch_means(&sb, TPS_BATCHES),
+        stats::batch_means(sa, TPS_BATCHES),
+        stats::batch_means(sb, TPS_BATCHES),
     );
     let Some(w) = stats::welch(&ba, &bb, CONFIDENCE) else {
         change.method = "too few batches for an interval".to_owned();
@@ -368,39 +407,77 @@ fn tps_change(a: &RunResult, b: &RunResult) -> MetricChange {
         low: value - half,
         high: value + half,
     });
-    let width = |r: &RunResult, s: &[f64], batches: usize| {
-        (s.len() / batches) as f64 * r.series.width_us as f64 / 1e6
-    };
     change.method = format!(
-        "Welch t over batch means: {} batches of {} s and {} of {} s",
-        ba.len(),
-        width(a, &sa, ba.len()),
-        bb.len(),
-        width(b, &sb, bb.len())
+        "Welch t over batch means: {} and {}",
+        batches(a, sa.len(), ba.len()),
+        batches(b, sb.len(), bb.len())
     );
     change
 }
 
-fn percentile_change(metric: Metric, q: f64, a: &Buckets, b: &Buckets) -> MetricChange {
-    let ms = |h: &Buckets| h.quantile(q).map(|v| v as f64 / 1000.0);
-    let change = stats::bootstrap_quantile_ratio(a, b, q, REPLICATES, CONFIDENCE, BOOTSTRAP_SEED)
-        .map(|e| Estimate {
-            value: e.value - 1.0,
-            low: e.low - 1.0,
-            high: e.high - 1.0,
-        });
-    MetricChange {
+/// "N batches of S s" for `batches` batches of `intervals` whole intervals.
+fn batches(r: &RunResult, intervals: usize, batches: usize) -> String {
+    let seconds = (intervals / batches.max(1)) as f64 * r.series.width_us as f64 / 1e6;
+    format!("{batches} batches of {seconds} s")
+}
+
+fn percentile_change(metric: Metric, q: f64, samples: &[Sample; 2]) -> MetricChange {
+    let [a, b] = samples;
+    let ms = |s: &Sample| s.latency.quantile(q).map(|v| v as f64 / 1000.0);
+    let mut change = MetricChange {
         metric,
         baseline: ms(a),
         candidate: ms(b),
-        method: if change.is_some() {
-            format!("percentile bootstrap, {REPLICATES} resamples of each histogram")
-        } else {
-            "a side committed no transaction".to_owned()
-        },
-        change,
+        change: None,
+        method: "a side committed no transaction".to_owned(),
         outcome: Outcome::Undetermined,
-    }
+    };
+    let Some(boot) = stats::bootstrap_quantile_ratio(
+        &a.latency,
+        &b.latency,
+        q,
+        REPLICATES,
+        CONFIDENCE,
+        BOOTSTRAP_SEED,
+    ) else {
+        return change;
+    };
+    let bootstrap = format!("a percentile bootstrap ({REPLICATES} resamples of each histogram)");
+    let percentiles = |batches: &[IntervalHistogram]| -> Vec<f64> {
+        batches
+            .iter()
+            .filter(|h| !h.is_empty())
+            .map(|h| h.quantiles([q])[0] as f64)
+            .collect()
+    };
+    let by_batches = match (&a.batches, &b.batches) {
+        (Some(ba), Some(bb)) => {
+            let (pa, pb) = (percentiles(ba), percentiles(bb));
+            stats::batch_quantile_ratio(&pa, &pb, boot.value, CONFIDENCE)
+                .map(|e| (e, pa.len(), pb.len()))
+        }
+        _ => None,
+    };
+    let (low, high) = match by_batches {
+        Some((e, na, nb)) => {
+            change.method = format!(
+                "the wider of {bootstrap} and Welch t over the percentiles of {na} and {nb} batches of intervals"
+            );
+            (boot.low.min(e.low), boot.high.max(e.high))
+        }
+        None => {
+            change.method = format!(
+                "{bootstrap} only, transactions taken as independent (no per-interval histograms, or too few intervals): narrower than the run's variation over time"
+            );
+            (boot.low, boot.high)
+        }
+    };
+    change.change = Some(Estimate {
+        value: boot.value - 1.0,
+        low: low - 1.0,
+        high: high - 1.0,
+    });
+    change
 }
 
 /// A change counts when its interval excludes zero and its estimate is

@@ -210,28 +210,14 @@ pub fn bootstrap_quantile_ratio(
     })
 }
 
-/// The interval of a ratio of percentiles from batches of each run: the
-/// `quantile` of each batch's histogram, Welch's interval over their
-/// logarithms, centred on `ratio` (the ratio of the whole runs'
+/// The interval of a ratio of percentiles from batches of each run:
+/// Welch's interval over the logarithms of the batches' percentiles (`a`
+/// and `b`, in any unit), centred on `ratio` (the ratio of the whole runs'
 /// percentiles, read from their finer histograms). `None` when a side has
-/// fewer than two non-empty batches or a batch's percentile is 0.
-pub fn batch_quantile_ratio(
-    a: &[Buckets],
-    b: &[Buckets],
-    quantile: f64,
-    ratio: f64,
-    confidence: f64,
-) -> Option<Estimate> {
-    let logs = |batches: &[Buckets]| -> Option<Vec<f64>> {
-        batches
-            .iter()
-            .filter(|h| !h.is_empty())
-            .map(|h| {
-                h.quantile(quantile)
-                    .filter(|v| *v > 0)
-                    .map(|v| (v as f64).ln())
-            })
-            .collect()
+/// fewer than two batches or a batch's percentile is not positive.
+pub fn batch_quantile_ratio(a: &[f64], b: &[f64], ratio: f64, confidence: f64) -> Option<Estimate> {
+    let logs = |values: &[f64]| -> Option<Vec<f64>> {
+        values.iter().map(|&v| (v > 0.0).then(|| v.ln())).collect()
     };
     let w = welch(&logs(a)?, &logs(b)?, confidence)?;
     let half = (w.difference.high - w.difference.low) / 2.0;

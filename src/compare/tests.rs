@@ -2,21 +2,28 @@
 
 use super::*;
 use crate::report::{
-    Counts, Distribution, IntervalResult, RunLimit, RunOptions, ScriptInfo, Series, ServerInfo,
+    Counts, Distribution, IntervalResult, RunContext, RunLimit, RunOptions, ScriptInfo, Series,
     Timings,
 };
-use crate::stats::{Counters, IntervalStats, LatencyHistogram, SimpleStats};
+use crate::stats::{Counters, IntervalRecorder, IntervalStats, LatencyHistogram, SimpleStats};
 
-/// A run of `tps.len()` 1-second intervals with these throughputs, whose
-/// latencies are `latency_us` each recorded `count` times.
-fn run(tps: &[f64], latency_us: &[(i64, u64)]) -> RunResult {
+/// A run of `tps.len()` 1-second intervals with these throughputs, in
+/// which interval `i` records the latencies `latency_us(i)` (value and
+/// count); the whole run's histogram holds them all.
+fn run_with(tps: &[f64], latency_us: impl Fn(usize) -> Vec<(i64, u64)>) -> RunResult {
     let mut h = LatencyHistogram::new();
     let mut stats = SimpleStats::default();
-    for &(v, n) in latency_us {
-        for _ in 0..n {
-            h.record(v);
-            stats.add(v);
+    let mut histograms = Vec::new();
+    for i in 0..tps.len() {
+        let mut interval = IntervalRecorder::new();
+        for (v, n) in latency_us(i) {
+            for _ in 0..n {
+                h.record(v);
+                stats.add(v);
+                interval.record(v);
+            }
         }
+        histograms.push(interval.take().encode());
     }
     let committed: f64 = tps.iter().sum();
     let counters = Counters {
@@ -72,17 +79,24 @@ fn run(tps: &[f64], latency_us: &[(i64, u64)]) -> RunResult {
             width_us: 1_000_000,
             intervals: tps
                 .iter()
+                .zip(histograms)
                 .enumerate()
-                .map(|(i, &t)| IntervalResult {
+                .map(|(i, (&t, histogram))| IntervalResult {
                     offset_s: i as f64,
                     tps: t,
                     latency_average_ms: None,
                     stats: IntervalStats::default(),
+                    latency_histogram: Some(histogram),
                 })
                 .collect(),
         },
-        server: None,
+        context: RunContext::default(),
     }
+}
+
+/// A run whose every interval has the latencies `latency_us`.
+fn run(tps: &[f64], latency_us: &[(i64, u64)]) -> RunResult {
+    run_with(tps, |_| latency_us.to_vec())
 }
 
 /// Throughput around `level` with a deterministic wobble of about 2%.
@@ -139,8 +153,9 @@ fn half_the_throughput_and_twice_the_latency_is_a_regression_covering_the_truth(
     assert!(e.low <= -0.5 && e.high >= -0.5, "{e:?}");
     assert_eq!(tps.outcome, Outcome::Regressed);
     let p99 = metric(&c, Metric::P99);
+    // Twice every latency: +100%, within the histograms' 0.1% precision.
     let e = p99.change.expect("interval");
-    assert!(e.low <= 1.0 && e.high >= 1.0 && e.low > 0.0, "{e:?}");
+    assert!(e.low > 0.99 && e.high < 1.01, "{e:?}");
     assert_eq!(p99.outcome, Outcome::Regressed);
     assert_eq!(c.verdict, Verdict::Regressed);
     assert!(
@@ -168,6 +183,42 @@ fn a_significant_change_below_the_threshold_does_not_count() {
     let c = compared(&a, &b, &[Metric::Tps]);
     assert_eq!(metric(&c, Metric::Tps).outcome, Outcome::WithinThreshold);
     assert_eq!(c.verdict, Verdict::NoSignificantChange);
+}
+
+/// Latencies that drift during each run by far more than the runs differ:
+/// a bootstrap of independent transactions sees a significant change, the
+/// batches of intervals see the drift and widen the interval.
+#[test]
+fn latency_drifting_over_time_widens_the_percentile_interval() {
+    let drift = |base: f64| {
+        move |i: usize| {
+            let scale = base * if (i / 3) % 2 == 0 { 1.0 } else { 1.5 };
+            (1..=100)
+                .map(|v| ((v as f64 * 10.0 * scale) as i64, 20))
+                .collect::<Vec<_>>()
+        }
+    };
+    let a = run_with(&[1000.0; 30], drift(1.0));
+    let b = run_with(&[1000.0; 30], drift(1.04));
+    let c = compared(&a, &b, &[Metric::P50]);
+    let p50 = metric(&c, Metric::P50);
+    assert!(p50.method.starts_with("the wider of"), "{}", p50.method);
+    let e = p50.change.expect("interval");
+    assert!(e.low < 0.0 && e.high > 0.0, "{e:?}");
+    assert_eq!(p50.outcome, Outcome::NoSignificantChange);
+    let boot = stats::bootstrap_quantile_ratio(
+        &Sample::new(&a).latency,
+        &Sample::new(&b).latency,
+        0.5,
+        REPLICATES,
+        CONFIDENCE,
+        BOOTSTRAP_SEED,
+    )
+    .expect("bootstrap");
+    assert!(
+        boot.low > 1.0,
+        "the bootstrap alone calls it significant: {boot:?}"
+    );
 }
 
 #[test]
@@ -206,13 +257,14 @@ fn options_server_and_settings_that_differ_are_listed() {
     let a = run(&wobbly(1000.0, 10), &latencies(1));
     let mut b = a.clone();
     b.options.clients = 16;
-    let server = |v: &str, sb: &str| ServerInfo {
-        version: v.to_owned(),
-        settings: [("shared_buffers".to_owned(), sb.to_owned())].into(),
+    let server = |v: &str, sb: &str| RunContext {
+        server_version: Some(v.to_owned()),
+        server_settings: [("shared_buffers".to_owned(), sb.to_owned())].into(),
+        ..RunContext::default()
     };
     let mut a = a;
-    a.server = Some(server("15.18", "128MB"));
-    b.server = Some(server("18.6", "1GB"));
+    a.context = server("15.18", "128MB");
+    b.context = server("18.6", "1GB");
     let c = compared(&a, &b, &[Metric::Tps]);
     let listed: Vec<(&str, &str, &str)> = c
         .differences

@@ -77,9 +77,7 @@ use mio::{Interest, Poll};
 
 use crate::cli::{Benchmark, BusyPoll, Config, IoMethod, RunLength};
 use crate::random::{RandomSeed, RandomStates};
-use crate::report::{
-    self, Partitioning, RunLimit, RunOptions, RunResult, ScriptInfo, ServerInfo, Timings,
-};
+use crate::report::{self, Partitioning, RunLimit, RunOptions, RunResult, ScriptInfo, Timings};
 use crate::script::vars::Variables;
 use crate::stats::{LogOptions, ProgressOptions, StatsLayout, ThreadStats, TransactionLog};
 
@@ -100,19 +98,27 @@ struct Prepared {
     connector: pgwire::Connector,
     scale: i64,
     partitioning: Option<(String, u32)>,
-    server: ServerInfo,
+    server_settings: std::collections::BTreeMap<String, String>,
     states: RandomStates,
     /// The variables every client starts with, `client_id` aside.
     base: Variables,
+    /// The server's `server_version`, for the reports.
+    server_version: Option<String>,
 }
 
 /// Runs the benchmark and returns the exit status.
 pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
     let json_file = match &bench.json {
         Some(path) if !json_to_stdout(bench) => {
-            Some(ResultFile::open(path).map_err(EngineError::ResultFile)?)
+            Some(ResultFile::open(path, result_file::Kind::Json).map_err(EngineError::ResultFile)?)
         }
         _ => None,
+    };
+    let html_file = match &bench.html {
+        Some(path) => {
+            Some(ResultFile::open(path, result_file::Kind::Html).map_err(EngineError::ResultFile)?)
+        }
+        None => None,
     };
     let prepared = prepare(config, bench)?;
     let io_uring = choose_io(config.io)?;
@@ -202,7 +208,7 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
         now: clock.now_us(),
         interrupted_by,
     };
-    report(&prepared, bench, ended, json_file)
+    report(&prepared, bench, ended, [json_file, html_file])
 }
 
 /// Runs one worker thread's loop. A panic (a bug) is reported through the
@@ -289,6 +295,7 @@ fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> 
     let (connector, mut setup_client) = setup::connect(&config.connection)?;
     let stop = setup_stop::arm(&setup_client.cancel_token());
     setup::print_version(&setup_client, json_to_stdout(bench));
+    let server_version = setup_client.parameter("server_version").map(str::to_owned);
     if config.debug {
         let (what, n) = match bench.length {
             RunLength::Transactions(n) => ("nxacts", n),
@@ -319,7 +326,11 @@ fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> 
             config.temp_instance.is_some(),
         )?;
     }
-    let server = setup::server_info(&mut setup_client, config.preflight);
+    let server_settings = if config.preflight {
+        setup::server_settings(&mut setup_client)
+    } else {
+        Default::default()
+    };
     let (scale, partitioning) = if plan.builtin_used {
         let dbname = connector.config().dbname.clone();
         let info = setup::table_info(&mut setup_client, &dbname, bench.scale.is_some())?;
@@ -343,9 +354,10 @@ fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> 
         connector,
         scale,
         partitioning,
-        server,
+        server_settings,
         states,
         base,
+        server_version,
     })
 }
 
@@ -443,7 +455,7 @@ fn thread_parts(
         latency_limit_us: plan.latency_limit_us,
         start_us: t.start_time,
         throttled: plan.throttle_delay_us > 0.0,
-        series: bench.json.is_some(),
+        series: bench.json.is_some() || bench.html.is_some(),
     };
     let ts = prepared.states.threads[t.tid];
     let env = ThreadEnv {
@@ -615,13 +627,31 @@ fn write_json(result: &RunResult, file: Option<ResultFile>, stdout: &mut Stdout)
     true
 }
 
+/// Writes the HTML report to its file. False when it could not be written.
+fn write_html(result: &RunResult, file: ResultFile) -> bool {
+    let path = file.path().to_owned();
+    let written = report::render_html(result, report::html::now_us())
+        .map_err(|e| e.to_string())
+        .and_then(|html| {
+            file.write(html.as_bytes())
+                .map_err(|e| crate::oserror::os_message(&e))
+        });
+    if let Err(e) = written {
+        log::error(format_args!("could not write \"{}\": {e}", path.display()));
+        return false;
+    }
+    true
+}
+
 /// Merges the threads' results, prints the report, and gives the status.
+/// `files` are the `--json` and `--html` files, when given.
 fn report(
     prepared: &Prepared,
     bench: &Benchmark,
     ended: Ended,
-    json_file: Option<ResultFile>,
+    files: [Option<ResultFile>; 2],
 ) -> Result<i32, EngineError> {
+    let [json_file, html_file] = files;
     let Ended {
         results,
         start_time,
@@ -656,7 +686,13 @@ fn report(
     let incomplete = aborted > 0 || interrupted > 0 || interrupted_by.is_some();
     let mut result = RunResult::build(options, timings, incomplete, &stats)
         .map_err(|e| EngineError::Report(e.to_string()))?;
-    result.server = Some(prepared.server.clone());
+    result.context = report::RunContext {
+        command_line: Some(report::redacted_command_line(std::env::args_os())),
+        server_version: prepared.server_version.clone(),
+        server_settings: prepared.server_settings.clone(),
+        started_us: Some(start_time),
+        ended_us: Some(now),
+    };
     let text = report::render_text(&result, bench.pgbench_output);
     let mut stdout = Stdout::default();
     if json_to_stdout(bench) {
@@ -666,6 +702,9 @@ fn report(
     }
     if bench.json.is_some() {
         output_failed |= !write_json(&result, json_file, &mut stdout);
+    }
+    if let Some(file) = html_file {
+        output_failed |= !write_html(&result, file);
     }
     if interrupted > 0 && interrupted_by.is_none() {
         log::error(format_args!(

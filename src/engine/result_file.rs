@@ -1,4 +1,5 @@
-//! The `--json=FILE` result file: checked before the run, written after.
+//! The `--json=FILE` and `--html=FILE` result files: checked before the
+//! run, written after.
 //!
 //! A path that cannot be written (a missing directory, a directory, no
 //! permission) is found out before the first connection, as a bad
@@ -41,9 +42,17 @@ fn is_standard_output(meta: &std::fs::Metadata) -> bool {
     st.st_dev == meta.dev() && st.st_ino == meta.ino()
 }
 
+/// What a result file holds, as its errors name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Json,
+    Html,
+}
+
 /// The result file could not be opened.
 #[derive(Debug)]
 pub struct OpenError {
+    kind: Kind,
     path: PathBuf,
     source: io::Error,
 }
@@ -52,7 +61,11 @@ impl std::fmt::Display for OpenError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "could not open JSON file \"{}\": {}",
+            "could not open {} file \"{}\": {}",
+            match self.kind {
+                Kind::Json => "JSON",
+                Kind::Html => "HTML",
+            },
             self.path.display(),
             os_message(&self.source)
         )
@@ -67,8 +80,9 @@ impl std::error::Error for OpenError {
 
 impl ResultFile {
     /// Checks that `path` can be written, changing nothing there.
-    pub fn open(path: &Path) -> Result<Self, OpenError> {
+    pub fn open(path: &Path, kind: Kind) -> Result<Self, OpenError> {
         let fail = |source| OpenError {
+            kind,
             path: path.to_owned(),
             source,
         };
@@ -132,7 +146,9 @@ mod tests {
     fn a_missing_directory_is_an_error_naming_the_file() {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("missing").join("r.json");
-        let err = ResultFile::open(&path).err().expect("open fails");
+        let err = ResultFile::open(&path, Kind::Json)
+            .err()
+            .expect("open fails");
         assert_eq!(
             err.to_string(),
             format!(
@@ -140,7 +156,9 @@ mod tests {
                 path.display()
             )
         );
-        let err = ResultFile::open(dir.path()).err().expect("directory");
+        let err = ResultFile::open(dir.path(), Kind::Html)
+            .err()
+            .expect("directory");
         assert!(err.to_string().ends_with("Is a directory"), "{err}");
     }
 
@@ -148,11 +166,11 @@ mod tests {
     fn checking_the_path_leaves_it_as_it_was() {
         let dir = tempfile::tempdir().expect("temp dir");
         let new = dir.path().join("new.json");
-        ResultFile::open(&new).expect("open");
+        ResultFile::open(&new, Kind::Json).expect("open");
         assert!(!new.exists());
         let old = dir.path().join("old.json");
         std::fs::write(&old, "previous results").expect("write");
-        ResultFile::open(&old).expect("open");
+        ResultFile::open(&old, Kind::Json).expect("open");
         assert_eq!(
             std::fs::read_to_string(&old).expect("read"),
             "previous results"
@@ -164,7 +182,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("r.json");
         std::fs::write(&path, "a much longer previous result").expect("write");
-        let file = ResultFile::open(&path).expect("open");
+        let file = ResultFile::open(&path, Kind::Json).expect("open");
         file.write(b"{}").expect("write");
         assert_eq!(std::fs::read_to_string(&path).expect("read"), "{}");
     }

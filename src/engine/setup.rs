@@ -83,36 +83,26 @@ const RECORDED_SETTINGS: &[&str] = &[
     "jit",
 ];
 
-/// The server's version (from the startup's `server_version`) and, when
-/// `read_settings` (the preflight is on), [`RECORDED_SETTINGS`] as `SHOW`
-/// prints them. A server that refuses the query (a pooler's console)
-/// leaves the settings empty; the run goes on. The notices the query
-/// draws are dropped, as the preflight's are.
-pub fn server_info(client: &mut Client, read_settings: bool) -> crate::report::ServerInfo {
-    let mut info = crate::report::ServerInfo {
-        version: client
-            .parameter("server_version")
-            .unwrap_or("unknown")
-            .to_owned(),
-        settings: Default::default(),
-    };
-    if !read_settings {
-        return info;
-    }
+/// [`RECORDED_SETTINGS`] as `SHOW` prints them (read when the preflight
+/// is on). A server that refuses the query (a pooler's console) gives none;
+/// the run goes on. The notices the query draws are dropped, as the
+/// preflight's are.
+pub fn server_settings(client: &mut Client) -> std::collections::BTreeMap<String, String> {
     let query = format!(
         "select name, pg_catalog.current_setting(name) from pg_catalog.pg_settings \
          where name in ('{}')",
         RECORDED_SETTINGS.join("', '")
     );
+    let mut settings = std::collections::BTreeMap::new();
     if let Ok(rows) = client.simple_query(&query) {
         for row in rows {
             if let [Some(name), Some(value)] = row.as_slice() {
-                info.settings.insert(name.clone(), value.clone());
+                settings.insert(name.clone(), value.clone());
             }
         }
     }
     drop(client.take_notices());
-    info
+    settings
 }
 
 /// Checks that the server can accept `clients` more connections from this

@@ -6,10 +6,10 @@
 //! transaction would have produced.
 
 use super::model::{
-    command_result, per_second, series, Counts, Distribution, ReportError, RunResult, ScriptResult,
-    SCHEMA_VERSION,
+    command_result, per_second, series, Counts, Distribution, ReportError, RunContext, RunResult,
+    ScriptResult, Series, SCHEMA_VERSION,
 };
-use crate::stats::{IntervalSeries, SimpleStats};
+use crate::stats::{IntervalHistogram, IntervalSeries, SimpleStats};
 
 /// The result as pretty-printed JSON.
 pub fn to_json(result: &RunResult) -> Result<String, ReportError> {
@@ -17,18 +17,55 @@ pub fn to_json(result: &RunResult) -> Result<String, ReportError> {
 }
 
 /// Reads a result written by [`to_json`], checking its schema version.
+///
+/// A version 1 file is read as version 2 without what version 1 did not
+/// record: no per-interval histograms and percentiles, no context; its
+/// p99.99 figures are computed from its histograms.
 pub fn from_json(text: &str) -> Result<RunResult, ReportError> {
     #[derive(serde::Deserialize)]
     struct Version {
         schema_version: u32,
     }
     let version: Version = serde_json::from_str(text).map_err(ReportError::Json)?;
-    if version.schema_version != SCHEMA_VERSION {
+    if !(1..=SCHEMA_VERSION).contains(&version.schema_version) {
         return Err(ReportError::SchemaVersion {
             found: version.schema_version,
         });
     }
-    serde_json::from_str(text).map_err(ReportError::Json)
+    let mut result: RunResult = serde_json::from_str(text).map_err(ReportError::Json)?;
+    if result.schema_version == 1 {
+        upgrade_version_1(&mut result)?;
+    }
+    Ok(result)
+}
+
+/// Reads a result file: the JSON written by [`to_json`], or an HTML report,
+/// whose embedded result is read.
+pub fn read_result(text: &str) -> Result<RunResult, ReportError> {
+    match super::html::embedded_json(text) {
+        Some(json) if text.trim_start().starts_with('<') => from_json(json),
+        _ => from_json(text),
+    }
+}
+
+/// Fills in what version 2 adds and version 1 can give: p99.99.
+fn upgrade_version_1(result: &mut RunResult) -> Result<(), ReportError> {
+    let mut distributions = vec![
+        &mut result.latency,
+        &mut result.service_time,
+        &mut result.lag,
+    ];
+    distributions.extend(result.scripts.iter_mut().map(|s| &mut s.latency));
+    for d in distributions {
+        *d = Distribution::new(d.stats, &d.decode_histogram()?)?;
+    }
+    result.schema_version = SCHEMA_VERSION;
+    Ok(())
+}
+
+/// The result as JSON on one line, as the HTML report embeds it.
+pub fn to_compact_json(result: &RunResult) -> Result<String, ReportError> {
+    serde_json::to_string(result).map_err(ReportError::Json)
 }
 
 /// Merges results of runs of the same scripts (for example one per load
@@ -57,26 +94,10 @@ pub fn merge(results: &[RunResult]) -> Result<RunResult, ReportError> {
         for (mine, theirs) in merged.scripts.iter_mut().zip(&r.scripts) {
             merge_script(mine, theirs)?;
         }
-        let mut s = IntervalSeries::from_parts(
-            merged.series.start_us,
-            merged.series.width_us,
-            &merged
-                .series
-                .intervals
-                .iter()
-                .map(|i| i.stats)
-                .collect::<Vec<_>>(),
-        );
-        s.merge(&IntervalSeries::from_parts(
-            r.series.start_us,
-            r.series.width_us,
-            &r.series
-                .intervals
-                .iter()
-                .map(|i| i.stats)
-                .collect::<Vec<_>>(),
-        ));
+        let mut s = series_of(&merged.series)?;
+        s.merge(&series_of(&r.series)?);
         merged.series = series(&s);
+        merged.context = RunContext::default();
     }
     let seconds = merged.timings.bench_duration_us as f64 / 1_000_000.0;
     merged.tps = per_second(merged.counts.counters.committed, seconds);
@@ -84,6 +105,18 @@ pub fn merge(results: &[RunResult]) -> Result<RunResult, ReportError> {
         s.tps = per_second(s.counts.counters.committed, seconds);
     }
     Ok(merged)
+}
+
+fn series_of(s: &Series) -> Result<IntervalSeries, ReportError> {
+    let mut parts = Vec::with_capacity(s.intervals.len());
+    for i in &s.intervals {
+        let h = match &i.latency_histogram {
+            Some(text) => IntervalHistogram::decode(text)?,
+            None => IntervalHistogram::default(),
+        };
+        parts.push((i.stats, h));
+    }
+    Ok(IntervalSeries::from_parts(s.start_us, s.width_us, &parts))
 }
 
 fn merge_counts(mine: &mut Counts, theirs: &Counts) {
@@ -114,4 +147,145 @@ fn merge_script(mine: &mut ScriptResult, theirs: &ScriptResult) -> Result<(), Re
         *m = command_result(&m.command, stats);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{RunLimit, RunOptions, ScriptInfo, Timings};
+    use crate::stats::{Outcome, StatsLayout, ThreadStats, Transaction};
+    use serde_json::Value;
+
+    fn result() -> RunResult {
+        let mut stats = ThreadStats::new(&StatsLayout {
+            commands_per_script: vec![1],
+            latency_limit_us: None,
+            throttled: false,
+            start_us: 0,
+            series: true,
+        });
+        for i in 0..5_000i64 {
+            stats.record_transaction(&Transaction {
+                script: 0,
+                outcome: Outcome::Committed,
+                tries: 1,
+                latency_us: 100 + i * 37 % 9_000,
+                lag_us: 0,
+                end_us: i * 1_000,
+            });
+        }
+        let options = RunOptions {
+            scripts: vec![ScriptInfo {
+                name: "a.sql".into(),
+                weight: 1,
+                commands: vec!["SELECT 1;".into()],
+                sha256: None,
+            }],
+            scale: 1,
+            partitioning: None,
+            query_mode: "simple".into(),
+            clients: 1,
+            threads: 1,
+            max_tries: 1,
+            limit: RunLimit::DurationSeconds(5),
+            rate: None,
+            latency_limit_us: None,
+            progress_s: None,
+            connect_per_transaction: false,
+            failures_detailed: false,
+            report_per_command: false,
+            continue_on_error: false,
+        };
+        let timings = Timings {
+            bench_duration_us: 5_000_000,
+            ..Timings::default()
+        };
+        RunResult::build(options, timings, false, &stats).expect("result")
+    }
+
+    #[test]
+    fn version_2_reads_back_exactly() {
+        let r = result();
+        assert_eq!(r.schema_version, 2);
+        assert!(r
+            .series
+            .intervals
+            .iter()
+            .all(|i| i.latency_histogram.is_some()));
+        assert_eq!(from_json(&to_json(&r).expect("json")).expect("read"), r);
+        assert_eq!(
+            read_result(&to_compact_json(&r).expect("json")).expect("read"),
+            r
+        );
+    }
+
+    /// A file of the first layout: no context, no p99.99, no histograms
+    /// per interval.
+    #[test]
+    fn version_1_files_are_still_read() {
+        let r = result();
+        let mut v: Value = serde_json::from_str(&to_json(&r).expect("json")).expect("value");
+        v["schema_version"] = 1.into();
+        v.as_object_mut().expect("object").remove("context");
+        for d in ["latency", "service_time", "lag"] {
+            v[d]["percentiles"]
+                .as_object_mut()
+                .expect("percentiles")
+                .remove("p99_99");
+        }
+        v["scripts"][0]["latency"]["percentiles"]
+            .as_object_mut()
+            .expect("percentiles")
+            .remove("p99_99");
+        for i in v["series"]["intervals"].as_array_mut().expect("intervals") {
+            i.as_object_mut()
+                .expect("interval")
+                .remove("latency_histogram");
+        }
+        let read = from_json(&v.to_string()).expect("version 1 reads");
+        assert_eq!(read.schema_version, SCHEMA_VERSION);
+        assert_eq!(read.latency, r.latency);
+        assert_eq!(read.scripts, r.scripts);
+        assert_eq!(read.context, RunContext::default());
+        assert!(read
+            .series
+            .intervals
+            .iter()
+            .all(|i| i.latency_histogram.is_none()));
+        let page = crate::report::render_html(&read, 0).expect("renders");
+        assert!(page.contains("schema version 1"));
+    }
+
+    /// Merged results' intervals carry the histograms of both.
+    #[test]
+    fn merging_adds_the_interval_histograms() {
+        let r = result();
+        let merged = merge(&[r.clone(), r.clone()]).expect("merge");
+        assert_eq!(merged.series.intervals.len(), r.series.intervals.len());
+        for (m, one) in merged.series.intervals.iter().zip(&r.series.intervals) {
+            let h = IntervalHistogram::decode(m.latency_histogram.as_deref().expect("histogram"))
+                .expect("decodes");
+            assert_eq!(h.len(), 2 * one.stats.counts.committed);
+            assert_eq!(
+                m.latency_percentiles().expect("percentiles"),
+                one.latency_percentiles().expect("percentiles")
+            );
+        }
+        assert_eq!(merged.context, RunContext::default());
+    }
+
+    #[test]
+    fn other_versions_are_refused() {
+        let mut v: Value = serde_json::from_str(&to_json(&result()).expect("json")).expect("v");
+        for version in [0, 3] {
+            v["schema_version"] = version.into();
+            let err = from_json(&v.to_string()).expect_err("refused");
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "result file has schema version {version}, this pgbolt reads versions 1 to 2"
+                )
+            );
+        }
+    }
 }

@@ -9,19 +9,24 @@
 //!   ([`render_text`] prints both, or only pgbench's with `pgbench_output`);
 //! - [`to_json`] writes the model with a `schema_version`, exact sums and
 //!   serialized histograms, and [`from_json`] and [`merge`] read results
-//!   back and add them exactly.
+//!   back and add them exactly;
+//! - [`render_html`] writes one self-contained HTML page with charts
+//!   ([`html`]), which embeds the JSON.
 //!
-//! The model never holds a password or a connection string: only the
-//! options that shape the workload.
+//! The model never holds a password: besides the options that shape the
+//! workload it records the command line ([`redacted_command_line`]) with
+//! every password in it replaced by `****`.
 
+pub mod html;
 pub mod json;
 pub mod model;
 pub mod text;
 
-pub use json::{from_json, merge, to_json};
+pub use html::render_html;
+pub use json::{from_json, merge, read_result, to_compact_json, to_json};
 pub use model::{
-    CommandResult, Counts, Distribution, IntervalResult, Partitioning, Percentiles, ReportError,
-    RunLimit, RunOptions, RunResult, ScriptInfo, ScriptResult, Series, ServerInfo, Timings,
-    SCHEMA_VERSION,
+    redacted_command_line, CommandResult, Counts, Distribution, IntervalResult, Partitioning,
+    Percentiles, ReportError, RunContext, RunLimit, RunOptions, RunResult, ScriptInfo,
+    ScriptResult, Series, Timings, SCHEMA_VERSION,
 };
 pub use text::{render_percentiles, render_pgbench, render_text};

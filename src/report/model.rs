@@ -3,11 +3,16 @@
 use serde::{Deserialize, Serialize};
 
 use crate::stats::{
-    Counters, GroupStats, HistogramError, IntervalStats, LatencyHistogram, SimpleStats, ThreadStats,
+    Counters, GroupStats, HistogramError, IntervalHistogram, IntervalStats, LatencyHistogram,
+    SimpleStats, ThreadStats,
 };
 
 /// Version of the JSON layout; bumped on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 1;
+///
+/// Version 2 added per-interval latency histograms and percentiles, p99.99
+/// and the run's context (command line, server version, start and end);
+/// version 1 files are still read (see [`super::from_json`]).
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// A builtin or file script, as the report names it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -22,17 +27,6 @@ pub struct ScriptInfo {
     /// pgbolt versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
-}
-
-/// The server a run measured, as the set-up connection saw it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ServerInfo {
-    /// `server_version` as the server reports it.
-    pub version: String,
-    /// A few settings that shape performance, by name, as `SHOW` prints
-    /// them; empty when they could not be read (a pooler's console,
-    /// `--no-preflight`).
-    pub settings: std::collections::BTreeMap<String, String>,
 }
 
 /// How the run was bounded.
@@ -114,6 +108,10 @@ pub struct Percentiles {
     pub p90: f64,
     pub p99: f64,
     pub p99_9: f64,
+    /// Absent from schema version 1 files, which are read with it
+    /// recomputed from their histograms.
+    #[serde(default)]
+    pub p99_99: f64,
     pub max: f64,
 }
 
@@ -154,19 +152,27 @@ impl Distribution {
     }
 }
 
-/// p50, p90, p99, p99.9 of a histogram and the exact maximum, in ms.
+/// The quantiles of [`Percentiles`], in its order.
+const QUANTILES: [f64; 5] = [0.5, 0.9, 0.99, 0.999, 0.9999];
+
+/// p50, p90, p99, p99.9, p99.99 of a histogram and the exact maximum, in
+/// ms.
 ///
 /// A histogram reports the highest value of a bucket, which can exceed the
 /// largest value recorded by up to 0.1%; percentiles are capped at the exact
 /// maximum (kept in the sums) so that none exceeds `max`.
 pub fn percentiles(h: &LatencyHistogram, exact_max_us: u64) -> Percentiles {
-    let ([p50, p90, p99, p99_9], _) = h.quantiles([0.5, 0.9, 0.99, 0.999]);
+    percentiles_of(h.quantiles(QUANTILES).0, exact_max_us)
+}
+
+fn percentiles_of(q: [u64; 5], exact_max_us: u64) -> Percentiles {
     let ms = |v: u64| v.min(exact_max_us) as f64 / 1000.0;
     Percentiles {
-        p50: ms(p50),
-        p90: ms(p90),
-        p99: ms(p99),
-        p99_9: ms(p99_9),
+        p50: ms(q[0]),
+        p90: ms(q[1]),
+        p99: ms(q[2]),
+        p99_9: ms(q[3]),
+        p99_99: ms(q[4]),
         max: exact_max_us as f64 / 1000.0,
     }
 }
@@ -240,6 +246,26 @@ pub struct IntervalResult {
     /// The exact counters and sums.
     #[serde(flatten)]
     pub stats: IntervalStats,
+    /// The bucket's latency histogram in µs at 1 significant digit, V2 +
+    /// deflate, base64; null when nothing committed.
+    #[serde(default)]
+    pub latency_histogram: Option<String>,
+}
+
+impl IntervalResult {
+    /// Latency percentiles of the bucket's committed transactions, read
+    /// from its histogram (at most 6.25% high) and capped at the exact
+    /// maximum; `None` when nothing committed or the bucket has no
+    /// histogram (a schema version 1 file).
+    pub fn latency_percentiles(&self) -> Result<Option<Percentiles>, ReportError> {
+        match &self.latency_histogram {
+            Some(text) if self.stats.latency.count > 0 => {
+                let q = IntervalHistogram::decode(text)?.quantiles(QUANTILES);
+                Ok(Some(percentiles_of(q, self.stats.latency.max)))
+            }
+            _ => Ok(None),
+        }
+    }
 }
 
 /// The per-interval series.
@@ -253,6 +279,78 @@ pub struct Series {
     pub intervals: Vec<IntervalResult>,
 }
 
+/// Where and when the run happened, for the report's header. Each field is
+/// null when unknown (a schema version 1 file, a merged result).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunContext {
+    /// The command line, every password replaced by `****`.
+    pub command_line: Option<String>,
+    /// The server's `server_version`.
+    pub server_version: Option<String>,
+    /// A few settings that shape performance, by name, as `SHOW` prints
+    /// them (see `engine::setup::RECORDED_SETTINGS`); empty when they could
+    /// not be read (a pooler's console, `--no-preflight`, a result written
+    /// before pgbolt recorded them).
+    #[serde(default)]
+    pub server_settings: std::collections::BTreeMap<String, String>,
+    /// When the run started (before the clients connected), µs since the
+    /// Unix epoch.
+    pub started_us: Option<i64>,
+    /// When the run ended, µs since the Unix epoch.
+    pub ended_us: Option<i64>,
+}
+
+/// The command line as the report shows it: each argument with every
+/// password hidden (a connection string given as the database name or
+/// with `-d`/`--dbname`, attached or not), quoted for a POSIX shell where
+/// it needs quoting.
+pub fn redacted_command_line<I>(args: I) -> String
+where
+    I: IntoIterator,
+    I::Item: Into<std::ffi::OsString>,
+{
+    let mut words = Vec::new();
+    for (i, arg) in args.into_iter().enumerate() {
+        let arg = arg.into().to_string_lossy().into_owned();
+        let shown = if i == 0 {
+            std::path::Path::new(&arg)
+                .file_name()
+                .map_or(arg.clone(), |n| n.to_string_lossy().into_owned())
+        } else {
+            redact_argument(&arg)
+        };
+        words.push(shell_quote(&shown));
+    }
+    words.join(" ")
+}
+
+/// One argument with any password in it hidden: an option's attached
+/// value (`--dbname=...`, `-d...`) is redacted apart from the option.
+fn redact_argument(arg: &str) -> String {
+    if let Some(rest) = arg.strip_prefix("--") {
+        if let Some((name, value)) = rest.split_once('=') {
+            return format!("--{name}={}", pgwire::conninfo::redact(value));
+        }
+        return arg.to_owned();
+    }
+    if arg.len() > 2 && arg.starts_with('-') && arg.is_char_boundary(2) {
+        return format!("{}{}", &arg[..2], pgwire::conninfo::redact(&arg[2..]));
+    }
+    pgwire::conninfo::redact(arg)
+}
+
+fn shell_quote(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_=./:,@%+".contains(c));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
 /// Everything about one run (or several merged runs).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
@@ -264,6 +362,9 @@ pub struct RunResult {
     pub tool_version: String,
     /// Number of result files merged into this one (1 for a single run).
     pub merged_runs: u32,
+    /// Command line, server, start and end.
+    #[serde(default)]
+    pub context: RunContext,
     /// Options as resolved.
     pub options: RunOptions,
     /// Durations.
@@ -284,9 +385,6 @@ pub struct RunResult {
     pub scripts: Vec<ScriptResult>,
     /// Time series.
     pub series: Series,
-    /// The server measured (absent in results of older pgbolt versions).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server: Option<ServerInfo>,
 }
 
 /// `count` per second over `seconds`; 0 for a run that took no time (JSON
@@ -321,7 +419,7 @@ impl std::fmt::Display for ReportError {
             ReportError::Json(e) => write!(f, "invalid result file: {e}"),
             ReportError::SchemaVersion { found } => write!(
                 f,
-                "result file has schema version {found}, this pgbolt reads version {SCHEMA_VERSION}"
+                "result file has schema version {found}, this pgbolt reads versions 1 to {SCHEMA_VERSION}"
             ),
             ReportError::ScriptsDiffer => {
                 write!(f, "results of runs with different scripts cannot be merged")
@@ -363,6 +461,7 @@ impl RunResult {
             tool: "pgbolt".to_string(),
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
             merged_runs: 1,
+            context: RunContext::default(),
             counts: Counts::new(total.counts, total.latency_late),
             tps: per_second(total.counts.committed, seconds),
             latency: Distribution::new(total.latency, &total.latency_histogram)?,
@@ -370,7 +469,6 @@ impl RunResult {
             lag: Distribution::new(total.lag(), &lag)?,
             scripts,
             series: series(&stats.series),
-            server: None,
             options,
             timings,
             aborted,
@@ -421,26 +519,46 @@ pub(crate) fn command_result(text: &str, c: crate::stats::CommandStats) -> Comma
 
 pub(crate) fn series(s: &crate::stats::IntervalSeries) -> Series {
     let width_s = s.width_us() as f64 / 1_000_000.0;
+    let histograms = s.latency_histograms();
+    let mut intervals = Vec::with_capacity(s.buckets().len());
+    for (i, (b, h)) in s.buckets().iter().zip(histograms).enumerate() {
+        intervals.push(IntervalResult {
+            offset_s: i as f64 * width_s,
+            tps: per_second(b.counts.committed, width_s),
+            latency_average_ms: (b.latency.count > 0).then(|| b.latency.mean_us() / 1000.0),
+            stats: *b,
+            latency_histogram: (!h.is_empty()).then(|| h.encode()),
+        });
+    }
     Series {
         start_us: s.start_us(),
         width_us: s.width_us(),
-        intervals: s
-            .buckets()
-            .iter()
-            .enumerate()
-            .map(|(i, b)| IntervalResult {
-                offset_s: i as f64 * width_s,
-                tps: per_second(b.counts.committed, width_s),
-                latency_average_ms: (b.latency.count > 0).then(|| b.latency.mean_us() / 1000.0),
-                stats: *b,
-            })
-            .collect(),
+        intervals,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_command_line_hides_every_password() {
+        let line = redacted_command_line([
+            "/usr/bin/pgbolt",
+            "-c",
+            "4",
+            "host=db password=s3cret",
+            "--dbname=postgresql://u:pw@h/db",
+            "-dpassword=x",
+            "-f",
+            "it's.sql",
+        ]);
+        assert!(!line.contains("s3cret") && !line.contains(":pw@") && !line.contains("=x"));
+        assert_eq!(
+            line,
+            "pgbolt -c 4 'host=db password=****' '--dbname=postgresql://u:****@h/db' '-dpassword=****' -f 'it'\\''s.sql'"
+        );
+    }
 
     /// Regression: the JSON's average came from `/ 1000.0` and the text
     /// report's from pgbench's `0.001 *`; at a mean of 500.5 µs the two

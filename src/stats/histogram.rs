@@ -200,13 +200,20 @@ impl LatencyHistogram {
         self.quantiles([]).1
     }
 
-    /// The non-empty buckets in increasing order of value: each bucket's
-    /// highest equivalent value (the one percentiles report) and its count.
-    pub fn buckets(&self) -> Vec<(u64, u64)> {
-        self.hdr()
-            .iter_recorded()
-            .map(|v| (v.value_iterated_to(), v.count_at_value()))
-            .collect()
+    /// Each bucket holding values: its lowest value in µs and its count,
+    /// lowest first.
+    pub fn buckets(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(index, &n)| (value_for(index), n))
+    }
+
+    /// The highest value of the bucket that holds `value`: the value
+    /// percentiles report for that bucket.
+    pub fn highest_equivalent(value: u64) -> u64 {
+        value_for(index_for(value) + 1) - 1
     }
 
     /// Whether two values fall in the same bucket (are equal at this precision).
@@ -236,12 +243,7 @@ impl LatencyHistogram {
     /// Reads the text written by [`LatencyHistogram::to_base64`] (or by any
     /// HdrHistogram implementation writing V2 with deflate).
     pub fn from_base64(text: &str) -> Result<Self, HistogramError> {
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(text.trim())
-            .map_err(HistogramError::Base64)?;
-        let decoded: Histogram<u64> = Deserializer::new()
-            .deserialize(&mut bytes.as_slice())
-            .map_err(HistogramError::Decode)?;
+        let decoded = decode_v2(text)?;
         let mut bounded = empty_hdr();
         bounded.add(&decoded).map_err(HistogramError::Add)?;
         let mut h = LatencyHistogram::new();
@@ -250,6 +252,16 @@ impl LatencyHistogram {
         }
         Ok(h)
     }
+}
+
+/// A histogram from its V2 (deflate) base64 text, as the crate reads it.
+pub(crate) fn decode_v2(text: &str) -> Result<Histogram<u64>, HistogramError> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(HistogramError::Base64)?;
+    Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .map_err(HistogramError::Decode)
 }
 
 #[cfg(test)]

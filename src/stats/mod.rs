@@ -17,11 +17,12 @@
 //! Memory is bounded over any run length: histograms have fixed bounds
 //! (their pages become resident as values first reach them, so a run's
 //! memory grows early and levels off), and the per-interval series, kept
-//! only for `--json`, coarsens instead of growing ([`IntervalSeries`]).
+//! only for `--json` and `--html`, coarsens instead of growing ([`IntervalSeries`]).
 
 pub mod cfmt;
 pub mod histogram;
 pub mod interval;
+pub mod interval_histogram;
 pub mod log;
 pub mod progress;
 pub mod recorder;
@@ -30,6 +31,7 @@ mod zeroed;
 
 pub use histogram::{HistogramError, LatencyHistogram};
 pub use interval::{IntervalSeries, IntervalStats};
+pub use interval_histogram::{IntervalHistogram, IntervalRecorder};
 pub use log::{log_file_name, LogEntry, LogError, LogOptions, TransactionLog};
 pub use progress::{ProgressOptions, ProgressReporter};
 pub use recorder::{

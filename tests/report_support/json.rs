@@ -41,6 +41,7 @@ pub const DOCUMENTED: &[(&str, &[&str])] = &[
             "tool",
             "tool_version",
             "merged_runs",
+            "context",
             "options",
             "timings",
             "aborted",
@@ -109,7 +110,7 @@ pub const DOCUMENTED: &[(&str, &[&str])] = &[
     ("latency/stats", &["count", "min", "max", "sum", "sum2"]),
     (
         "latency/percentiles",
-        &["p50", "p90", "p99", "p99_9", "max"],
+        &["p50", "p90", "p99", "p99_9", "p99_99", "max"],
     ),
     (
         "scripts/0",
@@ -129,7 +130,12 @@ pub const DOCUMENTED: &[(&str, &[&str])] = &[
             "counts",
             "latency",
             "lag",
+            "latency_histogram",
         ],
+    ),
+    (
+        "context",
+        &["command_line", "server_version", "started_us", "ended_us"],
     ),
 ];
 
@@ -139,7 +145,7 @@ pub fn check_json(json: &serde_json::Value, report: &str, rate: bool) {
     for field in top {
         assert!(json.get(field).is_some(), "no {field} in {json}");
     }
-    assert_eq!(json["schema_version"], 1);
+    assert_eq!(json["schema_version"], 2);
     assert_eq!(json["tool"], "pgbolt");
     assert_eq!(json["merged_runs"], 1);
     assert_eq!(json["aborted"], false);

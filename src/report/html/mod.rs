@@ -1,0 +1,141 @@
+//! The HTML report: one offline file that shows a run at a glance.
+//!
+//! The third renderer of the result model, beside the text and the JSON:
+//! it reads nothing but a [`RunResult`], so a report written at the end of
+//! a run (`--html`) and one rendered later from the saved JSON
+//! (`--render`) are the same page, apart from the time stamp of the
+//! rendering.
+//!
+//! The page is self-contained and safe by construction:
+//! - inline CSS and inline SVG ([`svg`]), no script that runs, and a
+//!   `Content-Security-Policy` that forbids every network request, so it
+//!   opens anywhere offline, with JavaScript disabled, and prints;
+//! - every text from outside (script names, commands, SQL, server
+//!   strings, the command line) goes through [`escape::esc`];
+//! - the JSON result is embedded in a `<script type="application/json">`
+//!   element ([`escape::script_data`]), so the page is also the data.
+//!
+//! Sections are functions from the result to HTML, listed in [`SECTIONS`]
+//! in page order; each lives in the module of its subject ([`summary`]:
+//! header and key figures, [`time`]: the run over time, [`distribution`]:
+//! latency distribution and percentile spectrum, [`tables`]: scripts,
+//! commands, schedule and connections). A later feature adds its pages the
+//! same way: the run's diagnosis, a sweep's steps, a comparison or a
+//! merged result's generators become a module with a section function
+//! added to the list (a result kind of its own gets a list of its own),
+//! and use [`svg::Chart`] for their charts. Budgets (tested): a one-hour
+//! run's page stays under 400 KB and 5,000 SVG elements; a chart draws
+//! each series as one polyline, whatever the number of points.
+
+mod distribution;
+pub mod escape;
+mod summary;
+pub mod svg;
+mod tables;
+mod time;
+
+use std::fmt::Write as _;
+
+use super::model::{ReportError, RunResult};
+
+/// A section of the page: its HTML, or nothing when it does not apply.
+type Section = fn(&RunResult) -> Result<Option<String>, ReportError>;
+
+/// The sections of a run's page, in order.
+const SECTIONS: &[Section] = &[
+    summary::header,
+    summary::key_figures,
+    time::throughput,
+    time::latency,
+    distribution::histogram,
+    distribution::spectrum,
+    tables::scripts,
+    tables::schedule,
+    tables::connections,
+];
+
+/// Forbids every fetch, connection, image, frame, form and script (all
+/// fall back to `default-src`); allows only the page's own inline styles.
+const CONTENT_SECURITY_POLICY: &str =
+    "default-src 'none'; style-src 'unsafe-inline'; form-action 'none'; base-uri 'none'";
+
+const STYLE: &str = include_str!("style.css");
+
+/// The page of `result`; `rendered_at` is shown in its footer (µs since
+/// the Unix epoch).
+pub fn render_html(result: &RunResult, rendered_at_us: i64) -> Result<String, ReportError> {
+    let json = escape::script_data(&super::to_compact_json(result)?);
+    let mut out = String::with_capacity(json.len() + 64 * 1024);
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"{CONTENT_SECURITY_POLICY}\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{}</title><style>{STYLE}</style></head><body><main>",
+        escape::esc(&summary::title(result))
+    );
+    for section in SECTIONS {
+        if let Some(html) = section(result)? {
+            out.push_str(&html);
+        }
+    }
+    let _ = write!(
+        out,
+        "<footer>Rendered by pgbolt {} at {}. The result is embedded in this page as JSON (element <code>#pgbolt-result</code>).</footer></main>\
+         <script type=\"application/json\" id=\"pgbolt-result\">{json}</script></body></html>",
+        escape::esc(env!("CARGO_PKG_VERSION")),
+        utc(rendered_at_us)
+    );
+    out.push('\n');
+    Ok(out)
+}
+
+/// The JSON result embedded in a page written by [`render_html`] (still
+/// escaped as [`escape::script_data`] left it, which JSON reads as it is).
+pub fn embedded_json(page: &str) -> Option<&str> {
+    const START: &str = "<script type=\"application/json\" id=\"pgbolt-result\">";
+    let start = page.find(START)? + START.len();
+    let len = page[start..].find("</script>")?;
+    Some(&page[start..start + len])
+}
+
+/// Now, in µs since the Unix epoch (the rendering's time stamp).
+pub fn now_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64)
+}
+
+/// `YYYY-MM-DD HH:MM:SS UTC` of µs since the Unix epoch.
+pub fn utc(us: i64) -> String {
+    let secs = us.div_euclid(1_000_000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (proleptic Gregorian).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(1_795_780_800_000_000), "2026-11-27 12:00:00 UTC");
+        assert_eq!(utc(951_825_600_000_000), "2000-02-29 12:00:00 UTC");
+    }
+}

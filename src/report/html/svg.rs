@@ -1,0 +1,344 @@
+//! Inline SVG charts, written directly.
+//!
+//! A chart is a plot area with two axes (linear or logarithmic), grid
+//! lines with their labels, and series drawn as one `<polyline>` each (or
+//! one `<rect>` per bar), so a chart's element count depends on its axes
+//! and series, never on the number of points: the page stays within its
+//! element budget for any run length. Colours and line styles come from
+//! the page's CSS classes (`s0`..`s4`), so they print and follow the
+//! page's style; every label is escaped.
+
+use std::fmt::Write as _;
+
+use super::escape::esc;
+
+/// Chart size in SVG user units (the page scales it to its width).
+const WIDTH: f64 = 880.0;
+const HEIGHT: f64 = 280.0;
+const LEFT: f64 = 64.0;
+const RIGHT: f64 = 34.0;
+const TOP: f64 = 14.0;
+const BOTTOM: f64 = 42.0;
+
+/// How values map onto an axis.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scale {
+    Linear,
+    /// Base 10; values must be positive.
+    Log,
+}
+
+/// An axis: its range, scale, title and tick labels.
+#[derive(Clone, Debug)]
+pub struct Axis {
+    pub min: f64,
+    pub max: f64,
+    pub scale: Scale,
+    pub title: String,
+    /// Ticks as (value, label); [`Axis::linear`] and [`Axis::log`] pick
+    /// them, a caller may give its own.
+    pub ticks: Vec<(f64, String)>,
+}
+
+impl Axis {
+    /// A linear axis from 0 (or `min`) to a round value at or above `max`.
+    pub fn linear(min: f64, max: f64, title: &str) -> Axis {
+        let max = if max > min { max } else { min + 1.0 };
+        let step = nice_step((max - min) / 5.0);
+        // A value a hair above a round one (a run of 20.03 s) does not
+        // add a whole step of empty chart: up to 2% of a step is clipped.
+        let top = (max / step - 0.02).ceil().max(1.0) * step;
+        let mut ticks = Vec::new();
+        let mut v = (min / step).floor() * step;
+        while v <= top + step * 1e-9 {
+            ticks.push((v, number(v)));
+            v += step;
+        }
+        Axis {
+            min: ticks.first().map_or(min, |t| t.0),
+            max: top,
+            scale: Scale::Linear,
+            title: title.to_owned(),
+            ticks,
+        }
+    }
+
+    /// A logarithmic axis from the decade at or below `min` to the one at
+    /// or above `max` (1, 2, 5 of each decade labelled when few decades).
+    pub fn log(min: f64, max: f64, title: &str) -> Axis {
+        let min = if min > 0.0 { min } else { 1e-3 };
+        let max = max.max(min * 1.0001);
+        let low = min.log10().floor() as i32;
+        let high = (max.log10().ceil() as i32).max(low + 1);
+        let mut ticks = Vec::new();
+        let steps: &[f64] = if high - low <= 3 {
+            &[1.0, 2.0, 5.0]
+        } else {
+            &[1.0]
+        };
+        for e in low..=high {
+            for m in steps {
+                let v = m * 10f64.powi(e);
+                if v <= 10f64.powi(high) * 1.0001 {
+                    ticks.push((v, number(v)));
+                }
+            }
+        }
+        Axis {
+            min: 10f64.powi(low),
+            max: 10f64.powi(high),
+            scale: Scale::Log,
+            title: title.to_owned(),
+            ticks,
+        }
+    }
+
+    /// Where `v` falls between `from` (at `min`) and `to` (at `max`).
+    fn place(&self, v: f64, from: f64, to: f64) -> f64 {
+        let (v, lo, hi) = match self.scale {
+            Scale::Linear => (v, self.min, self.max),
+            Scale::Log => (v.max(self.min).log10(), self.min.log10(), self.max.log10()),
+        };
+        let t = if hi > lo { (v - lo) / (hi - lo) } else { 0.0 };
+        from + t.clamp(0.0, 1.0) * (to - from)
+    }
+}
+
+/// 1, 2 or 5 times a power of ten, at or above `raw`.
+fn nice_step(raw: f64) -> f64 {
+    if raw <= 0.0 || !raw.is_finite() {
+        return 1.0;
+    }
+    let magnitude = 10f64.powf(raw.log10().floor());
+    let m = raw / magnitude;
+    let nice = if m <= 1.0 {
+        1.0
+    } else if m <= 2.0 {
+        2.0
+    } else if m <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    nice * magnitude
+}
+
+/// A tick label: at most 3 decimals, no trailing zeros, thousands as `k`.
+pub fn number(v: f64) -> String {
+    if v.abs() >= 10_000.0 && (v / 1000.0).fract() == 0.0 {
+        return format!("{}k", v / 1000.0);
+    }
+    let text = format!("{v:.3}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    if text == "-0" {
+        "0".to_owned()
+    } else {
+        text.to_owned()
+    }
+}
+
+/// One series: a class (colour), a legend label and its points.
+pub struct Line {
+    pub class: &'static str,
+    pub label: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A chart being drawn.
+pub struct Chart {
+    x: Axis,
+    y: Axis,
+    body: String,
+    legend: Vec<(&'static str, String)>,
+    /// What the chart shows, for readers without sight of it.
+    label: String,
+}
+
+impl Chart {
+    pub fn new(label: &str, x: Axis, y: Axis) -> Chart {
+        Chart {
+            x,
+            y,
+            body: String::new(),
+            legend: Vec::new(),
+            label: label.to_owned(),
+        }
+    }
+
+    fn px(&self, v: f64) -> f64 {
+        self.x.place(v, LEFT, WIDTH - RIGHT)
+    }
+
+    fn py(&self, v: f64) -> f64 {
+        self.y.place(v, HEIGHT - BOTTOM, TOP)
+    }
+
+    /// A polyline through `line.points` (markers too when they are few,
+    /// so a series of one point still shows).
+    pub fn line(&mut self, line: Line) {
+        if line.points.is_empty() {
+            return;
+        }
+        let mut pts = String::with_capacity(line.points.len() * 12);
+        for &(x, y) in &line.points {
+            // Whole units: a line of hundreds of points stays small, and a
+            // unit is a thousandth of the chart's width.
+            let _ = write!(pts, "{:.0},{:.0} ", self.px(x), self.py(y));
+        }
+        let _ = write!(
+            self.body,
+            "<polyline class=\"{}\" points=\"{}\"/>",
+            line.class,
+            pts.trim_end()
+        );
+        if line.points.len() <= 40 {
+            for &(x, y) in &line.points {
+                let _ = write!(
+                    self.body,
+                    "<circle class=\"{}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\"/>",
+                    line.class,
+                    self.px(x),
+                    self.py(y)
+                );
+            }
+        }
+        self.legend.push((line.class, line.label));
+    }
+
+    /// Bars from `x0` to `x1` of height `y` each.
+    pub fn bars(&mut self, class: &'static str, label: &str, bars: &[(f64, f64, f64)]) {
+        let base = self.py(self.y.min);
+        for &(x0, x1, y) in bars {
+            if y <= 0.0 {
+                continue;
+            }
+            let (left, right, top) = (self.px(x0), self.px(x1), self.py(y));
+            let _ = write!(
+                self.body,
+                "<rect class=\"{class}\" x=\"{left:.1}\" y=\"{top:.1}\" width=\"{:.1}\" height=\"{:.1}\"/>",
+                (right - left - 1.0).max(0.5),
+                (base - top).max(0.5)
+            );
+        }
+        self.legend.push((class, label.to_owned()));
+    }
+
+    /// A vertical marker line at `x` with a label at its top.
+    pub fn marker(&mut self, x: f64, label: &str) {
+        let px = self.px(x);
+        let _ = write!(
+            self.body,
+            "<line class=\"mark\" x1=\"{px:.1}\" y1=\"{TOP}\" x2=\"{px:.1}\" y2=\"{:.1}\"/><text class=\"mark\" x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+            HEIGHT - BOTTOM,
+            px + 3.0,
+            TOP + 10.0,
+            esc(label)
+        );
+    }
+
+    /// The finished `<figure>`: the SVG and its legend.
+    pub fn finish(self) -> String {
+        let mut out = String::with_capacity(self.body.len() + 2048);
+        let _ = write!(
+            out,
+            "<figure><svg viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\" aria-label=\"{}\">",
+            esc(&self.label)
+        );
+        self.grid(&mut out);
+        out.push_str(&self.body);
+        out.push_str("</svg>");
+        if self.legend.len() > 1 || self.legend.iter().any(|(_, l)| !l.is_empty()) {
+            out.push_str("<figcaption>");
+            for (class, label) in &self.legend {
+                let _ = write!(out, "<span class=\"key {class}\"></span>{} ", esc(label));
+            }
+            out.push_str("</figcaption>");
+        }
+        out.push_str("</figure>");
+        out
+    }
+
+    /// Grid lines, tick labels and axis titles, in one path per axis.
+    fn grid(&self, out: &mut String) {
+        let (left, right, top, bottom) = (LEFT, WIDTH - RIGHT, TOP, HEIGHT - BOTTOM);
+        let mut path = String::new();
+        for (v, _) in &self.y.ticks {
+            let y = self.py(*v);
+            let _ = write!(path, "M{left:.1},{y:.1}H{right:.1}");
+        }
+        for (v, _) in &self.x.ticks {
+            let x = self.px(*v);
+            let _ = write!(path, "M{x:.1},{top:.1}V{bottom:.1}");
+        }
+        let _ = write!(out, "<path class=\"grid\" d=\"{path}\"/>");
+        let _ = write!(
+            out,
+            "<path class=\"axis\" d=\"M{left:.1},{top:.1}V{bottom:.1}H{right:.1}\"/>"
+        );
+        for (v, label) in &self.y.ticks {
+            let _ = write!(
+                out,
+                "<text class=\"ty\" x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+                left - 5.0,
+                self.py(*v) + 4.0,
+                esc(label)
+            );
+        }
+        for (v, label) in &self.x.ticks {
+            let _ = write!(
+                out,
+                "<text class=\"tx\" x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+                self.px(*v),
+                bottom + 15.0,
+                esc(label)
+            );
+        }
+        let _ = write!(
+            out,
+            "<text class=\"at\" x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+            (left + right) / 2.0,
+            HEIGHT - 6.0,
+            esc(&self.x.title)
+        );
+        let _ = write!(
+            out,
+            "<text class=\"at\" transform=\"translate(14 {:.1}) rotate(-90)\">{}</text>",
+            (top + bottom) / 2.0,
+            esc(&self.y.title)
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axes_have_round_ticks() {
+        let a = Axis::linear(0.0, 937.0, "tps");
+        assert_eq!(a.max, 1000.0);
+        assert_eq!(a.ticks.len(), 6);
+        let l = Axis::log(0.35, 47.0, "ms");
+        assert_eq!((l.min, l.max), (0.1, 100.0));
+        assert_eq!(l.ticks.first().map(|t| t.1.as_str()), Some("0.1"));
+        assert_eq!(number(20_000.0), "20k");
+        assert_eq!(number(0.25), "0.25");
+    }
+
+    #[test]
+    fn labels_are_escaped() {
+        let mut c = Chart::new(
+            "<b>",
+            Axis::linear(0.0, 1.0, "<x>"),
+            Axis::linear(0.0, 1.0, "y"),
+        );
+        c.line(Line {
+            class: "s0",
+            label: "<script>".into(),
+            points: vec![(0.0, 0.0), (1.0, 1.0)],
+        });
+        let svg = c.finish();
+        assert!(!svg.contains("<script>") && !svg.contains("<b>") && !svg.contains("<x>"));
+        assert!(svg.contains("&lt;script&gt;"));
+    }
+}
