@@ -197,13 +197,14 @@ fn a_result_records_the_server_and_its_settings() {
     let dir = tempfile::tempdir().expect("temp dir");
     let one = script_file("one.sql", "select 1;\n");
     let r = json(&result(dir.path(), "r.json", &["-f", &one.path, "-t", "5"]));
-    let version = r["server"]["version"].as_str().expect("version");
+    let context = &r["context"];
+    let version = context["server_version"].as_str().expect("version");
     assert!(
         version.chars().next().is_some_and(|c| c.is_ascii_digit()),
         "{version}"
     );
-    assert_eq!(r["server"]["settings"]["fsync"], "off");
-    assert!(r["server"]["settings"]["shared_buffers"].is_string());
+    assert_eq!(context["server_settings"]["fsync"], "off");
+    assert!(context["server_settings"]["shared_buffers"].is_string());
     let sha = r["options"]["scripts"][0]["sha256"].as_str().expect("hash");
     assert_eq!(sha.len(), 64);
 }
