@@ -9,6 +9,7 @@
 
 #[path = "common/mod.rs"]
 mod common;
+mod html_support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -281,4 +282,64 @@ fn bad_command_lines_and_files_are_refused_before_anything() {
             stderr(&out)
         );
     }
+}
+
+#[test]
+fn the_html_page_shows_the_verdict_and_the_changes_offline() {
+    html_support::require_chromium();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let script = sleep_script();
+    let common = ["-f", &script.path, "-D", "d=0.001", "-c", "2", "-T", "4"];
+    let seed = ["--random-seed=5"];
+    let a = result(
+        dir.path(),
+        "a.json",
+        &[&common[..], &["-R", "300"], &seed].concat(),
+    );
+    let b = result(
+        dir.path(),
+        "b.json",
+        &[&common[..], &["-R", "150"], &seed].concat(),
+    );
+    let page = dir.path().join("c.html");
+    let out_json = dir.path().join("c.json");
+    let out = compare(
+        &a,
+        &b,
+        &[
+            &format!("--html={}", page.display()),
+            &format!("--json={}", out_json.display()),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let c = json(&out_json);
+    let browsed = html_support::browse(&page);
+    browsed.assert_clean("comparison page");
+    assert_eq!(
+        browsed.figure("verdict").as_deref(),
+        c["verdict"]
+            .as_str()
+            .map(|v| v.replace('_', " "))
+            .as_deref()
+    );
+    let tps = metric(&c, "tps")["change"]["value"]
+        .as_f64()
+        .expect("tps change");
+    assert_eq!(
+        browsed.figure("change-tps"),
+        Some(format!("{:+.1}%", tps * 100.0))
+    );
+    for section in [
+        "Throughput over time",
+        "Percentile spectra",
+        "Latency distributions",
+    ] {
+        assert!(browsed.dom.contains(section), "{section}");
+    }
+    let text = std::fs::read_to_string(&page).expect("page");
+    let embedded: serde_json::Value =
+        serde_json::from_str(pgbolt::report::html::embedded_json(&text).expect("embedded JSON"))
+            .expect("JSON");
+    assert_eq!(embedded["comparison"]["verdict"], c["verdict"]);
+    assert_eq!(embedded["baseline"]["tps"], json(&a)["tps"]);
 }

@@ -3,7 +3,8 @@
 //!
 //! Exit status: 0 when the comparison was made (whatever its verdict), 1
 //! when it could not be (a file unreadable or not a result, different
-//! scripts without `--allow-different-scripts`, the JSON not written), and
+//! scripts without `--allow-different-scripts`, the JSON or HTML not
+//! written), and
 //! [`REGRESSION_EXIT`] for a regression under `--fail-on-regression`.
 
 use std::io::Write;
@@ -58,6 +59,25 @@ pub fn run(c: &Compare) -> i32 {
                 "{PROGRAM}: error: could not write \"{}\": {}",
                 path.display(),
                 crate::oserror::os_message(&e)
+            );
+            return 1;
+        }
+    }
+    if let Some(path) = &c.html {
+        let page = report::render_comparison_html(
+            &comparison,
+            &baseline,
+            &candidate,
+            crate::report::html::now_us(),
+        );
+        let written = match page {
+            Ok(page) => std::fs::write(path, page).map_err(|e| crate::oserror::os_message(&e)),
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(message) = written {
+            crate::cli::ewriteln!(
+                "{PROGRAM}: error: could not write \"{}\": {message}",
+                path.display()
             );
             return 1;
         }

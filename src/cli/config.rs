@@ -74,7 +74,7 @@ pub struct Compare {
     /// `--json=FILE`: also write the comparison as JSON (`-`: standard
     /// output, the report then goes to standard error).
     pub json: Option<PathBuf>,
-    /// `--html=FILE` (not supported with `--compare` yet).
+    /// `--html=FILE`: also write the comparison as an HTML page.
     pub html: Option<PathBuf>,
     /// `--compare-format`.
     pub format: CompareFormat,

@@ -81,9 +81,6 @@ fn run_mode(config: &Config) -> Result<i32, RunError> {
         Mode::Init(init) => initialize(config, init),
         Mode::Run(benchmark) => run_benchmark(config, benchmark),
         Mode::Render(render) => render_saved(render),
-        Mode::Compare(compare) if compare.html.is_some() => {
-            Err(RunError::Unsupported("--html with --compare"))
-        }
         Mode::Compare(compare) => Ok(super::compare::run(compare)),
     }
 }

@@ -62,7 +62,7 @@ pub fn render_text(c: &Comparison) -> String {
     if let Some(d) = &c.latency_distribution {
         let _ = writeln!(out, "{}", distribution_line(d));
     }
-    for line in methods(c) {
+    for line in method_lines(c) {
         let _ = writeln!(out, "{line}");
     }
     let _ = writeln!(out, "{}", verdict_line(c));
@@ -113,7 +113,7 @@ pub fn render_markdown(c: &Comparison) -> String {
     if let Some(d) = &c.latency_distribution {
         let _ = writeln!(out, "{}\n", cell(&distribution_line(d)));
     }
-    for line in methods(c) {
+    for line in method_lines(c) {
         let _ = writeln!(out, "- {}", cell(&line));
     }
     let _ = writeln!(out, "\n**{}**", cell(&verdict_line(c)));
@@ -180,7 +180,8 @@ fn p_value(p: f64) -> String {
     }
 }
 
-fn methods(c: &Comparison) -> Vec<String> {
+/// One line per method used: the metrics it served and how.
+pub fn method_lines(c: &Comparison) -> Vec<String> {
     let mut lines = Vec::new();
     let mut seen = Vec::new();
     for m in &c.metrics {

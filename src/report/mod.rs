@@ -22,7 +22,7 @@ pub mod json;
 pub mod model;
 pub mod text;
 
-pub use html::render_html;
+pub use html::{render_comparison_html, render_html};
 pub use json::{from_json, merge, read_result, to_compact_json, to_json};
 pub use model::{
     redacted_command_line, CommandResult, Counts, Distribution, IntervalResult, Partitioning,

@@ -47,11 +47,12 @@ fn none(title: &str) -> Option<String> {
     ))
 }
 
-/// The share of committed transactions in each logarithmic bucket.
-pub fn histogram(r: &RunResult) -> Result<Option<String>, ReportError> {
-    let title = "Latency distribution";
+/// The share (%) of committed transactions in each logarithmic bucket, as
+/// (low edge, high edge, share) with edges in ms; `None` when nothing
+/// committed.
+pub fn log_buckets(r: &RunResult) -> Result<Option<Vec<(f64, f64, f64)>>, ReportError> {
     let Some(h) = decoded(r)? else {
-        return Ok(none(title));
+        return Ok(None);
     };
     let total = h.len() as f64;
     let mut bins: Vec<(i64, u64)> = Vec::new();
@@ -63,10 +64,19 @@ pub fn histogram(r: &RunResult) -> Result<Option<String>, ReportError> {
         }
     }
     let edge = |k: i64| 10f64.powf(k as f64 / PER_DECADE) / 1000.0;
-    let bars: Vec<(f64, f64, f64)> = bins
-        .iter()
-        .map(|&(k, n)| (edge(k), edge(k + 1), 100.0 * n as f64 / total))
-        .collect();
+    Ok(Some(
+        bins.iter()
+            .map(|&(k, n)| (edge(k), edge(k + 1), 100.0 * n as f64 / total))
+            .collect(),
+    ))
+}
+
+/// The share of committed transactions in each logarithmic bucket.
+pub fn histogram(r: &RunResult) -> Result<Option<String>, ReportError> {
+    let title = "Latency distribution";
+    let Some(bars) = log_buckets(r)? else {
+        return Ok(none(title));
+    };
     let lo = bars.first().map_or(0.001, |b| b.0);
     let hi = bars.last().map_or(1.0, |b| b.1);
     let top = bars.iter().map(|b| b.2).fold(0.0, f64::max);
@@ -87,26 +97,46 @@ pub fn histogram(r: &RunResult) -> Result<Option<String>, ReportError> {
     )))
 }
 
-/// Latency at each percentile up to p99.999, on a 1/(1-p) axis.
-pub fn spectrum(r: &RunResult) -> Result<Option<String>, ReportError> {
-    let title = "Percentile spectrum";
+/// Latency (ms) at each percentile up to p99.999, as (1/(1-p), latency);
+/// `None` when nothing committed.
+pub fn spectrum_points(r: &RunResult) -> Result<Option<Vec<(f64, f64)>>, ReportError> {
     let Some(h) = decoded(r)? else {
-        return Ok(none(title));
+        return Ok(None);
     };
     let (values, _) = h.quantiles(SPECTRUM);
     let max_ms = r.latency.stats.max as f64 / 1000.0;
-    let points: Vec<(f64, f64)> = SPECTRUM
-        .iter()
-        .zip(values)
-        .map(|(q, v)| (1.0 / (1.0 - q), (v as f64 / 1000.0).min(max_ms)))
-        .collect();
+    Ok(Some(
+        SPECTRUM
+            .iter()
+            .zip(values)
+            .map(|(q, v)| (1.0 / (1.0 - q), (v as f64 / 1000.0).min(max_ms)))
+            .collect(),
+    ))
+}
+
+/// The 1/(1-p) axis of a percentile spectrum, labelled in percentiles.
+pub fn spectrum_axis() -> Axis {
     let mut x = Axis::log(1.0, 100_000.0, "percentile");
     x.ticks = ["0%", "90%", "99%", "99.9%", "99.99%", "99.999%"]
         .iter()
         .enumerate()
         .map(|(e, label)| (10f64.powi(e as i32), (*label).to_owned()))
         .collect();
-    let mut chart = Chart::new(title, x, Axis::linear(0.0, max_ms, "latency (ms)"));
+    x
+}
+
+/// Latency at each percentile up to p99.999, on a 1/(1-p) axis.
+pub fn spectrum(r: &RunResult) -> Result<Option<String>, ReportError> {
+    let title = "Percentile spectrum";
+    let Some(points) = spectrum_points(r)? else {
+        return Ok(none(title));
+    };
+    let max_ms = r.latency.stats.max as f64 / 1000.0;
+    let mut chart = Chart::new(
+        title,
+        spectrum_axis(),
+        Axis::linear(0.0, max_ms, "latency (ms)"),
+    );
     chart.line(Line {
         class: "s0",
         label: "latency at percentile".into(),

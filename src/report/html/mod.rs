@@ -27,6 +27,7 @@
 //! run's page stays under 400 KB and 5,000 SVG elements; a chart draws
 //! each series as one polyline, whatever the number of points.
 
+mod comparison;
 mod distribution;
 pub mod escape;
 mod summary;
@@ -37,6 +38,8 @@ mod time;
 use std::fmt::Write as _;
 
 use super::model::{ReportError, RunResult};
+
+pub use comparison::render_comparison_html;
 
 /// A section of the page: its HTML, or nothing when it does not apply.
 type Section = fn(&RunResult) -> Result<Option<String>, ReportError>;
@@ -64,30 +67,43 @@ const STYLE: &str = include_str!("style.css");
 /// The page of `result`; `rendered_at` is shown in its footer (µs since
 /// the Unix epoch).
 pub fn render_html(result: &RunResult, rendered_at_us: i64) -> Result<String, ReportError> {
-    let json = escape::script_data(&super::to_compact_json(result)?);
-    let mut out = String::with_capacity(json.len() + 64 * 1024);
+    let json = super::to_compact_json(result)?;
+    let mut out = page_start(&summary::title(result), json.len());
+    for section in SECTIONS {
+        if let Some(html) = section(result)? {
+            out.push_str(&html);
+        }
+    }
+    page_end(&mut out, "result", &json, rendered_at_us);
+    Ok(out)
+}
+
+/// The page's head, up to the start of its content; `data_len` is the
+/// size of the JSON it will embed.
+fn page_start(title: &str, data_len: usize) -> String {
+    let mut out = String::with_capacity(data_len + 64 * 1024);
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta http-equiv=\"Content-Security-Policy\" content=\"{CONTENT_SECURITY_POLICY}\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>{}</title><style>{STYLE}</style></head><body><main>",
-        escape::esc(&summary::title(result))
+        escape::esc(title)
     );
-    for section in SECTIONS {
-        if let Some(html) = section(result)? {
-            out.push_str(&html);
-        }
-    }
+    out
+}
+
+/// The footer and the embedded JSON (`what` names it in the footer).
+fn page_end(out: &mut String, what: &str, json: &str, rendered_at_us: i64) {
     let _ = write!(
         out,
-        "<footer>Rendered by pgbolt {} at {}. The result is embedded in this page as JSON (element <code>#pgbolt-result</code>).</footer></main>\
-         <script type=\"application/json\" id=\"pgbolt-result\">{json}</script></body></html>",
+        "<footer>Rendered by pgbolt {} at {}. The {what} is embedded in this page as JSON (element <code>#pgbolt-result</code>).</footer></main>\
+         <script type=\"application/json\" id=\"pgbolt-result\">{}</script></body></html>",
         escape::esc(env!("CARGO_PKG_VERSION")),
-        utc(rendered_at_us)
+        utc(rendered_at_us),
+        escape::script_data(json)
     );
     out.push('\n');
-    Ok(out)
 }
 
 /// The JSON result embedded in a page written by [`render_html`] (still

@@ -125,6 +125,16 @@ pub fn throughput(r: &RunResult) -> Result<Option<String>, ReportError> {
     Ok(Some(out))
 }
 
+/// Committed transactions per second of each interval, at seconds since
+/// the run's start (after the connections), so that runs line up.
+pub fn committed_per_second(r: &RunResult) -> Vec<(f64, f64)> {
+    let begin = r.timings.initial_connection_us as f64 / 1e6;
+    spans(r)
+        .iter()
+        .map(|&(i, x, ran)| (x - begin, i.stats.counts.committed as f64 / ran))
+        .collect()
+}
+
 /// One count of an interval.
 type Count = fn(&IntervalResult) -> u64;
 

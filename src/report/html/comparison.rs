@@ -1,0 +1,292 @@
+//! The page of a comparison (`pgbolt --compare ... --html=FILE`): the
+//! verdict, what differs between the runs, each figure's change with its
+//! interval, and the two runs overlaid (throughput over time, percentile
+//! spectra, latency distributions).
+//!
+//! It draws with the run page's charts ([`super::svg`]) and reads each run
+//! through the same helpers as the run page ([`super::time`],
+//! [`super::distribution`]), the baseline in the first colour and the
+//! candidate in the second. The page embeds the comparison and both
+//! results as one JSON object (`comparison`, `baseline`, `candidate`).
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::escape::esc;
+use super::svg::{Axis, Chart, Line};
+use super::{distribution, page_end, page_start, time};
+use crate::compare::{Comparison, Metric, MetricChange, Side};
+use crate::report::model::{ReportError, RunResult};
+
+/// What the page embeds.
+#[derive(Serialize)]
+struct Embedded<'a> {
+    comparison: &'a Comparison,
+    baseline: &'a RunResult,
+    candidate: &'a RunResult,
+}
+
+/// The page of comparison `c` of `baseline` and `candidate`.
+pub fn render_comparison_html(
+    c: &Comparison,
+    baseline: &RunResult,
+    candidate: &RunResult,
+    rendered_at_us: i64,
+) -> Result<String, ReportError> {
+    let json = serde_json::to_string(&Embedded {
+        comparison: c,
+        baseline,
+        candidate,
+    })
+    .map_err(ReportError::Json)?;
+    let title = format!("pgbolt comparison: {}", c.verdict.describe());
+    let mut out = page_start(&title, json.len());
+    header(&mut out, c);
+    changes(&mut out, c);
+    overlays(&mut out, baseline, candidate)?;
+    page_end(
+        &mut out,
+        "comparison, with both results,",
+        &json,
+        rendered_at_us,
+    );
+    Ok(out)
+}
+
+const RUNS: [(&str, &str); 2] = [("s0", "baseline"), ("s1", "candidate")];
+
+fn header(out: &mut String, c: &Comparison) {
+    let _ = write!(
+        out,
+        "<header><h1>pgbolt comparison: <span data-figure=\"verdict\">{}</span></h1><dl class=\"meta\">",
+        esc(c.verdict.describe())
+    );
+    for ((class, name), side) in RUNS.iter().zip([&c.baseline, &c.candidate]) {
+        let _ = write!(
+            out,
+            "<dt><span class=\"key {class}\"></span>{name}</dt><dd><code>{}</code>: {}</dd>",
+            esc(&side.source),
+            esc(&summary(side))
+        );
+    }
+    let metrics: Vec<&str> = c.verdict_metrics.iter().map(|m| m.name()).collect();
+    let _ = write!(
+        out,
+        "<dt>Verdict on</dt><dd>{}, threshold {}%, {}% intervals</dd></dl></header>",
+        esc(&metrics.join(", ")),
+        c.threshold * 100.0,
+        c.confidence * 100.0
+    );
+    out.push_str("<section><h2>Differences between the runs</h2>");
+    if c.differences.is_empty() {
+        out.push_str("<p class=\"note\">None: same scripts, options, server version and recorded settings.</p>");
+    } else {
+        out.push_str("<table><tr><th>what</th><th>baseline</th><th>candidate</th></tr>");
+        for d in &c.differences {
+            let _ = write!(
+                out,
+                "<tr><td class=\"text\">{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&d.what),
+                esc(&d.baseline),
+                esc(&d.candidate)
+            );
+        }
+        out.push_str("</table>");
+    }
+    out.push_str("</section>");
+}
+
+fn summary(s: &Side) -> String {
+    format!(
+        "{:.1} tps, {} committed, {} failed in {:.1} s{}",
+        s.tps,
+        s.committed,
+        s.failed,
+        s.duration_s,
+        if s.aborted { ", aborted" } else { "" }
+    )
+}
+
+/// The table of changes and the chart of their intervals.
+fn changes(out: &mut String, c: &Comparison) {
+    out.push_str("<section><h2>Changes</h2><table><tr><th>metric</th><th>baseline</th><th>candidate</th><th>change</th><th>95% interval</th><th>outcome</th></tr>");
+    for m in &c.metrics {
+        let figure = |v: Option<f64>| match (v, m.metric) {
+            (None, _) => "-".to_owned(),
+            (Some(v), Metric::Tps) => format!("{v:.1}"),
+            (Some(v), _) => format!("{v:.3} ms"),
+        };
+        let (change, interval) = match m.change {
+            Some(e) => (
+                percent(e.value),
+                format!("{} to {}", percent(e.low), percent(e.high)),
+            ),
+            None => ("-".to_owned(), "-".to_owned()),
+        };
+        let _ = write!(
+            out,
+            "<tr data-metric=\"{0}\"><td>{0}</td><td>{1}</td><td>{2}</td><td data-figure=\"change-{0}\">{3}</td><td>{4}</td><td>{5}</td></tr>",
+            esc(m.metric.name()),
+            figure(m.baseline),
+            figure(m.candidate),
+            change,
+            interval,
+            esc(m.outcome.describe())
+        );
+    }
+    out.push_str("</table>");
+    out.push_str(&interval_chart(&c.metrics, c.threshold));
+    if let Some(d) = &c.latency_distribution {
+        let _ = write!(
+            out,
+            "<p class=\"note\">Whole latency distributions: a candidate transaction is slower than a baseline one with probability {:.3} (0.5: no difference; Cliff's delta {:+.3}; Mann–Whitney p {}).</p>",
+            d.probability_slower,
+            d.cliffs_delta,
+            if d.p_value < 1e-4 {
+                "&lt; 0.0001".to_owned()
+            } else {
+                format!("= {:.4}", d.p_value)
+            }
+        );
+    }
+    for line in crate::compare::method_lines(c) {
+        let _ = write!(out, "<p class=\"note\">{}</p>", esc(&line));
+    }
+    out.push_str("</section>");
+}
+
+fn percent(v: f64) -> String {
+    format!("{:+.1}%", v * 100.0)
+}
+
+/// Each metric's change as a point with its interval, against the
+/// threshold on either side of no change.
+fn interval_chart(metrics: &[MetricChange], threshold: f64) -> String {
+    let known: Vec<&MetricChange> = metrics.iter().filter(|m| m.change.is_some()).collect();
+    let reach = known
+        .iter()
+        .filter_map(|m| m.change)
+        .flat_map(|e| [e.low.abs(), e.high.abs()])
+        .fold(threshold * 2.0, f64::max)
+        * 100.0;
+    let mut x = Axis::linear(-reach, reach, "change (%)");
+    let step = x.ticks.get(1).map_or(reach, |t| t.0 - x.ticks[0].0);
+    x.ticks = (-(reach / step).ceil() as i64..=(reach / step).ceil() as i64)
+        .map(|k| (k as f64 * step, super::svg::number(k as f64 * step)))
+        .collect();
+    x.min = x.ticks.first().map_or(-reach, |t| t.0);
+    x.max = x.ticks.last().map_or(reach, |t| t.0);
+    let mut y = Axis::linear(0.0, known.len() as f64 + 1.0, "");
+    y.ticks = known
+        .iter()
+        .enumerate()
+        .map(|(i, m)| ((known.len() - i) as f64, m.metric.name().to_owned()))
+        .collect();
+    let mut chart = Chart::new("Each change with its 95% interval", x, y);
+    for (i, m) in known.iter().enumerate() {
+        if let Some(e) = m.change {
+            let row = (known.len() - i) as f64;
+            chart.line(Line {
+                class: ["s0", "s1", "s2", "s3", "s4"][i % 5],
+                label: m.metric.name().to_owned(),
+                points: vec![
+                    (e.low * 100.0, row),
+                    (e.value * 100.0, row),
+                    (e.high * 100.0, row),
+                ],
+            });
+        }
+    }
+    chart.marker(-threshold * 100.0, "");
+    chart.marker(
+        threshold * 100.0,
+        &format!("threshold ±{}%", super::svg::number(threshold * 100.0)),
+    );
+    chart.finish()
+}
+
+/// The two runs overlaid.
+fn overlays(out: &mut String, a: &RunResult, b: &RunResult) -> Result<(), ReportError> {
+    let runs = [a, b];
+    let tps = runs.map(time::committed_per_second);
+    let top = tps.iter().flatten().map(|p| p.1).fold(0.0, f64::max);
+    let end = tps.iter().flatten().map(|p| p.0).fold(1.0, f64::max);
+    let mut chart = Chart::new(
+        "Throughput over time",
+        Axis::linear(0.0, end, "time since the run's start (s)"),
+        Axis::linear(0.0, top, "committed transactions per second"),
+    );
+    for ((class, name), points) in RUNS.into_iter().zip(tps) {
+        chart.line(Line {
+            class,
+            label: name.to_owned(),
+            points,
+        });
+    }
+    let _ = write!(
+        out,
+        "<section><h2>Throughput over time</h2>{}</section>",
+        chart.finish()
+    );
+
+    let spectra = [
+        distribution::spectrum_points(a)?,
+        distribution::spectrum_points(b)?,
+    ];
+    let top = spectra
+        .iter()
+        .flatten()
+        .flatten()
+        .map(|p| p.1)
+        .fold(0.0, f64::max);
+    let mut chart = Chart::new(
+        "Percentile spectra",
+        distribution::spectrum_axis(),
+        Axis::linear(0.0, top, "latency (ms)"),
+    );
+    for ((class, name), points) in RUNS.into_iter().zip(spectra) {
+        chart.line(Line {
+            class,
+            label: name.to_owned(),
+            points: points.unwrap_or_default(),
+        });
+    }
+    let _ = write!(
+        out,
+        "<section><h2>Percentile spectra</h2>{}</section>",
+        chart.finish()
+    );
+
+    let buckets = [distribution::log_buckets(a)?, distribution::log_buckets(b)?];
+    let all: Vec<(f64, f64, f64)> = buckets.iter().flatten().flatten().copied().collect();
+    let lo = all.iter().map(|b| b.0).fold(f64::INFINITY, f64::min);
+    let hi = all.iter().map(|b| b.1).fold(0.0, f64::max);
+    let top = all.iter().map(|b| b.2).fold(0.0, f64::max);
+    let mut chart = Chart::new(
+        "Latency distributions",
+        Axis::log(
+            if lo.is_finite() { lo } else { 0.001 },
+            hi.max(0.002),
+            "latency (ms), 10 buckets per decade",
+        ),
+        Axis::linear(0.0, top, "share of transactions (%)"),
+    );
+    for ((class, name), bars) in RUNS.into_iter().zip(buckets) {
+        chart.line(Line {
+            class,
+            label: name.to_owned(),
+            points: bars
+                .unwrap_or_default()
+                .iter()
+                .map(|&(low, high, share)| ((low * high).sqrt(), share))
+                .collect(),
+        });
+    }
+    let _ = write!(
+        out,
+        "<section><h2>Latency distributions</h2>{}<p class=\"note\">Share of each run's committed transactions in each bucket, plotted at the bucket's middle.</p></section>",
+        chart.finish()
+    );
+    Ok(())
+}
