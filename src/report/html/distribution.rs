@@ -47,10 +47,13 @@ fn none(title: &str) -> Option<String> {
     ))
 }
 
+/// A logarithmic bucket: low edge, high edge (ms) and share (%).
+pub type Bucket = (f64, f64, f64);
+
 /// The share (%) of committed transactions in each logarithmic bucket, as
 /// (low edge, high edge, share) with edges in ms; `None` when nothing
 /// committed.
-pub fn log_buckets(r: &RunResult) -> Result<Option<Vec<(f64, f64, f64)>>, ReportError> {
+pub fn log_buckets(r: &RunResult) -> Result<Option<Vec<Bucket>>, ReportError> {
     let Some(h) = decoded(r)? else {
         return Ok(None);
     };
