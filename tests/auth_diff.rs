@@ -17,7 +17,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::{pgbolt_path, run_without_terminal, PGBENCH};
+use common::{pgbench_path, pgbolt_path, run_without_terminal};
 use pgbolt::tempdb::{AuthMethod, TempDb};
 
 const PASSWORD: &str = "pw-9f3kq";
@@ -177,7 +177,7 @@ fn compare(case: &str, setup: Setup<'_>, args: &[String], want: &str) {
     let mut all = vec!["-n".to_owned(), "-t".into(), "1".into(), "-S".into()];
     all.extend_from_slice(args);
     let dir = tempfile::tempdir().expect("temp dir");
-    let theirs = run(Path::new(PGBENCH), &setup, &all, dir.path());
+    let theirs = run(Path::new(pgbench_path()), &setup, &all, dir.path());
     let ours = run(&pgbolt_path(), &setup, &all, dir.path());
     let (their_lines, our_lines) = (seen(&theirs, "pgbench"), seen(&ours, "pgbolt"));
     let shown = format!(
@@ -643,7 +643,7 @@ fn passwords_that_are_not_utf8_are_sent_as_they_are() {
         ),
     ];
     for (case, passfile, answer, want) in cases {
-        let theirs = run_latin1(Path::new(PGBENCH), passfile, answer);
+        let theirs = run_latin1(Path::new(pgbench_path()), passfile, answer);
         let ours = run_latin1(&pgbolt_path(), passfile, answer);
         let (their_lines, our_lines) = (seen(&theirs, "pgbench"), seen(&ours, "pgbolt"));
         let shown = format!("{case}\npgbench: {their_lines:#?}\npgbolt: {our_lines:#?}");

@@ -7,7 +7,8 @@
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Output, Stdio};
 
-const PGBENCH: &str = "/usr/lib/postgresql/15/bin/pgbench";
+mod common;
+use common::pgbench_path;
 
 const OPTIONS: &[&str] = &[
     "-c",
@@ -71,7 +72,9 @@ fn both(args: &[&str]) -> ((Option<i32>, String), (Option<i32>, String)) {
     let bolt = command(env!("CARGO_BIN_EXE_pgbolt"), args)
         .output()
         .expect("pgbolt runs");
-    let bench = command(PGBENCH, args).output().expect("pgbench runs");
+    let bench = command(pgbench_path(), args)
+        .output()
+        .expect("pgbench runs");
     (outcome(&bolt, "pgbolt"), outcome(&bench, "pgbench"))
 }
 
@@ -141,7 +144,7 @@ fn clients_beyond_the_open_file_limit_are_refused() {
 fn the_soft_open_file_limit_is_raised_to_the_hard_one() {
     let args = ["-c", "500", "-t", "1", "--no-preflight"];
     let bolt = limited(env!("CARGO_BIN_EXE_pgbolt"), &args, 256, 1024);
-    let bench = limited(PGBENCH, &args[..4], 256, 1024);
+    let bench = limited(pgbench_path(), &args[..4], 256, 1024);
     let bolt_err = String::from_utf8_lossy(&bolt.stderr);
     let bench_err = String::from_utf8_lossy(&bench.stderr);
     assert!(!bolt_err.contains("open files"), "{bolt_err}");

@@ -139,7 +139,7 @@ fn a_failing_option_starts_nothing() {
     let scratch = Scratch::new();
     let out = scratch.run(&["--temp-instance", "-c", "0"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("-c/--clients must be in range"));
+    assert!(text(&out.stderr).contains("-c/--client must be in range"));
     scratch.assert_nothing_left();
 }
 

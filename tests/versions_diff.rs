@@ -10,7 +10,7 @@ mod common;
 
 use std::process::{Command, Output};
 
-use common::{pgbolt_path, server, stderr, PGBENCH};
+use common::{pgbench_path, pgbolt_path, server, stderr};
 use pgbolt::tempdb::TempDb;
 
 /// `program` with every inherited `PG*` variable replaced by `db`'s
@@ -34,7 +34,10 @@ fn both(db: &TempDb, args: &[&str], env: &[(&str, &str)]) -> (Output, Output) {
             .output()
             .expect("program runs")
     };
-    (run(std::path::Path::new(PGBENCH)), run(&pgbolt_path()))
+    (
+        run(std::path::Path::new(pgbench_path())),
+        run(&pgbolt_path()),
+    )
 }
 
 /// A server before 16 has no `pg_use_reserved_connections`: the preflight
@@ -74,7 +77,7 @@ fn preflight_on_a_server_without_role_reserved_slots() {
 /// A database of the shared server initialized by pgbench at scale 1.
 fn bench_database() -> String {
     let db = server().create_database().expect("create database");
-    let init = command(std::path::Path::new(PGBENCH), server(), &[])
+    let init = command(std::path::Path::new(pgbench_path()), server(), &[])
         .args(["-i", "-q", &db])
         .output()
         .expect("pgbench -i");

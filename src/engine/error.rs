@@ -96,16 +96,16 @@ impl fmt::Display for EngineError {
     /// The first line follows `pgbolt: error: `; later lines carry their
     /// own prefix.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const P: &str = crate::cli::PROGRAM;
+        let prog = crate::cli::PROGRAM.as_str();
         match self {
             EngineError::ConnOptions(e) => {
-                write!(f, "{e}\n{P}: error: could not create connection for setup")
+                write!(f, "{e}\n{prog}: error: could not create connection for setup")
             }
             EngineError::SetupConnection(e) => {
-                write!(f, "{e}\n{P}: error: could not create connection for setup")
+                write!(f, "{e}\n{prog}: error: could not create connection for setup")
             }
             EngineError::ClientConnection { client, error } => {
-                write!(f, "{error}\n{P}: error: could not create connection for client {client}")
+                write!(f, "{error}\n{prog}: error: could not create connection for client {client}")
             }
             EngineError::Script(e) => write!(f, "{e}"),
             EngineError::ZeroWeight => f.write_str("total script weight must not be zero"),
@@ -125,7 +125,7 @@ impl fmt::Display for EngineError {
                 if let Some(db) = missing_table_in {
                     write!(
                         f,
-                        "\n{P}: hint: Perhaps you need to do initialization (\"pgbench -i\") in database \"{db}\"."
+                        "\n{prog}: hint: Perhaps you need to do initialization (\"pgbench -i\") in database \"{db}\"."
                     )?;
                 }
                 Ok(())
@@ -135,7 +135,7 @@ impl fmt::Display for EngineError {
             }
             EngineError::NoAccountsTable { dbname } => write!(
                 f,
-                "no pgbench_accounts table found in \"search_path\"\n{P}: hint: Perhaps you need to do \
+                "no pgbench_accounts table found in \"search_path\"\n{prog}: hint: Perhaps you need to do \
                  initialization (\"pgbench -i\") in database \"{dbname}\"."
             ),
             EngineError::PartitionMethod(m) => write!(f, "unexpected partition method: \"{m}\""),
@@ -144,7 +144,7 @@ impl fmt::Display for EngineError {
                     f,
                     "the server cannot accept {} more connections: max_connections is {}, {} \
                      are reserved for superusers{}, and {} are in use, which leaves {}\n\
-                     {P}: hint: Run with fewer clients (-c {}), ",
+                     {prog}: hint: Run with fewer clients (-c {}), ",
                     p.clients,
                     p.max_connections,
                     p.reserved,

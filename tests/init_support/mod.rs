@@ -17,8 +17,8 @@ use pgbolt::init::{self, InitOptions, InitSteps, PartitionMethod};
 use pgbolt::tempdb::{self, TempDb};
 use pgwire::conninfo::{Config, Host, HostKind, Secret};
 
+use common::pgbench_path;
 use common::pgbouncer::Bouncer;
-use common::PGBENCH;
 
 /// One server for this test binary, set up so that `vacuum` marks pages
 /// all-visible deterministically (for pgbench and pgbolt alike): commits
@@ -148,7 +148,7 @@ pub fn run_pgbench(dbname: &str, args: &[&str]) -> Outcome {
 
 pub fn run_pgbench_as(dbname: &str, user: &str, args: &[&str]) -> Outcome {
     let db = server();
-    let mut command = Command::new(PGBENCH);
+    let mut command = Command::new(pgbench_path());
     command
         .env("PGHOST", db.socket_dir())
         .env("PGPORT", db.port().to_string())
@@ -326,7 +326,7 @@ pub fn init_through(bouncer: &Bouncer, what: &str) {
     for args in cases {
         let case = format!("{what}, {}", args.join(" "));
         let (pgbench_db, pgbolt_db) = database_pair();
-        let expected = pgbench_init(bouncer.command(PGBENCH), &pgbench_db, args);
+        let expected = pgbench_init(bouncer.command(pgbench_path()), &pgbench_db, args);
         let config = config_through(bouncer, &pgbolt_db);
         let mut opts = options(args);
         opts.jobs = NonZeroUsize::new(4);
