@@ -13,7 +13,7 @@
 
 mod report_support;
 
-use report_support::compare::{ours_without_additions, pgbench15_to_18, re};
+use report_support::compare::{ours_without_additions, re, report_lines};
 use report_support::logs::log_files;
 use report_support::*;
 
@@ -172,7 +172,7 @@ fn same_as_pgbench(db: &str, args: &[String]) {
         .iter()
         .map(|l| untimed(l))
         .collect();
-    let mut expected: Vec<String> = without_nan_shares(pgbench15_to_18(&theirs_text))
+    let mut expected: Vec<String> = without_nan_shares(report_lines(&theirs_text))
         .iter()
         .skip(1)
         .map(|l| untimed(l))
@@ -621,7 +621,7 @@ fn continue_on_error_fails_transactions_as_pgbench_fails_serialization_failures(
                 .collect()
         };
         let mine = report(ours_without_additions(&stdout(&ours), false));
-        let expected = report(pgbench15_to_18(&stdout(&theirs)).split_off(1));
+        let expected = report(report_lines(&stdout(&theirs)).split_off(1));
         assert!(
             expected
                 .iter()

@@ -4,7 +4,8 @@
 //! writer produces and against the files the real pgbench writes with the
 //! same options, and the real pgbench's report is compared line by line
 //! (numbers masked) with pgbolt's rendering for the same options. A
-//! throwaway PostgreSQL 15 cluster is started for the whole file.
+//! throwaway PostgreSQL 18 cluster (from `make deps`) is started for the
+//! whole file; the oracle is [`common::pgbench_path`].
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,7 +17,9 @@ use pgbolt::stats::{
 };
 use regex::Regex;
 
-const BIN: &str = "/usr/lib/postgresql/15/bin";
+mod common;
+
+const BIN: &str = pgbolt::tempdb::DEPS_BIN_DIR;
 
 struct Server {
     dir: PathBuf,
@@ -94,7 +97,7 @@ fn real_pgbench_writes_the_same_logs_and_report_lines() {
 }
 
 fn pgbench(socket_dir: &Path) -> Command {
-    let mut c = Command::new(format!("{BIN}/pgbench"));
+    let mut c = Command::new(common::pgbench_path());
     c.arg("-h")
         .arg(socket_dir)
         .args(["-p", "5432", "-U", "postgres", "-d", "postgres"]);

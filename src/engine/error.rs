@@ -67,11 +67,15 @@ pub enum EngineError {
 pub struct Preflight {
     pub clients: u32,
     pub max_connections: i64,
+    /// The slots this role may not use (none for a superuser).
     pub reserved: i64,
     pub in_use: i64,
+    /// The role connecting is a superuser, who may use every slot.
+    pub superuser: bool,
     /// The server has `reserved_connections` and the role
-    /// `pg_use_reserved_connections` (PostgreSQL 16 and later); before 16
-    /// only superusers have slots of their own.
+    /// `pg_use_reserved_connections` (PostgreSQL 16 and later), and this
+    /// role is not a member of it; before 16 only superusers have slots of
+    /// their own.
     pub role_slots: bool,
     /// The server is `--temp-instance`'s, whose settings come from
     /// `--temp-instance-setting`.
@@ -142,17 +146,22 @@ impl fmt::Display for EngineError {
             EngineError::Preflight(p) => {
                 write!(
                     f,
-                    "the server cannot accept {} more connections: max_connections is {}, {} \
-                     are reserved for superusers{}, and {} are in use, which leaves {}\n\
-                     {prog}: hint: Run with fewer clients (-c {}), ",
-                    p.clients,
-                    p.max_connections,
-                    p.reserved,
+                    "the server cannot accept {} more connections: max_connections is {}, ",
+                    p.clients, p.max_connections,
+                )?;
+                if p.superuser {
+                    write!(f, "none of which are reserved against a superuser, ")?;
+                } else {
+                    write!(f, "{} are reserved for superusers", p.reserved)?;
                     if p.role_slots {
-                        " and roles with pg_use_reserved_connections"
-                    } else {
-                        ""
-                    },
+                        write!(f, " and roles with pg_use_reserved_connections")?;
+                    }
+                    write!(f, ", ")?;
+                }
+                write!(
+                    f,
+                    "and {} are in use, which leaves {}\n\
+                     {prog}: hint: Run with fewer clients (-c {}), ",
                     p.in_use,
                     p.available().max(0),
                     p.available().max(1),
@@ -199,29 +208,45 @@ mod tests {
     use super::{EngineError, Preflight};
 
     /// Servers before 16 have no `pg_use_reserved_connections`, so the
-    /// refusal names superusers alone there.
+    /// refusal names superusers alone there. Regression: a superuser was
+    /// told `0 are reserved for superusers` when 3 were; the slots are
+    /// open to it, which the message now says instead.
     #[test]
     fn preflight_names_the_reserved_slots_the_server_has() {
         let cases = [
-            (false, "3 are reserved for superusers, and 1 are in use"),
             (
+                false,
+                false,
+                3,
+                "3 are reserved for superusers, and 1 are in use",
+            ),
+            (
+                false,
                 true,
+                3,
                 "3 are reserved for superusers and roles with pg_use_reserved_connections, \
                  and 1 are in use",
             ),
+            (
+                true,
+                false,
+                0,
+                "max_connections is 50, none of which are reserved against a superuser, \
+                 and 1 are in use, which leaves 49\n",
+            ),
         ];
-        for (role_slots, expected) in cases {
+        for (superuser, role_slots, reserved, expected) in cases {
             let error = EngineError::Preflight(Preflight {
                 clients: 60,
                 max_connections: 50,
-                reserved: 3,
+                reserved,
                 in_use: 1,
+                superuser,
                 role_slots,
                 temp_instance: false,
             });
             let text = error.to_string();
             assert!(text.contains(expected), "{role_slots}: {text}");
-            assert!(text.contains("which leaves 46\n"), "{text}");
         }
     }
 }
