@@ -661,6 +661,11 @@ fn handle(
                         "client {} pipeline ending, ongoing syncs: {}",
                         query.client, r.syncs_left
                     ));
+                    // pgbench goes back to waiting for the next results,
+                    // which it says.
+                    if r.syncs_left > 1 {
+                        log::debug(format_args!("client {} receiving", query.client));
+                    }
                 }
                 r.syncs_since_result += 1;
             }
