@@ -203,17 +203,26 @@ pub fn normalized(stderr: &str) -> Vec<String> {
         .collect()
 }
 
+/// The pages of the partitions, the same when pgbolt loads them as
+/// pgbench does (one connection).
+pub const PARTITION_PAGES: &[(&str, &str)] = &[(
+    "partition pages",
+    "select relname, relpages from pg_class
+     where relnamespace = 'public'::regnamespace and relispartition order by 1",
+)];
+
 /// Everything about the pgbench tables a user or the planner can see.
 pub const CATALOG: &[(&str, &str)] = &[
     (
         "relations",
         "select c.relname, c.relkind, c.relpersistence, coalesce(array_to_string(c.reloptions, ','), ''),
                 coalesce(pg_get_expr(c.relpartbound, c.oid), ''), coalesce(pg_get_partkeydef(c.oid), ''),
-                coalesce(t.spcname, ''), c.relpages,
-                -- pgbench 15 fills branches and tellers with INSERTs, 16 and
-                -- later (and pgbolt) with COPY FREEZE, which marks pages visible
-                case when c.relname in ('pgbench_branches', 'pgbench_tellers')
-                     then null else c.relallvisible end
+                coalesce(t.spcname, ''),
+                -- partitions loaded side by side end without the empty pages
+                -- pgbench's one COPY leaves at their end (PostgreSQL 16 and
+                -- later; docs/compatibility.md): see PARTITION_PAGES
+                case when c.relispartition then null else c.relpages end,
+                c.relallvisible
          from pg_class c left join pg_tablespace t on t.oid = c.reltablespace
          where c.relnamespace = 'public'::regnamespace and c.relname like 'pgbench%' order by 1",
     ),
