@@ -95,9 +95,8 @@ pub struct Seen {
 }
 
 /// The run's output with the program's name made neutral, the version
-/// line and pgbolt's percentile lines left out, decimal numbers masked,
-/// and pgbench 15's lines for a run with no transaction at all left out
-/// (pgbench 18 prints none; docs/compatibility.md, "Reports and logs").
+/// line and pgbolt's percentile lines left out, and decimal numbers
+/// masked.
 /// Standard error is sorted when `sorted` (several clients abort in any
 /// order).
 pub fn seen(out: &Output, sorted: bool) -> Seen {
@@ -107,7 +106,6 @@ pub fn seen(out: &Output, sorted: bool) -> Seen {
     let program = PROGRAM
         .get_or_init(|| Regex::new(r"^(pgbench|pgbolt) \(|\b(pgbench|pgbolt): ").expect("regex"));
     let clean = |bytes: &[u8]| -> Vec<String> {
-        let mut nan = false;
         text(bytes)
             .lines()
             .filter_map(|l| {
@@ -120,10 +118,7 @@ pub fn seen(out: &Output, sorted: bool) -> Seen {
                         }
                     })
                     .into_owned();
-                let zero_total = nan && l == "total number of retries: 0";
-                nan = l.ends_with(" 0 (NaN%)");
-                let skip =
-                    l.starts_with("PROG (") || l.contains("percentiles:") || nan || zero_total;
+                let skip = l.starts_with("PROG (") || l.contains("percentiles:");
                 (!skip).then(|| decimal.replace_all(&l, "F").into_owned())
             })
             .collect()
