@@ -156,7 +156,8 @@ fn init_generates_the_same_tables() {
 fn scram_over_tcp_with_tls_and_over_the_socket() {
     let db = server();
     let port = db.port().to_string();
-    let cases: [(&[(&str, &str)], &str, Option<i32>); 3] = [
+    type Env<'a> = &'a [(&'a str, &'a str)];
+    let cases: [(Env<'_>, &str, Option<i32>); 3] = [
         (
             &[("PGHOST", "127.0.0.1"), ("PGSSLMODE", "require")],
             PASSWORD,
