@@ -28,8 +28,12 @@ fn a_run_initializes_benchmarks_reports_and_cleans_up() {
     let stdout = text(&out.stdout);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    // The newest server found, named with its directory.
+    let chosen = pgbolt::tempdb::find_bin_dir().expect("server programs");
+    let first = stdout.lines().next().unwrap_or_default();
     assert!(
-        stdout.starts_with("throwaway instance: PostgreSQL "),
+        first.starts_with("throwaway instance: PostgreSQL ")
+            && first.ends_with(&format!(", from {}", chosen.display())),
         "{stdout}"
     );
     assert!(
