@@ -4,8 +4,9 @@
 //! writer produces and against the files the real pgbench writes with the
 //! same options, and the real pgbench's report is compared line by line
 //! (numbers masked) with pgbolt's rendering for the same options. A
-//! throwaway PostgreSQL 18 cluster (from `make deps`) is started for the
-//! whole file; the oracle is [`common::pgbench_path`].
+//! throwaway cluster of the suite's default server (PostgreSQL 18 from
+//! `make deps`) is started for the whole file; the oracle is
+//! [`common::pgbench_path`].
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,7 +20,12 @@ use regex::Regex;
 
 mod common;
 
-const BIN: &str = pgbolt::tempdb::DEPS_BIN_DIR;
+/// A server program of the suite's default server (PostgreSQL 18 from
+/// `make deps`, the newest found).
+fn server_program(name: &str) -> String {
+    let dir = pgbolt::tempdb::find_bin_dir().expect("server programs");
+    dir.join(name).to_string_lossy().into_owned()
+}
 
 struct Server {
     dir: PathBuf,
@@ -27,7 +33,7 @@ struct Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = as_postgres(&format!("{BIN}/pg_ctl"))
+        let _ = as_postgres(&server_program("pg_ctl"))
             .arg("-D")
             .arg(self.dir.join("data"))
             .args(["-m", "immediate", "stop"])
@@ -68,7 +74,7 @@ fn start_server() -> Server {
     }
     let data = server.dir.join("data");
     run_ok(
-        as_postgres(&format!("{BIN}/initdb"))
+        as_postgres(&server_program("initdb"))
             .args(["-A", "trust", "-U", "postgres", "-D"])
             .arg(&data),
     );
@@ -77,7 +83,7 @@ fn start_server() -> Server {
         server.dir.display()
     );
     run_ok(
-        as_postgres(&format!("{BIN}/pg_ctl"))
+        as_postgres(&server_program("pg_ctl"))
             .arg("-D")
             .arg(&data)
             .args(["-w", "-o", &opts, "-l"])
