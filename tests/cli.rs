@@ -284,7 +284,7 @@ fn started_as_pgbench_it_names_itself_pgbench() {
     assert_eq!(
         version,
         format!(
-            "pgbench (pgbolt) 18.6 (pgbolt {})\n",
+            "pgbench (PostgreSQL) 18.6 (pgbolt {})\n",
             env!("CARGO_PKG_VERSION")
         )
     );

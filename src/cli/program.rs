@@ -4,11 +4,12 @@
 //! message and as the connections' `fallback_application_name`. pgbolt does
 //! the same, so that pgbolt installed as `pgbench` (a symbolic link, for
 //! wrappers such as pgbench-tools that call `pgbench`) reads as pgbench
-//! everywhere. Under any name but its own, `--version` prints a line of
-//! PostgreSQL's `NAME (KIND) VERSION` shape whose third word and first
-//! number are the pgbench version pgbolt is compatible with, so that a
-//! script reading pgbench's version learns that one
-//! ([`version_line`]).
+//! everywhere. Under any name but its own, `--version` prints the line of
+//! PostgreSQL's programs, `NAME (PostgreSQL) VERSION`, with the version of
+//! the pgbench pgbolt is compatible with, then pgbolt's own: a script
+//! that reads pgbench's version (its third word, its first number, or
+//! `^pgbench .PostgreSQL. ` as pgbench's own tests match it) learns which
+//! pgbench it may expect ([`version_line`]).
 
 use std::ffi::OsStr;
 use std::fmt;
@@ -63,7 +64,7 @@ pub fn version_line(name: &str) -> String {
     if name == OWN_NAME {
         format!("pgbolt {own} (compatible with pgbench {PGBENCH_COMPATIBLE})")
     } else {
-        format!("{name} (pgbolt) {PGBENCH_COMPATIBLE} (pgbolt {own})")
+        format!("{name} (PostgreSQL) {PGBENCH_COMPATIBLE} (pgbolt {own})")
     }
 }
 
@@ -92,7 +93,7 @@ mod tests {
     #[test]
     fn under_another_name_the_version_reads_as_pgbench_18() {
         let line = version_line("pgbench");
-        assert!(line.starts_with("pgbench (pgbolt) 18.6 "), "{line}");
+        assert!(line.starts_with("pgbench (PostgreSQL) 18.6 "), "{line}");
         assert_eq!(line.split_whitespace().nth(2), Some(PGBENCH_COMPATIBLE));
         let first_number: String = line
             .chars()
