@@ -172,7 +172,13 @@ pub fn announce_seed(value: u64) {
 /// name.
 pub fn print_error(err: &CliError) {
     for (level, text) in err.lines(PROGRAM.as_str()) {
-        crate::cli::ewriteln!("{PROGRAM}: {}{text}", level.label());
+        // The option parser's complaints name argv[0] as given, as glibc's
+        // getopt_long does for pgbench.
+        let name = match level {
+            Level::Plain => PROGRAM.invocation(),
+            _ => PROGRAM.as_str(),
+        };
+        crate::cli::ewriteln!("{name}: {}{text}", level.label());
     }
 }
 

@@ -1,8 +1,9 @@
 //! The name pgbolt gives itself, taken from how it was started.
 //!
 //! pgbench names itself after the last part of its `argv[0]`, in every
-//! message and as the connections' `fallback_application_name`. pgbolt does
-//! the same, so that pgbolt installed as `pgbench` (a symbolic link, for
+//! message and as the connections' `fallback_application_name`, except in
+//! the option parser's own complaints (glibc's `getopt_long`), which start
+//! with `argv[0]` as given. pgbolt does the same, so that pgbolt installed as `pgbench` (a symbolic link, for
 //! wrappers such as pgbench-tools that call `pgbench`) reads as pgbench
 //! everywhere. Under any name but its own, `--version` prints the line of
 //! PostgreSQL's programs, `NAME (PostgreSQL) VERSION`, with the version of
@@ -28,13 +29,23 @@ pub const BUG_REPORTS: &str =
 pub const HOME_PAGE: &str = "pgbolt home page: see README.md in pgbolt's sources.";
 
 /// The process-wide program name: [`PROGRAM`].
-pub struct ProgramName(OnceLock<String>);
+pub struct ProgramName {
+    name: OnceLock<String>,
+    invocation: OnceLock<String>,
+}
 
 /// The name pgbolt gives itself in messages: "pgbolt" unless started
 /// under another name.
-pub static PROGRAM: ProgramName = ProgramName(OnceLock::new());
+pub static PROGRAM: ProgramName = ProgramName::new();
 
 impl ProgramName {
+    const fn new() -> ProgramName {
+        ProgramName {
+            name: OnceLock::new(),
+            invocation: OnceLock::new(),
+        }
+    }
+
     /// Takes the name from `argv[0]`'s last path component; an empty or
     /// missing `argv[0]` keeps "pgbolt". Only the first call counts.
     pub fn set_from_argv0(&self, argv0: Option<&OsStr>) {
@@ -44,11 +55,21 @@ impl ProgramName {
             .map(|name| name.to_string_lossy().into_owned())
             .filter(|name| !name.is_empty())
             .unwrap_or_else(|| OWN_NAME.to_owned());
-        let _ = self.0.set(name);
+        let invocation = argv0
+            .map(|given| given.to_string_lossy().into_owned())
+            .filter(|given| !given.is_empty())
+            .unwrap_or_else(|| name.clone());
+        let _ = self.name.set(name);
+        let _ = self.invocation.set(invocation);
     }
 
     pub fn as_str(&self) -> &str {
-        self.0.get().map_or(OWN_NAME, String::as_str)
+        self.name.get().map_or(OWN_NAME, String::as_str)
+    }
+
+    /// `argv[0]` as given, which the option parser's complaints start with.
+    pub fn invocation(&self) -> &str {
+        self.invocation.get().map_or(self.as_str(), String::as_str)
     }
 }
 
@@ -74,17 +95,26 @@ mod tests {
 
     #[test]
     fn the_name_is_argv0s_last_component() {
-        let cases: [(Option<&str>, &str); 5] = [
-            (Some("/usr/local/bin/pgbench"), "pgbench"),
-            (Some("pgbolt"), "pgbolt"),
-            (Some("./target/release/pgbolt"), "pgbolt"),
-            (Some(""), "pgbolt"),
-            (None, "pgbolt"),
+        let cases: [(Option<&str>, &str, &str); 5] = [
+            (
+                Some("/usr/local/bin/pgbench"),
+                "pgbench",
+                "/usr/local/bin/pgbench",
+            ),
+            (Some("pgbolt"), "pgbolt", "pgbolt"),
+            (
+                Some("./target/release/pgbolt"),
+                "pgbolt",
+                "./target/release/pgbolt",
+            ),
+            (Some(""), "pgbolt", "pgbolt"),
+            (None, "pgbolt", "pgbolt"),
         ];
-        for (argv0, want) in cases {
-            let name = ProgramName(OnceLock::new());
+        for (argv0, want, invocation) in cases {
+            let name = ProgramName::new();
             name.set_from_argv0(argv0.map(OsStr::new));
             assert_eq!(name.as_str(), want, "{argv0:?}");
+            assert_eq!(name.invocation(), invocation, "{argv0:?}");
         }
     }
 
