@@ -103,7 +103,7 @@ fn a_letter_stuck_to_a_number_opens_no_string() {
 }
 
 /// pgbench 18's lexer takes a vertical tab for whitespace (pgbench 15's
-/// does not), so it may separate the parts of a string continued on the
+/// did not), so it may separate the parts of a string continued on the
 /// next line: here the `E'...'` string goes on and holds the semicolon.
 #[test]
 fn a_vertical_tab_is_whitespace_as_in_pgbench_18() {
