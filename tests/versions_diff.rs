@@ -3,7 +3,8 @@
 //! docs/compatibility.md): the order of set-up notices (on the default
 //! PostgreSQL 18), and on the machine's PostgreSQL 15 the wording of the
 //! preflight on a server without `pg_use_reserved_connections` and a
-//! server hanging up in the middle of a direct TLS handshake.
+//! server hanging up in the middle of a direct TLS handshake. Also the
+//! preflight's wording to a superuser.
 
 mod common;
 
@@ -70,6 +71,26 @@ fn preflight_on_a_server_without_role_reserved_slots() {
         ),
         "{}",
         stderr(&pgbolt)
+    );
+}
+
+/// Regression: a superuser was told `0 are reserved for superusers` when
+/// `superuser_reserved_connections` is 3; the slots are open to it, and
+/// the preflight now says so.
+#[test]
+fn preflight_to_a_superuser() {
+    let out = command(&pgbolt_path(), server(), &[])
+        .args(["-S", "-t", "1", "-c", "500"])
+        .output()
+        .expect("pgbolt runs");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with(
+            "pgbolt: error: the server cannot accept 500 more connections: max_connections \
+             is 100, none of which are reserved against a superuser, and "
+        ),
+        "{err}"
     );
 }
 
