@@ -268,8 +268,8 @@ fn target_session_attrs_choose_the_same_server() {
     assert!(outcomes.contains(&standby_t) && outcomes.contains(&standby_f));
     assert!(outcomes.contains(&(Some(1), None)), "{outcomes:?}");
 
-    // load_balance_hosts=random (libpq 16, unknown to pgbench 15): with a
-    // new connection per transaction, both servers get some of 30.
+    // load_balance_hosts=random (libpq 16): with a new connection per
+    // transaction, both servers get some of 30, from both programs.
     let target = format!(
         "host={},{} port={},{} user={} dbname=postgres load_balance_hosts=random",
         p.0,
@@ -279,16 +279,18 @@ fn target_session_attrs_choose_the_same_server() {
         primary.superuser()
     );
     let args = ["-C", "-n", "-t", "30", "-f", &script.path, &target];
-    let out = run(Program::Pgbolt, &args, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
-    let text = common::stdout(&out);
-    let count = |which: &str| text.lines().filter(|l| *l == which).count();
-    let (on_standby, on_primary) = (count("standby t"), count("standby f"));
-    assert_eq!(on_standby + on_primary, 30, "{text}");
-    assert!(
-        on_standby > 0 && on_primary > 0,
-        "{on_standby} {on_primary}"
-    );
+    for program in [Program::Pgbench, Program::Pgbolt] {
+        let out = run(program, &args, &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+        let text = common::stdout(&out);
+        let count = |which: &str| text.lines().filter(|l| *l == which).count();
+        let (on_standby, on_primary) = (count("standby t"), count("standby f"));
+        assert_eq!(on_standby + on_primary, 30, "{text}");
+        assert!(
+            on_standby > 0 && on_primary > 0,
+            "{on_standby} {on_primary}"
+        );
+    }
     drop(standby);
 }
 

@@ -26,7 +26,7 @@ fn under_limits(program: &Path, limits: &str, args: &[&str]) -> Output {
 fn both_under_limits(limits: &str, args: &[&str]) -> (Output, Output) {
     (
         under_limits(Path::new(env!("CARGO_BIN_EXE_pgbolt")), limits, args),
-        under_limits(Path::new(PGBENCH), limits, args),
+        under_limits(Path::new(pgbench_path()), limits, args),
     )
 }
 

@@ -141,6 +141,32 @@ fn a_pipeline_statement_that_fails_to_prepare_is_logged_and_skipped() {
     }
 }
 
+/// Found with pgbench 18 as the oracle: under `-M prepared` a statement
+/// whose preparation fails is logged (pgbench's own `PQprepare`), then
+/// executed anyway, and the client aborts on the statement that does not
+/// exist; pgbolt aborted on the preparation's error.
+#[test]
+fn a_statement_that_fails_to_prepare_aborts_on_the_missing_statement() {
+    let (ours, theirs) = both_fail("SELECT 1 + ;\n", &["-t", "2", "-c", "1", "-M", "prepared"]);
+    assert_eq!(ours, theirs);
+    assert_eq!(ours.0, Some(2));
+    assert!(
+        ours.1.starts_with(
+            "PROG: error: ERROR:  syntax error at or near \";\"\nLINE 1: SELECT 1 + ;\n"
+        ),
+        "{}",
+        ours.1
+    );
+    assert!(
+        ours.1.contains(
+            "PROG: error: client 0 script 0 aborted in command 0 query 0: \
+             ERROR:  prepared statement \"P_0\" does not exist\n"
+        ),
+        "{}",
+        ours.1
+    );
+}
+
 #[test]
 fn run_time_errors_match_pgbench() {
     let cases: &[(&str, &str)] = &[

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{pgbolt_path, script_file, server, PGBENCH};
+use common::{pgbench_path, pgbolt_path, script_file, server};
 
 /// Exit status and standard error of `program` run with `args`, in
 /// pgbolt's words.
@@ -17,7 +17,7 @@ fn run(program: &str, args: &[&str]) -> (Option<i32>, String) {
         .args(args)
         .output()
         .expect("the program runs");
-    let name = if program == PGBENCH {
+    let name = if program == pgbench_path() {
         "pgbench"
     } else {
         "pgbolt"
@@ -33,7 +33,7 @@ fn run(program: &str, args: &[&str]) -> (Option<i32>, String) {
 
 /// Runs both on `args`; the differences found, if any.
 fn compare(args: &[&str]) -> Option<String> {
-    let theirs = run(PGBENCH, args);
+    let theirs = run(pgbench_path(), args);
     let ours = run(pgbolt_path().to_str().expect("UTF-8 path"), args);
     (theirs != ours).then(|| {
         format!(
@@ -93,7 +93,7 @@ fn debug_lines_of_meta_commands_match_pgbench() {
         "-f",
         &script.path,
     ];
-    let (code, theirs) = run(PGBENCH, &args);
+    let (code, theirs) = run(pgbench_path(), &args);
     let (our_code, ours) = run(pgbolt_path().to_str().expect("UTF-8 path"), &args);
     assert_eq!((our_code, &ours), (code, &theirs));
     assert!(theirs.lines().count() >= 10, "{theirs}");

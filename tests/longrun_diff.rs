@@ -63,7 +63,7 @@ fn same_report(args: &[&str], ours: &Output, theirs: &Output, status: i32) {
     );
     let rate = args.contains(&"-R");
     let mine = ours_without_additions(&stdout(ours), rate);
-    let mut expected = pgbench15_to_18(&stdout(theirs));
+    let mut expected = report_lines(&stdout(theirs));
     expected.remove(0);
     assert_eq!(
         shape(&mine, false),

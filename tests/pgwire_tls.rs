@@ -2,6 +2,7 @@
 //! certificate checks (wrong host name, no SAN, untrusted chain), channel
 //! binding, client certificates, and cancelling a TLS session.
 
+mod common;
 mod pgwire_support;
 
 use std::sync::OnceLock;
@@ -255,11 +256,31 @@ fn a_client_certificate_authenticates() {
 #[test]
 fn direct_ssl_negotiation_fails_cleanly_on_a_server_without_it() {
     // PostgreSQL 15 predates direct SSL: it must be an error, never a hang.
+    let db = common::builder15()
+        .tcp(true)
+        .ssl(true)
+        .server_cert(ServerCert::Localhost)
+        .host_auth(AuthMethod::ScramSha256)
+        .user("alice", "secret")
+        .start()
+        .expect("PostgreSQL 15 with SSL starts");
+    let conninfo = format!(
+        "{} sslmode=require sslnegotiation=direct connect_timeout=10",
+        at(&db)
+    );
+    assert!(connect(&conninfo).is_err());
+}
+
+/// PostgreSQL 17 and later take the TLS handshake straight away.
+#[test]
+fn direct_ssl_negotiation_works_on_a_server_with_it() {
     let conninfo = format!(
         "{} sslmode=require sslnegotiation=direct connect_timeout=10",
         at(good_cert())
     );
-    assert!(connect(&conninfo).is_err());
+    let mut client = connect(&conninfo).unwrap();
+    assert!(client.connection().is_tls());
+    assert_eq!(value(&mut client, "SELECT 1"), "1");
 }
 
 #[test]

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 mod common;
 
 use common::pgbouncer::{initialized_server, processed, run, Bouncer, PoolMode};
-use common::{pgbolt_path, stderr, PGBENCH};
+use common::{pgbench_path, pgbolt_path, stderr};
 use pgbolt::tempdb::{self, TempDb};
 
 /// The server connections this test binary's server allows: fewer than
@@ -70,7 +70,7 @@ fn runs_through_pgbouncer_end_as_pgbenchs() {
             .start(server());
         for (_, args) in cases.iter().filter(|(m, _)| *m == mode) {
             let case = format!("{} pooling, {}", mode.name(), args.join(" "));
-            let expected = run(&bouncer, PGBENCH, args);
+            let expected = run(&bouncer, pgbench_path(), args);
             let actual = run(&bouncer, pgbolt_path(), args);
             assert_eq!(
                 actual.status.code(),
@@ -99,7 +99,7 @@ fn a_pooled_run_is_not_held_to_the_servers_free_connections() {
         .default_pool_size(3)
         .start(server());
     let args = ["-S", "-c", "24", "-t", "10"];
-    let expected = run(&bouncer, PGBENCH, &args);
+    let expected = run(&bouncer, pgbench_path(), &args);
     let actual = run(&bouncer, pgbolt_path(), &args);
     assert!(expected.status.success(), "{}", stderr(&expected));
     assert!(actual.status.success(), "{}", stderr(&actual));
@@ -131,7 +131,7 @@ fn clients_beyond_max_client_conn_fail_as_with_pgbench() {
             .start(server());
         let args = ["-S", "-c", "6", "-t", "10"];
         for out in [
-            run(&bouncer, PGBENCH, &args),
+            run(&bouncer, pgbench_path(), &args),
             run(&bouncer, pgbolt_path(), &args),
         ] {
             let text = stderr(&out);
@@ -165,7 +165,7 @@ fn a_prepared_statement_found_on_a_pooled_connection_is_used_as_pgbench_does() {
     let args = ["-S", "-M", "prepared", "-c", "2", "-t", "10"];
     let taken = "error: ERROR:  prepared statement \"P_0\" already exists";
     let mut outcomes = Vec::new();
-    for program in [PGBENCH.into(), pgbolt_path()] {
+    for program in [pgbench_path().into(), pgbolt_path()] {
         let bouncer = Bouncer::builder()
             .pool_mode(PoolMode::Transaction)
             .default_pool_size(1)

@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 mod common;
 
 use common::pgbouncer::{initialized_server, processed, run, Bouncer, PoolMode};
-use common::{line, pgbolt_path, script_file, stderr, stdout, PGBENCH};
+use common::{line, pgbench_path, pgbolt_path, script_file, stderr, stdout};
 use pgbolt::tempdb::{self, TempDb};
 
 /// One small server with the pgbench tables (scale 1) in `postgres`.
@@ -42,7 +42,7 @@ fn messages(out: &Output, program: &str) -> String {
 /// number of transactions.
 fn same_outcome(bouncer: &Bouncer, args: &[&str], status: i32) {
     let case = args.join(" ");
-    let expected = run(bouncer, PGBENCH, args);
+    let expected = run(bouncer, pgbench_path(), args);
     let actual = run(bouncer, pgbolt_path(), args);
     assert_eq!(
         expected.status.code(),
@@ -108,7 +108,7 @@ fn a_prepare_waiting_for_a_server_connection_does_not_stall_the_other_clients() 
         .setting("query_wait_timeout", "2")
         .start(server());
     let args = ["-n", "-S", "-M", "prepared", "-c", "3", "-t", "4"];
-    let expected = run(&bouncer, PGBENCH, &args);
+    let expected = run(&bouncer, pgbench_path(), &args);
     assert_eq!(expected.status.code(), Some(2), "{}", stderr(&expected));
     assert!(
         stderr(&expected).contains("FATAL:  query_wait_timeout"),
@@ -145,7 +145,7 @@ fn reconnecting_clients_beyond_max_client_conn_abort_as_with_pgbench() {
             .default_pool_size(2)
             .start(server());
         let args = ["-n", "-S", "-C", "-c", "4", "-t", "5"];
-        for program in [PGBENCH.into(), pgbolt_path()] {
+        for program in [pgbench_path().into(), pgbolt_path()] {
             let out = run(&bouncer, &program, &args);
             let text = stderr(&out);
             let case = format!("{} pooling, {}", mode.name(), program.display());
@@ -205,7 +205,10 @@ fn a_self_signed_ca_certificate_given_as_root_is_trusted_as_by_pgbench() {
     for sslmode in ["require", "verify-ca", "verify-full"] {
         let args = ["-n", "-S", "-t", "3", "-c", "2"];
         let mut outcomes = Vec::new();
-        for (program, label) in [(PGBENCH.into(), "pgbench"), (pgbolt_path(), "pgbolt")] {
+        for (program, label) in [
+            (pgbench_path().into(), "pgbench"),
+            (pgbolt_path(), "pgbolt"),
+        ] {
             let out = bouncer
                 .command(&program)
                 .args(args)
@@ -253,7 +256,10 @@ fn startup_parameters_are_refused_or_passed_on_as_for_pgbench() {
     let args = ["-n", "-S", "-t", "2"];
     for (name, value, status) in cases {
         let mut texts = Vec::new();
-        for (program, label) in [(PGBENCH.into(), "pgbench"), (pgbolt_path(), "pgbolt")] {
+        for (program, label) in [
+            (pgbench_path().into(), "pgbench"),
+            (pgbolt_path(), "pgbolt"),
+        ] {
             let before = bouncer.log().len();
             let out = bouncer
                 .command(&program)

@@ -4,7 +4,9 @@
 //! writer produces and against the files the real pgbench writes with the
 //! same options, and the real pgbench's report is compared line by line
 //! (numbers masked) with pgbolt's rendering for the same options. A
-//! throwaway PostgreSQL 15 cluster is started for the whole file.
+//! throwaway cluster of the suite's default server (PostgreSQL 18 from
+//! `make deps`) is started for the whole file; the oracle is
+//! [`common::pgbench_path`].
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,7 +18,14 @@ use pgbolt::stats::{
 };
 use regex::Regex;
 
-const BIN: &str = "/usr/lib/postgresql/15/bin";
+mod common;
+
+/// A server program of the suite's default server (PostgreSQL 18 from
+/// `make deps`, the newest found).
+fn server_program(name: &str) -> String {
+    let dir = pgbolt::tempdb::find_bin_dir().expect("server programs");
+    dir.join(name).to_string_lossy().into_owned()
+}
 
 struct Server {
     dir: PathBuf,
@@ -24,7 +33,7 @@ struct Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = as_postgres(&format!("{BIN}/pg_ctl"))
+        let _ = as_postgres(&server_program("pg_ctl"))
             .arg("-D")
             .arg(self.dir.join("data"))
             .args(["-m", "immediate", "stop"])
@@ -65,7 +74,7 @@ fn start_server() -> Server {
     }
     let data = server.dir.join("data");
     run_ok(
-        as_postgres(&format!("{BIN}/initdb"))
+        as_postgres(&server_program("initdb"))
             .args(["-A", "trust", "-U", "postgres", "-D"])
             .arg(&data),
     );
@@ -74,7 +83,7 @@ fn start_server() -> Server {
         server.dir.display()
     );
     run_ok(
-        as_postgres(&format!("{BIN}/pg_ctl"))
+        as_postgres(&server_program("pg_ctl"))
             .arg("-D")
             .arg(&data)
             .args(["-w", "-o", &opts, "-l"])
@@ -94,7 +103,7 @@ fn real_pgbench_writes_the_same_logs_and_report_lines() {
 }
 
 fn pgbench(socket_dir: &Path) -> Command {
-    let mut c = Command::new(format!("{BIN}/pgbench"));
+    let mut c = Command::new(common::pgbench_path());
     c.arg("-h")
         .arg(socket_dir)
         .args(["-p", "5432", "-U", "postgres", "-d", "postgres"]);

@@ -11,7 +11,7 @@ mod results_support;
 use std::path::Path;
 use std::process::Stdio;
 
-use report_support::compare::{mask, ours_without_additions, pgbench15_to_18};
+use report_support::compare::{mask, ours_without_additions, report_lines};
 use report_support::*;
 use results_support::*;
 use serde_json::Value;
@@ -182,7 +182,7 @@ fn json_figures_equal_the_transaction_log_and_reports_match_pgbench() {
         assert_eq!(
             masked(ours_without_additions(&report, rate)),
             masked(
-                pgbench15_to_18(&stdout(&theirs))
+                report_lines(&stdout(&theirs))
                     .into_iter()
                     .filter(|l| !l.starts_with("pgbench ("))
                     .collect()

@@ -240,7 +240,7 @@ fn a_connection_reset_at_startup_is_reported_as_pgbench_reports_it() {
     );
     for (name, path) in [
         ("pgbolt", pgbolt_path().to_string_lossy().into_owned()),
-        ("pgbench", PGBENCH.to_owned()),
+        ("pgbench", pgbench_path().to_owned()),
     ] {
         let mut cmd = std::process::Command::new(path);
         cmd.args(["-n", "-t", "1", "-h"])

@@ -214,7 +214,7 @@ fn a_missing_password_is_asked_for_as_pgbench_asks() {
         ),
     ];
     for &(args, answer, code, phrase) in cases {
-        let theirs = asked(&db, PGBENCH, args, answer);
+        let theirs = asked(&db, pgbench_path(), args, answer);
         let ours = asked(&db, &pgbolt_path().to_string_lossy(), args, answer);
         for (who, out) in [("pgbench", &theirs), ("pgbolt", &ours)] {
             let all = String::from_utf8_lossy(&out.stdout).into_owned()

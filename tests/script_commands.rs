@@ -41,7 +41,7 @@ fn pgbench_commands(db: &tempdb::TempDb, path: &std::path::Path) -> Vec<String> 
         .split_once("statement latencies in milliseconds and failures:\n")
         .expect("a per-command report")
         .1;
-    let start = regex::Regex::new(r"^ +-?\d+\.\d{3} +\d+  (.*)$").unwrap();
+    let start = regex::Regex::new(r"^ +-?\d+\.\d{3} +\d+ (.*)$").unwrap();
     let mut commands: Vec<String> = Vec::new();
     for line in report.lines() {
         match (start.captures(line), commands.last_mut()) {

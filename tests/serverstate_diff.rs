@@ -52,7 +52,7 @@ fn primary_and_standby() -> (TempDb, Standby, Target) {
     let primary = TempDb::builder().start().expect("primary starts");
     let dbname = primary.create_database().expect("create database");
     let init = Target::on(&primary, &dbname)
-        .command(std::path::Path::new(PGBENCH), &["-i", "-q"], &[])
+        .command(std::path::Path::new(pgbench_path()), &["-i", "-q"], &[])
         .output()
         .expect("pgbench -i");
     assert!(init.status.success(), "{}", text(&init.stderr));
@@ -110,7 +110,7 @@ fn read_only_sessions_and_statement_timeouts_are_met_as_pgbench_meets_them() {
     let dbname = db.create_database().expect("create database");
     let target = Target::on(db, &dbname);
     let init = target
-        .command(std::path::Path::new(PGBENCH), &["-i", "-q"], &[])
+        .command(std::path::Path::new(pgbench_path()), &["-i", "-q"], &[])
         .output()
         .expect("pgbench -i");
     assert!(init.status.success(), "{}", text(&init.stderr));

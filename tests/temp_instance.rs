@@ -28,8 +28,12 @@ fn a_run_initializes_benchmarks_reports_and_cleans_up() {
     let stdout = text(&out.stdout);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    // The newest server found, named with its directory.
+    let chosen = pgbolt::tempdb::find_bin_dir().expect("server programs");
+    let first = stdout.lines().next().unwrap_or_default();
     assert!(
-        stdout.starts_with("throwaway instance: PostgreSQL "),
+        first.starts_with("throwaway instance: PostgreSQL ")
+            && first.ends_with(&format!(", from {}", chosen.display())),
         "{stdout}"
     );
     assert!(
@@ -139,7 +143,7 @@ fn a_failing_option_starts_nothing() {
     let scratch = Scratch::new();
     let out = scratch.run(&["--temp-instance", "-c", "0"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("-c/--clients must be in range"));
+    assert!(text(&out.stderr).contains("-c/--client must be in range"));
     scratch.assert_nothing_left();
 }
 

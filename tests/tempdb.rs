@@ -153,6 +153,29 @@ fn no_binaries_error_lists_places_and_install_hint() {
     }
 }
 
+/// The standard search takes the newest server: PostgreSQL 18 from `make
+/// deps` over the machine's 15, which comes first on `PATH` here.
+#[test]
+fn the_newest_server_is_found() {
+    let found = tempdb::find_bin_dir().unwrap();
+    if Path::new(tempdb::DEPS_BIN_DIR).join("postgres").is_file() {
+        assert_eq!(found, Path::new(tempdb::DEPS_BIN_DIR));
+    }
+    let major = |dir: &Path| -> u32 {
+        let out = Command::new(dir.join("postgres"))
+            .arg("--version")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .nth(2)
+            .and_then(|v| v.split('.').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    assert!(major(&found) >= major(Path::new(common::PG15_BIN)));
+}
+
 #[test]
 fn the_found_bin_dir_has_the_client_programs() {
     let dir = tempdb::find_bin_dir().unwrap();

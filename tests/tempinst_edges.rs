@@ -181,9 +181,11 @@ fn running_as_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// Runs a PostgreSQL program as the account that owns the instance.
+/// Runs a PostgreSQL program, of the server `--temp-instance` chooses, as
+/// the account that owns the instance.
 fn as_server_owner(program: &str) -> Command {
-    let program = format!("/usr/lib/postgresql/15/bin/{program}");
+    let bin_dir = pgbolt::tempdb::find_bin_dir().expect("server programs");
+    let program = bin_dir.join(program).to_string_lossy().into_owned();
     if running_as_root() {
         let mut command = Command::new("runuser");
         command.args(["-u", "postgres", "--", &program]);

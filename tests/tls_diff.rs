@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
-use common::{pgbolt_path, stderr, PGBENCH};
+use common::{pgbench_path, pgbolt_path, stderr};
 use pgbolt::tempdb::TempDb;
 use tls_support::{certs, chown_to_server, set_mode};
 
@@ -95,7 +95,7 @@ fn same(conninfo: &str, extra: &[&str], want: Option<&str>) {
 /// [`same`] with `HOME` set to the certificate directory's `home`.
 fn same_in(home: &str, conninfo: &str, extra: &[&str], want: Option<&str>) {
     let ours = run(&pgbolt_path(), "pgbolt", conninfo, extra, home);
-    let theirs = run(Path::new(PGBENCH), "pgbench", conninfo, extra, home);
+    let theirs = run(Path::new(pgbench_path()), "pgbench", conninfo, extra, home);
     assert_eq!(ours, theirs, "{conninfo} {extra:?}");
     match want {
         None => assert_eq!(ours.code, Some(0), "{conninfo}: {}", ours.messages),
@@ -263,7 +263,7 @@ fn sessions_look_the_same_to_the_server() {
     for (i, options) in cases.iter().enumerate() {
         for (program, name) in [
             (pgbolt_path(), "pgbolt"),
-            (PathBuf::from(PGBENCH), "pgbench"),
+            (PathBuf::from(pgbench_path()), "pgbench"),
         ] {
             let script = c.path(&format!("seen-{name}-{i}.sql"));
             std::fs::write(
@@ -332,7 +332,7 @@ fn prefer_goes_on_without_tls_when_home_files_fail() {
         same_in(home, &tcp(db, ""), &[], None);
         for (program, name) in [
             (pgbolt_path(), "pgbolt"),
-            (PathBuf::from(PGBENCH), "pgbench"),
+            (PathBuf::from(pgbench_path()), "pgbench"),
         ] {
             let script = c.path(&format!("prefer-{name}-{home}.sql"));
             std::fs::write(
@@ -513,7 +513,7 @@ fn tls_versions_below_1_2_fail_like_a_refused_handshake() {
     }
     let conninfo = tcp(tls13(), &format!("sslmode=require {old}"));
     let ours = run(&pgbolt_path(), "pgbolt", &conninfo, &[], "home");
-    let theirs = run(Path::new(PGBENCH), "pgbench", &conninfo, &[], "home");
+    let theirs = run(Path::new(pgbench_path()), "pgbench", &conninfo, &[], "home");
     assert_eq!(ours.code, Some(1), "{}", ours.messages);
     assert_eq!(theirs.code, Some(1), "{}", theirs.messages);
     let prefix = "failed: SSL error: ";
@@ -695,24 +695,26 @@ fn a_tls_session_the_server_ends_is_worded_as_libpq_words_it() {
         (&pipeline, "prepared"),
         (&between, "simple"),
     ] {
-        let [ours, theirs] = [(pgbolt_path(), "pgbolt"), (PGBENCH.into(), "pgbench")].map(
-            |(program, name): (std::path::PathBuf, &str)| {
-                let out = Command::new(program)
-                    .env_clear()
-                    .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-                    .env("HOME", c.path("home"))
-                    .env("PGOPTIONS", "-c idle_session_timeout=300")
-                    .args(["-n", "-t", "2", "-M", mode, "-f"])
-                    .arg(script)
-                    .arg(&conninfo)
-                    .output()
-                    .expect("tool runs");
-                Outcome {
-                    code: out.status.code(),
-                    messages: stderr(&out).replace(&format!("{name}: "), "PROG: "),
-                }
-            },
-        );
+        let [ours, theirs] = [
+            (pgbolt_path(), "pgbolt"),
+            (pgbench_path().into(), "pgbench"),
+        ]
+        .map(|(program, name): (std::path::PathBuf, &str)| {
+            let out = Command::new(program)
+                .env_clear()
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .env("HOME", c.path("home"))
+                .env("PGOPTIONS", "-c idle_session_timeout=300")
+                .args(["-n", "-t", "2", "-M", mode, "-f"])
+                .arg(script)
+                .arg(&conninfo)
+                .output()
+                .expect("tool runs");
+            Outcome {
+                code: out.status.code(),
+                messages: stderr(&out).replace(&format!("{name}: "), "PROG: "),
+            }
+        });
         assert_eq!(ours, theirs, "{mode} {}", script.display());
         assert_eq!(ours.code, Some(2), "{}", ours.messages);
         if mode == "prepared" {

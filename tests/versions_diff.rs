@@ -1,16 +1,16 @@
 //! What differed between pgbolt and pgbench when both were pointed at
-//! servers other than the machine's PostgreSQL 15 (13, 17 and 18; see
-//! "Server versions" in docs/compatibility.md), pinned here where the
-//! local server reaches the same code: the order of set-up notices, the
-//! wording of the preflight on a server without
-//! `pg_use_reserved_connections`, and a server hanging up in the middle
-//! of a direct TLS handshake.
+//! servers of other versions (13, 15, 17 and 18; see "Server versions" in
+//! docs/compatibility.md): the order of set-up notices (on the default
+//! PostgreSQL 18), and on the machine's PostgreSQL 15 the wording of the
+//! preflight on a server without `pg_use_reserved_connections` and a
+//! server hanging up in the middle of a direct TLS handshake. Also the
+//! preflight's wording to a superuser.
 
 mod common;
 
 use std::process::{Command, Output};
 
-use common::{pgbolt_path, server, stderr, PGBENCH};
+use common::{pgbench_path, pgbolt_path, server, stderr};
 use pgbolt::tempdb::TempDb;
 
 /// `program` with every inherited `PG*` variable replaced by `db`'s
@@ -34,7 +34,10 @@ fn both(db: &TempDb, args: &[&str], env: &[(&str, &str)]) -> (Output, Output) {
             .output()
             .expect("program runs")
     };
-    (run(std::path::Path::new(PGBENCH)), run(&pgbolt_path()))
+    (
+        run(std::path::Path::new(pgbench_path())),
+        run(&pgbolt_path()),
+    )
 }
 
 /// A server before 16 has no `pg_use_reserved_connections`: the preflight
@@ -42,7 +45,7 @@ fn both(db: &TempDb, args: &[&str], env: &[(&str, &str)]) -> (Output, Output) {
 /// refuses one; both stop with exit status 1.
 #[test]
 fn preflight_on_a_server_without_role_reserved_slots() {
-    let db = TempDb::builder()
+    let db = common::builder15()
         .max_connections(10)
         .start()
         .expect("small server starts");
@@ -71,10 +74,30 @@ fn preflight_on_a_server_without_role_reserved_slots() {
     );
 }
 
+/// Regression: a superuser was told `0 are reserved for superusers` when
+/// `superuser_reserved_connections` is 3; the slots are open to it, and
+/// the preflight now says so.
+#[test]
+fn preflight_to_a_superuser() {
+    let out = command(&pgbolt_path(), server(), &[])
+        .args(["-S", "-t", "1", "-c", "500"])
+        .output()
+        .expect("pgbolt runs");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with(
+            "pgbolt: error: the server cannot accept 500 more connections: max_connections \
+             is 100, none of which are reserved against a superuser, and "
+        ),
+        "{err}"
+    );
+}
+
 /// A database of the shared server initialized by pgbench at scale 1.
 fn bench_database() -> String {
     let db = server().create_database().expect("create database");
-    let init = command(std::path::Path::new(PGBENCH), server(), &[])
+    let init = command(std::path::Path::new(pgbench_path()), server(), &[])
         .args(["-i", "-q", &db])
         .output()
         .expect("pgbench -i");
@@ -127,23 +150,21 @@ fn notices_come_before_a_missing_table_error() {
     assert_eq!(messages(&pgbolt, "pgbolt"), theirs);
 }
 
-/// `sslnegotiation=direct` against a server before 17: the server reads
-/// the TLS hello as a startup packet and hangs up. libpq 18 (pgbench 18,
-/// tried against servers 13 and 15) reports OpenSSL's words for the end
-/// of the stream; pgbench 15 knows no `sslnegotiation`, so only pgbolt
-/// runs here.
+/// `sslnegotiation=direct` against a server before 17 (the machine's
+/// PostgreSQL 15): the server reads the TLS hello as a startup packet and
+/// hangs up; libpq 18 reports OpenSSL's words for the end of the stream.
 #[test]
 fn a_server_hanging_up_during_a_direct_handshake() {
-    let port = server().port().to_string();
-    let out = command(&pgbolt_path(), server(), &[])
-        .args(["-S", "-t", "1", "-h", "127.0.0.1", "-p", &port])
-        .env("PGSSLMODE", "require")
-        .env("PGSSLNEGOTIATION", "direct")
-        .output()
-        .expect("pgbolt runs");
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let db = common::server15();
+    let port = db.port().to_string();
+    let env = [("PGSSLMODE", "require"), ("PGSSLNEGOTIATION", "direct")];
+    let args = ["-S", "-t", "1", "-h", "127.0.0.1", "-p", &port];
+    let (pgbench, pgbolt) = both(db, &args, &env);
+    assert_eq!(pgbolt.status.code(), Some(1), "{}", stderr(&pgbolt));
+    assert_eq!(pgbolt.status.code(), pgbench.status.code());
+    assert_eq!(messages(&pgbolt, "pgbolt"), messages(&pgbench, "pgbench"));
     assert_eq!(
-        stderr(&out),
+        stderr(&pgbolt),
         format!(
             "pgbolt: error: connection to server at \"127.0.0.1\", port {port} failed: \
              SSL error: unexpected eof while reading\n\
@@ -152,8 +173,7 @@ fn a_server_hanging_up_during_a_direct_handshake() {
     );
 }
 
-/// `--exit-on-abort` (pgbench 17; the local pgbench 15 has no such
-/// option, so only pgbolt runs here): pgbench 17 and 18, against every
+/// `--exit-on-abort` (pgbench 17): pgbench 17 and 18, against every
 /// server version, report the first client of the thread that aborts and
 /// no other, since the thread leaves its loop over the clients there.
 /// Four clients of one thread that all fail at once used to report one
@@ -161,30 +181,31 @@ fn a_server_hanging_up_during_a_direct_handshake() {
 #[test]
 fn exit_on_abort_reports_one_aborted_client_per_thread() {
     let script = common::script_file("zero.sql", "select 1/0;\n");
+    let args = [
+        "-n",
+        "-f",
+        &script.path,
+        "-t",
+        "3",
+        "-c",
+        "4",
+        "--exit-on-abort",
+    ];
     for _ in 0..5 {
-        let out = command(&pgbolt_path(), server(), &[])
-            .args([
-                "-n",
-                "-f",
-                &script.path,
-                "-t",
-                "3",
-                "-c",
-                "4",
-                "--exit-on-abort",
-            ])
-            .output()
-            .expect("pgbolt runs");
-        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-        let err = stderr(&out);
-        assert_eq!(
-            err.matches("aborted in command 0 query 0").count(),
-            1,
-            "{err}"
-        );
-        assert!(
-            err.ends_with("pgbolt: error: Run was aborted due to an error in thread 0\n"),
-            "{err}"
-        );
+        let (pgbench, pgbolt) = both(server(), &args, &[]);
+        assert_eq!(pgbolt.status.code(), Some(2), "{}", stderr(&pgbolt));
+        assert_eq!(pgbench.status.code(), Some(2), "{}", stderr(&pgbench));
+        for (out, name) in [(&pgbolt, "pgbolt"), (&pgbench, "pgbench")] {
+            let err = messages(out, name);
+            assert_eq!(
+                err.matches("aborted in command 0 query 0").count(),
+                1,
+                "{name}: {err}"
+            );
+            assert!(
+                err.ends_with("PROG: error: Run was aborted due to an error in thread 0\n"),
+                "{name}: {err}"
+            );
+        }
     }
 }

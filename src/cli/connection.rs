@@ -28,7 +28,7 @@ pub fn resolve(conn: &Connection) -> Result<conninfo::Config, conninfo::Error> {
         params.push(("user", user));
     }
     params.push(("dbname", &dbname));
-    params.push(("fallback_application_name", PROGRAM));
+    params.push(("fallback_application_name", PROGRAM.as_str()));
     let options = conninfo::from_params(params, true)?;
     conninfo::resolve(&options, &env)
 }

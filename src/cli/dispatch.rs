@@ -170,7 +170,7 @@ fn initialize(config: &Config, init: &Init) -> Result<i32, RunError> {
     match crate::init::run(&options, &conn, &mut stderr) {
         Ok(()) => Ok(0),
         Err(err) => {
-            let _ = stderr.write_all(err.report(PROGRAM).as_bytes());
+            let _ = stderr.write_all(err.report(PROGRAM.as_str()).as_bytes());
             Ok(1)
         }
     }

@@ -218,7 +218,7 @@ pub fn skip_some_updates(g: &mut Gathered) {
 }
 
 pub fn clients(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
-    let clients = positive(value, "-c/--clients")?;
+    let clients = positive(value, "-c/--client")?;
     let needed = u64::from(clients) + 3;
     if let Some(limit) = g.open_files_limit.filter(|limit| *limit < needed) {
         return Err(CliError::TooManyOpenFiles { needed, limit });

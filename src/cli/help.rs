@@ -5,19 +5,17 @@ use super::options::{HelpLine, OptionDef, Section, OPTIONS};
 /// Width of the column that holds the option names.
 const NAME_COLUMN: usize = 27;
 
-/// The line printed by `--version`.
+/// The line printed by `--version` (see [`super::program`]).
 pub fn version() -> String {
-    format!(
-        "pgbolt {} (compatible with pgbench 18)",
-        env!("CARGO_PKG_VERSION")
-    )
+    super::program::version_line(super::PROGRAM.as_str())
 }
 
 /// The text printed by `--help`.
 pub fn usage() -> String {
-    let mut out = String::from(
-        "pgbolt is a benchmarking tool for PostgreSQL, compatible with pgbench.\n\n\
-         Usage:\n  pgbolt [OPTION]... [DBNAME]\n",
+    let name = super::PROGRAM.as_str();
+    let mut out = format!(
+        "{name} is a benchmarking tool for PostgreSQL, compatible with pgbench.\n\n\
+         Usage:\n  {name} [OPTION]... [DBNAME]\n",
     );
     for section in Section::ALL {
         out.push('\n');
@@ -33,6 +31,11 @@ pub fn usage() -> String {
             push_entry(&mut out, def, line.text);
         }
     }
+    out.push('\n');
+    out.push_str(super::program::BUG_REPORTS);
+    out.push('\n');
+    out.push_str(super::program::HOME_PAGE);
+    out.push('\n');
     out
 }
 

@@ -44,6 +44,7 @@ mod getopt;
 pub mod help;
 mod interrupt;
 pub mod options;
+mod program;
 mod temp_instance;
 mod validate;
 mod values;
@@ -56,9 +57,7 @@ use std::ffi::OsString;
 pub use config::*;
 pub use dispatch::{run, RunError};
 pub use error::{CliError, Level};
-
-/// The name pgbolt gives itself in messages.
-pub const PROGRAM: &str = "pgbolt";
+pub use program::{ProgramName, PGBENCH_COMPATIBLE, PROGRAM};
 
 /// Parses a command line (without the program name) into a configuration.
 pub fn parse<I>(args: I, env: &Environment) -> Result<Config, CliError>
@@ -174,13 +173,20 @@ pub fn announce_seed(value: u64) {
 /// Prints the lines of an error to standard error, each after the program
 /// name.
 pub fn print_error(err: &CliError) {
-    for (level, text) in err.lines(PROGRAM) {
-        crate::cli::ewriteln!("{PROGRAM}: {}{text}", level.label());
+    for (level, text) in err.lines(PROGRAM.as_str()) {
+        // The option parser's complaints name argv[0] as given, as glibc's
+        // getopt_long does for pgbench.
+        let name = match level {
+            Level::Plain => PROGRAM.invocation(),
+            _ => PROGRAM.as_str(),
+        };
+        crate::cli::ewriteln!("{name}: {}{text}", level.label());
     }
 }
 
 /// Runs pgbolt with the process arguments and returns the exit code.
 pub fn main() -> i32 {
+    PROGRAM.set_from_argv0(std::env::args_os().next().as_deref());
     let env = Environment::from_process();
     let config = match parse_noting_seeds(std::env::args_os().skip(1), &env) {
         Ok(config) => config,

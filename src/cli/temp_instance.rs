@@ -229,7 +229,11 @@ fn print_header(db: &TempDb, out: &mut impl std::io::Write) {
             !name.is_empty() && !UNINTERESTING_SETTINGS.contains(&name)
         })
         .collect();
-    let _ = writeln!(out, "throwaway instance: PostgreSQL {version}");
+    let _ = writeln!(
+        out,
+        "throwaway instance: PostgreSQL {version}, from {}",
+        db.bin_dir().display()
+    );
     let _ = if settings.is_empty() {
         writeln!(out, "server settings: PostgreSQL's defaults")
     } else {

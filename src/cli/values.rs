@@ -51,7 +51,7 @@ mod tests {
         ];
         for (text, want) in ok {
             assert_eq!(
-                option_int(text, "-c/--clients", 1, i32::MAX),
+                option_int(text, "-c/--client", 1, i32::MAX),
                 Ok(want),
                 "{text:?}"
             );
@@ -64,7 +64,7 @@ mod tests {
         for text in invalid {
             assert!(
                 matches!(
-                    option_int(text, "-c/--clients", 1, i32::MAX),
+                    option_int(text, "-c/--client", 1, i32::MAX),
                     Err(CliError::InvalidValue { .. })
                 ),
                 "{text:?}"
@@ -74,7 +74,7 @@ mod tests {
         for text in out_of_range {
             assert!(
                 matches!(
-                    option_int(text, "-c/--clients", 1, i32::MAX),
+                    option_int(text, "-c/--client", 1, i32::MAX),
                     Err(CliError::OutOfRange { .. })
                 ),
                 "{text:?}"
@@ -111,7 +111,7 @@ mod properties {
     proptest! {
         #[test]
         fn option_readers_accept_any_text_without_panicking(s in "[ +\\-0-9.eEpPxXa-fA-Fin@]{0,12}|\\PC{0,12}") {
-            let _ = option_int(&s, "-c/--clients", 1, i32::MAX);
+            let _ = option_int(&s, "-c/--client", 1, i32::MAX);
             let _ = weight(&s, &s);
         }
     }

@@ -143,9 +143,8 @@ pub struct Response {
     /// `-M prepared`: the command's Parse went out with it and is not
     /// answered yet.
     pub parse_pending: bool,
-    /// That Parse failed because the connection already has a statement
-    /// of that name (see `sql::finish_results`).
-    pub name_taken: bool,
+    /// That Parse failed (see `sql::finish_results`).
+    pub parse_failed: bool,
     /// The server had already closed the connection when the command was
     /// sent (its backend ended while the client was idle).
     pub closed_before_send: bool,
@@ -176,7 +175,7 @@ impl Response {
         self.bad_name = None;
         self.store_failed = None;
         self.parse_pending = false;
-        self.name_taken = false;
+        self.parse_failed = false;
         self.closed_before_send = false;
         self.send_cut = false;
         self.after_abort.clear();

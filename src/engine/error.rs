@@ -67,11 +67,15 @@ pub enum EngineError {
 pub struct Preflight {
     pub clients: u32,
     pub max_connections: i64,
+    /// The slots this role may not use (none for a superuser).
     pub reserved: i64,
     pub in_use: i64,
+    /// The role connecting is a superuser, who may use every slot.
+    pub superuser: bool,
     /// The server has `reserved_connections` and the role
-    /// `pg_use_reserved_connections` (PostgreSQL 16 and later); before 16
-    /// only superusers have slots of their own.
+    /// `pg_use_reserved_connections` (PostgreSQL 16 and later), and this
+    /// role is not a member of it; before 16 only superusers have slots of
+    /// their own.
     pub role_slots: bool,
     /// The server is `--temp-instance`'s, whose settings come from
     /// `--temp-instance-setting`.
@@ -96,16 +100,16 @@ impl fmt::Display for EngineError {
     /// The first line follows `pgbolt: error: `; later lines carry their
     /// own prefix.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const P: &str = crate::cli::PROGRAM;
+        let prog = crate::cli::PROGRAM.as_str();
         match self {
             EngineError::ConnOptions(e) => {
-                write!(f, "{e}\n{P}: error: could not create connection for setup")
+                write!(f, "{e}\n{prog}: error: could not create connection for setup")
             }
             EngineError::SetupConnection(e) => {
-                write!(f, "{e}\n{P}: error: could not create connection for setup")
+                write!(f, "{e}\n{prog}: error: could not create connection for setup")
             }
             EngineError::ClientConnection { client, error } => {
-                write!(f, "{error}\n{P}: error: could not create connection for client {client}")
+                write!(f, "{error}\n{prog}: error: could not create connection for client {client}")
             }
             EngineError::Script(e) => write!(f, "{e}"),
             EngineError::ZeroWeight => f.write_str("total script weight must not be zero"),
@@ -125,7 +129,7 @@ impl fmt::Display for EngineError {
                 if let Some(db) = missing_table_in {
                     write!(
                         f,
-                        "\n{P}: hint: Perhaps you need to do initialization (\"pgbench -i\") in database \"{db}\"."
+                        "\n{prog}: hint: Perhaps you need to do initialization (\"pgbench -i\") in database \"{db}\"."
                     )?;
                 }
                 Ok(())
@@ -135,24 +139,29 @@ impl fmt::Display for EngineError {
             }
             EngineError::NoAccountsTable { dbname } => write!(
                 f,
-                "no pgbench_accounts table found in \"search_path\"\n{P}: hint: Perhaps you need to do \
+                "no pgbench_accounts table found in \"search_path\"\n{prog}: hint: Perhaps you need to do \
                  initialization (\"pgbench -i\") in database \"{dbname}\"."
             ),
             EngineError::PartitionMethod(m) => write!(f, "unexpected partition method: \"{m}\""),
             EngineError::Preflight(p) => {
                 write!(
                     f,
-                    "the server cannot accept {} more connections: max_connections is {}, {} \
-                     are reserved for superusers{}, and {} are in use, which leaves {}\n\
-                     {P}: hint: Run with fewer clients (-c {}), ",
-                    p.clients,
-                    p.max_connections,
-                    p.reserved,
+                    "the server cannot accept {} more connections: max_connections is {}, ",
+                    p.clients, p.max_connections,
+                )?;
+                if p.superuser {
+                    write!(f, "none of which are reserved against a superuser, ")?;
+                } else {
+                    write!(f, "{} are reserved for superusers", p.reserved)?;
                     if p.role_slots {
-                        " and roles with pg_use_reserved_connections"
-                    } else {
-                        ""
-                    },
+                        write!(f, " and roles with pg_use_reserved_connections")?;
+                    }
+                    write!(f, ", ")?;
+                }
+                write!(
+                    f,
+                    "and {} are in use, which leaves {}\n\
+                     {prog}: hint: Run with fewer clients (-c {}), ",
                     p.in_use,
                     p.available().max(0),
                     p.available().max(1),
@@ -199,29 +208,45 @@ mod tests {
     use super::{EngineError, Preflight};
 
     /// Servers before 16 have no `pg_use_reserved_connections`, so the
-    /// refusal names superusers alone there.
+    /// refusal names superusers alone there. Regression: a superuser was
+    /// told `0 are reserved for superusers` when 3 were; the slots are
+    /// open to it, which the message now says instead.
     #[test]
     fn preflight_names_the_reserved_slots_the_server_has() {
         let cases = [
-            (false, "3 are reserved for superusers, and 1 are in use"),
             (
+                false,
+                false,
+                3,
+                "3 are reserved for superusers, and 1 are in use",
+            ),
+            (
+                false,
                 true,
+                3,
                 "3 are reserved for superusers and roles with pg_use_reserved_connections, \
                  and 1 are in use",
             ),
+            (
+                true,
+                false,
+                0,
+                "max_connections is 50, none of which are reserved against a superuser, \
+                 and 1 are in use, which leaves 49\n",
+            ),
         ];
-        for (role_slots, expected) in cases {
+        for (superuser, role_slots, reserved, expected) in cases {
             let error = EngineError::Preflight(Preflight {
                 clients: 60,
                 max_connections: 50,
-                reserved: 3,
+                reserved,
                 in_use: 1,
+                superuser,
                 role_slots,
                 temp_instance: false,
             });
             let text = error.to_string();
             assert!(text.contains(expected), "{role_slots}: {text}");
-            assert!(text.contains("which leaves 46\n"), "{text}");
         }
     }
 }

@@ -164,7 +164,10 @@ fn check_room(client: &mut Client, clients: u32, temp_instance: bool) -> Result<
             then 0 else coalesce(current_setting('reserved_connections', true)::int, 0) end \
         end, \
         (select count(*) from pg_catalog.pg_stat_activity where backend_type = 'client backend') - 1, \
-        exists (select 1 from pg_catalog.pg_roles where rolname = 'pg_use_reserved_connections') \
+        case when exists (select 1 from pg_catalog.pg_roles where rolname = 'pg_use_reserved_connections') \
+          then not pg_catalog.pg_has_role(current_user, 'pg_use_reserved_connections', 'member') \
+          else false end, \
+        r.rolsuper \
         from pg_catalog.pg_roles r where r.rolname = current_user";
     let Ok(rows) = client.simple_query(QUERY) else {
         return Ok(());
@@ -184,6 +187,7 @@ fn check_room(client: &mut Client, clients: u32, temp_instance: bool) -> Result<
         reserved: number(row, 1),
         in_use: number(row, 2),
         role_slots: row.get(3).and_then(|v| v.as_deref()) == Some("t"),
+        superuser: row.get(4).and_then(|v| v.as_deref()) == Some("t"),
         temp_instance,
     };
     if i64::from(clients) > check.available() {

@@ -6,10 +6,12 @@
 //! - extended: Parse (unnamed), Bind, Execute, Sync;
 //! - prepared: Parse of `P_<n>` the first time a command runs on a
 //!   connection, in the same write as its Bind, Execute and Sync (pgbench
-//!   prepares with a separate round trip). A Parse that finds the name
-//!   taken on the connection (behind a pooler) is logged and the command
-//!   sent again without it, which runs the statement found, as pgbench
-//!   does. Inside a pipeline the statements are prepared as it starts,
+//!   prepares with a separate round trip). A Parse that fails is logged
+//!   and the command sent again without it, as pgbench executes after a
+//!   failed `PQprepare`: behind a pooler, where the name is taken on the
+//!   server connection, that runs the statement found; otherwise the
+//!   execution fails on the missing statement (`prepared statement "P_0"
+//!   does not exist`), which aborts the client. Inside a pipeline the statements are prepared as it starts,
 //!   each Parse under a Sync of its own (pgbench's `PQprepare` per
 //!   statement), so one that fails is logged and the others go on.
 //!   A statement to be prepared on a connection whose backend had
@@ -31,9 +33,6 @@ use super::env::ThreadEnv;
 use super::log;
 use super::machine::Now;
 use super::plan::Plan;
-
-/// SQLSTATE `duplicate_prepared_statement`.
-const DUPLICATE_PREPARED_STATEMENT: &str = "42P05";
 
 /// Flush a pipeline's buffer once it holds this much.
 const PIPELINE_FLUSH_BYTES: usize = 64 * 1024;
@@ -478,7 +477,7 @@ fn read_while_idle(
 /// once.
 fn idle_messages(r: &Response, plan: &Plan, pipelined: Option<usize>) -> Idle {
     let goes_on = !r.copy_met
-        && (r.name_taken
+        && (r.parse_failed
             || r.error
                 .as_ref()
                 .map_or(true, |(status, _, _)| survivable(*status, plan)));
@@ -662,6 +661,11 @@ fn handle(
                         "client {} pipeline ending, ongoing syncs: {}",
                         query.client, r.syncs_left
                     ));
+                    // pgbench goes back to waiting for the next results,
+                    // which it says.
+                    if r.syncs_left > 1 {
+                        log::debug(format_args!("client {} receiving", query.client));
+                    }
                 }
                 r.syncs_since_result += 1;
             }
@@ -711,9 +715,9 @@ fn columns_to_store(
 
 /// The command's first error: its status for the retry logic, the query
 /// number and libpq's wording of it, and whether it is the command's own
-/// Parse finding the statement name taken.
+/// Parse that failed.
 fn record_error(r: &mut Response, fields: &pgwire::backend::Fields<'_>, query: &Sent<'_>) {
-    r.name_taken = r.parse_pending && fields.get(b'C') == Some(DUPLICATE_PREPARED_STATEMENT);
+    r.parse_failed = r.parse_pending;
     let status = ErrorStatus::from_sqlstate(fields.get(b'C'));
     let text = pgwire::DbError::from_fields(*fields)
         .map(|e| {
@@ -736,14 +740,14 @@ fn store_row(r: &Response, vars: &mut crate::script::vars::Variables) {
 
 /// All results are in: decide what comes next.
 ///
-/// A Parse sent with the command that fails because the connection already
-/// has a statement of that name is what pgbench meets behind a pooler in
-/// transaction pooling, where server connections keep the statements other
-/// clients prepared: pgbench prepares with a round trip of its own, logs
-/// the failure and executes anyway, which runs the statement found there
-/// (the same text, prepared by another pgbench client). The server skipped
-/// the Bind and Execute sent after the failed Parse, so they go again, on
-/// their own.
+/// A Parse sent with the command that fails: pgbench prepares with a
+/// round trip of its own, logs the failure and executes anyway. Behind a
+/// pooler in transaction pooling the name is taken on the server
+/// connection (other clients prepared it there), and the execution runs
+/// the statement found (the same text, prepared by another pgbench
+/// client); otherwise the execution fails because the statement does not
+/// exist. The server skipped the Bind and Execute sent after the failed
+/// Parse, so they go again, on their own.
 fn finish_results(c: &mut Client, plan: &Plan) {
     c.pipeline = None;
     if let Some(message) = c.response.abort.take() {
@@ -755,7 +759,7 @@ fn finish_results(c: &mut Client, plan: &Plan) {
         copy_aborted(c);
         return;
     }
-    if c.response.name_taken {
+    if c.response.parse_failed {
         if let Some((_, _, message)) = c.response.error.take() {
             log::error(format_args!("{message}"));
         }

@@ -1,11 +1,15 @@
 //! Finding the PostgreSQL server programs.
 //!
 //! A directory qualifies when it holds `initdb`, `pg_ctl` and `postgres`.
-//! Places are tried in this order: every directory on `PATH` (resolving
-//! symbolic links, so `/usr/local/bin/initdb -> /usr/lib/postgresql/15/bin/initdb`
+//! The places looked at: every directory on `PATH` (resolving symbolic
+//! links, so `/usr/local/bin/initdb -> /usr/lib/postgresql/15/bin/initdb`
 //! yields the real directory, where `psql` and `pgbench` live too), the output
-//! of `pg_config --bindir`, the newest `/usr/lib/postgresql/<version>/bin`
-//! (Debian, Ubuntu), the newest `/usr/pgsql-<version>/bin` (PGDG RPMs).
+//! of `pg_config --bindir`, [`DEPS_BIN_DIR`] (where `make deps` puts
+//! PostgreSQL 18), every `/usr/lib/postgresql/<version>/bin` (Debian, Ubuntu)
+//! and every `/usr/pgsql-<version>/bin` (PGDG RPMs). Of the qualifying ones
+//! the standard search takes the newest server (`postgres --version`), the
+//! first in that order among equals: a machine with several versions
+//! installed gets its newest without anyone setting `PATH`.
 
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
@@ -15,10 +19,14 @@ use super::Error;
 
 const REQUIRED: [&str; 3] = ["initdb", "pg_ctl", "postgres"];
 
+/// Where `make deps` (scripts/install-deps.sh) installs PostgreSQL 18.
+pub const DEPS_BIN_DIR: &str = "/opt/pgbolt-pg18/bin";
+
 /// Where to look for the server programs.
 #[derive(Debug, Clone, Default)]
 pub enum BinSearch {
-    /// PATH, `pg_config --bindir`, `/usr/lib/postgresql/*/bin`, `/usr/pgsql-*/bin`.
+    /// The newest server of PATH, `pg_config --bindir`, [`DEPS_BIN_DIR`],
+    /// `/usr/lib/postgresql/*/bin`, `/usr/pgsql-*/bin`.
     #[default]
     Standard,
     /// Exactly these directories, in order (an empty list finds nothing).
@@ -31,21 +39,55 @@ pub fn find_bin_dir() -> Result<PathBuf, Error> {
 }
 
 impl BinSearch {
-    /// The first qualifying directory, or an error listing every place searched.
+    /// The qualifying directory (the newest server for the standard
+    /// search, the first one for `Only`), or an error listing every place
+    /// searched.
     pub fn find(&self) -> Result<PathBuf, Error> {
-        let candidates = match self {
-            BinSearch::Standard => standard_candidates(),
-            BinSearch::Only(dirs) => dirs.clone(),
+        let (candidates, newest) = match self {
+            BinSearch::Standard => (standard_candidates(), true),
+            BinSearch::Only(dirs) => (dirs.clone(), false),
         };
-        for dir in &candidates {
-            if qualifies(dir) {
-                return Ok(dir.clone());
+        let mut found = candidates.iter().filter(|dir| qualifies(dir));
+        let chosen = if newest {
+            let mut best: Option<(&PathBuf, String)> = None;
+            for dir in found {
+                let version = server_version(dir);
+                let newer = match &best {
+                    Some((_, v)) => version_cmp(&version, v) == Ordering::Greater,
+                    None => true,
+                };
+                if newer {
+                    best = Some((dir, version));
+                }
             }
-        }
-        Err(Error::BinariesNotFound {
+            best.map(|(dir, _)| dir)
+        } else {
+            found.next()
+        };
+        chosen.cloned().ok_or(Error::BinariesNotFound {
             searched: candidates,
         })
     }
+}
+
+/// The version `postgres --version` prints ("18.6", "15.18"), empty when
+/// it cannot be run (such a directory loses to every other).
+fn server_version(dir: &Path) -> String {
+    let output = Command::new(dir.join("postgres"))
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output();
+    let text = output
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    // "postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)"
+    text.split_whitespace()
+        .nth(2)
+        .unwrap_or_default()
+        .to_owned()
 }
 
 fn qualifies(dir: &Path) -> bool {
@@ -77,6 +119,7 @@ fn standard_candidates() -> Vec<PathBuf> {
     if let Some(dir) = pg_config_bindir() {
         out.push(dir);
     }
+    out.push(PathBuf::from(DEPS_BIN_DIR));
     for (parent, prefix, pattern) in [
         ("/usr/lib/postgresql", "", "/usr/lib/postgresql/*/bin"),
         ("/usr", "pgsql-", "/usr/pgsql-*/bin"),

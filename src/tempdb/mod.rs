@@ -9,9 +9,11 @@
 //! ```
 //!
 //! # Making an instance
-//! The server programs are looked for on `PATH`, then via `pg_config
-//! --bindir`, then in the newest `/usr/lib/postgresql/*/bin` and
-//! `/usr/pgsql-*/bin` ([`find_bin_dir`]). Each instance lives in one fresh
+//! The server programs are looked for on `PATH`, via `pg_config
+//! --bindir`, in [`DEPS_BIN_DIR`] (PostgreSQL 18 from `make deps`), in
+//! `/usr/lib/postgresql/*/bin` and `/usr/pgsql-*/bin`, and the newest
+//! server found is taken ([`find_bin_dir`]); [`Builder::bin_dirs`] names
+//! the directories instead (the tests' PostgreSQL 15 instances). Each instance lives in one fresh
 //! directory `$TMPDIR/pgbolt-tempdb-XXXXXX` holding the data directory
 //! (`data/`), the Unix socket, the server log (`server.log`) and, with SSL,
 //! the certificates (`ssl/`). The server listens on the socket only, or also
@@ -82,7 +84,7 @@ mod ssl;
 
 use std::sync::OnceLock;
 
-pub use bins::{find_bin_dir, BinSearch};
+pub use bins::{find_bin_dir, BinSearch, DEPS_BIN_DIR};
 pub use builder::{AuthMethod, Builder, PasswordEncryption};
 pub use error::{Error, StartFailure};
 pub use instance::{KeptInstance, TempDb};

@@ -1,21 +1,71 @@
 //! Helpers shared by the binary-level test suites (each suite's support
 //! module re-exports them): the real pgbench, the test binary's shared
 //! throwaway server, output as text, report lines and script files.
+//!
+//! # Which pgbench, which server
+//! The oracle is pgbench 18 ([`pgbench_path`]: the one `make deps`
+//! installs, or `PGBOLT_TEST_PGBENCH`). The servers are PostgreSQL 18 by
+//! default ([`server`], and every `TempDb::builder()` of a test, which
+//! takes the newest server on the machine). A small named set of tests
+//! also runs against the machine's PostgreSQL 15 ([`server15`],
+//! [`builder15`]); docs/testing.md lists them.
 
 #![allow(dead_code)]
 
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
 
 use pgbolt::tempdb::{self, TempDb};
 
-/// The pgbench every differential test uses as the oracle.
-pub const PGBENCH: &str = "/usr/lib/postgresql/15/bin/pgbench";
+/// Names the pgbench the differential tests compare with, instead of
+/// pgbench 18 from `make deps`.
+pub const PGBENCH_ENV: &str = "PGBOLT_TEST_PGBENCH";
+
+/// The bin directory of the machine's PostgreSQL 15 (Debian's package).
+pub const PG15_BIN: &str = "/usr/lib/postgresql/15/bin";
+
+/// The pgbench every differential test uses as the oracle: pgbench 18 as
+/// `make deps` installs it, or the program `PGBOLT_TEST_PGBENCH` names.
+/// Fails the test, saying what to do, when it is missing.
+pub fn pgbench_path() -> &'static str {
+    static PATH: OnceLock<String> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let path = std::env::var(PGBENCH_ENV)
+            .ok()
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| format!("{}/pgbench", tempdb::DEPS_BIN_DIR));
+        assert!(
+            std::path::Path::new(&path).is_file(),
+            "the oracle {path} is missing: run `make deps`, or name another pgbench in {PGBENCH_ENV}"
+        );
+        path
+    })
+}
 
 /// The test binary's shared server (started on first use, removed when
-/// the binary exits).
+/// the binary exits): the newest PostgreSQL on the machine, 18 once `make
+/// deps` ran.
 pub fn server() -> &'static TempDb {
     tempdb::shared().expect("throwaway server starts")
+}
+
+/// A builder for an instance of the machine's PostgreSQL 15.
+pub fn builder15() -> tempdb::Builder {
+    TempDb::builder().bin_dirs([PG15_BIN])
+}
+
+/// The test binary's shared PostgreSQL 15 server (socket and TCP,
+/// `trust`), for the tests that also cover the older server.
+pub fn server15() -> &'static TempDb {
+    static SERVER: OnceLock<TempDb> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        tempdb::install_signal_cleanup().expect("signal clean-up");
+        builder15()
+            .tcp(true)
+            .start()
+            .expect("PostgreSQL 15 server starts")
+    })
 }
 
 pub fn pgbolt_path() -> PathBuf {

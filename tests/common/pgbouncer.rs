@@ -6,7 +6,7 @@
 //!     .pool_mode(PoolMode::Transaction)
 //!     .max_client_conn(2)
 //!     .start(server);
-//! let out = bouncer.command(PGBENCH).args(["-S", "-t", "10"]).output()?;
+//! let out = bouncer.command(pgbench_path()).args(["-S", "-t", "10"]).output()?;
 //! ```
 //!
 //! # Why here and not in `src/tempdb`
@@ -390,7 +390,7 @@ pub fn initialized_server(max_connections: Option<u32>) -> Result<TempDb, pgbolt
     }
     let db = builder.start()?;
     let init = db
-        .command(super::PGBENCH)
+        .command(super::pgbench_path())
         .args(["-i", "-q", "-s", "1"])
         .output()
         .expect("pgbench runs");

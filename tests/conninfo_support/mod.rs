@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 
 use pgbolt::tempdb::TempDb;
 
-use crate::common::{pgbolt_path, stderr, PGBENCH};
+use crate::common::{pgbench_path, pgbolt_path, stderr};
 
 #[derive(Clone, Copy, Debug)]
 pub enum Program {
@@ -70,7 +70,7 @@ pub fn run(program: Program, args: &[&str], env: &[(&str, &str)]) -> Output {
             cmd.arg("--pgbench-output");
             cmd
         }
-        Program::Pgbench => Command::new(PGBENCH),
+        Program::Pgbench => Command::new(pgbench_path()),
     };
     for (name, _) in std::env::vars() {
         if name.starts_with("PG") {

@@ -10,7 +10,7 @@ mod common;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-pub use common::{line, pgbolt_path, server, stderr, stdout, ScriptFile, PGBENCH};
+pub use common::{line, pgbench_path, pgbolt_path, server, stderr, stdout, ScriptFile};
 
 /// Waits until a backend of application `app` on the shared server is on
 /// its second statement like `statement` (see the common helper).
@@ -56,11 +56,11 @@ pub fn pgbolt(dbname: &str, args: &[&str]) -> Output {
 }
 
 pub fn pgbench_command(dbname: &str, args: &[&str]) -> Command {
-    command(PGBENCH, dbname, args)
+    command(pgbench_path(), dbname, args)
 }
 
 pub fn pgbench(dbname: &str, args: &[&str]) -> Output {
-    command(PGBENCH, dbname, args)
+    command(pgbench_path(), dbname, args)
         .output()
         .expect("pgbench runs")
 }

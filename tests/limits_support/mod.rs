@@ -10,7 +10,7 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-pub use common::{pgbolt_path, server, PGBENCH};
+pub use common::{pgbench_path, pgbolt_path, server};
 
 /// What one program did, in words both programs share.
 #[derive(Debug, PartialEq, Eq)]
@@ -33,7 +33,7 @@ pub enum Program {
 impl Program {
     fn path(self) -> String {
         match self {
-            Program::Pgbench => PGBENCH.to_owned(),
+            Program::Pgbench => pgbench_path().to_owned(),
             Program::Pgbolt => pgbolt_path().to_string_lossy().into_owned(),
         }
     }

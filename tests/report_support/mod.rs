@@ -18,7 +18,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-pub use common::{line, script_file as script, server, stderr, stdout, ScriptFile, PGBENCH};
+pub use common::{line, pgbench_path, script_file as script, server, stderr, stdout, ScriptFile};
 
 /// Waits until a backend of application `app` on the shared server is on
 /// its second statement like `statement` (see the common helper).
@@ -119,7 +119,7 @@ impl Run {
     }
 
     pub fn pgbench(&self) -> Output {
-        self.command(Path::new(PGBENCH))
+        self.command(Path::new(pgbench_path()))
             .output()
             .expect("pgbench runs")
     }
@@ -130,7 +130,7 @@ impl Run {
         let mut cmd = if ours {
             self.pgbolt_command()
         } else {
-            self.command(Path::new(PGBENCH))
+            self.command(Path::new(pgbench_path()))
         };
         let child = cmd
             .stdout(Stdio::piped())

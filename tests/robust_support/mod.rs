@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use pgbolt::tempdb::TempDb;
 
-pub use common::{line, pgbolt_path, text, PGBENCH};
+pub use common::{line, pgbench_path, pgbolt_path, text};
 
 /// The test binary's shared server, for tests that neither stop nor
 /// freeze it.
@@ -31,7 +31,7 @@ pub fn database(db: &TempDb, init: bool) -> String {
     let name = db.create_database().expect("create database");
     if init {
         let out = db
-            .command(PGBENCH)
+            .command(pgbench_path())
             .args(["-i", "-q", "-s", "1", &name])
             .output()
             .expect("pgbench runs");
@@ -47,7 +47,7 @@ pub fn pgbolt(db: &TempDb, dbname: &str, args: &[&str]) -> Command {
 
 /// The real pgbench with the same environment as [`pgbolt`].
 pub fn pgbench(db: &TempDb, dbname: &str, args: &[&str]) -> Command {
-    program(db, PGBENCH, dbname, args)
+    program(db, pgbench_path(), dbname, args)
 }
 
 fn program(db: &TempDb, path: &str, dbname: &str, args: &[&str]) -> Command {

@@ -17,7 +17,7 @@ use pgbolt::tempdb::TempDb;
 use regex::Regex;
 
 pub use common::standby::Standby;
-pub use common::{pgbolt_path, script_file, text, ScriptFile, PGBENCH};
+pub use common::{pgbench_path, pgbolt_path, script_file, text, ScriptFile};
 
 /// The test binary's shared server.
 pub fn shared() -> &'static TempDb {
@@ -76,7 +76,7 @@ impl Target {
     /// psql's answer to `sql` here (unaligned, tuples only); panics on an
     /// error.
     pub fn psql(&self, sql: &str) -> String {
-        let psql = PathBuf::from(PGBENCH).with_file_name("psql");
+        let psql = PathBuf::from(pgbench_path()).with_file_name("psql");
         let out = self
             .command(&psql, &["-X", "-q", "-A", "-t", "-c", sql], &[])
             .output()
@@ -95,9 +95,8 @@ pub struct Seen {
 }
 
 /// The run's output with the program's name made neutral, the version
-/// line and pgbolt's percentile lines left out, decimal numbers masked,
-/// and pgbench 15's lines for a run with no transaction at all left out
-/// (pgbench 18 prints none; docs/compatibility.md, "Reports and logs").
+/// line and pgbolt's percentile lines left out, and decimal numbers
+/// masked.
 /// Standard error is sorted when `sorted` (several clients abort in any
 /// order).
 pub fn seen(out: &Output, sorted: bool) -> Seen {
@@ -107,7 +106,6 @@ pub fn seen(out: &Output, sorted: bool) -> Seen {
     let program = PROGRAM
         .get_or_init(|| Regex::new(r"^(pgbench|pgbolt) \(|\b(pgbench|pgbolt): ").expect("regex"));
     let clean = |bytes: &[u8]| -> Vec<String> {
-        let mut nan = false;
         text(bytes)
             .lines()
             .filter_map(|l| {
@@ -120,10 +118,7 @@ pub fn seen(out: &Output, sorted: bool) -> Seen {
                         }
                     })
                     .into_owned();
-                let zero_total = nan && l == "total number of retries: 0";
-                nan = l.ends_with(" 0 (NaN%)");
-                let skip =
-                    l.starts_with("PROG (") || l.contains("percentiles:") || nan || zero_total;
+                let skip = l.starts_with("PROG (") || l.contains("percentiles:");
                 (!skip).then(|| decimal.replace_all(&l, "F").into_owned())
             })
             .collect()
@@ -142,7 +137,7 @@ pub fn seen(out: &Output, sorted: bool) -> Seen {
 /// Runs pgbench, then pgbolt, with the same arguments and environment
 /// against `target`, and returns what each showed.
 pub fn both(target: &Target, args: &[&str], env: &[(&str, &str)], sorted: bool) -> [Seen; 2] {
-    [PathBuf::from(PGBENCH), pgbolt_path()].map(|program| {
+    [PathBuf::from(pgbench_path()), pgbolt_path()].map(|program| {
         let out = target
             .command(&program, args, env)
             .output()
@@ -164,7 +159,7 @@ pub fn ours(target: &Target, args: &[&str], env: &[(&str, &str)], sorted: bool) 
 /// `during` while each runs, and returns what each showed. A program
 /// still running a minute later is killed and the test fails.
 pub fn both_during(target: &Target, args: &[&str], during: impl Fn(&str)) -> [Seen; 2] {
-    [PathBuf::from(PGBENCH), pgbolt_path()].map(|program| {
+    [PathBuf::from(pgbench_path()), pgbolt_path()].map(|program| {
         let name = program
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
