@@ -11,6 +11,7 @@ pub mod compare;
 pub mod decimal;
 pub mod engine;
 pub mod expr;
+pub mod fleet;
 pub mod init;
 pub mod oserror;
 mod prompt;

@@ -54,6 +54,22 @@ pub enum Mode {
     /// `--compare BASELINE CANDIDATE`: compare two result files (no
     /// connection is made).
     Compare(Compare),
+    /// `--merge RESULT...`: merge the results of a fleet's generators (no
+    /// connection is made).
+    Merge(Merge),
+}
+
+/// Settings of `--merge`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Merge {
+    /// The result files, in the order given.
+    pub results: Vec<PathBuf>,
+    /// `--json=FILE` (`-`: standard output).
+    pub json: Option<PathBuf>,
+    /// `--html=FILE`.
+    pub html: Option<PathBuf>,
+    /// `--allow-partial`: merge even when generators are missing.
+    pub allow_partial: bool,
 }
 
 /// `--render`: a saved result to render, and where.
@@ -159,6 +175,13 @@ pub struct Benchmark {
     pub html: Option<PathBuf>,
     /// `--pgbench-output`: print exactly what pgbench prints, nothing more.
     pub pgbench_output: bool,
+    /// `--generator=I/N` (or `--generators=N`): this process's share of a
+    /// fleet; `clients`, `threads` and `rate` above are already its share.
+    pub fleet: Option<crate::fleet::Share>,
+    /// `--start-at`: when to start, µs since the Unix epoch.
+    pub start_at_us: Option<i64>,
+    /// `--run-id`.
+    pub run_id: Option<String>,
 }
 
 impl Benchmark {
@@ -318,6 +341,9 @@ pub struct Environment {
     pub random_seed: Option<OsString>,
     /// The hard limit on open files (`RLIMIT_NOFILE`), if known.
     pub open_files_limit: Option<u64>,
+    /// `JOB_COMPLETION_INDEX` (set by a Kubernetes Indexed Job): the
+    /// generator's index under `--generators=N`.
+    pub job_completion_index: Option<String>,
 }
 
 impl Environment {
@@ -326,6 +352,7 @@ impl Environment {
         Environment {
             random_seed: std::env::var_os("PGBENCH_RANDOM_SEED"),
             open_files_limit: open_files_hard_limit(),
+            job_completion_index: std::env::var("JOB_COMPLETION_INDEX").ok(),
         }
     }
 }

@@ -82,6 +82,7 @@ fn run_mode(config: &Config) -> Result<i32, RunError> {
         Mode::Run(benchmark) => run_benchmark(config, benchmark),
         Mode::Render(render) => render_saved(render),
         Mode::Compare(compare) => Ok(super::compare::run(compare)),
+        Mode::Merge(merge) => Ok(crate::fleet::merge::run(merge)),
     }
 }
 

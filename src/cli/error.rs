@@ -120,6 +120,26 @@ pub enum CliError {
     InvalidThreshold(String),
     InvalidCompareMetric(String),
     InvalidCompareFormat(String),
+    InvalidGenerator(String),
+    InvalidStartAt(String),
+    /// `--generators=N` without `JOB_COMPLETION_INDEX` (or with a bad one).
+    MissingGeneratorIndex {
+        count: u32,
+        found: Option<String>,
+    },
+    /// Fewer clients than generators.
+    FewerClientsThanGenerators {
+        clients: u32,
+        generators: u32,
+    },
+    /// `--generator` and `--generators` disagree.
+    GeneratorsDisagree,
+    /// An option that makes no sense when merging results.
+    OptionWithMerge(String),
+    /// `--allow-partial` without `--merge`.
+    RequiresMerge(&'static str),
+    /// `--merge` without result files.
+    NoResultsToMerge,
     /// `--render` with an option that only a benchmark uses.
     RenderWithOption(String),
     /// `--render` with a positional argument (a database name elsewhere).
@@ -154,6 +174,14 @@ impl CliError {
                 | CliError::InvalidThreshold(_)
                 | CliError::InvalidCompareMetric(_)
                 | CliError::InvalidCompareFormat(_)
+                | CliError::InvalidGenerator(_)
+                | CliError::InvalidStartAt(_)
+                | CliError::MissingGeneratorIndex { .. }
+                | CliError::FewerClientsThanGenerators { .. }
+                | CliError::GeneratorsDisagree
+                | CliError::OptionWithMerge(_)
+                | CliError::RequiresMerge(_)
+                | CliError::NoResultsToMerge
         )
     }
 
@@ -378,6 +406,42 @@ impl fmt::Display for CliError {
                 f,
                 "invalid value \"{value}\" for option --compare-metric: expected a list of tps, p50, p90, p99, p99.9"
             ),
+            CliError::InvalidGenerator(value) => write!(
+                f,
+                "invalid value \"{value}\" for option --generator: expected I/N, the generator's index I from 0 to N-1 and the number of generators N"
+            ),
+            CliError::InvalidStartAt(value) => write!(
+                f,
+                "invalid value \"{value}\" for option --start-at: expected a time such as 2026-11-27T14:00:00Z (RFC 3339) or Unix seconds"
+            ),
+            CliError::MissingGeneratorIndex { count, found } => match found {
+                None => write!(
+                    f,
+                    "--generators={count} needs this generator's index: JOB_COMPLETION_INDEX is not set (a Kubernetes Indexed Job sets it; elsewhere use --generator=I/{count})"
+                ),
+                Some(v) => write!(
+                    f,
+                    "--generators={count}: JOB_COMPLETION_INDEX is \"{v}\", not an index from 0 to {}",
+                    count - 1
+                ),
+            },
+            CliError::FewerClientsThanGenerators {
+                clients,
+                generators,
+            } => write!(
+                f,
+                "{clients} clients cannot be shared by {generators} generators: give -c/--client at least the number of generators"
+            ),
+            CliError::GeneratorsDisagree => write!(
+                f,
+                "--generator=I/N and --generators=M name different numbers of generators"
+            ),
+            CliError::OptionWithMerge(option) => write!(
+                f,
+                "{option} cannot be used with --merge, which only reads result files"
+            ),
+            CliError::RequiresMerge(option) => write!(f, "{option} can only be used with --merge"),
+            CliError::NoResultsToMerge => write!(f, "--merge needs the result files to merge"),
             CliError::InvalidCompareFormat(value) => write!(
                 f,
                 "invalid value \"{value}\" for option --compare-format: expected text or markdown"

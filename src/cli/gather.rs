@@ -97,6 +97,17 @@ pub struct Gathered {
     pub threshold: Option<f64>,
     pub fail_on_regression: bool,
     pub allow_different_scripts: bool,
+
+    /// `--generator=I/N`.
+    pub generator: Option<(u32, u32)>,
+    /// `--generators=N`.
+    pub generators: Option<u32>,
+    pub job_completion_index: Option<String>,
+    /// `--start-at`, µs since the Unix epoch.
+    pub start_at: Option<i64>,
+    pub run_id: Option<String>,
+    pub merge: bool,
+    pub allow_partial: bool,
 }
 
 impl Gathered {
@@ -116,6 +127,7 @@ impl Gathered {
             .collect();
         Ok(Gathered {
             open_files_limit: env.open_files_limit,
+            job_completion_index: env.job_completion_index.clone(),
             random_seed,
             seeds,
             ..Gathered::default()
@@ -623,4 +635,46 @@ pub fn fail_on_regression(g: &mut Gathered) {
 
 pub fn allow_different_scripts(g: &mut Gathered) {
     g.allow_different_scripts = true;
+}
+
+/// `--generator=I/N`: generator I (from 0) of N.
+pub fn generator(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let given = text(value);
+    let parsed = given
+        .split_once('/')
+        .and_then(|(i, n)| Some((i.trim().parse::<u32>().ok()?, n.trim().parse::<u32>().ok()?)))
+        .filter(|(i, n)| *n >= 1 && i < n);
+    g.generator = Some(parsed.ok_or(CliError::InvalidGenerator(given))?);
+    Ok(())
+}
+
+pub fn generators(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    g.generators = Some(positive(value, "--generators")?);
+    Ok(())
+}
+
+pub fn start_at(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let given = text(value);
+    g.start_at = Some(crate::fleet::parse_start_at(&given).ok_or(CliError::InvalidStartAt(given))?);
+    Ok(())
+}
+
+pub fn run_id(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let given = text(value);
+    if given.trim().is_empty() {
+        return Err(CliError::InvalidValue {
+            option: "--run-id",
+            value: given,
+        });
+    }
+    g.run_id = Some(given);
+    Ok(())
+}
+
+pub fn merge(g: &mut Gathered) {
+    g.merge = true;
+}
+
+pub fn allow_partial(g: &mut Gathered) {
+    g.allow_partial = true;
 }

@@ -51,16 +51,18 @@ pub enum Section {
     Common,
     Extensions,
     Compare,
+    Fleet,
 }
 
 impl Section {
-    pub const ALL: [Section; 6] = [
+    pub const ALL: [Section; 7] = [
         Section::Init,
         Section::Select,
         Section::Benchmarking,
         Section::Common,
         Section::Extensions,
         Section::Compare,
+        Section::Fleet,
     ];
 
     pub fn title(self) -> &'static str {
@@ -70,6 +72,7 @@ impl Section {
             Section::Benchmarking => "Benchmarking options:",
             Section::Common => "Common options:",
             Section::Extensions => "pgbolt options (not in pgbench):",
+            Section::Fleet => "Several load generators (pgbolt):",
             Section::Compare => {
                 "Comparing two results (pgbolt --compare BASELINE.json CANDIDATE.json):"
             }
@@ -142,7 +145,8 @@ macro_rules! opt {
 
 use Action::{FirstArgument, Flag, Value};
 use Section::{
-    Benchmarking as B, Common as C, Compare as K, Extensions as X, Init as I, Select as S,
+    Benchmarking as B, Common as C, Compare as K, Extensions as X, Fleet as F, Init as I,
+    Select as S,
 };
 
 /// Every option pgbolt knows.
@@ -281,6 +285,18 @@ pub static OPTIONS: &[OptionDef] = &[
         [line(K, 4, "how the comparison is printed (default: text)")]),
     opt!(None, "fail-on-regression", "", Common, Pgbolt, Flag(g::fail_on_regression),
         [line(K, 5, "exit with status 3 when the verdict is a regression")]),
+    opt!(None, "generator", "I/N", Benchmark, Pgbolt, Value(g::generator),
+        [line(F, 1, "run generator I (from 0) of N's share of the\nbenchmark")]),
+    opt!(None, "generators", "N", Benchmark, Pgbolt, Value(g::generators),
+        [line(F, 2, "one of N generators, the index read from\nJOB_COMPLETION_INDEX (Kubernetes Indexed Job)")]),
+    opt!(None, "start-at", "TIME", Benchmark, Pgbolt, Value(g::start_at),
+        [line(F, 3, "connect, then start at this wall-clock time\n(RFC 3339 or Unix seconds)")]),
+    opt!(None, "run-id", "ID", Benchmark, Pgbolt, Value(g::run_id),
+        [line(F, 4, "name the run its generators belong to\n(default: from the command line and --start-at)")]),
+    opt!(None, "merge", "", Common, Pgbolt, Flag(g::merge),
+        [line(F, 5, "merge the result files of a run's generators; no\nconnection is made")]),
+    opt!(None, "allow-partial", "", Common, Pgbolt, Flag(g::allow_partial),
+        [line(F, 6, "with --merge, merge even when generators are\nmissing")]),
     opt!(None, "allow-different-scripts", "", Common, Pgbolt, Flag(g::allow_different_scripts),
         [line(K, 6, "compare results of different scripts anyway")]),
 ];

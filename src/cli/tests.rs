@@ -243,6 +243,40 @@ static CASES: &[Case] = &[
     case("fail-on-regression", None, COMPARE, |c| {
         compare(c).fail_on_regression
     }),
+    case(
+        "generator",
+        Some("1/4"),
+        &["-c", "8", "-j", "4", "-R", "100"],
+        |c| {
+            let b = bench(c);
+            b.fleet.map(|s| (s.index, s.client_offset)) == Some((1, 2))
+                && (b.clients, b.threads, b.rate) == (2, 1, Some(25.0))
+        },
+    ),
+    case(
+        "generators",
+        Some("2"),
+        &["--generator=1/2", "-c", "4"],
+        |c| bench(c).fleet.map(|s| s.count) == Some(2),
+    ),
+    case("start-at", Some("2026-11-27T14:00:00Z"), &[], |c| {
+        bench(c).start_at_us == Some(1_795_788_000_000_000)
+    }),
+    case("run-id", Some("nightly"), &[], |c| {
+        bench(c).run_id.as_deref() == Some("nightly")
+    }),
+    case(
+        "merge",
+        None,
+        &["a.json", "b.json"],
+        |c| matches!(&c.mode, Mode::Merge(m) if m.results.len() == 2 && !m.allow_partial),
+    ),
+    case(
+        "allow-partial",
+        None,
+        &["--merge", "a.json"],
+        |c| matches!(&c.mode, Mode::Merge(m) if m.allow_partial),
+    ),
     case("allow-different-scripts", None, COMPARE, |c| {
         compare(c).options.allow_different_scripts
     }),
@@ -338,6 +372,8 @@ fn options_may_follow_the_database_name() {
                 && !c.long.starts_with("temp-instance")
                 && c.context != COMPARE
                 && c.long != "compare"
+                && c.long != "merge"
+                && c.long != "allow-partial"
         })
     {
         let mut args: Vec<String> = vec!["mydb".to_string()];
@@ -557,6 +593,7 @@ fn early_exits_stop_parsing() {
 #[test]
 fn environment() {
     let env = Environment {
+        job_completion_index: None,
         random_seed: Some("7".into()),
         open_files_limit: Some(20),
     };
@@ -587,6 +624,7 @@ fn environment() {
         );
     }
     let env = Environment {
+        job_completion_index: None,
         random_seed: Some("x".into()),
         open_files_limit: None,
     };

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::config::{
-    Benchmark, BusyPoll, Compare, CompareFormat, Config, Init, InitStep, IoMethod, Mode,
+    Benchmark, BusyPoll, Compare, CompareFormat, Config, Init, InitStep, IoMethod, Merge, Mode,
     PartitionMethod, QueryMode, Render, RunLength, ScriptSpec, TempInstance, TransactionLog,
     VacuumBeforeRun,
 };
@@ -24,6 +24,12 @@ pub fn finish(mut g: Gathered) -> Result<Config, CliError> {
     }
     if g.compare {
         return Ok(Config::for_mode(Mode::Compare(compare(&mut g)?)));
+    }
+    if g.merge {
+        return merge(g);
+    }
+    if g.allow_partial {
+        return Err(CliError::RequiresMerge("--allow-partial"));
     }
     if let Some((_, long)) = g.given.iter().find(|(_, l)| COMPARE_ONLY.contains(l)) {
         return Err(CliError::RequiresCompare(format!("--{long}")));
@@ -147,7 +153,15 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
         return Err(CliError::UnlimitedTriesWithoutBound);
     }
 
-    let clients = g.clients.unwrap_or(1);
+    let mut clients = g.clients.unwrap_or(1);
+    let mut threads = g.threads.unwrap_or(1).min(clients);
+    let mut rate = g.rate;
+    let fleet = fleet_share(g, clients, threads)?;
+    if let Some(share) = &fleet {
+        clients = share.clients;
+        threads = share.threads;
+        rate = rate.map(|r| share.rate(r));
+    }
     let vacuum = if g.no_vacuum {
         VacuumBeforeRun::Skip
     } else if g.vacuum_all {
@@ -159,10 +173,10 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
         scripts: std::mem::take(&mut g.scripts),
         variables: std::mem::take(&mut g.variables),
         clients,
-        threads: g.threads.unwrap_or(1).min(clients),
+        threads,
         length,
         connect_per_transaction: g.connect,
-        rate: g.rate,
+        rate,
         latency_limit: u64::try_from(g.latency_limit_us)
             .ok()
             .filter(|us| *us > 0)
@@ -183,7 +197,61 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
         json: g.json.take(),
         html: g.html.take(),
         pgbench_output: g.pgbench_output,
+        fleet,
+        start_at_us: g.start_at,
+        run_id: g.run_id.take(),
     })
+}
+
+/// The share of `--generator=I/N` or `--generators=N` (the index from
+/// `JOB_COMPLETION_INDEX`), or `None` for a run on its own.
+fn fleet_share(
+    g: &Gathered,
+    clients: u32,
+    threads: u32,
+) -> Result<Option<crate::fleet::Share>, CliError> {
+    let (index, count) = match (g.generator, g.generators) {
+        (Some((_, n)), Some(m)) if n != m => return Err(CliError::GeneratorsDisagree),
+        (Some(given), _) => given,
+        (None, Some(count)) => {
+            let found = g.job_completion_index.clone();
+            let index = found
+                .as_deref()
+                .and_then(|v| v.trim().parse::<u32>().ok())
+                .filter(|i| *i < count)
+                .ok_or(CliError::MissingGeneratorIndex { count, found })?;
+            (index, count)
+        }
+        (None, None) => return Ok(None),
+    };
+    if clients < count {
+        return Err(CliError::FewerClientsThanGenerators {
+            clients,
+            generators: count,
+        });
+    }
+    Ok(Some(crate::fleet::Share::new(
+        index, count, clients, threads,
+    )))
+}
+
+/// `--merge`: result files and the options of the merge only.
+fn merge(mut g: Gathered) -> Result<Config, CliError> {
+    if let Some(option) = g.first_option_besides(&["merge", "json", "html", "allow-partial"]) {
+        return Err(CliError::OptionWithMerge(option));
+    }
+    if g.positionals.is_empty() {
+        return Err(CliError::NoResultsToMerge);
+    }
+    Ok(Config::for_mode(Mode::Merge(Merge {
+        results: std::mem::take(&mut g.positionals)
+            .into_iter()
+            .map(Into::into)
+            .collect(),
+        json: g.json.take(),
+        html: g.html.take(),
+        allow_partial: g.allow_partial,
+    })))
 }
 
 fn transaction_log(g: &mut Gathered) -> Result<Option<TransactionLog>, CliError> {

@@ -60,6 +60,9 @@ pub enum EngineError {
     ThreadPanicked,
     /// The results could not be put together.
     Report(String),
+    /// `--start-at`: the clients were connected too late to start with
+    /// the other generators.
+    LateForStart { ready_us: i64, start_at_us: i64 },
 }
 
 /// The numbers behind a preflight refusal.
@@ -190,6 +193,17 @@ impl fmt::Display for EngineError {
                 "io_uring cannot be used here ({e}); use --io=epoll or --io=auto"
             ),
             EngineError::ThreadPanicked => f.write_str("a worker thread failed unexpectedly"),
+            EngineError::LateForStart {
+                ready_us,
+                start_at_us,
+            } => write!(
+                f,
+                "the clients were connected at {}, {:.3} s after --start-at ({}), later than the {} s allowed: this generator does not run, so as not to measure another window than the others",
+                crate::report::html::utc(*ready_us),
+                (ready_us - start_at_us) as f64 / 1e6,
+                crate::report::html::utc(*start_at_us),
+                crate::fleet::LATE_TOLERANCE_US / 1_000_000
+            ),
             EngineError::Report(e) => write!(f, "could not build the report: {e}"),
         }
     }

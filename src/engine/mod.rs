@@ -129,12 +129,15 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
     };
     let clock = Clock::new();
     let start_time = clock.now_us();
-    let end_us = prepared
-        .plan
-        .duration
-        .map(|d| start_time + d.as_micros() as i64);
+    // Under --start-at the run's length counts from that time.
+    let begin = bench
+        .start_at_us
+        .map_or(start_time, |at| at.max(start_time));
+    let end_us = prepared.plan.duration.map(|d| begin + d.as_micros() as i64);
     let guard = signals::install().map_err(EngineError::Thread)?;
-    let shared = Arc::new(Shared::new(prepared.plan.threads as usize, end_us));
+    let mut shared = Shared::new(prepared.plan.threads as usize, end_us);
+    shared.start_at = bench.start_at_us;
+    let shared = Arc::new(shared);
     let plan = prepared.plan.clone();
     // Thread 0 runs on this thread, as pgbench's does: with `-j 1` the
     // process stays single-threaded, which spares every system call the
@@ -207,6 +210,7 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
         start_time,
         now: clock.now_us(),
         interrupted_by,
+        ready_us: shared.ready_us(),
     };
     report(&prepared, bench, ended, [json_file, html_file])
 }
@@ -342,12 +346,7 @@ fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> 
     drop(stop);
     setup_client.close();
     raise_open_files_limit(bench.open_files_needed(config.io, config.temp_instance.is_some()));
-    let states = RandomStates::new(
-        seed_value,
-        plan.clients as usize,
-        plan.threads as usize,
-        defined(bench, "default_seed"),
-    );
+    let states = random_states(bench, &plan, seed_value);
     let base = base_variables(&plan, bench, scale, &states);
     Ok(Prepared {
         plan: Arc::new(plan),
@@ -359,6 +358,56 @@ fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> 
         base,
         server_version,
     })
+}
+
+/// pgbench's random states for this run; a generator of a fleet takes
+/// its clients' and threads' states from those of the whole fleet (see
+/// [`crate::fleet`]).
+fn random_states(bench: &Benchmark, plan: &Plan, seed: u64) -> RandomStates {
+    let default_seed = defined(bench, "default_seed");
+    let Some(share) = &bench.fleet else {
+        return RandomStates::new(
+            seed,
+            plan.clients as usize,
+            plan.threads as usize,
+            default_seed,
+        );
+    };
+    let mut states = RandomStates::new(
+        seed,
+        share.clients_total as usize,
+        share.threads_total as usize,
+        default_seed,
+    );
+    let (c, t) = (share.client_offset as usize, share.thread_offset as usize);
+    states.clients = states.clients[c..c + share.clients as usize].to_vec();
+    states.threads = states.threads[t..t + share.threads as usize].to_vec();
+    states
+}
+
+/// What the generators of one run share, for its id (see
+/// [`crate::fleet::run_id`]): the fleet's totals, not this generator's
+/// share.
+fn fleet_workload(options: &RunOptions, bench: &Benchmark) -> String {
+    let (count, clients, threads) = bench
+        .fleet
+        .map_or((1, options.clients, options.threads), |s| {
+            (s.count, s.clients_total, s.threads_total)
+        });
+    let rate = bench.fleet.zip(bench.rate).map_or(bench.rate, |(s, r)| {
+        Some(r * f64::from(s.threads_total) / f64::from(s.threads))
+    });
+    let scripts: Vec<String> = options
+        .scripts
+        .iter()
+        .map(|s| format!("{}@{}", s.sha256.as_deref().unwrap_or(&s.name), s.weight))
+        .collect();
+    format!(
+        "generators {count}|clients {clients}|threads {threads}|rate {rate:?}|{:?}|{}|{}",
+        options.limit,
+        options.query_mode,
+        scripts.join(",")
+    )
 }
 
 /// Whether `-D` defined `name`.
@@ -435,12 +484,20 @@ fn thread_parts(
     let clients: Vec<Client> = t
         .range
         .clone()
-        .map(|id| {
+        .map(|local| {
+            // A generator's clients are numbered after the fleet's earlier
+            // generators' (see crate::fleet).
+            let id = local + bench.fleet.map_or(0, |s| s.client_offset);
             let mut vars = prepared.base.clone();
             if !defined(bench, "client_id") {
                 vars.set(plan.slots.client_id, crate::expr::Value::Int(i64::from(id)));
             }
-            Client::new(id, vars, prepared.states.clients[id as usize], &per_script)
+            Client::new(
+                id,
+                vars,
+                prepared.states.clients[local as usize],
+                &per_script,
+            )
         })
         .collect();
     let log = match &bench.log {
@@ -503,6 +560,8 @@ struct Ended {
     start_time: i64,
     now: i64,
     interrupted_by: Option<i32>,
+    /// When every client was connected.
+    ready_us: Option<i64>,
 }
 
 /// The variables every client starts with: `-D` definitions, then
@@ -657,6 +716,7 @@ fn report(
         start_time,
         now,
         interrupted_by,
+        ready_us,
     } = ended;
     let mut merged: Option<ThreadStats> = None;
     let (mut conn_total, mut bench_start, mut aborted, mut interrupted) = (0, i64::MAX, 0, 0);
@@ -678,9 +738,15 @@ fn report(
         return Ok(2);
     };
     let options = run_options(prepared, bench);
+    // Under --start-at the wait after the connections is not connection
+    // time.
+    let connected = match (bench.start_at_us, ready_us) {
+        (Some(_), Some(ready)) => ready.min(bench_start),
+        _ => bench_start,
+    };
     let timings = Timings {
         bench_duration_us: (now - bench_start).max(1),
-        initial_connection_us: bench_start - start_time,
+        initial_connection_us: connected - start_time,
         total_connection_us: conn_total,
     };
     let incomplete = aborted > 0 || interrupted > 0 || interrupted_by.is_some();
@@ -693,6 +759,20 @@ fn report(
         started_us: Some(start_time),
         ended_us: Some(now),
     };
+    result.generator = Some(crate::fleet::GeneratorInfo {
+        index: bench.fleet.map_or(0, |s| s.index),
+        count: bench.fleet.map_or(1, |s| s.count),
+        run_id: crate::fleet::run_id(
+            bench.run_id.as_deref(),
+            &fleet_workload(&result.options, bench),
+            bench.start_at_us,
+        ),
+        client_offset: bench.fleet.map_or(0, |s| s.client_offset),
+        start_at_us: bench.start_at_us,
+        clock: crate::fleet::CLOCK.to_owned(),
+        window_start_us: bench_start,
+        window_end_us: now,
+    });
     let text = report::render_text(&result, bench.pgbench_output);
     let mut stdout = Stdout::default();
     if json_to_stdout(bench) {

@@ -16,6 +16,8 @@ struct Gate {
     arrived: usize,
     failed: bool,
     error: Option<EngineError>,
+    /// When the last thread arrived (every client connected).
+    ready_us: Option<i64>,
 }
 
 pub struct Shared {
@@ -24,6 +26,8 @@ pub struct Shared {
     opened: Condvar,
     /// `-T`: when the run ends, µs since the epoch.
     pub end_us: Option<i64>,
+    /// `--start-at`, µs since the epoch: the gate opens then, not before.
+    pub start_at: Option<i64>,
     exit_on_abort: AtomicBool,
     /// The thread whose client aborted first under `--exit-on-abort`.
     abort_thread: AtomicUsize,
@@ -46,6 +50,7 @@ impl Shared {
             gate: Mutex::new(Gate::default()),
             opened: Condvar::new(),
             end_us,
+            start_at: None,
             exit_on_abort: AtomicBool::new(false),
             abort_thread: AtomicUsize::new(usize::MAX),
             progress: (0..threads)
@@ -86,14 +91,51 @@ impl Shared {
         total
     }
 
-    /// Waits until every thread has connected its clients; false when one
-    /// of them failed (the run does not start).
-    pub fn wait_start(&self) -> bool {
+    /// Waits until every thread has connected its clients (`now_us` is
+    /// when this one has), then under `--start-at` until that time; false
+    /// when a thread failed, when the clients were connected too late
+    /// for the start time, or when a signal stopped the wait (the run does
+    /// not start).
+    pub fn wait_start(&self, now_us: i64, clock: &super::clock::Clock) -> bool {
+        if !self.wait_connected(now_us) {
+            return false;
+        }
+        let Some(at) = self.start_at else {
+            return true;
+        };
+        loop {
+            let left = at - clock.now_us();
+            if left <= 0 {
+                return true;
+            }
+            if self.stop_requested() {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(left.min(50_000) as u64));
+        }
+    }
+
+    /// When every client was connected (`None` before).
+    pub fn ready_us(&self) -> Option<i64> {
+        self.gate.lock().ok().and_then(|g| g.ready_us)
+    }
+
+    fn wait_connected(&self, now_us: i64) -> bool {
         let Ok(mut gate) = self.gate.lock() else {
             return false;
         };
         gate.arrived += 1;
         if gate.arrived == self.threads {
+            gate.ready_us = Some(now_us);
+            if let Some(at) = self.start_at {
+                if now_us > at + crate::fleet::LATE_TOLERANCE_US {
+                    gate.failed = true;
+                    gate.error.get_or_insert(EngineError::LateForStart {
+                        ready_us: now_us,
+                        start_at_us: at,
+                    });
+                }
+            }
             self.opened.notify_all();
         }
         while gate.arrived < self.threads && !gate.failed {

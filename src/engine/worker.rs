@@ -75,7 +75,7 @@ pub fn run(
             return None;
         }
     }
-    if !shared.wait_start() {
+    if !shared.wait_start(env.clock.now_us(), &env.clock) {
         return None;
     }
     let start = env.clock.now_us();

@@ -385,6 +385,13 @@ pub struct RunResult {
     pub scripts: Vec<ScriptResult>,
     /// Time series.
     pub series: Series,
+    /// This run's place in a fleet of load generators (absent in files
+    /// of older pgbolt versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<crate::fleet::GeneratorInfo>,
+    /// A merged result's generators, in index order (empty otherwise).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub generators: Vec<crate::fleet::merge::GeneratorSummary>,
 }
 
 /// `count` per second over `seconds`; 0 for a run that took no time (JSON
@@ -462,6 +469,8 @@ impl RunResult {
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
             merged_runs: 1,
             context: RunContext::default(),
+            generator: None,
+            generators: Vec::new(),
             counts: Counts::new(total.counts, total.latency_late),
             tps: per_second(total.counts.committed, seconds),
             latency: Distribution::new(total.latency, &total.latency_histogram)?,

@@ -55,6 +55,7 @@ const SECTIONS: &[Section] = &[
     tables::scripts,
     tables::schedule,
     tables::connections,
+    tables::generators,
 ];
 
 /// Forbids every fetch, connection, image, frame, form and script (all

@@ -143,3 +143,29 @@ pub fn connections(r: &RunResult) -> Result<Option<String>, ReportError> {
     out.push_str("</dl></section>");
     Ok(Some(out))
 }
+
+/// A merged result's generators: one row each.
+pub fn generators(r: &RunResult) -> Result<Option<String>, ReportError> {
+    if r.generators.is_empty() {
+        return Ok(None);
+    }
+    let mut out = String::from(
+        "<section><h2>Generators</h2><table><tr><th>generator</th><th>clients</th><th>threads</th><th>committed</th><th>tps</th><th>window start</th><th>length (s)</th><th>result file</th></tr>",
+    );
+    for g in &r.generators {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{}</td><td>{:.3}</td><td class=\"text\"><code>{}</code></td></tr>",
+            g.index,
+            g.clients,
+            g.threads,
+            g.committed,
+            g.tps,
+            super::utc(g.window_start_us),
+            (g.window_end_us - g.window_start_us) as f64 / 1e6,
+            esc(&g.source)
+        );
+    }
+    out.push_str("</table></section>");
+    Ok(Some(out))
+}

@@ -1,0 +1,333 @@
+//! `--merge`: the results of a fleet's generators added into the result of
+//! the whole benchmark.
+//!
+//! Counts, exact sums and histograms add ([`crate::report::merge`]), so the
+//! merged percentiles are those of every transaction of the fleet, not an
+//! average of percentiles; the series are placed on wall-clock intervals.
+//! Before adding, the results are checked to be one run's: the same run id
+//! and number of generators, no index twice, none missing (unless
+//! `--allow-partial`, and then the report names the missing ones), the
+//! same scripts and schema version, and measured windows that start and
+//! end together within [`window_tolerance_us`].
+
+use std::fmt;
+use std::io::Write;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::GeneratorInfo;
+use crate::cli::{Merge, PROGRAM};
+use crate::report::{self, RunResult};
+
+/// One generator of a merged result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GeneratorSummary {
+    pub index: u32,
+    /// The file its result was read from.
+    pub source: String,
+    pub clients: u32,
+    pub threads: u32,
+    pub committed: u64,
+    pub tps: f64,
+    /// Its measured window, µs since the Unix epoch.
+    pub window_start_us: i64,
+    pub window_end_us: i64,
+}
+
+/// Why results cannot be merged.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MergeError {
+    /// A file could not be read or is not a result.
+    Read {
+        path: String,
+        message: String,
+    },
+    /// A result without generator information (an older pgbolt).
+    NoGenerator {
+        path: String,
+    },
+    SchemaVersions {
+        first: (String, u32),
+        other: (String, u32),
+    },
+    DifferentRuns {
+        first: (String, String),
+        other: (String, String),
+    },
+    DifferentCounts {
+        first: (String, u32),
+        other: (String, u32),
+    },
+    DuplicateIndex {
+        index: u32,
+        paths: [String; 2],
+    },
+    Missing {
+        missing: Vec<u32>,
+        count: u32,
+    },
+    WindowsApart {
+        spread_us: i64,
+        tolerance_us: i64,
+    },
+    /// The library merge refused (different scripts).
+    Report(String),
+}
+
+impl fmt::Display for MergeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MergeError::Read { path, message } => write!(f, "result file \"{path}\": {message}"),
+            MergeError::NoGenerator { path } => write!(
+                f,
+                "result file \"{path}\" does not say which generator wrote it (written by an older pgbolt)"
+            ),
+            MergeError::SchemaVersions { first, other } => write!(
+                f,
+                "results of different schema versions: \"{}\" has {}, \"{}\" has {}",
+                first.0, first.1, other.0, other.1
+            ),
+            MergeError::DifferentRuns { first, other } => write!(
+                f,
+                "results of different runs: \"{}\" is of run {}, \"{}\" of run {} (generators of one run share their command line and --start-at, or --run-id)",
+                first.0, first.1, other.0, other.1
+            ),
+            MergeError::DifferentCounts { first, other } => write!(
+                f,
+                "results of fleets of different sizes: \"{}\" is one of {}, \"{}\" one of {}",
+                first.0, first.1, other.0, other.1
+            ),
+            MergeError::DuplicateIndex { index, paths } => write!(
+                f,
+                "generator {index} appears twice: \"{}\" and \"{}\"",
+                paths[0], paths[1]
+            ),
+            MergeError::Missing { missing, count } => write!(
+                f,
+                "generator{} {} of {count} missing; merge the others anyway with --allow-partial",
+                if missing.len() == 1 { "" } else { "s" },
+                list(missing)
+            ),
+            MergeError::WindowsApart {
+                spread_us,
+                tolerance_us,
+            } => write!(
+                f,
+                "the generators' measured windows do not line up: their starts or ends are {:.3} s apart, more than the {:.3} s allowed (start them together with --start-at)",
+                *spread_us as f64 / 1e6,
+                *tolerance_us as f64 / 1e6
+            ),
+            MergeError::Report(message) => f.write_str(message),
+        }
+    }
+}
+
+fn list(indexes: &[u32]) -> String {
+    indexes
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// How far apart the generators' windows may start or end: a tenth of the
+/// shortest window, at least 1 s.
+pub fn window_tolerance_us(windows: &[(i64, i64)]) -> i64 {
+    let shortest = windows.iter().map(|(s, e)| e - s).min().unwrap_or(0);
+    (shortest / 10).max(super::LATE_TOLERANCE_US)
+}
+
+/// The merged result of `results` (each with the file it came from), and
+/// the indexes of the generators missing from it.
+pub fn merge_results(
+    results: &[(String, RunResult)],
+    allow_partial: bool,
+) -> Result<(RunResult, Vec<u32>), MergeError> {
+    let mut infos: Vec<(&str, &GeneratorInfo, &RunResult)> = Vec::new();
+    for (path, r) in results {
+        let info = r
+            .generator
+            .as_ref()
+            .ok_or_else(|| MergeError::NoGenerator { path: path.clone() })?;
+        infos.push((path, info, r));
+    }
+    let (first_path, first, first_result) = infos[0];
+    for &(path, info, r) in &infos[1..] {
+        if r.schema_version != first_result.schema_version {
+            return Err(MergeError::SchemaVersions {
+                first: (first_path.to_owned(), first_result.schema_version),
+                other: (path.to_owned(), r.schema_version),
+            });
+        }
+        if info.run_id != first.run_id {
+            return Err(MergeError::DifferentRuns {
+                first: (first_path.to_owned(), first.run_id.clone()),
+                other: (path.to_owned(), info.run_id.clone()),
+            });
+        }
+        if r.options.scripts != first_result.options.scripts {
+            return Err(MergeError::Report(
+                report::ReportError::ScriptsDiffer.to_string(),
+            ));
+        }
+        if info.count != first.count {
+            return Err(MergeError::DifferentCounts {
+                first: (first_path.to_owned(), first.count),
+                other: (path.to_owned(), info.count),
+            });
+        }
+    }
+    infos.sort_by_key(|(_, info, _)| info.index);
+    for pair in infos.windows(2) {
+        if pair[0].1.index == pair[1].1.index {
+            return Err(MergeError::DuplicateIndex {
+                index: pair[0].1.index,
+                paths: [pair[0].0.to_owned(), pair[1].0.to_owned()],
+            });
+        }
+    }
+    let missing: Vec<u32> = (0..first.count)
+        .filter(|i| !infos.iter().any(|(_, info, _)| info.index == *i))
+        .collect();
+    if !missing.is_empty() && !allow_partial {
+        return Err(MergeError::Missing {
+            missing,
+            count: first.count,
+        });
+    }
+    let windows: Vec<(i64, i64)> = infos
+        .iter()
+        .map(|(_, i, _)| (i.window_start_us, i.window_end_us))
+        .collect();
+    let spread = |f: fn(&(i64, i64)) -> i64| {
+        let values = windows.iter().map(f);
+        values.clone().max().unwrap_or(0) - values.min().unwrap_or(0)
+    };
+    let spread_us = spread(|w| w.0).max(spread(|w| w.1));
+    let tolerance_us = window_tolerance_us(&windows);
+    if spread_us > tolerance_us {
+        return Err(MergeError::WindowsApart {
+            spread_us,
+            tolerance_us,
+        });
+    }
+    let sorted: Vec<RunResult> = infos.iter().map(|(_, _, r)| (*r).clone()).collect();
+    let mut merged = report::merge(&sorted).map_err(|e| MergeError::Report(e.to_string()))?;
+    merged.generators = infos
+        .iter()
+        .map(|(path, info, r)| GeneratorSummary {
+            index: info.index,
+            source: (*path).to_owned(),
+            clients: r.options.clients,
+            threads: r.options.threads,
+            committed: r.counts.counters.committed,
+            tps: r.tps,
+            window_start_us: info.window_start_us,
+            window_end_us: info.window_end_us,
+        })
+        .collect();
+    merged.generator = None;
+    Ok((merged, missing))
+}
+
+/// The generators table printed after the merged report.
+pub fn render_generators(merged: &RunResult, missing: &[u32], count: u32) -> String {
+    let mut out = format!(
+        "generators: {} of {count}{}\n",
+        merged.generators.len(),
+        if missing.is_empty() {
+            String::new()
+        } else {
+            format!(" (missing: {})", list(missing))
+        }
+    );
+    out.push_str("generator  clients  threads   committed          tps  window start (UTC)        length (s)  file\n");
+    for g in &merged.generators {
+        out.push_str(&format!(
+            "{:>9}  {:>7}  {:>7}  {:>10}  {:>11.3}  {}  {:>10.3}  {}\n",
+            g.index,
+            g.clients,
+            g.threads,
+            g.committed,
+            g.tps,
+            crate::report::html::utc(g.window_start_us),
+            (g.window_end_us - g.window_start_us) as f64 / 1e6,
+            g.source
+        ));
+    }
+    out
+}
+
+/// Runs `--merge` and returns the exit status: 0, or 1 when the results
+/// cannot be merged or an output cannot be written.
+pub fn run(m: &Merge) -> i32 {
+    match merge_files(m) {
+        Ok(()) => 0,
+        Err(message) => {
+            crate::cli::ewriteln!("{PROGRAM}: error: {message}");
+            1
+        }
+    }
+}
+
+fn merge_files(m: &Merge) -> Result<(), String> {
+    let mut results = Vec::with_capacity(m.results.len());
+    for path in &m.results {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            MergeError::Read {
+                path: shown.clone(),
+                message: crate::oserror::os_message(&e),
+            }
+            .to_string()
+        })?;
+        let result = report::read_result(&text).map_err(|e| {
+            MergeError::Read {
+                path: shown.clone(),
+                message: e.to_string(),
+            }
+            .to_string()
+        })?;
+        results.push((shown, result));
+    }
+    let (merged, missing) = merge_results(&results, m.allow_partial).map_err(|e| e.to_string())?;
+    let count = results
+        .first()
+        .and_then(|(_, r)| r.generator.as_ref())
+        .map_or(0, |g| g.count);
+    let mut text = report::render_text(&merged, false);
+    text.push_str(&render_generators(&merged, &missing, count));
+    let json_to_stdout = m.json.as_deref() == Some(Path::new("-"));
+    if json_to_stdout {
+        crate::cli::write_stderr_bytes(text.as_bytes());
+    } else {
+        let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    }
+    let write = |path: &Path, bytes: &[u8]| {
+        std::fs::write(path, bytes).map_err(|e| {
+            format!(
+                "could not write \"{}\": {}",
+                path.display(),
+                crate::oserror::os_message(&e)
+            )
+        })
+    };
+    if let Some(path) = &m.json {
+        let json = report::to_json(&merged).map_err(|e| e.to_string())? + "\n";
+        if json_to_stdout {
+            std::io::stdout()
+                .lock()
+                .write_all(json.as_bytes())
+                .map_err(|e| e.to_string())?;
+        } else {
+            write(path, json.as_bytes())?;
+        }
+    }
+    if let Some(path) = &m.html {
+        let page =
+            report::render_html(&merged, report::html::now_us()).map_err(|e| e.to_string())?;
+        write(path, page.as_bytes())?;
+    }
+    Ok(())
+}
