@@ -86,6 +86,27 @@ PY
 install_pg18
 # -------------------------------------------------------------------------
 
+# --- kubernetes-validate (the scale-out docs' manifest is checked) --------
+# The test of docs/scale-out.md validates its Kubernetes manifest against
+# Kubernetes' schema with the PyPI package kubernetes-validate, installed
+# once into its own directory (no virtual environment needed, the
+# machine's Python packages untouched).
+PGBOLT_K8S_VALIDATE_DIR="${PGBOLT_K8S_VALIDATE_DIR:-/opt/pgbolt-kubernetes-validate}"
+
+install_kubernetes_validate() {
+    PYTHONPATH="$PGBOLT_K8S_VALIDATE_DIR" python3 -m kubernetes_validate --version >/dev/null 2>&1 && return 0
+    echo "Installing kubernetes-validate into $PGBOLT_K8S_VALIDATE_DIR ..."
+    python3 -m pip install --quiet --target "$PGBOLT_K8S_VALIDATE_DIR" kubernetes-validate 2>/dev/null ||
+        python3 -m pip install --quiet --break-system-packages --target "$PGBOLT_K8S_VALIDATE_DIR" kubernetes-validate || {
+        echo "pgbolt: cannot install kubernetes-validate into $PGBOLT_K8S_VALIDATE_DIR (pip install --target failed)" >&2
+        exit 1
+    }
+    chmod -R a+rX "$PGBOLT_K8S_VALIDATE_DIR"
+}
+
+install_kubernetes_validate
+# -------------------------------------------------------------------------
+
 have_server() {
     command -v initdb >/dev/null 2>&1 && return 0
     command -v pg_config >/dev/null 2>&1 && [ -x "$(pg_config --bindir)/initdb" ] && return 0
