@@ -53,6 +53,12 @@ pub enum ConnectProgress {
         interest: Interest,
         new_socket: bool,
     },
+    /// The listener's accept queue is full (a Unix-domain socket's
+    /// `connect` said `EAGAIN`): there is no socket to wait on yet. Poll
+    /// again after giving the listener time to accept (a short timer, not
+    /// at once: that would spin), or at [`Connecting::deadline`] at the
+    /// latest; `connect_timeout` runs from the first try.
+    Busy,
     /// The session is established and ready for queries (boxed: the
     /// waits are many and small).
     Ready(Box<Connection>),
@@ -188,6 +194,7 @@ impl Connecting {
                         new_socket,
                     });
                 }
+                Ok(Step::Busy) => return Ok(ConnectProgress::Busy),
                 Ok(Step::Ready) => {
                     let mut done = self
                         .current
