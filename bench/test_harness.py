@@ -39,6 +39,14 @@ class ParseReport(unittest.TestCase):
         self.assertEqual(runner.parse_report(PGBENCH_OUTPUT), {
             "tps": 50000.5, "transactions": 400000, "latency_ms": 0.160, "conn_ms": 17.125})
 
+    def test_reads_the_report_of_a_connection_per_transaction(self):
+        text = PGBENCH_OUTPUT.replace(
+            "initial connection time = 17.125 ms\ntps = 50000.500000 (without initial connection "
+            "time)", "average connection time = 0.142 ms\ntps = 12429.5 (including reconnection "
+            "times)")
+        self.assertEqual(runner.parse_report(text), {
+            "tps": 12429.5, "transactions": 400000, "latency_ms": 0.160, "conn_ms": 0.142})
+
     def test_missing_lines_are_none(self):
         self.assertEqual(runner.parse_report("pgbolt: error: not supported yet\n"),
                          {"tps": None, "transactions": None, "latency_ms": None, "conn_ms": None})

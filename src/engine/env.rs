@@ -108,6 +108,12 @@ impl ThreadEnv {
             // Waiting for a slot: an attempt that ends wakes the client.
             return false;
         }
+        if c.connecting.is_none() {
+            // The connection time counts from here, as pgbench's counts the
+            // connect itself: not the wait for a slot, which in pgbench is
+            // the wait for the thread's other clients' connects.
+            c.connect_start = now;
+        }
         let connecting = c.connecting.get_or_insert_with(|| self.connector.connect());
         let runq = &mut self.runq;
         match connecting.poll() {

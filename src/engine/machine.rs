@@ -186,7 +186,6 @@ fn start_transaction(c: &mut Client, plan: &Plan, env: &mut ThreadEnv, now: &mut
     if c.conn.is_none() {
         // The connection is opened once the thread's pacer gives the
         // client a slot (see `ThreadEnv::poll_connect`).
-        c.connect_start = now.get(env);
         c.state = State::Connect;
         return;
     }
