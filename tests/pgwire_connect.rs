@@ -535,3 +535,49 @@ fn an_at_sign_host_names_an_abstract_socket() {
         "{err}"
     );
 }
+
+/// Regression (issue 24): a Unix socket whose accept queue is full made
+/// `connect` fail with EAGAIN, reported as "Resource temporarily
+/// unavailable" where libpq's blocking connect waits. It is now
+/// `ConnectProgress::Busy`: the same attempt tries again once the listener
+/// has taken a connection from its queue, and `connect_timeout` still ends
+/// an attempt that never gets in.
+#[test]
+fn a_full_accept_queue_on_a_unix_socket_is_busy_until_the_listener_accepts() {
+    use pgwire::ConnectProgress;
+    use std::os::fd::AsRawFd;
+
+    let dir = tempfile::tempdir().unwrap();
+    let listener =
+        std::os::unix::net::UnixListener::bind(dir.path().join(".s.PGSQL.5432")).unwrap();
+    // SAFETY: listen again on a listening socket, to shrink its queue to
+    // one connection.
+    assert_eq!(unsafe { libc::listen(listener.as_raw_fd(), 0) }, 0);
+    let config = pgwire_support::config(&format!(
+        "host={} port=5432 user=u dbname=d connect_timeout=2",
+        dir.path().display()
+    ));
+    let connector = pgwire::Connector::new(&config).unwrap();
+    let mut first = connector.connect();
+    assert!(matches!(
+        first.poll().unwrap(),
+        ConnectProgress::Wait { .. }
+    ));
+    let mut second = connector.connect();
+    assert!(matches!(second.poll().unwrap(), ConnectProgress::Busy));
+    assert!(matches!(second.poll().unwrap(), ConnectProgress::Busy));
+    let _accepted = listener.accept().unwrap();
+    assert!(matches!(
+        second.poll().unwrap(),
+        ConnectProgress::Wait {
+            new_socket: true,
+            ..
+        }
+    ));
+    let mut third = connector.connect();
+    assert!(matches!(third.poll().unwrap(), ConnectProgress::Busy));
+    let deadline = third.deadline().expect("connect_timeout is set");
+    std::thread::sleep(deadline.saturating_duration_since(std::time::Instant::now()));
+    let error = third.poll().unwrap_err().to_string();
+    assert!(error.ends_with("failed: timeout expired"), "{error}");
+}

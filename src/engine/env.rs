@@ -26,6 +26,23 @@ use super::spin::SpinMode;
 use super::timer::PreciseTimer;
 use super::uring::Ring;
 
+/// Opens client `idx`'s connection request again on a new socket when
+/// its socket has not connected for longer than the pacer allows (see
+/// [`super::pacing`]): over TCP a full accept queue drops the handshake.
+pub(super) fn redial_if_stalled(
+    pacer: &mut Pacer,
+    connecting: &mut pgwire::Connecting,
+    idx: usize,
+    now: i64,
+) {
+    let Some(stall) = pacer.stall_after() else {
+        return;
+    };
+    if pacer.dialing_since(idx, now, stall) && connecting.redial() {
+        pacer.stalled(idx, now);
+    }
+}
+
 /// What the state machine may touch besides its client.
 pub struct ThreadEnv {
     pub tid: usize,
@@ -115,11 +132,15 @@ impl ThreadEnv {
             c.connect_start = now;
         }
         let connecting = c.connecting.get_or_insert_with(|| self.connector.connect());
+        redial_if_stalled(&mut self.pacer, connecting, idx, now);
         let runq = &mut self.runq;
         match connecting.poll() {
             Ok(ConnectProgress::Wait { fd, new_socket, .. }) => {
                 if new_socket {
                     self.watch_connecting(fd, idx);
+                    if let Some(stall) = self.pacer.stall_after() {
+                        self.add_timer(now + stall, idx);
+                    }
                 }
                 if let Some(deadline) = connecting.deadline() {
                     let left = deadline.saturating_duration_since(Instant::now());

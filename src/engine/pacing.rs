@@ -16,9 +16,10 @@
 //! the others wait in a queue, in client order, and each attempt that ends
 //! hands its slot to the next. The window changes with every attempt that
 //! completes, by the time it took (socket, startup, authentication):
-//! - quick (at most twice the quickest seen, plus [`SLACK_US`]): one more
-//!   slot, so the window doubles per round while the listener keeps up
-//!   (slow start);
+//! - quick (at most twice the quickest seen, plus [`SLACK_US`]): the window
+//!   grows, by one slot per quick connection at first, so that it doubles
+//!   per round while the listener keeps up (slow start), and after the
+//!   first sign of congestion by one slot per window of quick connections;
 //! - slow: one slot fewer, so a listener that lets connections queue
 //!   (their time grows with the number in flight) holds the window near
 //!   the number it can serve at once, well under any accept queue;
@@ -27,7 +28,15 @@
 //!   tries again on the same socket after a pause (1 ms, doubling up to
 //!   64 ms while the listener stays full, back to 1 ms once a connection
 //!   completes). Never at once: that would spin while the listener is
-//!   busy.
+//!   busy;
+//! - stalled (over TCP a full queue drops the handshake without a word,
+//!   and the kernel sends it again only a second later): an attempt whose
+//!   socket has not connected after four times the quickest connection
+//!   seen (at least [`STALL_MIN_US`], at most [`STALL_MAX_US`]; a
+//!   handshake is one round trip of the several a connection takes) sends
+//!   its request again on a new socket, and the window is halved as for a
+//!   full queue. Until a first connection has completed there is no
+//!   measure of quick, and the kernel's own retransmission applies.
 //!
 //! The window is bounded by [`MIN_WINDOW`] and [`MAX_WINDOW`].
 //! A listener that accepts connections one at a time (PgBouncer) is kept
@@ -70,6 +79,10 @@ pub const SLACK_US: i64 = 1_000;
 /// queue tries again (µs).
 pub const PAUSE_MIN_US: i64 = 1_000;
 pub const PAUSE_MAX_US: i64 = 64_000;
+/// The bounds of the time after which a socket that has not connected is
+/// taken for a dropped handshake (µs).
+pub const STALL_MIN_US: i64 = 50_000;
+pub const STALL_MAX_US: i64 = 500_000;
 
 /// Where a client stands with the pacer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,6 +124,10 @@ pub struct Pacer {
     pause_us: i64,
     /// When the window was last halved for a full queue (µs).
     halved_at: Option<i64>,
+    /// No sign of congestion yet: the window grows by one per quick
+    /// connection (else by one per window of them, counted in `credit`).
+    slow_start: bool,
+    credit: u32,
 }
 
 impl Pacer {
@@ -124,6 +141,39 @@ impl Pacer {
             quickest_us: i64::MAX,
             pause_us: PAUSE_MIN_US,
             halved_at: None,
+            slow_start: true,
+            credit: 0,
+        }
+    }
+
+    /// How long an attempt's socket may take to connect before it is
+    /// taken for a dropped handshake; `None` until a connection completed.
+    pub fn stall_after(&self) -> Option<i64> {
+        (self.quickest_us != i64::MAX)
+            .then(|| (self.quickest_us * 4).clamp(STALL_MIN_US, STALL_MAX_US))
+    }
+
+    /// Whether client `idx`'s attempt has been dialing for `stall` or more.
+    pub fn dialing_since(&self, idx: usize, now_us: i64, stall: i64) -> bool {
+        self.slots.get(idx) == Some(&Slot::Dialing)
+            && now_us - self.started.get(idx).copied().unwrap_or(now_us) >= stall
+    }
+
+    /// Client `idx`'s socket had not connected in time and was opened
+    /// again: the window shrinks as for a full queue.
+    pub fn stalled(&mut self, idx: usize, now_us: i64) {
+        if let Some(started) = self.started.get_mut(idx) {
+            *started = now_us;
+        }
+        self.congested(now_us, self.stall_after().unwrap_or(STALL_MIN_US));
+    }
+
+    /// Halves the window, at most once per `period`.
+    fn congested(&mut self, now_us: i64, period: i64) {
+        self.slow_start = false;
+        if self.halved_at.map_or(true, |t| now_us - t >= period) {
+            self.window = (self.window / 2).max(MIN_WINDOW);
+            self.halved_at = Some(now_us);
         }
     }
 
@@ -195,8 +245,9 @@ impl Pacer {
                 let took = now_us - self.started[idx];
                 self.quickest_us = self.quickest_us.min(took);
                 if took <= self.quickest_us.saturating_mul(2).saturating_add(SLACK_US) {
-                    self.window = (self.window + 1).min(MAX_WINDOW);
+                    self.grow();
                 } else {
+                    self.slow_start = false;
                     self.window = (self.window - 1).max(MIN_WINDOW);
                 }
             }
@@ -204,13 +255,27 @@ impl Pacer {
             Outcome::Busy => {
                 self.slots[idx] = Slot::Paused;
                 pause = self.pause_us;
-                if self.halved_at.map_or(true, |t| now_us - t >= pause) {
-                    self.window = (self.window / 2).max(MIN_WINDOW);
-                    self.halved_at = Some(now_us);
-                }
+                self.congested(now_us, pause);
                 self.pause_us = (self.pause_us * 2).min(PAUSE_MAX_US);
             }
         }
+        self.wake(&mut wake);
+        pause
+    }
+
+    fn grow(&mut self) {
+        if !self.slow_start {
+            self.credit += 1;
+            if self.credit < self.window {
+                return;
+            }
+            self.credit = 0;
+        }
+        self.window = (self.window + 1).min(MAX_WINDOW);
+    }
+
+    /// Hands the free slots to the clients first in the queue.
+    fn wake(&mut self, wake: &mut impl FnMut(usize)) {
         while self.held < self.window {
             let Some(next) = self.queue.pop_front() else {
                 break;
@@ -219,7 +284,6 @@ impl Pacer {
             self.slots[next] = Slot::Woken;
             wake(next);
         }
-        pause
     }
 }
 
@@ -250,15 +314,52 @@ mod tests {
         let mut p = Pacer::new(4);
         assert!(p.request(0, 0));
         woken(&mut p, 0, 100, Outcome::Ready);
-        assert_eq!(p.window(), INITIAL_WINDOW + 1);
+        assert_eq!(
+            p.window(),
+            INITIAL_WINDOW + 1,
+            "slow start: one per connection"
+        );
         assert!(p.request(1, 1_000));
         woken(&mut p, 1, 1_000 + 2 * 100 + SLACK_US + 1, Outcome::Ready);
         assert_eq!(p.window(), INITIAL_WINDOW);
-        for _ in 0..2 * MAX_WINDOW {
+        // After a slow one, one slot per window of quick connections.
+        for _ in 0..INITIAL_WINDOW {
+            assert!(p.request(2, 0));
+            woken(&mut p, 2, 50, Outcome::Ready);
+        }
+        assert_eq!(p.window(), INITIAL_WINDOW + 1);
+        for _ in 0..MAX_WINDOW * MAX_WINDOW {
             assert!(p.request(2, 0));
             woken(&mut p, 2, 50, Outcome::Ready);
         }
         assert_eq!(p.window(), MAX_WINDOW);
+    }
+
+    #[test]
+    fn a_socket_that_does_not_connect_stalls_after_four_quickest_connections() {
+        let mut p = Pacer::new(2);
+        assert_eq!(
+            p.stall_after(),
+            None,
+            "no measure before a first connection"
+        );
+        assert!(p.request(0, 0));
+        woken(&mut p, 0, 30_000, Outcome::Ready);
+        assert_eq!(p.stall_after(), Some(120_000));
+        assert!(p.request(1, 1_000_000));
+        assert!(!p.dialing_since(1, 1_119_999, 120_000));
+        assert!(p.dialing_since(1, 1_120_000, 120_000));
+        let before = p.window();
+        p.stalled(1, 1_120_000);
+        assert_eq!(p.window(), before / 2);
+        assert!(
+            !p.dialing_since(1, 1_120_001, 120_000),
+            "the new socket's time starts"
+        );
+        let mut quick = Pacer::new(1);
+        quick.request(0, 0);
+        woken(&mut quick, 0, 10, Outcome::Ready);
+        assert_eq!(quick.stall_after(), Some(STALL_MIN_US));
     }
 
     #[test]

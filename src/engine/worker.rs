@@ -25,7 +25,7 @@ use pgwire::ConnectProgress;
 use crate::stats::ThreadStats;
 
 use super::client::{Client, State};
-use super::env::ThreadEnv;
+use super::env::{redial_if_stalled, ThreadEnv};
 use super::error::EngineError;
 use super::log;
 use super::machine;
@@ -493,8 +493,9 @@ fn connect_all(
     let mut left = n;
     let mut ready: Vec<usize> = (0..n).collect();
     let mut woken: Vec<usize> = Vec::with_capacity(n);
-    // Attempts refused for a full queue, by the end of their pause.
-    let mut paused: BinaryHeap<Reverse<(i64, usize)>> = BinaryHeap::new();
+    // Wake-ups: the end of a pause after a full queue, the time a socket
+    // that has not connected is taken for stalled.
+    let mut wakeups: BinaryHeap<Reverse<(i64, usize)>> = BinaryHeap::new();
     let timeouts = env
         .connector
         .config()
@@ -506,7 +507,7 @@ fn connect_all(
                 if clients[idx].conn.is_some() {
                     continue;
                 }
-                connect_one(idx, clients, &mut pending, env, &mut paused, &mut woken)?;
+                connect_one(idx, clients, &mut pending, env, &mut wakeups, &mut woken)?;
                 if clients[idx].conn.is_some() {
                     left -= 1;
                 }
@@ -516,7 +517,7 @@ fn connect_all(
         if left == 0 {
             break;
         }
-        let mut wake = paused.peek().map(|Reverse((t, _))| *t);
+        let mut wake = wakeups.peek().map(|Reverse((t, _))| *t);
         if timeouts {
             let now = env.clock.now_us();
             let instant = Instant::now();
@@ -533,11 +534,11 @@ fn connect_all(
         }
         ready.extend(events.iter().map(|e| e.token().0).filter(|&t| t < n));
         let now = env.clock.now_us();
-        while let Some(Reverse((t, idx))) = paused.peek().copied() {
+        while let Some(Reverse((t, idx))) = wakeups.peek().copied() {
             if t > now {
                 break;
             }
-            paused.pop();
+            wakeups.pop();
             ready.push(idx);
         }
         if events.is_empty() && timeouts {
@@ -556,7 +557,7 @@ fn connect_one(
     clients: &mut [Client],
     pending: &mut [Option<pgwire::Connecting>],
     env: &mut ThreadEnv,
-    paused: &mut BinaryHeap<Reverse<(i64, usize)>>,
+    wakeups: &mut BinaryHeap<Reverse<(i64, usize)>>,
     woken: &mut Vec<usize>,
 ) -> Result<(), EngineError> {
     let now = env.clock.now_us();
@@ -564,15 +565,19 @@ fn connect_one(
         return Ok(());
     }
     let connecting = pending[idx].get_or_insert_with(|| env.connector.connect());
+    redial_if_stalled(&mut env.pacer, connecting, idx, now);
     match connecting.poll() {
         Ok(ConnectProgress::Wait { fd, new_socket, .. }) => {
             if new_socket {
                 env.watch_connecting(fd, idx);
+                if let Some(stall) = env.pacer.stall_after() {
+                    wakeups.push(Reverse((now + stall, idx)));
+                }
             }
         }
         Ok(ConnectProgress::Busy) => {
             let pause = env.pacer.ended(idx, now, Outcome::Busy, |j| woken.push(j));
-            paused.push(Reverse((now + pause, idx)));
+            wakeups.push(Reverse((now + pause, idx)));
         }
         Ok(ConnectProgress::Ready(mut conn)) => {
             super::setup::show_notices(connecting.take_notices());

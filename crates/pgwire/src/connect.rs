@@ -228,6 +228,24 @@ impl Connecting {
         Err(Error::attempts(std::mem::take(&mut self.attempts)))
     }
 
+    /// Sends the connection request again, on a new socket, when the
+    /// current attempt's socket has not connected yet: over TCP, a listener
+    /// whose accept queue is full drops the handshake, and the kernel sends
+    /// it again only a second later. True when a new socket was opened;
+    /// the next [`Connecting::poll`] then reports it (`new_socket`) and
+    /// the old one is closed. `connect_timeout` still runs from the first
+    /// socket. Which stall is worth this is the caller's choice.
+    pub fn redial(&mut self) -> bool {
+        let Some(current) = self.current.as_mut() else {
+            return false;
+        };
+        if !current.redial(&self.shared.config) {
+            return false;
+        }
+        self.announced = false;
+        true
+    }
+
     /// When the current attempt times out (`connect_timeout`); call
     /// [`Connecting::poll`] then even if the socket shows no readiness.
     pub fn deadline(&self) -> Option<Instant> {

@@ -157,6 +157,22 @@ impl Try {
         })
     }
 
+    /// Starts the socket connection again on a new socket when the
+    /// current one has not connected yet (its handshake was dropped by a
+    /// listener whose queue was full): true when it did. The deadline is
+    /// kept. A new socket that cannot be opened leaves the old one.
+    pub(crate) fn redial(&mut self, config: &Config) -> bool {
+        if self.phase != Phase::Connecting || !matches!(self.connected(), Ok(false)) {
+            return false;
+        }
+        let Ok((sock, phase)) = open(config, &self.candidate) else {
+            return false;
+        };
+        self.stream = Stream::new(sock);
+        self.phase = phase;
+        true
+    }
+
     pub(crate) fn fd(&self) -> std::os::fd::RawFd {
         self.stream.fd()
     }
