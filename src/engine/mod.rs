@@ -451,7 +451,7 @@ fn thread_parts(
         clients: clients.len(),
         timers: BinaryHeap::with_capacity(clients.len() * 2 + 4),
         runq: VecDeque::with_capacity(clients.len() + 1),
-        pacer: pacing::Pacer::new(clients.len()),
+        pacer: pacing::Pacer::new(clients.len(), plan.threads),
         stats: ThreadStats::new(&layout),
         log,
         log_failed: false,

@@ -66,8 +66,12 @@
 
 use std::collections::VecDeque;
 
-/// The window a thread starts with.
+/// The window a thread starts with, at most: the threads together start
+/// with no more than [`INITIAL_TOTAL`] attempts, fewer than any accept
+/// queue takes (before a first connection completes there is no measure
+/// of a stall, see the module doc).
 pub const INITIAL_WINDOW: u32 = 8;
+pub const INITIAL_TOTAL: u32 = 64;
 /// The smallest window: one connection at a time is pgbench's own pace.
 pub const MIN_WINDOW: u32 = 1;
 /// The largest window, per thread.
@@ -131,9 +135,10 @@ pub struct Pacer {
 }
 
 impl Pacer {
-    pub fn new(clients: usize) -> Pacer {
+    /// The pacer of one of `threads` threads, for its `clients`.
+    pub fn new(clients: usize, threads: u32) -> Pacer {
         Pacer {
-            window: INITIAL_WINDOW,
+            window: (INITIAL_TOTAL / threads.max(1)).clamp(MIN_WINDOW, INITIAL_WINDOW),
             held: 0,
             queue: VecDeque::with_capacity(clients),
             slots: vec![Slot::Idle; clients],
@@ -299,7 +304,7 @@ mod tests {
 
     #[test]
     fn the_first_clients_dial_and_the_rest_queue_in_order() {
-        let mut p = Pacer::new(20);
+        let mut p = Pacer::new(20, 2);
         let dialing: Vec<usize> = (0..20).filter(|&i| p.request(i, 0)).collect();
         assert_eq!(dialing, (0..INITIAL_WINDOW as usize).collect::<Vec<_>>());
         // A quick completion frees its slot and adds one: two wake.
@@ -310,8 +315,15 @@ mod tests {
     }
 
     #[test]
+    fn many_threads_start_with_smaller_windows() {
+        assert_eq!(Pacer::new(10, 1).window(), INITIAL_WINDOW);
+        assert_eq!(Pacer::new(10, 16).window(), 4);
+        assert_eq!(Pacer::new(10, 1000).window(), MIN_WINDOW);
+    }
+
+    #[test]
     fn slow_connections_shrink_the_window_and_quick_ones_grow_it() {
-        let mut p = Pacer::new(4);
+        let mut p = Pacer::new(4, 2);
         assert!(p.request(0, 0));
         woken(&mut p, 0, 100, Outcome::Ready);
         assert_eq!(
@@ -337,7 +349,7 @@ mod tests {
 
     #[test]
     fn a_socket_that_does_not_connect_stalls_after_four_quickest_connections() {
-        let mut p = Pacer::new(2);
+        let mut p = Pacer::new(2, 2);
         assert_eq!(
             p.stall_after(),
             None,
@@ -356,7 +368,7 @@ mod tests {
             !p.dialing_since(1, 1_120_001, 120_000),
             "the new socket's time starts"
         );
-        let mut quick = Pacer::new(1);
+        let mut quick = Pacer::new(1, 2);
         quick.request(0, 0);
         woken(&mut quick, 0, 10, Outcome::Ready);
         assert_eq!(quick.stall_after(), Some(STALL_MIN_US));
@@ -364,7 +376,7 @@ mod tests {
 
     #[test]
     fn a_full_queue_halves_the_window_once_per_pause_and_pauses_longer() {
-        let mut p = Pacer::new(30);
+        let mut p = Pacer::new(30, 2);
         for i in 0..30 {
             p.request(i, 0);
         }
@@ -389,7 +401,7 @@ mod tests {
 
     #[test]
     fn the_pause_never_passes_its_bound_and_resets_on_success() {
-        let mut p = Pacer::new(1);
+        let mut p = Pacer::new(1, 2);
         let mut last = 0;
         for n in 0..20 {
             assert!(p.request(0, n * 100_000));
