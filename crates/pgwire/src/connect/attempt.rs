@@ -265,7 +265,8 @@ impl Try {
             || error.kind() == ErrorKind::SessionAttrs
         {
             After::NextHost
-        } else if (self.phase == Phase::Connecting && error.kind() != ErrorKind::Config)
+        } else if (matches!(self.phase, Phase::Queued | Phase::Connecting)
+            && error.kind() != ErrorKind::Config)
             || error.kind() == ErrorKind::Timeout
         {
             After::NextAddress
