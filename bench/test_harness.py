@@ -5,7 +5,8 @@ Run with: python3 -m unittest discover -s bench
 
 import unittest
 
-from harness import report, runner, workloads
+from harness import pooler, report, runner, workloads
+from harness.session import Session
 
 PGBENCH_OUTPUT = """\
 pgbench (15.18 (Debian 15.18-0+deb12u1))
@@ -37,6 +38,14 @@ class ParseReport(unittest.TestCase):
     def test_reads_every_figure_of_a_pgbench_report(self):
         self.assertEqual(runner.parse_report(PGBENCH_OUTPUT), {
             "tps": 50000.5, "transactions": 400000, "latency_ms": 0.160, "conn_ms": 17.125})
+
+    def test_reads_the_report_of_a_connection_per_transaction(self):
+        text = PGBENCH_OUTPUT.replace(
+            "initial connection time = 17.125 ms\ntps = 50000.500000 (without initial connection "
+            "time)", "average connection time = 0.142 ms\ntps = 12429.5 (including reconnection "
+            "times)")
+        self.assertEqual(runner.parse_report(text), {
+            "tps": 12429.5, "transactions": 400000, "latency_ms": 0.160, "conn_ms": 0.142})
 
     def test_missing_lines_are_none(self):
         self.assertEqual(runner.parse_report("pgbolt: error: not supported yet\n"),
@@ -158,6 +167,44 @@ class Selection(unittest.TestCase):
         lines = workloads.PIPELINE_SCRIPT.splitlines()
         start, end = lines.index("\\startpipeline"), lines.index("\\endpipeline")
         self.assertEqual(len([l for l in lines[start:end] if l.startswith("SELECT")]), 10)
+
+
+class Pooler(unittest.TestCase):
+    class FakeServer:
+        root, port = "/srv/pg", 5432
+
+        def conn_args(self):
+            return ["-h", self.root, "-p", "5432", "-U", "postgres"]
+
+    class FakeBouncer:
+        def conn_args(self, tcp):
+            return pooler.conn_args("/tmp/bouncer", 6400, tcp)
+
+    def argv(self, name):
+        session = Session(self.FakeServer(), {"a": ("pgbench", "/bin/pgbench")}, 1, 8, 10,
+                          None, 0, pooler=self.FakeBouncer())
+        return session.argv("a", workloads.BY_NAME[name], None)
+
+    def test_pooler_workloads_reach_the_bouncer_by_socket_or_tcp(self):
+        self.assertEqual(self.argv("pooler-400")[-7:],
+                         ["-h", "/tmp/bouncer", "-p", "6400", "-U", "postgres", "postgres"])
+        self.assertIn("127.0.0.1", self.argv("pooler-4000-tcp"))
+        self.assertIn("/srv/pg", self.argv("select-1000"))
+
+    def test_the_clients_of_each_pooler_workload(self):
+        counts = {w.name: w.args[w.args.index("-c") + 1]
+                  for w in workloads.WORKLOADS if w.pooler}
+        self.assertEqual(counts["pooler-10000"], "10000")
+        self.assertEqual(counts["pooler-10000-tcp"], "10000")
+        self.assertIn("-C", workloads.BY_NAME["pooler-connect-1000"].args)
+
+    def test_the_bouncer_keeps_the_default_accept_queue_and_takes_every_client(self):
+        ini = pooler.ini_text("/tmp/b", "/srv/pg", 5432, 6400)
+        self.assertNotIn("listen_backlog", ini)
+        self.assertIn("pool_mode = transaction", ini)
+        self.assertIn(f"max_client_conn = {pooler.MAX_CLIENT_CONN}", ini)
+        self.assertGreater(pooler.MAX_CLIENT_CONN, 10000)
+        self.assertIn("* = host=/srv/pg port=5432", ini)
 
 
 if __name__ == "__main__":

@@ -263,7 +263,9 @@ fn a_connection_closed_inside_a_message_sends_nothing_after_it() {
     let mut conn = loop {
         match connecting.poll().unwrap() {
             pgwire::ConnectProgress::Ready(conn) => break conn,
-            pgwire::ConnectProgress::Wait { .. } => std::thread::sleep(Duration::from_millis(1)),
+            pgwire::ConnectProgress::Wait { .. } | pgwire::ConnectProgress::Busy => {
+                std::thread::sleep(Duration::from_millis(1))
+            }
         }
     };
     let sql = format!("SELECT '{}'", "x".repeat(8 << 20));

@@ -535,3 +535,91 @@ fn an_at_sign_host_names_an_abstract_socket() {
         "{err}"
     );
 }
+
+/// A Unix socket at `path` whose accept queue holds one connection, and
+/// that connection, made by `connector`: the next attempt finds the queue
+/// full. The listener never accepts by itself.
+fn full_listener(
+    path: &std::path::Path,
+    connector: &pgwire::Connector,
+) -> (std::os::unix::net::UnixListener, pgwire::Connecting) {
+    use std::os::fd::AsRawFd;
+
+    let listener = std::os::unix::net::UnixListener::bind(path).unwrap();
+    // SAFETY: listen again on a listening socket, to shrink its queue to
+    // one connection.
+    assert_eq!(unsafe { libc::listen(listener.as_raw_fd(), 0) }, 0);
+    let mut first = connector.connect();
+    assert!(matches!(
+        first.poll().unwrap(),
+        pgwire::ConnectProgress::Wait { .. }
+    ));
+    (listener, first)
+}
+
+/// Regression (issue 24): a Unix socket whose accept queue is full made
+/// `connect` fail with EAGAIN, reported as "Resource temporarily
+/// unavailable" where libpq's blocking connect waits. It is now
+/// `ConnectProgress::Busy`: the same attempt tries again once the listener
+/// has taken a connection from its queue, and `connect_timeout` still ends
+/// an attempt that never gets in.
+#[test]
+fn a_full_accept_queue_on_a_unix_socket_is_busy_until_the_listener_accepts() {
+    use pgwire::ConnectProgress;
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = pgwire_support::config(&format!(
+        "host={} port=5432 user=u dbname=d connect_timeout=2",
+        dir.path().display()
+    ));
+    let connector = pgwire::Connector::new(&config).unwrap();
+    let (listener, _first) = full_listener(&dir.path().join(".s.PGSQL.5432"), &connector);
+    let mut second = connector.connect();
+    assert!(matches!(second.poll().unwrap(), ConnectProgress::Busy));
+    assert!(matches!(second.poll().unwrap(), ConnectProgress::Busy));
+    let _accepted = listener.accept().unwrap();
+    assert!(matches!(
+        second.poll().unwrap(),
+        ConnectProgress::Wait {
+            new_socket: true,
+            ..
+        }
+    ));
+    let mut third = connector.connect();
+    assert!(matches!(third.poll().unwrap(), ConnectProgress::Busy));
+    let deadline = third.deadline().expect("connect_timeout is set");
+    std::thread::sleep(deadline.saturating_duration_since(std::time::Instant::now()));
+    let error = third.poll().unwrap_err().to_string();
+    assert!(error.ends_with("failed: timeout expired"), "{error}");
+}
+
+/// A listener that goes away while an attempt waits for room in its queue
+/// refuses the next try: that address is done and the next host is tried,
+/// as for any refused connection.
+#[test]
+fn a_busy_listener_that_goes_away_leaves_the_next_host_to_be_tried() {
+    use pgwire::ConnectProgress;
+
+    let db = trust_server();
+    let dir = tempfile::tempdir().unwrap();
+    let config = pgwire_support::config(&format!(
+        "host={},{} port={} user=postgres dbname=postgres",
+        dir.path().display(),
+        db.socket_dir().display(),
+        db.port()
+    ));
+    let connector = pgwire::Connector::new(&config).unwrap();
+    let path = dir.path().join(format!(".s.PGSQL.{}", db.port()));
+    let (listener, first) = full_listener(&path, &connector);
+    let mut second = connector.connect();
+    assert!(matches!(second.poll().unwrap(), ConnectProgress::Busy));
+    drop(first);
+    drop(listener);
+    let conn = loop {
+        match second.poll().unwrap() {
+            ConnectProgress::Ready(conn) => break conn,
+            _ => std::thread::sleep(std::time::Duration::from_millis(1)),
+        }
+    };
+    assert_eq!(conn.host_index(), 1, "the second host's server");
+}

@@ -119,8 +119,8 @@ fn a_pooled_run_is_not_held_to_the_servers_free_connections() {
 
 /// More clients than pgbouncer's `max_client_conn`: pgbouncer refuses the
 /// one too many with its own FATAL error, and both stop with exit status 1
-/// before the run. (Which client is refused may differ: pgbolt opens a
-/// thread's connections all at once, pgbench one after another.)
+/// before the run. (Which client is refused may differ: pgbolt opens
+/// several of a thread's connections at once, pgbench one after another.)
 #[test]
 fn clients_beyond_max_client_conn_fail_as_with_pgbench() {
     for mode in [PoolMode::Session, PoolMode::Transaction] {
@@ -240,5 +240,85 @@ fn sigint_cancels_the_running_queries_through_pgbouncer() {
             mode.name(),
             bouncer.log()
         );
+    }
+}
+
+/// Clients of the many-client runs: far more than pgbouncer's default
+/// accept queue (`listen_backlog` 128).
+const MANY: u32 = 10_000;
+
+/// A transaction-pooling pgbouncer for [`MANY`] clients, with its default
+/// `listen_backlog`, listening on TCP too when `tcp`.
+fn bouncer_for_many(tcp: bool) -> Bouncer {
+    let mut builder = Bouncer::builder()
+        .pool_mode(PoolMode::Transaction)
+        .max_client_conn(MANY + 100)
+        .default_pool_size(4)
+        .open_files(u64::from(MANY) + 1_000)
+        .setting("log_connections", "0")
+        .setting("log_disconnections", "0");
+    if tcp {
+        builder = builder.setting("listen_addr", "127.0.0.1");
+    }
+    builder.start(server())
+}
+
+/// Runs pgbolt with `args` through `bouncer` (over TCP when `tcp`) and
+/// checks that every client connected and ran all its transactions.
+fn every_client_completes(bouncer: &Bouncer, tcp: bool, args: &[&str], transactions: u32) {
+    let mut command = bouncer.command(pgbolt_path());
+    if tcp {
+        command.env("PGHOST", "127.0.0.1");
+    }
+    let out = command.args(args).output().expect("pgbolt runs");
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}\n{}", bouncer.log());
+    assert!(!text.contains("error"), "{text}");
+    assert_eq!(
+        processed(&out).as_deref(),
+        Some(
+            format!("number of transactions actually processed: {transactions}/{transactions}")
+                .as_str()
+        ),
+        "{text}"
+    );
+}
+
+/// Regression (issue 24): opening every client's connection at once
+/// overflowed pgbouncer's accept queue; over its Unix socket `connect`
+/// failed with `EAGAIN` and pgbolt stopped with "Resource temporarily
+/// unavailable" where pgbench ran. Connections are now paced and a full
+/// queue is waited out.
+#[test]
+fn ten_thousand_clients_connect_through_pgbouncers_unix_socket() {
+    many_clients_complete(false);
+}
+
+/// The same over TCP, where an overflowing queue drops the handshake and
+/// costs a retransmission a second later instead of an error.
+#[test]
+fn ten_thousand_clients_connect_through_pgbouncer_over_tcp() {
+    many_clients_complete(true);
+}
+
+fn many_clients_complete(tcp: bool) {
+    let bouncer = bouncer_for_many(tcp);
+    let clients = MANY.to_string();
+    let args = [
+        "-n", "-S", "-M", "simple", "-j", "2", "-c", &clients, "-t", "1",
+    ];
+    every_client_completes(&bouncer, tcp, &args, MANY);
+}
+
+/// `-C`: a thousand clients each opening a connection per transaction
+/// through pgbouncer's Unix socket and over TCP, no error.
+#[test]
+fn a_connection_per_transaction_for_a_thousand_clients_through_pgbouncer() {
+    for tcp in [false, true] {
+        let bouncer = bouncer_for_many(tcp);
+        let args = [
+            "-n", "-C", "-S", "-M", "simple", "-j", "2", "-c", "1000", "-t", "3",
+        ];
+        every_client_completes(&bouncer, tcp, &args, 3_000);
     }
 }

@@ -21,10 +21,13 @@ import time
 
 from .server import HarnessError, apt_install
 
-TPS = re.compile(r"^tps = ([0-9.]+) \(without initial connection time\)", re.M)
+# Under -C the report gives tps "including reconnection times" and an
+# "average connection time" per connection.
+TPS = re.compile(r"^tps = ([0-9.]+) \((?:without initial connection time|"
+                 r"including reconnection times)\)", re.M)
 TXNS = re.compile(r"^number of transactions actually processed: (\d+)", re.M)
 LATENCY = re.compile(r"^latency average = ([0-9.]+) ms", re.M)
-CONN = re.compile(r"^initial connection time = ([0-9.]+) ms", re.M)
+CONN = re.compile(r"^(?:initial|average) connection time = ([0-9.]+) ms", re.M)
 
 
 def last_lines(text, n=3):

@@ -40,8 +40,11 @@ def tool_version(path):
 
 
 class Session:
-    def __init__(self, server, tools, pairs, seconds, scale, syscalls, warmup, log=print):
+    def __init__(self, server, tools, pairs, seconds, scale, syscalls, warmup, log=print,
+                 pooler=None):
         self.server = server
+        # The throwaway pgbouncer of the pooler-* workloads (harness/pooler.py).
+        self.pooler = pooler
         self.warmup = warmup
         self.tools = tools  # {"a": (label, path), "b": (label, path)}
         self.pairs = pairs
@@ -92,7 +95,13 @@ class Session:
             args += ["-n", "-T", str(self.seconds)]
             if script_path:
                 args += ["-f", script_path]
-        return [path, *args, *self.server.conn_args(), DBNAME]
+        if workload.pooler:
+            if self.pooler is None:
+                raise HarnessError(f"workload {workload.name} needs the throwaway pgbouncer")
+            conn = self.pooler.conn_args(workload.pooler == "tcp")
+        else:
+            conn = self.server.conn_args()
+        return [path, *args, *conn, DBNAME]
 
     def warm_up(self, workload, script_path):
         """One unmeasured run of the reference tool before a workload's pairs.

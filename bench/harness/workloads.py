@@ -57,6 +57,22 @@ class Workload:
     server_settings: dict = field(default_factory=dict)
     # The custom script file, when the workload has one.
     script: str = ""
+    # Through the throwaway pgbouncer (harness/pooler.py): "unix" for its
+    # socket, "tcp" for 127.0.0.1; "" connects to the server directly.
+    pooler: str = ""
+
+
+# What the pooler workloads hold pgbolt to: connecting at least as fast as
+# pgbench, running as fast, in no more memory.
+POOLER_GOALS = (Goal("conn_ms", "<=", 1.0), Goal("tps", ">=", 1.0), Goal("rss_kb", "<=", 1.0))
+
+
+def pooler_workload(clients, pooler):
+    """Select-only in simple mode through pgbouncer, with `clients` clients."""
+    suffix = "" if pooler == "unix" else "-tcp"
+    return Workload(f"pooler-{clients}{suffix}",
+                    ("-S", "-M", "simple", "-c", str(clients), "-j", "2"),
+                    POOLER_GOALS, pooler=pooler)
 
 
 WORKLOADS = (
@@ -96,6 +112,14 @@ WORKLOADS = (
         "latency-1",
         ("-S", "-M", "prepared", "-c", "1", "-j", "1"),
         (Goal("latency_ms", "<=", 0.95),),
+    ),
+    *(pooler_workload(clients, pooler) for pooler in ("unix", "tcp")
+      for clients in (400, 4000, 10000)),
+    Workload(
+        "pooler-connect-1000",
+        ("-C", "-S", "-M", "simple", "-c", "1000", "-j", "2"),
+        (Goal("tps", ">=", 1.0),),
+        pooler="unix",
     ),
     # Always last: it leaves the database at scale 50.
     Workload("init-50", ("-i", "-s", "50"), (Goal("wall_s", "<=", 0.67),), kind="init"),

@@ -196,7 +196,8 @@ pub struct Client {
     /// instead of stopping after a short read.
     pub peer_closed: bool,
     pub connecting: Option<Connecting>,
-    /// When the current connection attempt started (µs).
+    /// When the current connection attempt started (µs), once the
+    /// thread's pacer gave it a slot.
     pub connect_start: i64,
     pub vars: Variables,
     /// `random*()` state (pgbench's `cs_func_rs`) and its copy at the start

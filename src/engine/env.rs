@@ -20,10 +20,28 @@ use super::client::{Client, State};
 use super::clock::Clock;
 use super::linger::Lingering;
 use super::log;
+use super::pacing::{Outcome, Pacer};
 use super::progress::Progress;
 use super::spin::SpinMode;
 use super::timer::PreciseTimer;
 use super::uring::Ring;
+
+/// Opens client `idx`'s connection request again on a new socket when
+/// its socket has not connected for longer than the pacer allows (see
+/// [`super::pacing`]): over TCP a full accept queue drops the handshake.
+pub(super) fn redial_if_stalled(
+    pacer: &mut Pacer,
+    connecting: &mut pgwire::Connecting,
+    idx: usize,
+    now: i64,
+) {
+    let Some(stall) = pacer.stall_after() else {
+        return;
+    };
+    if pacer.dialing_since(idx, now, stall) && connecting.redial() {
+        pacer.stalled(idx, now);
+    }
+}
 
 /// What the state machine may touch besides its client.
 pub struct ThreadEnv {
@@ -34,6 +52,8 @@ pub struct ThreadEnv {
     pub clients: usize,
     pub timers: BinaryHeap<Reverse<(i64, usize)>>,
     pub runq: VecDeque<usize>,
+    /// How many connections the thread opens at once (see [`super::pacing`]).
+    pub pacer: Pacer,
     pub stats: ThreadStats,
     pub log: Option<TransactionLog<File>>,
     pub log_failed: bool,
@@ -100,28 +120,50 @@ impl ThreadEnv {
     /// Drives the client's pending connection (`-C`); true when the client
     /// moved on (connected, or aborted), false to wait.
     pub fn poll_connect(&mut self, c: &mut Client, idx: usize) -> bool {
-        let Some(connecting) = c.connecting.as_mut() else {
-            c.state = State::StartTx;
-            return true;
-        };
+        let now = self.clock.now_us();
+        if !self.pacer.request(idx, now) {
+            // Waiting for a slot: an attempt that ends wakes the client.
+            return false;
+        }
+        if c.connecting.is_none() {
+            // The connection time counts from here, as pgbench's counts the
+            // connect itself: not the wait for a slot, which in pgbench is
+            // the wait for the thread's other clients' connects.
+            c.connect_start = now;
+        }
+        let connecting = c.connecting.get_or_insert_with(|| self.connector.connect());
+        redial_if_stalled(&mut self.pacer, connecting, idx, now);
+        let runq = &mut self.runq;
         match connecting.poll() {
             Ok(ConnectProgress::Wait { fd, new_socket, .. }) => {
                 if new_socket {
-                    let _ = self.registry.register(
-                        &mut SourceFd(&fd),
-                        Token(idx),
-                        Interest::READABLE | Interest::WRITABLE,
-                    );
+                    self.watch_connecting(fd, idx);
+                    if let Some(stall) = self.pacer.stall_after() {
+                        self.add_timer(now + stall, idx);
+                    }
                 }
                 if let Some(deadline) = connecting.deadline() {
                     let left = deadline.saturating_duration_since(Instant::now());
-                    self.add_timer(self.clock.now_us() + left.as_micros() as i64, idx);
+                    self.add_timer(now + left.as_micros() as i64, idx);
                 }
+                false
+            }
+            Ok(ConnectProgress::Busy) => {
+                let pause = self
+                    .pacer
+                    .ended(idx, now, Outcome::Busy, |j| runq.push_back(j));
+                let left = connecting.deadline().map_or(pause, |d| {
+                    d.saturating_duration_since(Instant::now()).as_micros() as i64
+                });
+                self.add_timer(now + pause.min(left), idx);
                 false
             }
             Ok(ConnectProgress::Ready(mut conn)) => {
                 super::setup::show_notices(connecting.take_notices());
                 c.connecting = None;
+                let done = self.clock.now_us();
+                self.pacer
+                    .ended(idx, done, Outcome::Ready, |j| runq.push_back(j));
                 if let Err(e) = self.adopt(&mut conn, idx) {
                     log::error(format_args!("could not watch the connection: {e}"));
                     log::error(format_args!(
@@ -139,6 +181,8 @@ impl ThreadEnv {
             Err(e) => {
                 super::setup::show_notices(connecting.take_notices());
                 c.connecting = None;
+                self.pacer
+                    .ended(idx, now, Outcome::Failed, |j| runq.push_back(j));
                 log::error(format_args!("{e}"));
                 log::error(format_args!(
                     "client {} aborted while establishing connection",
@@ -148,6 +192,16 @@ impl ThreadEnv {
                 true
             }
         }
+    }
+
+    /// Watches the socket of a connection being opened, for both
+    /// readiness kinds (the connect state machine wants either).
+    pub(super) fn watch_connecting(&self, fd: RawFd, idx: usize) {
+        let _ = self.registry.register(
+            &mut SourceFd(&fd),
+            Token(idx),
+            Interest::READABLE | Interest::WRITABLE,
+        );
     }
 
     /// Watches a newly established connection: through the ring when there

@@ -184,8 +184,8 @@ fn start_script(c: &mut Client, plan: &Plan, env: &mut ThreadEnv) {
 /// random state in case it is retried.
 fn start_transaction(c: &mut Client, plan: &Plan, env: &mut ThreadEnv, now: &mut Now) {
     if c.conn.is_none() {
-        c.connect_start = now.get(env);
-        c.connecting = Some(env.connector.connect());
+        // The connection is opened once the thread's pacer gives the
+        // client a slot (see `ThreadEnv::poll_connect`).
         c.state = State::Connect;
         return;
     }

@@ -11,8 +11,9 @@
 //!    state (drawn in pgbench's order from the seed, so `--random-seed`
 //!    reproduces pgbench's values); each thread gets its script-choice,
 //!    throttling and sampling generators.
-//! 4. [`worker`]: each thread opens all of its clients' connections at
-//!    once (non-blocking connect state machines on its mio poller), waits
+//! 4. [`worker`]: each thread opens its clients' connections concurrently
+//!    (non-blocking connect state machines on its mio poller, as many at
+//!    once as the window of [`pacing`] allows), waits
 //!    at a gate until every thread is connected, then runs the client
 //!    state machine of [`machine`] until every client is finished or
 //!    aborted. Thread 0 is the calling thread, as in pgbench: with `-j 1`
@@ -53,6 +54,7 @@ mod linger;
 mod log;
 mod machine;
 mod meta;
+mod pacing;
 pub mod plan;
 mod progress;
 mod result_file;
@@ -523,6 +525,7 @@ fn thread_parts(
         clients: clients.len(),
         timers: BinaryHeap::with_capacity(clients.len() * 2 + 4),
         runq: VecDeque::with_capacity(clients.len() + 1),
+        pacer: pacing::Pacer::new(clients.len(), plan.threads),
         stats: ThreadStats::new(&layout),
         log,
         log_failed: false,

@@ -14,21 +14,22 @@
 //! those that yielded; clock read once per turn.
 
 use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mio::unix::SourceFd;
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Poll, Token};
 use pgwire::ConnectProgress;
 
 use crate::stats::ThreadStats;
 
 use super::client::{Client, State};
-use super::env::ThreadEnv;
+use super::env::{redial_if_stalled, ThreadEnv};
 use super::error::EngineError;
 use super::log;
 use super::machine;
+use super::pacing::Outcome;
 use super::plan::Plan;
 use super::shared::Shared;
 use super::spin::{SpinMode, SpinTrials};
@@ -52,7 +53,7 @@ pub struct WorkerResult {
     pub log_failed: bool,
 }
 
-/// The thread's body: connect every client concurrently, wait for the
+/// The thread's body: connect every client (paced), wait for the
 /// other threads, then run.
 pub fn run(
     plan: Arc<Plan>,
@@ -478,11 +479,8 @@ fn step(
     }
 }
 
-/// Watches an established connection for readability only: writability
-/// is asked for only while a write is incomplete, so that the server
-/// reading our query does not wake us.
-///
-/// Opens every client's connection at once; the first failure is returned
+/// Opens every client's connection, as many at once as the thread's
+/// window allows (see [`super::pacing`]); the first failure is returned
 /// with the client's number.
 fn connect_all(
     clients: &mut [Client],
@@ -490,61 +488,112 @@ fn connect_all(
     poll: &mut Poll,
     events: &mut Events,
 ) -> Result<(), EngineError> {
-    let mut pending: Vec<Option<pgwire::Connecting>> = clients
-        .iter()
-        .map(|_| Some(env.connector.connect()))
-        .collect();
-    let mut left = clients.len();
-    let mut ready: Vec<usize> = (0..clients.len()).collect();
+    let n = clients.len();
+    let mut pending: Vec<Option<pgwire::Connecting>> = (0..n).map(|_| None).collect();
+    let mut left = n;
+    let mut ready: Vec<usize> = (0..n).collect();
+    let mut woken: Vec<usize> = Vec::with_capacity(n);
+    // Wake-ups: the end of a pause after a full queue, the time a socket
+    // that has not connected is taken for stalled.
+    let mut wakeups: BinaryHeap<Reverse<(i64, usize)>> = BinaryHeap::new();
+    let timeouts = env
+        .connector
+        .config()
+        .connect_timeout
+        .is_some_and(|t| !t.is_zero());
     while left > 0 {
-        for idx in ready.drain(..) {
-            let Some(connecting) = pending[idx].as_mut() else {
-                continue;
-            };
-            match connecting.poll() {
-                Ok(ConnectProgress::Wait { fd, new_socket, .. }) => {
-                    if new_socket {
-                        let _ = env.registry.register(
-                            &mut SourceFd(&fd),
-                            Token(idx),
-                            Interest::READABLE | Interest::WRITABLE,
-                        );
-                    }
+        while !ready.is_empty() {
+            for idx in ready.drain(..) {
+                if clients[idx].conn.is_some() {
+                    continue;
                 }
-                Ok(ConnectProgress::Ready(mut conn)) => {
-                    super::setup::show_notices(connecting.take_notices());
-                    env.adopt(&mut conn, idx).map_err(EngineError::Poll)?;
-                    clients[idx].conn = Some(*conn);
-                    pending[idx] = None;
+                connect_one(idx, clients, &mut pending, env, &mut wakeups, &mut woken)?;
+                if clients[idx].conn.is_some() {
                     left -= 1;
                 }
-                Err(error) => {
-                    super::setup::show_notices(connecting.take_notices());
-                    return Err(EngineError::ClientConnection {
-                        client: clients[idx].id,
-                        error,
-                    });
-                }
             }
+            ready.append(&mut woken);
         }
         if left == 0 {
             break;
         }
-        let deadline = pending.iter().flatten().filter_map(|p| p.deadline()).min();
-        let timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        let mut wake = wakeups.peek().map(|Reverse((t, _))| *t);
+        if timeouts {
+            let now = env.clock.now_us();
+            let instant = Instant::now();
+            for d in pending.iter().flatten().filter_map(|p| p.deadline()) {
+                let at = now + d.saturating_duration_since(instant).as_micros() as i64;
+                wake = Some(wake.map_or(at, |w| w.min(at)));
+            }
+        }
+        let timeout = wake.map(|t| Duration::from_micros((t - env.clock.now_us()).max(0) as u64));
         if let Err(e) = poll.poll(events, timeout) {
             if e.kind() != std::io::ErrorKind::Interrupted {
                 return Err(EngineError::Poll(e));
             }
         }
-        ready.extend(
-            events
-                .iter()
-                .map(|e| e.token().0)
-                .filter(|&t| t < clients.len()),
-        );
-        if events.is_empty() {
-            ready.extend(0..clients.len());
+        ready.extend(events.iter().map(|e| e.token().0).filter(|&t| t < n));
+        let now = env.clock.now_us();
+        while let Some(Reverse((t, idx))) = wakeups.peek().copied() {
+            if t > now {
+                break;
+            }
+            wakeups.pop();
+            ready.push(idx);
+        }
+        if events.is_empty() && timeouts {
+            // A deadline may have passed: the attempts find out.
+            ready.extend((0..n).filter(|&i| pending[i].is_some()));
+        }
+    }
+    Ok(())
+}
+
+/// Advances client `idx`'s connection at the start of the run, once it
+/// holds a slot of the window; attempts that end hand their slots to the
+/// clients pushed onto `woken`.
+fn connect_one(
+    idx: usize,
+    clients: &mut [Client],
+    pending: &mut [Option<pgwire::Connecting>],
+    env: &mut ThreadEnv,
+    wakeups: &mut BinaryHeap<Reverse<(i64, usize)>>,
+    woken: &mut Vec<usize>,
+) -> Result<(), EngineError> {
+    let now = env.clock.now_us();
+    if !env.pacer.request(idx, now) {
+        return Ok(());
+    }
+    let connecting = pending[idx].get_or_insert_with(|| env.connector.connect());
+    redial_if_stalled(&mut env.pacer, connecting, idx, now);
+    match connecting.poll() {
+        Ok(ConnectProgress::Wait { fd, new_socket, .. }) => {
+            if new_socket {
+                env.watch_connecting(fd, idx);
+                if let Some(stall) = env.pacer.stall_after() {
+                    wakeups.push(Reverse((now + stall, idx)));
+                }
+            }
+        }
+        Ok(ConnectProgress::Busy) => {
+            let pause = env.pacer.ended(idx, now, Outcome::Busy, |j| woken.push(j));
+            wakeups.push(Reverse((now + pause, idx)));
+        }
+        Ok(ConnectProgress::Ready(mut conn)) => {
+            super::setup::show_notices(connecting.take_notices());
+            pending[idx] = None;
+            let done = env.clock.now_us();
+            env.pacer
+                .ended(idx, done, Outcome::Ready, |j| woken.push(j));
+            env.adopt(&mut conn, idx).map_err(EngineError::Poll)?;
+            clients[idx].conn = Some(*conn);
+        }
+        Err(error) => {
+            super::setup::show_notices(connecting.take_notices());
+            return Err(EngineError::ClientConnection {
+                client: clients[idx].id,
+                error,
+            });
         }
     }
     Ok(())
@@ -557,6 +606,9 @@ mod tests {
     use crate::engine::env::read_only;
     use std::os::fd::AsRawFd;
     use std::os::unix::net::UnixStream;
+
+    use mio::unix::SourceFd;
+    use mio::Interest;
 
     use super::*;
 

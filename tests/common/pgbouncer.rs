@@ -91,6 +91,7 @@ pub struct Builder {
     default_pool_size: u32,
     users: Vec<String>,
     settings: Vec<(String, String)>,
+    open_files: Option<u64>,
 }
 
 impl Builder {
@@ -115,6 +116,14 @@ impl Builder {
     /// Another role clients may log in as (it must exist on the server).
     pub fn user(mut self, name: &str) -> Self {
         self.users.push(name.to_string());
+        self
+    }
+
+    /// Raises pgbouncer's limit on open files to `n` (soft and hard), for
+    /// thousands of clients: set in the child before pgbouncer starts, so
+    /// that no login session (as `runuser`'s PAM one) resets it to 1,024.
+    pub fn open_files(mut self, n: u64) -> Self {
+        self.open_files = Some(n);
         self
     }
 
@@ -169,6 +178,23 @@ impl Builder {
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         owner.apply(&mut command);
+        if let Some(n) = self.open_files {
+            let limit = libc::rlimit {
+                rlim_cur: n,
+                rlim_max: n,
+            };
+            // SAFETY: setrlimit is async-signal-safe and reads only the
+            // struct copied into the closure.
+            unsafe {
+                command.pre_exec(move || {
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0 {
+                        Ok(())
+                    } else {
+                        Err(std::io::Error::last_os_error())
+                    }
+                });
+            }
+        }
         let child = command.spawn().expect("pgbouncer starts");
         let mut bouncer = Bouncer {
             child,
@@ -243,6 +269,7 @@ impl Bouncer {
             default_pool_size: 20,
             users: Vec::new(),
             settings: Vec::new(),
+            open_files: None,
         }
     }
 

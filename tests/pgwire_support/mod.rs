@@ -86,7 +86,17 @@ pub fn event_loop(connector: &Connector, clients: usize, queries: u32, sql: &str
         for i in ready.drain(..) {
             let client = &mut all[i];
             if let LoopClient::Connecting(c) = client {
-                match c.poll().unwrap() {
+                // A full accept queue: this helper does not pace its
+                // connections, it waits a moment and tries again.
+                let progress = loop {
+                    match c.poll().unwrap() {
+                        ConnectProgress::Busy => {
+                            std::thread::sleep(std::time::Duration::from_millis(1))
+                        }
+                        other => break other,
+                    }
+                };
+                match progress {
                     ConnectProgress::Wait { fd, new_socket, .. } => {
                         if new_socket {
                             poll.registry()
@@ -99,6 +109,7 @@ pub fn event_loop(connector: &Connector, clients: usize, queries: u32, sql: &str
                         }
                         continue;
                     }
+                    ConnectProgress::Busy => unreachable!("waited out above"),
                     ConnectProgress::Ready(mut conn) => {
                         conn.query(sql).unwrap();
                         assert!(conn.flush().unwrap());

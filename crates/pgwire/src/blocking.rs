@@ -5,7 +5,7 @@
 //! implementation. Errors from the server are collected until ReadyForQuery
 //! so the session is left usable.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::backend::Message;
 use crate::cancel::CancelToken;
@@ -13,6 +13,11 @@ use crate::connect::{ConnectProgress, Connector, Interest};
 use crate::connection::{Connection, Fill};
 use crate::conninfo::Config;
 use crate::error::{DbError, Error, ErrorKind};
+
+/// The first and the longest pause before a connection whose listener's
+/// accept queue was full tries again; each busy answer doubles it.
+const BUSY_PAUSE_MIN: Duration = Duration::from_millis(1);
+const BUSY_PAUSE_MAX: Duration = Duration::from_millis(64);
 
 /// A result row of text values; `None` is SQL NULL.
 pub type Row = Vec<Option<String>>;
@@ -85,12 +90,20 @@ impl Client {
         warnings: &mut Vec<String>,
     ) -> Result<Client, Error> {
         let mut connecting = connector.connect();
+        let mut pause = BUSY_PAUSE_MIN;
         let result = loop {
             match connecting.poll() {
                 Ok(ConnectProgress::Wait { fd, interest, .. }) => {
                     if let Err(e) = wait(fd, interest, connecting.deadline()) {
                         break Err(e);
                     }
+                }
+                Ok(ConnectProgress::Busy) => {
+                    let left = connecting
+                        .deadline()
+                        .map(|d| d.saturating_duration_since(Instant::now()));
+                    std::thread::sleep(left.map_or(pause, |l| l.min(pause)));
+                    pause = (pause * 2).min(BUSY_PAUSE_MAX);
                 }
                 Ok(ConnectProgress::Ready(conn)) => {
                     break Ok(Client {

@@ -53,6 +53,12 @@ pub enum ConnectProgress {
         interest: Interest,
         new_socket: bool,
     },
+    /// The listener's accept queue is full (a Unix-domain socket's
+    /// `connect` said `EAGAIN`): there is no socket to wait on yet. Poll
+    /// again after giving the listener time to accept (a short timer, not
+    /// at once: that would spin), or at [`Connecting::deadline`] at the
+    /// latest; `connect_timeout` runs from the first try.
+    Busy,
     /// The session is established and ready for queries (boxed: the
     /// waits are many and small).
     Ready(Box<Connection>),
@@ -188,6 +194,7 @@ impl Connecting {
                         new_socket,
                     });
                 }
+                Ok(Step::Busy) => return Ok(ConnectProgress::Busy),
                 Ok(Step::Ready) => {
                     let mut done = self
                         .current
@@ -219,6 +226,24 @@ impl Connecting {
             });
         }
         Err(Error::attempts(std::mem::take(&mut self.attempts)))
+    }
+
+    /// Sends the connection request again, on a new socket, when the
+    /// current attempt's socket has not connected yet: over TCP, a listener
+    /// whose accept queue is full drops the handshake, and the kernel sends
+    /// it again only a second later. True when a new socket was opened;
+    /// the next [`Connecting::poll`] then reports it (`new_socket`) and
+    /// the old one is closed. `connect_timeout` still runs from the first
+    /// socket. Which stall is worth this is the caller's choice.
+    pub fn redial(&mut self) -> bool {
+        let Some(current) = self.current.as_mut() else {
+            return false;
+        };
+        if !current.redial(&self.shared.config) {
+            return false;
+        }
+        self.announced = false;
+        true
     }
 
     /// When the current attempt times out (`connect_timeout`); call

@@ -21,6 +21,10 @@
 //!             // register fd (again if new_socket) for `interest`, wake up at
 //!             // c.deadline() at the latest, then poll again
 //!         }
+//!         ConnectProgress::Busy => {
+//!             // the listener's queue is full: wake up after a short
+//!             // pause, then poll again
+//!         }
 //!         ConnectProgress::Ready(conn) => break *conn,
 //!     }
 //! }

@@ -3,6 +3,13 @@
 //! check.
 //!
 //! Phases, in order (each may be skipped):
+//! - `Queued`: a Unix-domain listener's accept queue was full (`connect`
+//!   failed with `EAGAIN`, which on such a socket means "try again", not an
+//!   error). The socket is still unconnected and there is nothing to wait
+//!   for on it (an unconnected socket reports itself writable and hung
+//!   up), so the caller is told the listener is busy and chooses when to
+//!   try `connect` again on the same socket; `connect_timeout` runs from
+//!   the first try.
 //! - `Connecting`: the non-blocking `connect` is in flight; writable means
 //!   done, `SO_ERROR` says how it went.
 //! - `SslReply`: SSLRequest sent; exactly one byte is read back (`S` or `N`),
@@ -49,11 +56,14 @@ pub(crate) fn is_not_ready(error: &Error) -> bool {
 
 pub(crate) enum Step {
     Wait(Interest),
+    /// The listener's queue is full: try again later (see `Phase::Queued`).
+    Busy,
     Ready,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
+    Queued,
     Connecting,
     SslReply,
     Handshake,
@@ -120,15 +130,15 @@ impl Try {
                 warnings.push(w);
             }
         }
-        let sock = match open(config, &candidate) {
-            Ok(s) => s,
+        let (sock, phase) = match open(config, &candidate) {
+            Ok(opened) => opened,
             Err(e) => return Err(Box::new((candidate, e))),
         };
         let timeout = attempt_timeout(config);
         Ok(Try {
             candidate,
             stream: Stream::new(sock),
-            phase: Phase::Connecting,
+            phase,
             tls,
             retried: false,
             send_appname: true,
@@ -145,6 +155,22 @@ impl Try {
             answer: None,
             timeout,
         })
+    }
+
+    /// Starts the socket connection again on a new socket when the
+    /// current one has not connected yet (its handshake was dropped by a
+    /// listener whose queue was full): true when it did. The deadline is
+    /// kept. A new socket that cannot be opened leaves the old one.
+    pub(crate) fn redial(&mut self, config: &Config) -> bool {
+        if self.phase != Phase::Connecting || !matches!(self.connected(), Ok(false)) {
+            return false;
+        }
+        let Ok((sock, phase)) = open(config, &self.candidate) else {
+            return false;
+        };
+        self.stream = Stream::new(sock);
+        self.phase = phase;
+        true
     }
 
     pub(crate) fn fd(&self) -> std::os::fd::RawFd {
@@ -239,7 +265,8 @@ impl Try {
             || error.kind() == ErrorKind::SessionAttrs
         {
             After::NextHost
-        } else if (self.phase == Phase::Connecting && error.kind() != ErrorKind::Config)
+        } else if (matches!(self.phase, Phase::Queued | Phase::Connecting)
+            && error.kind() != ErrorKind::Config)
             || error.kind() == ErrorKind::Timeout
         {
             After::NextAddress
@@ -252,6 +279,12 @@ impl Try {
     pub(crate) fn step(&mut self, shared: &Shared, any_server: bool) -> Result<Step, Error> {
         let config = &shared.config;
         loop {
+            if self.phase == Phase::Queued {
+                match connect(self.stream.socket(), &self.candidate)? {
+                    Phase::Queued => return Ok(Step::Busy),
+                    phase => self.phase = phase,
+                }
+            }
             if self.phase == Phase::Connecting {
                 if !self.connected()? {
                     return Ok(Step::Wait(Interest::Write));
@@ -262,7 +295,7 @@ impl Try {
                 return Ok(Step::Wait(Interest::Write));
             }
             match self.phase {
-                Phase::Connecting => {}
+                Phase::Queued | Phase::Connecting => {}
                 Phase::SslReply => match self.stream.read_byte().map_err(Error::io)? {
                     None => return Ok(Step::Wait(Interest::Read)),
                     Some(b'S') => self.start_tls(shared)?,
@@ -591,11 +624,12 @@ fn connect_error(e: std::io::Error, candidate: &Candidate) -> Error {
     Error::io(e).with_hint(hint)
 }
 
-/// A non-blocking socket with `connect` under way. The TCP options are
+/// A non-blocking socket with `connect` under way (or queued, see
+/// [`connect`]). The TCP options are
 /// read and applied in libpq's order; a value that is not an integer, or a
 /// socket option the system refuses (`keepalives_idle=0` is EINVAL on
 /// Linux, `setsockopt(TCP_KEEPIDLE) failed: ...`), fails the attempt.
-fn open(config: &Config, candidate: &Candidate) -> Result<Socket, Error> {
+fn open(config: &Config, candidate: &Candidate) -> Result<(Socket, Phase), Error> {
     let failed = |e| connect_error(e, candidate);
     let sock = Socket::new(candidate.addr.domain(), Type::STREAM, None).map_err(failed)?;
     sock.set_nonblocking(true).map_err(failed)?;
@@ -604,13 +638,23 @@ fn open(config: &Config, candidate: &Candidate) -> Result<Socket, Error> {
         sock.set_nodelay(true).map_err(option("TCP_NODELAY"))?;
         apply_tcp_options(&sock, &config.tcp)?;
     }
-    // Only EINPROGRESS means "under way". EAGAIN (a Unix socket's full
-    // backlog, or no free local port) means the connect did not happen, and
-    // waiting for writability would spin.
+    let phase = connect(&sock, candidate)?;
+    Ok((sock, phase))
+}
+
+/// Starts `connect`: `Connecting` when it is under way or done,
+/// `Queued` when a Unix-domain listener's accept queue is full. Only
+/// EINPROGRESS means "under way": after EAGAIN the connect did not happen,
+/// and waiting for writability would spin. Over TCP, EAGAIN (no free
+/// local port) is an error, as in libpq.
+fn connect(sock: &Socket, candidate: &Candidate) -> Result<Phase, Error> {
     match sock.connect(&candidate.addr) {
-        Ok(()) => Ok(sock),
-        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok(sock),
-        Err(e) => Err(failed(e)),
+        Ok(()) => Ok(Phase::Connecting),
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok(Phase::Connecting),
+        Err(e) if e.raw_os_error() == Some(libc::EAGAIN) && candidate.addr.is_unix() => {
+            Ok(Phase::Queued)
+        }
+        Err(e) => Err(connect_error(e, candidate)),
     }
 }
 
