@@ -9,7 +9,7 @@ use super::model::{
     command_result, per_second, series, Counts, Distribution, ReportError, RunContext, RunResult,
     ScriptResult, Series, SCHEMA_VERSION,
 };
-use crate::stats::{IntervalHistogram, IntervalSeries, SimpleStats};
+use crate::stats::{IntervalHistogram, IntervalSeries, LatencyHistogram, SimpleStats};
 
 /// The result as pretty-printed JSON.
 pub fn to_json(result: &RunResult) -> Result<String, ReportError> {
@@ -74,6 +74,20 @@ pub fn to_compact_json(result: &RunResult) -> Result<String, ReportError> {
 pub fn merge(results: &[RunResult]) -> Result<RunResult, ReportError> {
     let (first, rest) = results.split_first().ok_or(ReportError::NothingToMerge)?;
     let mut merged = first.clone();
+    if rest.is_empty() {
+        return Ok(merged);
+    }
+    // Histograms are decoded once, added, and encoded once at the end:
+    // encoding is the costly part (deflate), and a fleet has many results.
+    let mut latency = Sum::of(&first.latency)?;
+    let mut service = Sum::of(&first.service_time)?;
+    let mut lag = Sum::of(&first.lag)?;
+    let mut scripts = first
+        .scripts
+        .iter()
+        .map(|s| Sum::of(&s.latency))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut all = series_of(&first.series)?;
     for r in rest {
         if r.options.scripts != merged.options.scripts {
             return Err(ReportError::ScriptsDiffer);
@@ -88,23 +102,55 @@ pub fn merge(results: &[RunResult]) -> Result<RunResult, ReportError> {
         merged.aborted |= r.aborted;
         merged.merged_runs += r.merged_runs;
         merge_counts(&mut merged.counts, &r.counts);
-        merged.latency = merge_distribution(&merged.latency, &r.latency)?;
-        merged.service_time = merge_distribution(&merged.service_time, &r.service_time)?;
-        merged.lag = merge_distribution(&merged.lag, &r.lag)?;
-        for (mine, theirs) in merged.scripts.iter_mut().zip(&r.scripts) {
-            merge_script(mine, theirs)?;
+        latency.add(&r.latency)?;
+        service.add(&r.service_time)?;
+        lag.add(&r.lag)?;
+        for ((mine, sum), theirs) in merged.scripts.iter_mut().zip(&mut scripts).zip(&r.scripts) {
+            merge_counts(&mut mine.counts, &theirs.counts);
+            sum.add(&theirs.latency)?;
+            merge_commands(mine, theirs);
         }
-        let mut s = series_of(&merged.series)?;
-        s.merge(&series_of(&r.series)?);
-        merged.series = series(&s);
-        merged.context = RunContext::default();
+        all.merge(&series_of(&r.series)?);
     }
+    merged.context = RunContext::default();
+    merged.latency = latency.finish()?;
+    merged.service_time = service.finish()?;
+    merged.lag = lag.finish()?;
+    for (mine, sum) in merged.scripts.iter_mut().zip(scripts) {
+        mine.latency = sum.finish()?;
+    }
+    merged.series = series(&all);
     let seconds = merged.timings.bench_duration_us as f64 / 1_000_000.0;
     merged.tps = per_second(merged.counts.counters.committed, seconds);
     for s in &mut merged.scripts {
         s.tps = per_second(s.counts.counters.committed, seconds);
     }
     Ok(merged)
+}
+
+/// A distribution being added up: exact sums and the decoded histogram.
+struct Sum {
+    stats: SimpleStats,
+    histogram: LatencyHistogram,
+}
+
+impl Sum {
+    fn of(d: &Distribution) -> Result<Sum, ReportError> {
+        Ok(Sum {
+            stats: d.stats,
+            histogram: d.decode_histogram()?,
+        })
+    }
+
+    fn add(&mut self, d: &Distribution) -> Result<(), ReportError> {
+        self.stats.merge(&d.stats);
+        self.histogram.merge(&d.decode_histogram()?);
+        Ok(())
+    }
+
+    fn finish(self) -> Result<Distribution, ReportError> {
+        Ok(Distribution::new(self.stats, &self.histogram)?)
+    }
 }
 
 fn series_of(s: &Series) -> Result<IntervalSeries, ReportError> {
@@ -126,17 +172,7 @@ fn merge_counts(mine: &mut Counts, theirs: &Counts) {
     mine.total = mine.counters.total();
 }
 
-fn merge_distribution(a: &Distribution, b: &Distribution) -> Result<Distribution, ReportError> {
-    let mut stats: SimpleStats = a.stats;
-    stats.merge(&b.stats);
-    let mut h = a.decode_histogram()?;
-    h.merge(&b.decode_histogram()?);
-    Ok(Distribution::new(stats, &h)?)
-}
-
-fn merge_script(mine: &mut ScriptResult, theirs: &ScriptResult) -> Result<(), ReportError> {
-    merge_counts(&mut mine.counts, &theirs.counts);
-    mine.latency = merge_distribution(&mine.latency, &theirs.latency)?;
+fn merge_commands(mine: &mut ScriptResult, theirs: &ScriptResult) {
     for (m, t) in mine.commands.iter_mut().zip(&theirs.commands) {
         let mut stats = crate::stats::CommandStats {
             latency: m.latency,
@@ -146,7 +182,6 @@ fn merge_script(mine: &mut ScriptResult, theirs: &ScriptResult) -> Result<(), Re
         stats.latency.merge(&t.latency);
         *m = command_result(&m.command, stats);
     }
-    Ok(())
 }
 
 #[cfg(test)]
