@@ -52,6 +52,20 @@ pub const DOCUMENTED: &[(&str, &[&str])] = &[
             "lag",
             "scripts",
             "series",
+            "generator",
+        ],
+    ),
+    (
+        "generator",
+        &[
+            "index",
+            "count",
+            "run_id",
+            "client_offset",
+            "start_at_us",
+            "clock",
+            "window_start_us",
+            "window_end_us",
         ],
     ),
     (
@@ -135,7 +149,13 @@ pub const DOCUMENTED: &[(&str, &[&str])] = &[
     ),
     (
         "context",
-        &["command_line", "server_version", "started_us", "ended_us"],
+        &[
+            "command_line",
+            "server_version",
+            "server_settings",
+            "started_us",
+            "ended_us",
+        ],
     ),
 ];
 
