@@ -159,6 +159,8 @@ pub struct Benchmark {
     pub html: Option<PathBuf>,
     /// `--pgbench-output`: print exactly what pgbench prints, nothing more.
     pub pgbench_output: bool,
+    /// `--sweep` and its companions: a series of runs instead of one.
+    pub study: Option<crate::study::Study>,
 }
 
 impl Benchmark {

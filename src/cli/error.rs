@@ -128,6 +128,18 @@ pub enum CliError {
     RenderWithoutHtml,
     /// `--html=-`.
     HtmlToStdout,
+    /// A bad value of a study option, with the reason.
+    InvalidStudyValue {
+        option: &'static str,
+        value: String,
+        reason: String,
+    },
+    /// A study option without `--sweep`.
+    RequiresSweep(&'static str),
+    /// An option the sweep sets itself, given with it.
+    SweptOption(&'static str, &'static str),
+    /// An option a sweep cannot honour yet.
+    UnsupportedWithSweep(&'static str),
 }
 
 impl CliError {
@@ -154,6 +166,9 @@ impl CliError {
                 | CliError::InvalidThreshold(_)
                 | CliError::InvalidCompareMetric(_)
                 | CliError::InvalidCompareFormat(_)
+                | CliError::InvalidStudyValue { .. }
+                | CliError::RequiresSweep(_)
+                | CliError::SweptOption(..)
         )
     }
 
@@ -399,6 +414,21 @@ impl fmt::Display for CliError {
                 f,
                 "--html needs a file name (standard output is --html=/dev/stdout)"
             ),
+            CliError::InvalidStudyValue {
+                option,
+                value,
+                reason,
+            } => write!(f, "invalid value \"{value}\" for option {option}: {reason}"),
+            CliError::RequiresSweep(option) => {
+                write!(f, "{option} can only be used with --sweep")
+            }
+            CliError::SweptOption(option, dimension) => write!(
+                f,
+                "{option} cannot be used with --sweep={dimension}:..., which sets it for each step"
+            ),
+            CliError::UnsupportedWithSweep(option) => {
+                write!(f, "{option} with --sweep is not supported yet")
+            }
             CliError::RequiresTempInstance(option) => {
                 write!(f, "{option} can only be used with --temp-instance")
             }

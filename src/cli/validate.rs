@@ -147,7 +147,12 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
         return Err(CliError::UnlimitedTriesWithoutBound);
     }
 
-    let clients = g.clients.unwrap_or(1);
+    let study = study(g)?;
+    let mut clients = g.clients.unwrap_or(1);
+    if let Some(largest) = study.as_ref().and_then(|s| s.largest_clients()) {
+        // The open files and the preflight are reckoned for the largest step.
+        clients = largest;
+    }
     let vacuum = if g.no_vacuum {
         VacuumBeforeRun::Skip
     } else if g.vacuum_all {
@@ -183,7 +188,54 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
         json: g.json.take(),
         html: g.html.take(),
         pgbench_output: g.pgbench_output,
+        study,
     })
+}
+
+/// `--sweep` and its companions, checked against the options a sweep sets
+/// itself or cannot honour yet.
+fn study(g: &Gathered) -> Result<Option<crate::study::Study>, CliError> {
+    use crate::study::{Dimension, Reset, Study};
+    let Some(sweep) = g.sweep.clone() else {
+        let companion = [
+            ("--warmup", g.warmup.is_some()),
+            ("--repeat", g.repeat.is_some()),
+            ("--sweep-reset", g.sweep_reset.is_some()),
+            ("--slo", !g.slo.is_empty()),
+        ];
+        return match companion.into_iter().find(|(_, given)| *given) {
+            Some((option, _)) => Err(CliError::RequiresSweep(option)),
+            None => Ok(None),
+        };
+    };
+    let dimension = sweep.dimension.name();
+    let swept = match sweep.dimension {
+        Dimension::Clients => g.clients.is_some().then_some("-c/--client"),
+        Dimension::Threads => None,
+        Dimension::Rate => g.rate.is_some().then_some("-R/--rate"),
+    };
+    if let Some(option) = swept {
+        return Err(CliError::SweptOption(option, dimension));
+    }
+    if sweep.dimension == Dimension::Threads && g.threads.is_some() {
+        return Err(CliError::SweptOption("-j/--jobs", dimension));
+    }
+    let unsupported = [
+        ("-l/--log", g.log),
+        ("--html", g.html.is_some()),
+        ("--pgbench-output", g.pgbench_output),
+    ];
+    if let Some((option, _)) = unsupported.into_iter().find(|(_, given)| *given) {
+        return Err(CliError::UnsupportedWithSweep(option));
+    }
+    Ok(Some(Study {
+        sweep,
+        warmup_s: g.warmup.unwrap_or(0),
+        repeat: g.repeat.unwrap_or(1),
+        reset: g.sweep_reset.unwrap_or(Reset::Vacuum),
+        slo: g.slo.clone(),
+        jobs: g.threads,
+    }))
 }
 
 fn transaction_log(g: &mut Gathered) -> Result<Option<TransactionLog>, CliError> {
