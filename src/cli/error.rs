@@ -140,6 +140,8 @@ pub enum CliError {
     SweptOption(&'static str, &'static str),
     /// An option a sweep cannot honour yet.
     UnsupportedWithSweep(&'static str),
+    /// `--warmup` in a plain run.
+    WarmupWithoutSweep,
 }
 
 impl CliError {
@@ -426,6 +428,9 @@ impl fmt::Display for CliError {
                 f,
                 "{option} cannot be used with --sweep={dimension}:..., which sets it for each step"
             ),
+            CliError::WarmupWithoutSweep => {
+                write!(f, "--warmup without --sweep is not supported yet")
+            }
             CliError::UnsupportedWithSweep(option) => {
                 write!(f, "{option} with --sweep is not supported yet")
             }

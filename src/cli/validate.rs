@@ -197,8 +197,10 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
 fn study(g: &Gathered) -> Result<Option<crate::study::Study>, CliError> {
     use crate::study::{Dimension, Reset, Study};
     let Some(sweep) = g.sweep.clone() else {
+        if g.warmup.is_some() {
+            return Err(CliError::WarmupWithoutSweep);
+        }
         let companion = [
-            ("--warmup", g.warmup.is_some()),
             ("--repeat", g.repeat.is_some()),
             ("--sweep-reset", g.sweep_reset.is_some()),
             ("--slo", !g.slo.is_empty()),

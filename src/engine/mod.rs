@@ -160,7 +160,11 @@ pub struct Step {
 /// Runs one step of a study: the same run as [`run`], with its set-up
 /// shaped by `setup`, and its result returned instead of printed; no
 /// result file is written. This is the seam [`crate::study`] drives.
-pub fn run_step(config: &Config, bench: &Benchmark, setup: &StepSetup) -> Result<Step, EngineError> {
+pub fn run_step(
+    config: &Config,
+    bench: &Benchmark,
+    setup: &StepSetup,
+) -> Result<Step, EngineError> {
     let prepared = prepare(config, bench, setup)?;
     let ended = match execute(config, &prepared, bench)? {
         Executed::Ended(ended) => ended,
@@ -192,7 +196,11 @@ enum Executed {
 }
 
 /// Starts the threads on a prepared run and waits for them.
-fn execute(config: &Config, prepared: &Prepared, bench: &Benchmark) -> Result<Executed, EngineError> {
+fn execute(
+    config: &Config,
+    prepared: &Prepared,
+    bench: &Benchmark,
+) -> Result<Executed, EngineError> {
     let io_uring = choose_io(config.io)?;
     let spin = if io_uring {
         SpinMode::Never

@@ -102,8 +102,12 @@ pub fn run(config: &Config, bench: &Benchmark, study: &Study) -> Result<i32, Eng
         let json = serde_json::to_string_pretty(&result)
             .map_err(|e| EngineError::Report(e.to_string()))?;
         let written = match json_file {
-            Some(mut file) => file.write_all(json.as_bytes()).and_then(|()| file.write_all(b"\n")),
-            None => std::io::stdout().lock().write_all(format!("{json}\n").as_bytes()),
+            Some(mut file) => file
+                .write_all(json.as_bytes())
+                .and_then(|()| file.write_all(b"\n")),
+            None => std::io::stdout()
+                .lock()
+                .write_all(format!("{json}\n").as_bytes()),
         };
         if let Err(e) = written {
             crate::cli::ewriteln!(
@@ -139,7 +143,11 @@ impl Sweeper<'_> {
             let preflight = if i == 0 { largest } else { None };
             let status = self.step(value, repeat, (i + 1, order.len()), preflight)?;
             if status != 0 {
-                self.stopped = Some(format!("step {} of {} failed (exit status {status})", i + 1, order.len()));
+                self.stopped = Some(format!(
+                    "step {} of {} failed (exit status {status})",
+                    i + 1,
+                    order.len()
+                ));
                 return Ok(status);
             }
         }
@@ -155,7 +163,14 @@ impl Sweeper<'_> {
         while value <= AUTO_LIMIT {
             for repeat in 1..=self.study.repeat {
                 index += 1;
-                let status = self.step(value, repeat, (index, 0), None)?;
+                let status = match self.step(value, repeat, (index, 0), None) {
+                    // The connection limit is as far as auto can go.
+                    Err(EngineError::Preflight(check)) if !self.steps.is_empty() => {
+                        self.stopped = Some(format!("{}", EngineError::Preflight(check)));
+                        return Ok(0);
+                    }
+                    other => other?,
+                };
                 if status != 0 {
                     self.stopped = Some(format!("step {index} failed (exit status {status})"));
                     return Ok(status);
@@ -224,13 +239,19 @@ impl Sweeper<'_> {
         };
         let step = crate::engine::run_step(self.config, &bench, &setup)?;
         if let Some(result) = step.result {
-            let of = if count > 0 { format!(" of {count}") } else { String::new() };
+            let of = if count > 0 {
+                format!(" of {count}")
+            } else {
+                String::new()
+            };
             crate::cli::ewriteln!(
-                "step {index}{of}: {} {}, {} clients, {} threads: {:.1} tps, p99 {:.3} ms",
-                self.study.sweep.dimension.name(),
-                text::value(value),
+                "step {index}{of}: {} clients, {} threads{}: {:.1} tps, p99 {:.3} ms",
                 result.options.clients,
                 result.options.threads,
+                result
+                    .options
+                    .rate
+                    .map_or(String::new(), |r| format!(", rate {}", text::value(r))),
                 result.tps,
                 result.latency.percentiles.map_or(0.0, |p| p.p99)
             );
@@ -283,7 +304,10 @@ mod tests {
 
     #[test]
     fn repeats_alternate_their_order() {
-        let order: Vec<f64> = interleaved(&[1.0, 2.0, 4.0], 3).iter().map(|s| s.0).collect();
+        let order: Vec<f64> = interleaved(&[1.0, 2.0, 4.0], 3)
+            .iter()
+            .map(|s| s.0)
+            .collect();
         assert_eq!(order, [1.0, 2.0, 4.0, 4.0, 2.0, 1.0, 1.0, 2.0, 4.0]);
         let repeats: Vec<u32> = interleaved(&[1.0, 2.0], 2).iter().map(|s| s.1).collect();
         assert_eq!(repeats, [1, 1, 2, 2]);

@@ -153,9 +153,8 @@ pub fn point(value: f64, runs: &[&RunResult], slo: &[Slo]) -> Option<Point> {
         .sum::<f64>()
         / runs.len() as f64;
     let slo_ms: Vec<f64> = slo.iter().map(|s| at(s.quantile)).collect();
-    let slo_met = (!slo.is_empty()).then(|| {
-        !histogram.is_empty() && slo.iter().zip(&slo_ms).all(|(s, v)| *v < s.limit_ms)
-    });
+    let slo_met = (!slo.is_empty())
+        .then(|| !histogram.is_empty() && slo.iter().zip(&slo_ms).all(|(s, v)| *v < s.limit_ms));
     Some(Point {
         value,
         clients: first.options.clients,
@@ -171,7 +170,11 @@ pub fn point(value: f64, runs: &[&RunResult], slo: &[Slo]) -> Option<Point> {
         p99_ms: at(0.99),
         p99_9_ms: at(0.999),
         failed,
-        failure_ratio: if total > 0 { failed as f64 / total as f64 } else { 0.0 },
+        failure_ratio: if total > 0 {
+            failed as f64 / total as f64
+        } else {
+            0.0
+        },
         in_flight,
         little_ratio: in_flight / f64::from(first.options.clients.max(1)),
         slo_ms,
@@ -225,7 +228,13 @@ pub fn summarize(dimension: Dimension, steps: &[StepResult], slo: &[Slo]) -> Sum
             Err(e) => (None, Some(e.to_string())),
         }
     } else {
-        (None, Some(format!("the USL fit is for clients sweeps, not {}", dimension.name())))
+        (
+            None,
+            Some(format!(
+                "the USL fit is for clients sweeps, not {}",
+                dimension.name()
+            )),
+        )
     };
     Summary {
         points,

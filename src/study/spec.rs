@@ -51,7 +51,11 @@ pub fn parse_sweep(text: &str) -> Result<Sweep, String> {
         "clients" => Dimension::Clients,
         "threads" => Dimension::Threads,
         "rate" => Dimension::Rate,
-        _ => return Err(format!("unknown dimension \"{name}\" (expected clients, threads or rate)")),
+        _ => {
+            return Err(format!(
+                "unknown dimension \"{name}\" (expected clients, threads or rate)"
+            ))
+        }
     };
     if values == "auto" {
         if dimension != Dimension::Clients {
@@ -86,18 +90,19 @@ pub fn parse_sweep(text: &str) -> Result<Sweep, String> {
 /// `FROM..TO*FACTOR`, `FROM..TO+STEP` or `FROM..TO` (step 1).
 fn expand_range(from: &str, rest: &str, list: &mut Vec<f64>) -> Result<(), String> {
     let from = number(from)?;
-    let (to, next): (f64, Box<dyn Fn(f64) -> f64>) = if let Some((to, factor)) = rest.split_once('*') {
-        let factor = number(factor)?;
-        if factor <= 1.0 {
-            return Err("a range's factor must be above 1".into());
-        }
-        (number(to)?, Box::new(move |v| v * factor))
-    } else if let Some((to, step)) = rest.split_once('+') {
-        let step = number(step)?;
-        (number(to)?, Box::new(move |v| v + step))
-    } else {
-        (number(rest)?, Box::new(|v| v + 1.0))
-    };
+    let (to, next): (f64, Box<dyn Fn(f64) -> f64>) =
+        if let Some((to, factor)) = rest.split_once('*') {
+            let factor = number(factor)?;
+            if factor <= 1.0 {
+                return Err("a range's factor must be above 1".into());
+            }
+            (number(to)?, Box::new(move |v| v * factor))
+        } else if let Some((to, step)) = rest.split_once('+') {
+            let step = number(step)?;
+            (number(to)?, Box::new(move |v| v + step))
+        } else {
+            (number(rest)?, Box::new(|v| v + 1.0))
+        };
     if to < from {
         return Err("a range must not end below its start".into());
     }
@@ -202,9 +207,11 @@ impl Study {
     /// whose last step is not known in advance).
     pub fn largest_clients(&self) -> Option<u32> {
         match (&self.sweep.dimension, &self.sweep.values) {
-            (Dimension::Clients, Values::List(values)) => {
-                values.iter().copied().fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v)))).map(|v| v as u32)
-            }
+            (Dimension::Clients, Values::List(values)) => values
+                .iter()
+                .copied()
+                .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
+                .map(|v| v as u32),
             _ => None,
         }
     }
@@ -224,7 +231,10 @@ mod tests {
     #[test]
     fn lists_and_ranges_expand() {
         assert_eq!(list("clients:1,2,4,8"), [1.0, 2.0, 4.0, 8.0]);
-        assert_eq!(list("clients:1..64*2"), [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]);
+        assert_eq!(
+            list("clients:1..64*2"),
+            [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]
+        );
         assert_eq!(list("clients:1..10*3"), [1.0, 3.0, 9.0]);
         assert_eq!(list("threads:1..4"), [1.0, 2.0, 3.0, 4.0]);
         assert_eq!(list("rate:100..300+100,500"), [100.0, 200.0, 300.0, 500.0]);
@@ -254,8 +264,14 @@ mod tests {
     fn slos_parse_with_their_units() {
         let slo = parse_slo("p99<10ms,p99.9<2s,p50<500us").unwrap();
         let got: Vec<(f64, f64)> = slo.iter().map(|s| (s.quantile, s.limit_ms)).collect();
-        for ((q, limit), (want_q, want_limit)) in got.into_iter().zip([(0.99, 10.0), (0.999, 2000.0), (0.5, 0.5)]) {
-            assert!((q - want_q).abs() < 1e-12 && limit == want_limit, "{q} {limit}");
+        for ((q, limit), (want_q, want_limit)) in
+            got.into_iter()
+                .zip([(0.99, 10.0), (0.999, 2000.0), (0.5, 0.5)])
+        {
+            assert!(
+                (q - want_q).abs() < 1e-12 && limit == want_limit,
+                "{q} {limit}"
+            );
         }
         assert_eq!(slo[1].to_string(), "p99.9<2000ms");
         for bad in ["p99>10ms", "q99<10ms", "p100<1ms", "p99<10", "p99<-1ms"] {

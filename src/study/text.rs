@@ -50,7 +50,17 @@ fn table(out: &mut String, result: &SweepResult) {
     let _ = write!(
         out,
         "{:>8} {:>7} {:>9} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>6}",
-        "clients", "threads", "rate", "tps", "± stddev", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "failed", "L/N"
+        "clients",
+        "threads",
+        "rate",
+        "tps",
+        "± stddev",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "p99.9 ms",
+        "failed",
+        "L/N"
     );
     out.push_str(if slo { "  SLO\n" } else { "\n" });
     for p in &result.summary.points {
@@ -64,7 +74,17 @@ fn row(out: &mut String, p: &Point) {
     let _ = write!(
         out,
         "{:>8} {:>7} {:>9} {:>11.1} {:>9} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>7} {:>6.2}",
-        p.clients, p.threads, rate, p.tps, spread, p.p50_ms, p.p90_ms, p.p99_ms, p.p99_9_ms, p.failed, p.little_ratio
+        p.clients,
+        p.threads,
+        rate,
+        p.tps,
+        spread,
+        p.p50_ms,
+        p.p90_ms,
+        p.p99_ms,
+        p.p99_9_ms,
+        p.failed,
+        p.little_ratio
     );
     match p.slo_met {
         Some(true) => out.push_str("  met\n"),
@@ -84,7 +104,8 @@ fn answers(out: &mut String, result: &SweepResult) {
         Some(i) => {
             let _ = writeln!(out, "best measured: {}", at(i));
         }
-        None => out.push_str("best measured: none (every step failed more than 1% of its transactions)\n"),
+        None => out
+            .push_str("best measured: none (every step failed more than 1% of its transactions)\n"),
     }
     if let Some(i) = s.near_best {
         let _ = writeln!(
@@ -108,9 +129,15 @@ fn answers(out: &mut String, result: &SweepResult) {
                         .iter()
                         .map(|(n, x)| format!("X({n}) = {x:.1}"))
                         .collect();
-                    let _ = writeln!(out, "USL peak: N* = {peak:.1} clients, {}", around.join(", "));
+                    let _ = writeln!(
+                        out,
+                        "USL peak: N* = {peak:.1} clients, {}",
+                        around.join(", ")
+                    );
                 }
-                None => out.push_str("USL peak: none (kappa is 0: throughput levels off without falling)\n"),
+                None => out.push_str(
+                    "USL peak: none (kappa is 0: throughput levels off without falling)\n",
+                ),
             }
         }
     }
@@ -126,7 +153,12 @@ fn answers(out: &mut String, result: &SweepResult) {
             .collect();
         match s.best_within_slo {
             Some(i) => {
-                let _ = writeln!(out, "highest tps within the SLO ({}): {}", names.join(", "), at(i));
+                let _ = writeln!(
+                    out,
+                    "highest tps within the SLO ({}): {}",
+                    names.join(", "),
+                    at(i)
+                );
             }
             None => {
                 let _ = writeln!(out, "no step met the SLO ({})", names.join(", "));

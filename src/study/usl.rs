@@ -104,7 +104,7 @@ pub fn fit(points: &[(f64, f64)]) -> Result<Fit, FitError> {
                 ];
                 let p = levenberg_marquardt(points, start, [true, free[0], free[1]]);
                 let e = sse(points, &p);
-                if e.is_finite() && best.as_ref().is_none_or(|b| e < b.1) {
+                if e.is_finite() && best.as_ref().map_or(true, |b| e < b.1) {
                     best = Some((p, e));
                 }
             }
@@ -113,7 +113,11 @@ pub fn fit(points: &[(f64, f64)]) -> Result<Fit, FitError> {
     let ([lambda, sigma, kappa], error) = best.ok_or(FitError::NoSolution)?;
     let mean = points.iter().map(|p| p.1).sum::<f64>() / points.len() as f64;
     let total: f64 = points.iter().map(|p| (p.1 - mean).powi(2)).sum();
-    let r_squared = if total > 0.0 { 1.0 - error / total } else { 0.0 };
+    let r_squared = if total > 0.0 {
+        1.0 - error / total
+    } else {
+        0.0
+    };
     let peak_clients = (kappa > 0.0 && sigma < 1.0).then(|| ((1.0 - sigma) / kappa).sqrt());
     let mut fit = Fit {
         sigma,
@@ -127,7 +131,8 @@ pub fn fit(points: &[(f64, f64)]) -> Result<Fit, FitError> {
         let (low, high) = (peak.floor().max(1.0) as u32, peak.ceil().max(1.0) as u32);
         fit.around_peak.push((low, fit.throughput(f64::from(low))));
         if high != low {
-            fit.around_peak.push((high, fit.throughput(f64::from(high))));
+            fit.around_peak
+                .push((high, fit.throughput(f64::from(high))));
         }
         fit.around_peak.sort_by(|a, b| b.1.total_cmp(&a.1));
     }
@@ -187,7 +192,11 @@ fn levenberg_marquardt(points: &[(f64, f64)], start: [f64; 3], free: [bool; 3]) 
 
 /// JᵀJ and Jᵀr of the residuals model − x, with the columns of fixed
 /// parameters zeroed (their diagonal set to 1 so the system stays regular).
-fn normal_equations(points: &[(f64, f64)], p: &[f64; 3], free: [bool; 3]) -> ([[f64; 3]; 3], [f64; 3]) {
+fn normal_equations(
+    points: &[(f64, f64)],
+    p: &[f64; 3],
+    free: [bool; 3],
+) -> ([[f64; 3]; 3], [f64; 3]) {
     let [lambda, sigma, kappa] = *p;
     let mut jtj = [[0.0; 3]; 3];
     let mut jtr = [0.0; 3];
@@ -195,7 +204,11 @@ fn normal_equations(points: &[(f64, f64)], p: &[f64; 3], free: [bool; 3]) -> ([[
         let d = 1.0 + sigma * (n - 1.0) + kappa * n * (n - 1.0);
         let g = n / d;
         let r = lambda * g - x;
-        let mut j = [g, -lambda * g * (n - 1.0) / d, -lambda * g * n * (n - 1.0) / d];
+        let mut j = [
+            g,
+            -lambda * g * (n - 1.0) / d,
+            -lambda * g * n * (n - 1.0) / d,
+        ];
         for (i, on) in free.iter().enumerate() {
             if !on {
                 j[i] = 0.0;
@@ -227,8 +240,9 @@ fn solve3(mut a: [[f64; 3]; 3], mut b: [f64; 3]) -> Option<[f64; 3]> {
         b.swap(col, pivot);
         for row in col + 1..3 {
             let factor = a[row][col] / a[col][col];
-            for k in col..3 {
-                a[row][k] -= factor * a[col][k];
+            let pivot_row = a[col];
+            for (cell, above) in a[row].iter_mut().zip(pivot_row).skip(col) {
+                *cell -= factor * above;
             }
             b[row] -= factor * b[col];
         }

@@ -71,7 +71,10 @@ fn step(value: u32, repeat: u32, tps: f64, latency_us: i64) -> StepResult {
 fn repeats_pool_into_one_point_with_their_spread() {
     let steps = [step(2, 1, 100.0, 1000), step(2, 2, 110.0, 3000)];
     let p = &summarize(Dimension::Clients, &steps, &[]).points[0];
-    assert_eq!((p.repeats, p.tps, p.tps_min, p.tps_max), (2, 105.0, 100.0, 110.0));
+    assert_eq!(
+        (p.repeats, p.tps, p.tps_min, p.tps_max),
+        (2, 105.0, 100.0, 110.0)
+    );
     assert!((p.tps_stddev.unwrap() - 50f64.sqrt()).abs() < 1e-9);
     assert!((p.p50_ms - 1.0).abs() < 0.01 && (p.p99_ms - 3.0).abs() < 0.01);
     // Little: (100 tps × 1 ms + 110 tps × 3 ms) / 2 repeats, over 2 clients.
@@ -80,7 +83,14 @@ fn repeats_pool_into_one_point_with_their_spread() {
 
 #[test]
 fn the_best_the_smallest_near_it_and_the_fit() {
-    let tps = [(1, 1000.0), (2, 1900.0), (4, 3400.0), (8, 5000.0), (16, 5150.0), (32, 4800.0)];
+    let tps = [
+        (1, 1000.0),
+        (2, 1900.0),
+        (4, 3400.0),
+        (8, 5000.0),
+        (16, 5150.0),
+        (32, 4800.0),
+    ];
     let steps: Vec<StepResult> = tps.iter().map(|&(c, t)| step(c, 1, t, 1000)).collect();
     let s = summarize(Dimension::Clients, &steps, &[]);
     assert_eq!(s.points[s.best.unwrap()].clients, 16);
@@ -103,7 +113,11 @@ fn too_few_points_and_other_dimensions_say_why_there_is_no_fit() {
 
 #[test]
 fn the_slo_picks_the_highest_throughput_that_met_it() {
-    let steps = [step(1, 1, 100.0, 2000), step(2, 1, 180.0, 8000), step(4, 1, 200.0, 20000)];
+    let steps = [
+        step(1, 1, 100.0, 2000),
+        step(2, 1, 180.0, 8000),
+        step(4, 1, 200.0, 20000),
+    ];
     let slo = super::super::parse_slo("p99<10ms").unwrap();
     let s = summarize(Dimension::Clients, &steps, &slo);
     let met: Vec<Option<bool>> = s.points.iter().map(|p| p.slo_met).collect();
