@@ -142,11 +142,30 @@ fn a_clients_sweep_gives_the_table_the_result_file_and_the_fit() {
         let ratio = point["little_ratio"].as_f64().unwrap();
         assert!(ratio > 0.0 && ratio <= 1.05, "{point}");
     }
-    // A sweep's file is not a run's: the readers of runs say so.
+    // --render draws the sweep's page from its file.
     let html = dir.path().join("x.html");
     let out = std::process::Command::new(pgbolt_path())
         .arg(format!("--render={}", path.display()))
         .arg(format!("--html={}", html.display()))
+        .output()
+        .expect("pgbolt runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let page = std::fs::read_to_string(&html).expect("page");
+    for part in [
+        "<h1>Sweep of clients</h1>",
+        "Best measured: ",
+        "<h2>Throughput</h2>",
+        "<h2>Latency</h2>",
+        "<h2>Latency against throughput</h2>",
+        "<h2>Steps</h2>",
+        "id=\"pgbolt-result\"",
+    ] {
+        assert!(page.contains(part), "{part}");
+    }
+    // A sweep's file is not a run's: --compare says so.
+    let out = std::process::Command::new(pgbolt_path())
+        .arg("--compare")
+        .args([&path, &path])
         .output()
         .expect("pgbolt runs");
     assert_eq!(out.status.code(), Some(1));

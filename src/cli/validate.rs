@@ -222,11 +222,7 @@ fn study(g: &Gathered) -> Result<Option<crate::study::Study>, CliError> {
     if sweep.dimension == Dimension::Threads && g.threads.is_some() {
         return Err(CliError::SweptOption("-j/--jobs", dimension));
     }
-    let unsupported = [
-        ("-l/--log", g.log),
-        ("--html", g.html.is_some()),
-        ("--pgbench-output", g.pgbench_output),
-    ];
+    let unsupported = [("-l/--log", g.log), ("--pgbench-output", g.pgbench_output)];
     if let Some((option, _)) = unsupported.into_iter().find(|(_, given)| *given) {
         return Err(CliError::UnsupportedWithSweep(option));
     }

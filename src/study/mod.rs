@@ -55,6 +55,16 @@ pub fn run(config: &Config, bench: &Benchmark, study: &Study) -> Result<i32, Eng
         })?),
         _ => None,
     };
+    let html_file = match &bench.html {
+        Some(path) => Some(std::fs::File::create(path).map_err(|e| {
+            EngineError::Report(format!(
+                "could not open file \"{}\": {}",
+                path.display(),
+                crate::oserror::os_message(&e)
+            ))
+        })?),
+        None => None,
+    };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
     let mut sweeper = Sweeper {
         config,
@@ -118,7 +128,40 @@ pub fn run(config: &Config, bench: &Benchmark, study: &Study) -> Result<i32, Eng
             failed = true;
         }
     }
+    if let (Some(path), Some(mut file)) = (&bench.html, html_file) {
+        let written =
+            crate::report::html::render_sweep_html(&result, crate::report::html::now_us())
+                .map_err(|e| e.to_string())
+                .and_then(|page| {
+                    file.write_all(page.as_bytes())
+                        .map_err(|e| crate::oserror::os_message(&e))
+                });
+        if let Err(e) = written {
+            crate::cli::ewriteln!(
+                "{}: error: could not write \"{}\": {e}",
+                crate::cli::PROGRAM,
+                path.display()
+            );
+            failed = true;
+        }
+    }
     Ok(if status == 0 && failed { 2 } else { status })
+}
+
+/// A sweep's result read from `text` (its JSON file, or a page that embeds
+/// it); `None` when `text` is not a sweep's (a run's result, say).
+pub fn read_sweep(text: &str) -> Option<Result<SweepResult, String>> {
+    let json = match crate::report::html::embedded_json(text) {
+        Some(json) if text.trim_start().starts_with('<') => json,
+        _ => text,
+    };
+    #[derive(serde::Deserialize)]
+    struct Kind {
+        kind: Option<String>,
+    }
+    let kind: Kind = serde_json::from_str(json).ok()?;
+    (kind.kind.as_deref() == Some(result::KIND))
+        .then(|| serde_json::from_str(json).map_err(|e| format!("invalid sweep result: {e}")))
 }
 
 /// The state of a sweep under way.
