@@ -22,6 +22,16 @@
 //!    [`crate::report`]; the exit status is pgbench's (2 when a client
 //!    aborted).
 //!
+//! # One run among several (`run_step`)
+//! A sweep ([`crate::study`]) runs the benchmark many times in one process.
+//! [`run_step`] is its seam: the same steps 1 to 4 as [`run`], then the
+//! merged [`RunResult`] and the status a plain run would have had, with
+//! nothing printed and no result file written. A [`StepSetup`] shapes the
+//! set-up connection's work: whether to print the version line (once per
+//! sweep), the client count the preflight checks (the sweep's largest, at
+//! its first step) and a `CHECKPOINT` after the vacuum. [`run`] itself is
+//! `prepare`, `execute` and the report, so both share every line.
+//!
 //! # The hot path
 //! After the start a transaction allocates nothing and takes no lock: SQL
 //! text is written into a reused buffer and Bind parameters straight into
