@@ -320,3 +320,42 @@ fn auto_stops_when_throughput_stops_growing() {
     assert_eq!(clients[..4], [1, 2, 4, 8]);
     assert_eq!(result["sweep"]["auto"], true);
 }
+
+#[test]
+fn an_interrupted_sweep_reports_the_steps_done_and_leaves_out_the_partial_one() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let script = select_script();
+    let mut cmd = server().command(pgbolt_path());
+    common::default_signals(&mut cmd);
+    cmd.env("PGDATABASE", "postgres")
+        .args([
+            "-n",
+            "-f",
+            &script.path,
+            "-T",
+            "1",
+            "--sweep=clients:1,2,4,8",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("pgbolt starts");
+    let mut errors = BufReader::new(child.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    while errors.read_line(&mut line).expect("stderr line") > 0 && !line.starts_with("step 1 ") {
+        line.clear();
+    }
+    // Into step 2's run (its set-up, with -n, takes milliseconds): a
+    // signal during a set-up ends pgbolt as pgbench ends, report-less.
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    // SAFETY: kill(2) on the child this test started.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().expect("pgbolt ends");
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(130), "{text}");
+    assert!(
+        text.contains("\nstopped: step 2 of 4 failed (exit status 130) and is left out\n"),
+        "{text}"
+    );
+    assert_eq!(table_clients(&text), [1], "{text}");
+}

@@ -187,7 +187,7 @@ impl Sweeper<'_> {
             let status = self.step(value, repeat, (i + 1, order.len()), preflight)?;
             if status != 0 {
                 self.stopped = Some(format!(
-                    "step {} of {} failed (exit status {status})",
+                    "step {} of {} failed (exit status {status}) and is left out",
                     i + 1,
                     order.len()
                 ));
@@ -215,7 +215,9 @@ impl Sweeper<'_> {
                     other => other?,
                 };
                 if status != 0 {
-                    self.stopped = Some(format!("step {index} failed (exit status {status})"));
+                    self.stopped = Some(format!(
+                        "step {index} failed (exit status {status}) and is left out"
+                    ));
                     return Ok(status);
                 }
             }
@@ -281,7 +283,9 @@ impl Sweeper<'_> {
             ..setup
         };
         let step = crate::engine::run_step(self.config, &bench, &setup)?;
-        if let Some(result) = step.result {
+        // A step that failed or was interrupted is partial: it ends the
+        // sweep and is left out of the answers.
+        if let (Some(result), 0) = (step.result, step.status) {
             let of = if count > 0 {
                 format!(" of {count}")
             } else {
