@@ -130,6 +130,10 @@ fn a_clients_sweep_gives_the_table_the_result_file_and_the_fit() {
             .as_str()
             .unwrap()
             .is_empty());
+        assert!(!step["result"]["series"]["intervals"]
+            .as_array()
+            .unwrap()
+            .is_empty());
     }
     let summary = &result["summary"];
     assert_eq!(summary["points"].as_array().unwrap().len(), 4);
@@ -157,6 +161,7 @@ fn a_clients_sweep_gives_the_table_the_result_file_and_the_fit() {
         "<h2>Throughput</h2>",
         "<h2>Latency</h2>",
         "<h2>Latency against throughput</h2>",
+        "<h2>Each step over time</h2>",
         "<h2>Steps</h2>",
         "id=\"pgbolt-result\"",
     ] {

@@ -313,8 +313,9 @@ impl Sweeper<'_> {
 
     /// The benchmark of the step at `value`.
     fn step_bench(&self, value: f64) -> Benchmark {
+        // `--json` and `--html` stay: run_step writes no file, and with
+        // them the steps record their per-interval series for the file.
         let mut bench = self.bench.clone();
-        bench.json = None;
         bench.study = None;
         match self.study.sweep.dimension {
             Dimension::Clients => bench.clients = value as u32,

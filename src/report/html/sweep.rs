@@ -23,7 +23,14 @@ type Section = fn(&SweepResult) -> String;
 type Figure = fn(&Point) -> f64;
 
 /// The sections of a sweep's page, in order.
-const SECTIONS: &[Section] = &[header, throughput, percentiles, hockey_stick, table];
+const SECTIONS: &[Section] = &[
+    header,
+    throughput,
+    percentiles,
+    hockey_stick,
+    over_time,
+    table,
+];
 
 /// The page of `result`; `rendered_at_us` is shown in its footer.
 pub fn render_sweep_html(result: &SweepResult, rendered_at_us: i64) -> Result<String, ReportError> {
@@ -218,6 +225,38 @@ fn hockey_stick(r: &SweepResult) -> String {
     });
     format!(
         "<section><h2>Latency against throughput</h2>{}</section>",
+        chart.finish()
+    )
+}
+
+/// Each step's throughput over time (the first repeat of each value), so
+/// that a step that had not settled, or one disturbed midway, shows.
+fn over_time(r: &SweepResult) -> String {
+    const CLASSES: [&str; 5] = ["s0", "s1", "s2", "s3", "s4"];
+    let steps: Vec<_> = r.steps.iter().filter(|s| s.repeat == 1).collect();
+    let lines: Vec<Vec<(f64, f64)>> = steps
+        .iter()
+        .map(|s| super::time::committed_per_second(&s.result))
+        .collect();
+    if lines.iter().all(Vec::is_empty) {
+        return String::new();
+    }
+    let end = lines.iter().flatten().map(|p| p.0).fold(1.0, f64::max);
+    let top = lines.iter().flatten().map(|p| p.1).fold(0.0, f64::max);
+    let mut chart = Chart::new(
+        "Each step's throughput over time",
+        Axis::linear(0.0, end, "time since the step's start (s)"),
+        Axis::linear(0.0, top * 1.05, "committed transactions per second"),
+    );
+    for (i, (step, points)) in steps.iter().zip(lines).enumerate() {
+        chart.line(Line {
+            class: CLASSES[i % CLASSES.len()],
+            label: format!("{} {}", value(step.value), r.sweep.dimension),
+            points,
+        });
+    }
+    format!(
+        "<section><h2>Each step over time</h2>{}</section>",
         chart.finish()
     )
 }
