@@ -20,4 +20,5 @@ pub mod report;
 pub mod script;
 pub mod sigstop;
 pub mod stats;
+pub mod study;
 pub mod tempdb;

@@ -182,6 +182,8 @@ pub struct Benchmark {
     pub start_at_us: Option<i64>,
     /// `--run-id`.
     pub run_id: Option<String>,
+    /// `--sweep` and its companions: a series of runs instead of one.
+    pub study: Option<crate::study::Study>,
 }
 
 impl Benchmark {

@@ -98,10 +98,16 @@ fn render_saved(render: &Render) -> Result<i32, RunError> {
         ))
     })?;
     let text = String::from_utf8_lossy(&text);
-    let result = crate::report::read_result(&text)
-        .map_err(|e| RunError::Engine(format!("result file \"{source}\": {e}")))?;
-    let html = crate::report::render_html(&result, crate::report::html::now_us())
-        .map_err(|e| RunError::Engine(e.to_string()))?;
+    let now = crate::report::html::now_us();
+    let html = match crate::study::read_sweep(&text) {
+        Some(sweep) => sweep
+            .map_err(|e| RunError::Engine(format!("result file \"{source}\": {e}")))
+            .and_then(|sweep| {
+                crate::report::html::render_sweep_html(&sweep, now)
+                    .map_err(|e| RunError::Engine(e.to_string()))
+            })?,
+        None => render_run(&text, &source.to_string(), now)?,
+    };
     std::fs::write(&render.html, html).map_err(|e| {
         RunError::Engine(format!(
             "could not write HTML file \"{}\": {}",
@@ -110,6 +116,13 @@ fn render_saved(render: &Render) -> Result<i32, RunError> {
         ))
     })?;
     Ok(0)
+}
+
+/// The page of a saved run's result.
+fn render_run(text: &str, source: &str, now: i64) -> Result<String, RunError> {
+    let result = crate::report::read_result(text)
+        .map_err(|e| RunError::Engine(format!("result file \"{source}\": {e}")))?;
+    crate::report::render_html(&result, now).map_err(|e| RunError::Engine(e.to_string()))
 }
 
 /// Prints to standard output; a closed pipe (`pgbolt --help | head`) is
@@ -181,7 +194,11 @@ fn run_benchmark(config: &Config, benchmark: &Benchmark) -> Result<i32, RunError
     if config.busy_poll == BusyPoll::On && config.io == IoMethod::Uring {
         return Err(RunError::Unsupported("--busy-poll=on with --io=uring"));
     }
-    crate::engine::run(config, benchmark).map_err(|e| RunError::Engine(e.to_string()))
+    match &benchmark.study {
+        Some(study) => crate::study::run(config, benchmark, study),
+        None => crate::engine::run(config, benchmark),
+    }
+    .map_err(|e| RunError::Engine(e.to_string()))
 }
 
 /// Initialization has no io_uring driver and never spins.

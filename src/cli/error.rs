@@ -148,6 +148,20 @@ pub enum CliError {
     RenderWithoutHtml,
     /// `--html=-`.
     HtmlToStdout,
+    /// A bad value of a study option, with the reason.
+    InvalidStudyValue {
+        option: &'static str,
+        value: String,
+        reason: String,
+    },
+    /// A study option without `--sweep`.
+    RequiresSweep(&'static str),
+    /// An option the sweep sets itself, given with it.
+    SweptOption(&'static str, &'static str),
+    /// An option a sweep cannot honour yet.
+    UnsupportedWithSweep(&'static str),
+    /// `--warmup` in a plain run.
+    WarmupWithoutSweep,
 }
 
 impl CliError {
@@ -182,6 +196,9 @@ impl CliError {
                 | CliError::OptionWithMerge(_)
                 | CliError::RequiresMerge(_)
                 | CliError::NoResultsToMerge
+                | CliError::InvalidStudyValue { .. }
+                | CliError::RequiresSweep(_)
+                | CliError::SweptOption(..)
         )
     }
 
@@ -463,6 +480,24 @@ impl fmt::Display for CliError {
                 f,
                 "--html needs a file name (standard output is --html=/dev/stdout)"
             ),
+            CliError::InvalidStudyValue {
+                option,
+                value,
+                reason,
+            } => write!(f, "invalid value \"{value}\" for option {option}: {reason}"),
+            CliError::RequiresSweep(option) => {
+                write!(f, "{option} can only be used with --sweep")
+            }
+            CliError::SweptOption(option, dimension) => write!(
+                f,
+                "{option} cannot be used with --sweep={dimension}:..., which sets it for each step"
+            ),
+            CliError::WarmupWithoutSweep => {
+                write!(f, "--warmup without --sweep is not supported yet")
+            }
+            CliError::UnsupportedWithSweep(option) => {
+                write!(f, "{option} with --sweep is not supported yet")
+            }
             CliError::RequiresTempInstance(option) => {
                 write!(f, "{option} can only be used with --temp-instance")
             }

@@ -85,6 +85,11 @@ pub struct Gathered {
     pub temp_instance_keep: bool,
     pub io: Option<IoMethod>,
     pub busy_poll: Option<BusyPoll>,
+    pub sweep: Option<crate::study::Sweep>,
+    pub warmup: Option<u32>,
+    pub repeat: Option<u32>,
+    pub sweep_reset: Option<crate::study::Reset>,
+    pub slo: Vec<crate::study::Slo>,
 
     /// Every option met, in order, so that a mode that takes only a few
     /// options (`--render`, `--compare`) can name the first one it refuses.
@@ -677,4 +682,57 @@ pub fn merge(g: &mut Gathered) {
 
 pub fn allow_partial(g: &mut Gathered) {
     g.allow_partial = true;
+}
+
+/// A study option's value refused for `reason`.
+fn study_value(option: &'static str, value: &OsStr, reason: String) -> CliError {
+    CliError::InvalidStudyValue {
+        option,
+        value: text(value),
+        reason,
+    }
+}
+
+pub fn sweep(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let sweep = crate::study::parse_sweep(&text(value))
+        .map_err(|reason| study_value("--sweep", value, reason))?;
+    g.sweep = Some(sweep);
+    Ok(())
+}
+
+pub fn warmup(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let seconds = text(value)
+        .parse::<u32>()
+        .map_err(|_| study_value("--warmup", value, "expected whole seconds".into()))?;
+    g.warmup = Some(seconds);
+    Ok(())
+}
+
+pub fn repeat(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    match text(value).parse::<u32>() {
+        Ok(n) if (1..=100).contains(&n) => {
+            g.repeat = Some(n);
+            Ok(())
+        }
+        _ => Err(study_value(
+            "--repeat",
+            value,
+            "expected a count from 1 to 100".into(),
+        )),
+    }
+}
+
+pub fn sweep_reset(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let reset = crate::study::parse_reset(&text(value))
+        .map_err(|reason| study_value("--sweep-reset", value, reason))?;
+    g.sweep_reset = Some(reset);
+    Ok(())
+}
+
+/// `--slo` adds its conditions to those of earlier `--slo` options.
+pub fn slo(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let conditions = crate::study::parse_slo(&text(value))
+        .map_err(|reason| study_value("--slo", value, reason))?;
+    g.slo.extend(conditions);
+    Ok(())
 }

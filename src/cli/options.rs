@@ -50,17 +50,19 @@ pub enum Section {
     Benchmarking,
     Common,
     Extensions,
+    Sweep,
     Compare,
     Fleet,
 }
 
 impl Section {
-    pub const ALL: [Section; 7] = [
+    pub const ALL: [Section; 8] = [
         Section::Init,
         Section::Select,
         Section::Benchmarking,
         Section::Common,
         Section::Extensions,
+        Section::Sweep,
         Section::Compare,
         Section::Fleet,
     ];
@@ -73,6 +75,7 @@ impl Section {
             Section::Common => "Common options:",
             Section::Extensions => "pgbolt options (not in pgbench):",
             Section::Fleet => "Several load generators (pgbolt):",
+            Section::Sweep => "Sweeps (a series of runs, one per value):",
             Section::Compare => {
                 "Comparing two results (pgbolt --compare BASELINE.json CANDIDATE.json):"
             }
@@ -146,7 +149,7 @@ macro_rules! opt {
 use Action::{FirstArgument, Flag, Value};
 use Section::{
     Benchmarking as B, Common as C, Compare as K, Extensions as X, Fleet as F, Init as I,
-    Select as S,
+    Select as S, Sweep as W,
 };
 
 /// Every option pgbolt knows.
@@ -275,6 +278,16 @@ pub static OPTIONS: &[OptionDef] = &[
         [line(X, 10, "also write the report to FILE as one HTML page")]),
     opt!(None, "render", "RESULT", Common, Pgbolt, Value(g::render),
         [line(X, 11, "render a saved JSON result (with --html=FILE),\nconnecting to nothing")]),
+    opt!(None, "sweep", "DIM:VALUES", Benchmark, Pgbolt, Value(g::sweep),
+        [line(W, 1, "run once per value of clients, threads or rate:\na list (clients:1,2,4), a range (clients:1..64*2,\nrate:100..500+100) or clients:auto")]),
+    opt!(None, "warmup", "SEC", Benchmark, Pgbolt, Value(g::warmup),
+        [line(W, 2, "run SEC seconds before each step, not measured")]),
+    opt!(None, "repeat", "NUM", Benchmark, Pgbolt, Value(g::repeat),
+        [line(W, 3, "measure each step NUM times, in alternating order")]),
+    opt!(None, "sweep-reset", "vacuum|checkpoint", Benchmark, Pgbolt, Value(g::sweep_reset),
+        [line(W, 4, "between steps: pgbench's vacuum (default), or\nthe vacuum then a CHECKPOINT")]),
+    opt!(None, "slo", "pNN<LIMIT", Benchmark, Pgbolt, Value(g::slo),
+        [line(W, 5, "latency objective of each step, such as p99<10ms\n(repeatable; auto stops when one fails)")]),
     opt!(None, "compare", "", Common, Pgbolt, Flag(g::compare),
         [line(K, 1, "compare two result files written by --json; no\nconnection is made (--json=FILE writes the\ncomparison)")]),
     opt!(None, "threshold", "PCT", Common, Pgbolt, Value(g::threshold),

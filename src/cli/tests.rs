@@ -227,6 +227,18 @@ static CASES: &[Case] = &[
     case("busy-poll", Some("off"), &[], |c| {
         c.busy_poll == BusyPoll::Off
     }),
+    case("sweep", Some("clients:1..8*2"), &[], |c| {
+        study(c).sweep.values == crate::study::Values::List(vec![1.0, 2.0, 4.0, 8.0])
+            && bench(c).clients == 8
+    }),
+    case("warmup", Some("3"), SWEEP, |c| study(c).warmup_s == 3),
+    case("repeat", Some("3"), SWEEP, |c| study(c).repeat == 3),
+    case("sweep-reset", Some("checkpoint"), SWEEP, |c| {
+        study(c).reset == crate::study::Reset::Checkpoint
+    }),
+    case("slo", Some("p99<10ms"), SWEEP, |c| {
+        study(c).slo.len() == 1 && study(c).slo[0].limit_ms == 10.0
+    }),
     case("compare", None, &["a.json", "b.json"], |c| {
         compare(c).baseline == std::path::Path::new("a.json")
             && compare(c).candidate == std::path::Path::new("b.json")
@@ -281,6 +293,13 @@ static CASES: &[Case] = &[
         compare(c).options.allow_different_scripts
     }),
 ];
+
+/// The context of the options that only a sweep takes.
+const SWEEP: &[&str] = &["--sweep=rate:10,20"];
+
+fn study(c: &Config) -> &crate::study::Study {
+    bench(c).study.as_ref().expect("a sweep")
+}
 
 /// The context of the options that only `--compare` takes.
 const COMPARE: &[&str] = &["--compare", "a.json", "b.json"];
@@ -635,6 +654,60 @@ fn environment() {
             from_environment: true
         })
     );
+}
+
+#[test]
+fn sweep_errors() {
+    let cases: &[(&[&str], CliError)] = &[
+        (&["--warmup=2"], CliError::WarmupWithoutSweep),
+        (&["--repeat=2"], CliError::RequiresSweep("--repeat")),
+        (&["--slo=p99<1ms"], CliError::RequiresSweep("--slo")),
+        (
+            &["-c", "4", "--sweep=clients:1,2"],
+            CliError::SweptOption("-c/--client", "clients"),
+        ),
+        (
+            &["-j", "2", "--sweep=threads:1,2"],
+            CliError::SweptOption("-j/--jobs", "threads"),
+        ),
+        (
+            &["-R", "10", "--sweep=rate:1,2"],
+            CliError::SweptOption("-R/--rate", "rate"),
+        ),
+        (
+            &["--sweep=clients:1,2", "-l"],
+            CliError::UnsupportedWithSweep("-l/--log"),
+        ),
+        (
+            &["--sweep=clients:1,2", "--pgbench-output"],
+            CliError::UnsupportedWithSweep("--pgbench-output"),
+        ),
+        (
+            &["--repeat=0"],
+            CliError::InvalidStudyValue {
+                option: "--repeat",
+                value: "0".into(),
+                reason: "expected a count from 1 to 100".into(),
+            },
+        ),
+    ];
+    for (args, expected) in cases {
+        assert_eq!(&parse_err(args), expected, "{args:?}");
+    }
+    let err = parse_err(&["--sweep=scale:1"]).to_string();
+    assert!(err.contains("unknown dimension \"scale\""), "{err}");
+    let err = CliError::UnsupportedWithSweep("-l/--log").to_string();
+    assert_eq!(err, "-l/--log with --sweep is not supported yet");
+    // -j caps a clients sweep's threads; the slo conditions accumulate.
+    let c = parse_ok(&[
+        "--sweep=clients:1,4",
+        "-j",
+        "2",
+        "--slo=p50<1ms",
+        "--slo=p99<2ms",
+    ]);
+    assert_eq!(study(&c).jobs, Some(2));
+    assert_eq!(study(&c).slo.len(), 2);
 }
 
 #[test]

@@ -153,7 +153,12 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
         return Err(CliError::UnlimitedTriesWithoutBound);
     }
 
+    let study = study(g)?;
     let mut clients = g.clients.unwrap_or(1);
+    if let Some(largest) = study.as_ref().and_then(|s| s.largest_clients()) {
+        // The open files and the preflight are reckoned for the largest step.
+        clients = largest;
+    }
     let mut threads = g.threads.unwrap_or(1).min(clients);
     let mut rate = g.rate;
     let fleet = fleet_share(g, clients, threads)?;
@@ -200,7 +205,60 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
         fleet,
         start_at_us: g.start_at,
         run_id: g.run_id.take(),
+        study,
     })
+}
+
+/// `--sweep` and its companions, checked against the options a sweep sets
+/// itself or cannot honour yet.
+fn study(g: &Gathered) -> Result<Option<crate::study::Study>, CliError> {
+    use crate::study::{Dimension, Reset, Study};
+    let Some(sweep) = g.sweep.clone() else {
+        if g.warmup.is_some() {
+            return Err(CliError::WarmupWithoutSweep);
+        }
+        let companion = [
+            ("--repeat", g.repeat.is_some()),
+            ("--sweep-reset", g.sweep_reset.is_some()),
+            ("--slo", !g.slo.is_empty()),
+        ];
+        return match companion.into_iter().find(|(_, given)| *given) {
+            Some((option, _)) => Err(CliError::RequiresSweep(option)),
+            None => Ok(None),
+        };
+    };
+    let dimension = sweep.dimension.name();
+    let swept = match sweep.dimension {
+        Dimension::Clients => g.clients.is_some().then_some("-c/--client"),
+        Dimension::Threads => None,
+        Dimension::Rate => g.rate.is_some().then_some("-R/--rate"),
+    };
+    if let Some(option) = swept {
+        return Err(CliError::SweptOption(option, dimension));
+    }
+    if sweep.dimension == Dimension::Threads && g.threads.is_some() {
+        return Err(CliError::SweptOption("-j/--jobs", dimension));
+    }
+    let unsupported = [
+        ("-l/--log", g.log),
+        ("--pgbench-output", g.pgbench_output),
+        (
+            "--generator",
+            g.generator.is_some() || g.generators.is_some(),
+        ),
+        ("--start-at", g.start_at.is_some()),
+    ];
+    if let Some((option, _)) = unsupported.into_iter().find(|(_, given)| *given) {
+        return Err(CliError::UnsupportedWithSweep(option));
+    }
+    Ok(Some(Study {
+        sweep,
+        warmup_s: g.warmup.unwrap_or(0),
+        repeat: g.repeat.unwrap_or(1),
+        reset: g.sweep_reset.unwrap_or(Reset::Vacuum),
+        slo: g.slo.clone(),
+        jobs: g.threads,
+    }))
 }
 
 /// The share of `--generator=I/N` or `--generators=N` (the index from

@@ -37,7 +37,7 @@ pub struct Estimate {
 }
 
 /// Mean and unbiased variance; `None` for fewer than two values.
-fn mean_variance(xs: &[f64]) -> Option<(f64, f64)> {
+pub(crate) fn mean_variance(xs: &[f64]) -> Option<(f64, f64)> {
     if xs.len() < 2 {
         return None;
     }

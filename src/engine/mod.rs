@@ -23,6 +23,16 @@
 //!    [`crate::report`]; the exit status is pgbench's (2 when a client
 //!    aborted).
 //!
+//! # One run among several (`run_step`)
+//! A sweep ([`crate::study`]) runs the benchmark many times in one process.
+//! [`run_step`] is its seam: the same steps 1 to 4 as [`run`], then the
+//! merged [`RunResult`] and the status a plain run would have had, with
+//! nothing printed and no result file written. A [`StepSetup`] shapes the
+//! set-up connection's work: whether to print the version line (once per
+//! sweep), the client count the preflight checks (the sweep's largest, at
+//! its first step) and a `CHECKPOINT` after the vacuum. [`run`] itself is
+//! `prepare`, `execute` and the report, so both share every line.
+//!
 //! # The hot path
 //! After the start a transaction allocates nothing and takes no lock: SQL
 //! text is written into a reused buffer and Bind parameters straight into
@@ -122,7 +132,87 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
         }
         None => None,
     };
-    let prepared = prepare(config, bench)?;
+    let prepared = prepare(config, bench, &StepSetup::pgbench())?;
+    match execute(config, &prepared, bench)? {
+        Executed::Ended(ended) => report(&prepared, bench, ended, [json_file, html_file]),
+        Executed::Aborted => Ok(2),
+    }
+}
+
+/// How a sweep's step differs from a plain run before its clients connect.
+#[derive(Debug, Clone, Copy)]
+pub struct StepSetup {
+    /// Print pgbench's version line (once per process is enough).
+    pub announce: bool,
+    /// The client count the preflight checks the connection limit
+    /// against, when it is not the step's own (the sweep's largest).
+    pub preflight_clients: Option<u32>,
+    /// Run `CHECKPOINT` after the vacuum.
+    pub checkpoint: bool,
+}
+
+impl StepSetup {
+    /// What pgbench does.
+    fn pgbench() -> StepSetup {
+        StepSetup {
+            announce: true,
+            preflight_clients: None,
+            checkpoint: false,
+        }
+    }
+}
+
+/// One step's outcome: its result (none when every thread failed) and
+/// the exit status a plain run would have had.
+pub struct Step {
+    pub result: Option<RunResult>,
+    pub status: i32,
+}
+
+/// Runs one step of a study: the same run as [`run`], with its set-up
+/// shaped by `setup`, and its result returned instead of printed; no
+/// result file is written. This is the seam [`crate::study`] drives.
+pub fn run_step(
+    config: &Config,
+    bench: &Benchmark,
+    setup: &StepSetup,
+) -> Result<Step, EngineError> {
+    let prepared = prepare(config, bench, setup)?;
+    let ended = match execute(config, &prepared, bench)? {
+        Executed::Ended(ended) => ended,
+        Executed::Aborted => {
+            return Ok(Step {
+                result: None,
+                status: 2,
+            })
+        }
+    };
+    let Some(built) = build_result(&prepared, bench, ended)? else {
+        return Ok(Step {
+            result: None,
+            status: 2,
+        });
+    };
+    let status = built.status(false);
+    Ok(Step {
+        result: Some(built.result),
+        status,
+    })
+}
+
+/// How the threads finished.
+enum Executed {
+    Ended(Ended),
+    /// A client aborted the run (`--exit-on-abort`); already reported.
+    Aborted,
+}
+
+/// Starts the threads on a prepared run and waits for them.
+fn execute(
+    config: &Config,
+    prepared: &Prepared,
+    bench: &Benchmark,
+) -> Result<Executed, EngineError> {
     let io_uring = choose_io(config.io)?;
     let spin = if io_uring {
         SpinMode::Never
@@ -158,7 +248,7 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
             io_uring,
             spin,
         };
-        let started = thread_parts(&prepared, &plan, bench, &thread).and_then(|parts| {
+        let started = thread_parts(prepared, &plan, bench, &thread).and_then(|parts| {
             if tid == 0 {
                 own = Some(parts);
                 return Ok(());
@@ -205,16 +295,15 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
         log::error(format_args!(
             "Run was aborted due to an error in thread {tid}"
         ));
-        return Ok(2);
+        return Ok(Executed::Aborted);
     }
-    let ended = Ended {
+    Ok(Executed::Ended(Ended {
         results,
         start_time,
         now: clock.now_us(),
         interrupted_by,
         ready_us: shared.ready_us(),
-    };
-    report(&prepared, bench, ended, [json_file, html_file])
+    }))
 }
 
 /// Runs one worker thread's loop. A panic (a bug) is reported through the
@@ -293,14 +382,20 @@ impl<'a> SeedLines<'a> {
 
 /// Everything up to the clients' connections: the seed, the scripts, the
 /// set-up connection's work, the random states and the starting variables.
-fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> {
+fn prepare(config: &Config, bench: &Benchmark, step: &StepSetup) -> Result<Prepared, EngineError> {
     let seed = bench.random_seed.unwrap_or(RandomSeed::Time);
     let seed_value = seed.resolve().map_err(EngineError::Seed)?;
     let mut seeds = SeedLines::new(&config.seeds, seed_value);
-    let plan = Plan::new(bench, config.debug, &mut |scripts| seeds.show(scripts))?;
+    let plan = Plan::new(bench, config.debug, &mut |scripts| {
+        if step.announce {
+            seeds.show(scripts)
+        }
+    })?;
     let (connector, mut setup_client) = setup::connect(&config.connection)?;
     let stop = setup_stop::arm(&setup_client.cancel_token());
-    setup::print_version(&setup_client, json_to_stdout(bench));
+    if step.announce {
+        setup::print_version(&setup_client, json_to_stdout(bench));
+    }
     let server_version = setup_client.parameter("server_version").map(str::to_owned);
     if config.debug {
         let (what, n) = match bench.length {
@@ -328,7 +423,7 @@ fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> 
     if config.preflight {
         setup::preflight(
             &mut setup_client,
-            plan.clients,
+            step.preflight_clients.unwrap_or(plan.clients),
             config.temp_instance.is_some(),
         )?;
     }
@@ -345,6 +440,9 @@ fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> 
         (i64::from(bench.scale.unwrap_or(1)), None)
     };
     setup::vacuum(&mut setup_client, bench.vacuum);
+    if step.checkpoint {
+        setup::checkpoint(&mut setup_client);
+    }
     drop(stop);
     setup_client.close();
     raise_open_files_limit(bench.open_files_needed(config.io, config.temp_instance.is_some()));
@@ -705,15 +803,36 @@ fn write_html(result: &RunResult, file: ResultFile) -> bool {
     true
 }
 
-/// Merges the threads' results, prints the report, and gives the status.
-/// `files` are the `--json` and `--html` files, when given.
-fn report(
+/// A run's merged result and how it ended.
+struct Built {
+    result: RunResult,
+    aborted: usize,
+    interrupted: usize,
+    interrupted_by: Option<i32>,
+    /// A transaction log could not be written.
+    log_failed: bool,
+}
+
+impl Built {
+    /// pgbench's exit status, given whether some output failed.
+    fn status(&self, output_failed: bool) -> i32 {
+        if let Some(signo) = self.interrupted_by {
+            128 + signo
+        } else if self.aborted > 0 || self.interrupted > 0 || output_failed || self.log_failed {
+            2
+        } else {
+            0
+        }
+    }
+}
+
+/// Merges the threads' results into the run's result; `None` when no
+/// thread left any.
+fn build_result(
     prepared: &Prepared,
     bench: &Benchmark,
     ended: Ended,
-    files: [Option<ResultFile>; 2],
-) -> Result<i32, EngineError> {
-    let [json_file, html_file] = files;
+) -> Result<Option<Built>, EngineError> {
     let Ended {
         results,
         start_time,
@@ -723,9 +842,9 @@ fn report(
     } = ended;
     let mut merged: Option<ThreadStats> = None;
     let (mut conn_total, mut bench_start, mut aborted, mut interrupted) = (0, i64::MAX, 0, 0);
-    let mut output_failed = false;
+    let mut log_failed = false;
     for r in results {
-        output_failed |= r.log_failed;
+        log_failed |= r.log_failed;
         conn_total += r.conn_duration_us;
         bench_start = bench_start.min(r.bench_start_us);
         aborted += r.aborted;
@@ -738,7 +857,7 @@ fn report(
         }
     }
     let Some(stats) = merged else {
-        return Ok(2);
+        return Ok(None);
     };
     let options = run_options(prepared, bench);
     // Under --start-at the wait after the connections is not connection
@@ -776,7 +895,31 @@ fn report(
         window_start_us: bench_start,
         window_end_us: now,
     });
-    let text = report::render_text(&result, bench.pgbench_output);
+    Ok(Some(Built {
+        result,
+        aborted,
+        interrupted,
+        interrupted_by,
+        log_failed,
+    }))
+}
+
+/// Merges the threads' results, prints the report, and gives the status.
+/// `files` are the `--json` and `--html` files, when given.
+fn report(
+    prepared: &Prepared,
+    bench: &Benchmark,
+    ended: Ended,
+    files: [Option<ResultFile>; 2],
+) -> Result<i32, EngineError> {
+    let [json_file, html_file] = files;
+    let Some(built) = build_result(prepared, bench, ended)? else {
+        return Ok(2);
+    };
+    let result = &built.result;
+    let (interrupted, interrupted_by) = (built.interrupted, built.interrupted_by);
+    let mut output_failed = false;
+    let text = report::render_text(result, bench.pgbench_output);
     let mut stdout = Stdout::default();
     if json_to_stdout(bench) {
         let _ = std::io::stderr().lock().write_all(text.as_bytes());
@@ -784,10 +927,10 @@ fn report(
         stdout.write(text.as_bytes());
     }
     if bench.json.is_some() {
-        output_failed |= !write_json(&result, json_file, &mut stdout);
+        output_failed |= !write_json(result, json_file, &mut stdout);
     }
     if let Some(file) = html_file {
-        output_failed |= !write_html(&result, file);
+        output_failed |= !write_html(result, file);
     }
     if interrupted > 0 && interrupted_by.is_none() {
         log::error(format_args!(
@@ -796,22 +939,17 @@ fn report(
         ));
     }
     output_failed |= stdout.failed;
-    let status = if let Some(signo) = interrupted_by {
+    if interrupted_by.is_some() {
         log::error(format_args!(
             "Run was interrupted; the above results are incomplete."
         ));
-        128 + signo
-    } else if aborted > 0 || interrupted > 0 {
+    } else if built.aborted > 0 || interrupted > 0 {
         log::error(format_args!(
             "Run was aborted; the above results are incomplete."
         ));
-        2
-    } else if output_failed {
-        // The results are complete but some of them could not be written.
-        2
-    } else {
-        0
-    };
+    }
+    // Complete results some of which could not be written give 2 too.
+    let status = built.status(output_failed);
     if stdout.closed {
         signals::die_of_sigpipe();
     }

@@ -282,6 +282,16 @@ pub fn vacuum(client: &mut Client, vacuum: VacuumBeforeRun) {
     }
 }
 
+/// A sweep's `--sweep-reset=checkpoint`: a `CHECKPOINT` after the vacuum,
+/// so that no step pays for the pages an earlier step dirtied. A failure
+/// (a role that may not checkpoint) is reported and ignored, as the
+/// vacuum's are.
+pub fn checkpoint(client: &mut Client) {
+    crate::cli::ewrite!("starting checkpoint...");
+    try_execute(client, "checkpoint");
+    crate::cli::ewriteln!("end.");
+}
+
 /// Writes notices where libpq's default notice processor puts them, in
 /// its words: those a session sent as it started (a long
 /// `application_name` truncated) and those of set-up statements.

@@ -25,8 +25,12 @@ pub fn from_json(text: &str) -> Result<RunResult, ReportError> {
     #[derive(serde::Deserialize)]
     struct Version {
         schema_version: u32,
+        kind: Option<String>,
     }
     let version: Version = serde_json::from_str(text).map_err(ReportError::Json)?;
+    if let Some(kind) = version.kind {
+        return Err(ReportError::Kind(kind));
+    }
     if !(1..=SCHEMA_VERSION).contains(&version.schema_version) {
         return Err(ReportError::SchemaVersion {
             found: version.schema_version,

@@ -417,6 +417,9 @@ pub enum ReportError {
     ScriptsDiffer,
     /// Merging needs at least one result.
     NothingToMerge,
+    /// A result file of another kind (a sweep's), which this reader does
+    /// not take yet.
+    Kind(String),
 }
 
 impl std::fmt::Display for ReportError {
@@ -432,6 +435,10 @@ impl std::fmt::Display for ReportError {
                 write!(f, "results of runs with different scripts cannot be merged")
             }
             ReportError::NothingToMerge => write!(f, "no results to merge"),
+            ReportError::Kind(kind) => write!(
+                f,
+                "this is a {kind}'s result file: reading it here is not supported yet"
+            ),
         }
     }
 }

@@ -32,6 +32,7 @@ mod distribution;
 pub mod escape;
 mod summary;
 pub mod svg;
+mod sweep;
 mod tables;
 mod time;
 
@@ -40,6 +41,7 @@ use std::fmt::Write as _;
 use super::model::{ReportError, RunResult};
 
 pub use comparison::render_comparison_html;
+pub use sweep::render_sweep_html;
 
 /// A section of the page: its HTML, or nothing when it does not apply.
 type Section = fn(&RunResult) -> Result<Option<String>, ReportError>;

@@ -1,0 +1,363 @@
+//! Studies: a series of benchmark runs in one command, and the answers
+//! drawn from them (`--sweep`).
+//!
+//! # How a sweep goes
+//! Each step is a whole pgbench run of its own through the engine's seam
+//! [`crate::engine::run_step`]: the set-up connection vacuums as pgbench
+//! does before a run (the small tables, `truncate pgbench_history`, and a
+//! `CHECKPOINT` with `--sweep-reset=checkpoint`), the clients connect, the
+//! step runs for `-T`/`-t`, and its result comes back instead of being
+//! printed. Every other option keeps its meaning in every step.
+//!
+//! - The warm-up (`--warmup=SEC`) is a run of its own just before each
+//!   measured step, with the step's clients and threads, whose result is
+//!   dropped; the measured run that follows skips the vacuum, so nothing
+//!   happens between the two but reconnecting.
+//! - Repeats are interleaved: values in order, then in reverse, and so on,
+//!   so that a server drifting over the sweep (a cache warming, a table
+//!   growing) does not favour one end.
+//! - The preflight of the first step checks the connection limit against
+//!   the largest step of a list, so "too many clients already" never
+//!   appears in the middle of a sweep; `auto` checks each step as it
+//!   comes.
+//! - Threads default per step to min(clients, CPUs), or min(`-j`, clients)
+//!   when `-j` was given.
+//!
+//! The answers ([`result`]) come from the steps' results alone, so a saved
+//! sweep gives the same answers when read back. The USL fit is in [`usl`].
+
+pub mod result;
+mod spec;
+mod text;
+pub mod usl;
+
+use std::io::Write;
+
+pub use spec::{parse_reset, parse_slo, parse_sweep, Dimension, Reset, Slo, Study, Sweep, Values};
+
+use crate::cli::{Benchmark, Config, RunLength, VacuumBeforeRun};
+use crate::engine::{EngineError, StepSetup};
+use result::{StepResult, SweepInfo, SweepResult};
+
+/// The doubling of `auto` stops here whatever the rules say.
+const AUTO_LIMIT: f64 = 1024.0;
+
+/// Runs the sweep of `study` and returns the exit status.
+pub fn run(config: &Config, bench: &Benchmark, study: &Study) -> Result<i32, EngineError> {
+    let to_stdout = bench.json.as_deref() == Some(std::path::Path::new("-"));
+    let json_file = match &bench.json {
+        Some(path) if !to_stdout => Some(std::fs::File::create(path).map_err(|e| {
+            EngineError::Report(format!(
+                "could not open file \"{}\": {}",
+                path.display(),
+                crate::oserror::os_message(&e)
+            ))
+        })?),
+        _ => None,
+    };
+    let html_file = match &bench.html {
+        Some(path) => Some(std::fs::File::create(path).map_err(|e| {
+            EngineError::Report(format!(
+                "could not open file \"{}\": {}",
+                path.display(),
+                crate::oserror::os_message(&e)
+            ))
+        })?),
+        None => None,
+    };
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    let mut sweeper = Sweeper {
+        config,
+        bench,
+        study,
+        cpus,
+        steps: Vec::new(),
+        stopped: None,
+        announced: false,
+    };
+    let status = match &study.sweep.values {
+        Values::List(values) => sweeper.run_list(values)?,
+        Values::Auto => sweeper.run_auto()?,
+    };
+    let summary = result::summarize(study.sweep.dimension, &sweeper.steps, &study.slo);
+    let result = SweepResult {
+        schema_version: crate::report::SCHEMA_VERSION,
+        kind: result::KIND.to_owned(),
+        tool: "pgbolt".to_owned(),
+        tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+        sweep: SweepInfo {
+            dimension: study.sweep.dimension.name().to_owned(),
+            auto: study.sweep.values == Values::Auto,
+            warmup_s: study.warmup_s,
+            repeat: study.repeat,
+            reset: match study.reset {
+                Reset::Vacuum => "vacuum",
+                Reset::Checkpoint => "checkpoint",
+            }
+            .to_owned(),
+            slo: study.slo.iter().map(Into::into).collect(),
+            stopped: sweeper.stopped.clone(),
+        },
+        steps: sweeper.steps,
+        summary,
+    };
+    let text = text::render(&result, bench);
+    let mut failed = false;
+    if to_stdout {
+        crate::cli::write_stderr_bytes(text.as_bytes());
+    } else {
+        failed |= std::io::stdout().lock().write_all(text.as_bytes()).is_err();
+    }
+    if bench.json.is_some() {
+        let json = serde_json::to_string_pretty(&result)
+            .map_err(|e| EngineError::Report(e.to_string()))?;
+        let written = match json_file {
+            Some(mut file) => file
+                .write_all(json.as_bytes())
+                .and_then(|()| file.write_all(b"\n")),
+            None => std::io::stdout()
+                .lock()
+                .write_all(format!("{json}\n").as_bytes()),
+        };
+        if let Err(e) = written {
+            crate::cli::ewriteln!(
+                "{}: error: could not write the sweep's result: {}",
+                crate::cli::PROGRAM,
+                crate::oserror::os_message(&e)
+            );
+            failed = true;
+        }
+    }
+    if let (Some(path), Some(mut file)) = (&bench.html, html_file) {
+        let written =
+            crate::report::html::render_sweep_html(&result, crate::report::html::now_us())
+                .map_err(|e| e.to_string())
+                .and_then(|page| {
+                    file.write_all(page.as_bytes())
+                        .map_err(|e| crate::oserror::os_message(&e))
+                });
+        if let Err(e) = written {
+            crate::cli::ewriteln!(
+                "{}: error: could not write \"{}\": {e}",
+                crate::cli::PROGRAM,
+                path.display()
+            );
+            failed = true;
+        }
+    }
+    Ok(if status == 0 && failed { 2 } else { status })
+}
+
+/// A sweep's result read from `text` (its JSON file, or a page that embeds
+/// it); `None` when `text` is not a sweep's (a run's result, say).
+pub fn read_sweep(text: &str) -> Option<Result<SweepResult, String>> {
+    let json = match crate::report::html::embedded_json(text) {
+        Some(json) if text.trim_start().starts_with('<') => json,
+        _ => text,
+    };
+    #[derive(serde::Deserialize)]
+    struct Kind {
+        kind: Option<String>,
+    }
+    let kind: Kind = serde_json::from_str(json).ok()?;
+    (kind.kind.as_deref() == Some(result::KIND))
+        .then(|| serde_json::from_str(json).map_err(|e| format!("invalid sweep result: {e}")))
+}
+
+/// The state of a sweep under way.
+struct Sweeper<'a> {
+    config: &'a Config,
+    bench: &'a Benchmark,
+    study: &'a Study,
+    cpus: u32,
+    steps: Vec<StepResult>,
+    /// Why the sweep ended early.
+    stopped: Option<String>,
+    /// Whether the version line has been printed.
+    announced: bool,
+}
+
+impl Sweeper<'_> {
+    /// A list: every value, repeats interleaved; a failed step ends it.
+    fn run_list(&mut self, values: &[f64]) -> Result<i32, EngineError> {
+        let order = interleaved(values, self.study.repeat);
+        let largest = self.study.largest_clients();
+        for (i, &(value, repeat)) in order.iter().enumerate() {
+            let preflight = if i == 0 { largest } else { None };
+            let status = self.step(value, repeat, (i + 1, order.len()), preflight)?;
+            if status != 0 {
+                self.stopped = Some(format!(
+                    "step {} of {} failed (exit status {status}) and is left out",
+                    i + 1,
+                    order.len()
+                ));
+                return Ok(status);
+            }
+        }
+        Ok(0)
+    }
+
+    /// `auto`: clients doubling from 1 until throughput stops growing, an
+    /// SLO fails or failures pass 1%.
+    fn run_auto(&mut self) -> Result<i32, EngineError> {
+        let mut value = 1.0;
+        let mut index = 0;
+        let mut means = Vec::new();
+        while value <= AUTO_LIMIT {
+            for repeat in 1..=self.study.repeat {
+                index += 1;
+                let status = match self.step(value, repeat, (index, 0), None) {
+                    // The connection limit is as far as auto can go.
+                    Err(EngineError::Preflight(check)) if !self.steps.is_empty() => {
+                        self.stopped = Some(format!("{}", EngineError::Preflight(check)));
+                        return Ok(0);
+                    }
+                    other => other?,
+                };
+                if status != 0 {
+                    self.stopped = Some(format!(
+                        "step {index} failed (exit status {status}) and is left out"
+                    ));
+                    return Ok(status);
+                }
+            }
+            let runs: Vec<&crate::report::RunResult> = self
+                .steps
+                .iter()
+                .filter(|s| s.value == value)
+                .map(|s| &s.result)
+                .collect();
+            let Some(point) = result::point(value, &runs, &self.study.slo) else {
+                break;
+            };
+            means.push(point.tps);
+            if point.failure_ratio > result::MAX_FAILURE_RATIO {
+                self.stopped = Some(format!(
+                    "failures passed {}% at {value} clients",
+                    result::MAX_FAILURE_RATIO * 100.0
+                ));
+                return Ok(0);
+            }
+            if point.slo_met == Some(false) {
+                self.stopped = Some(format!("the SLO failed at {value} clients"));
+                return Ok(0);
+            }
+            if result::plateau(&means) {
+                self.stopped = Some(format!("throughput stopped growing at {value} clients"));
+                return Ok(0);
+            }
+            value *= 2.0;
+        }
+        Ok(0)
+    }
+
+    /// Runs one step (its warm-up first) and keeps its result; returns
+    /// the run's exit status.
+    fn step(
+        &mut self,
+        value: f64,
+        repeat: u32,
+        (index, count): (usize, usize),
+        preflight_clients: Option<u32>,
+    ) -> Result<i32, EngineError> {
+        let mut bench = self.step_bench(value);
+        let setup = StepSetup {
+            announce: !self.announced,
+            preflight_clients,
+            checkpoint: self.study.reset == Reset::Checkpoint,
+        };
+        self.announced = true;
+        if self.study.warmup_s > 0 {
+            let mut warmup = bench.clone();
+            warmup.length = RunLength::Duration(self.study.warmup_s);
+            warmup.progress = None;
+            let done = crate::engine::run_step(self.config, &warmup, &setup)?;
+            if done.status != 0 {
+                return Ok(done.status);
+            }
+            bench.vacuum = VacuumBeforeRun::Skip;
+        }
+        let setup = StepSetup {
+            checkpoint: setup.checkpoint && self.study.warmup_s == 0,
+            announce: false,
+            ..setup
+        };
+        let step = crate::engine::run_step(self.config, &bench, &setup)?;
+        // A step that failed or was interrupted is partial: it ends the
+        // sweep and is left out of the answers.
+        if let (Some(result), 0) = (step.result, step.status) {
+            let of = if count > 0 {
+                format!(" of {count}")
+            } else {
+                String::new()
+            };
+            crate::cli::ewriteln!(
+                "step {index}{of}: {} clients, {} threads{}: {:.1} tps, p99 {:.3} ms",
+                result.options.clients,
+                result.options.threads,
+                result
+                    .options
+                    .rate
+                    .map_or(String::new(), |r| format!(", rate {}", text::value(r))),
+                result.tps,
+                result.latency.percentiles.map_or(0.0, |p| p.p99)
+            );
+            self.steps.push(StepResult {
+                value,
+                repeat,
+                result,
+            });
+        }
+        Ok(step.status)
+    }
+
+    /// The benchmark of the step at `value`.
+    fn step_bench(&self, value: f64) -> Benchmark {
+        // `--json` and `--html` stay: run_step writes no file, and with
+        // them the steps record their per-interval series for the file.
+        let mut bench = self.bench.clone();
+        bench.study = None;
+        match self.study.sweep.dimension {
+            Dimension::Clients => bench.clients = value as u32,
+            Dimension::Threads => {}
+            Dimension::Rate => bench.rate = Some(value),
+        }
+        let cap = match self.study.sweep.dimension {
+            Dimension::Threads => value as u32,
+            _ => self.study.jobs.unwrap_or(self.cpus),
+        };
+        bench.threads = cap.min(bench.clients).max(1);
+        bench
+    }
+}
+
+/// The order of the steps: the values, then the values reversed, and so
+/// on, `repeat` times; each with its repetition number.
+pub fn interleaved(values: &[f64], repeat: u32) -> Vec<(f64, u32)> {
+    (1..=repeat)
+        .flat_map(|r| {
+            let pass: Vec<(f64, u32)> = if r % 2 == 1 {
+                values.iter().map(|&v| (v, r)).collect()
+            } else {
+                values.iter().rev().map(|&v| (v, r)).collect()
+            };
+            pass
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::interleaved;
+
+    #[test]
+    fn repeats_alternate_their_order() {
+        let order: Vec<f64> = interleaved(&[1.0, 2.0, 4.0], 3)
+            .iter()
+            .map(|s| s.0)
+            .collect();
+        assert_eq!(order, [1.0, 2.0, 4.0, 4.0, 2.0, 1.0, 1.0, 2.0, 4.0]);
+        let repeats: Vec<u32> = interleaved(&[1.0, 2.0], 2).iter().map(|s| s.1).collect();
+        assert_eq!(repeats, [1, 1, 2, 2]);
+    }
+}

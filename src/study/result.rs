@@ -1,0 +1,271 @@
+//! The study's result: every step's full run result, and the answers
+//! drawn from them (pure functions, unit-tested with synthetic results).
+
+use serde::{Deserialize, Serialize};
+
+use super::spec::{Dimension, Slo};
+use super::usl::{self, Fit};
+use crate::report::RunResult;
+use crate::stats::histogram::LatencyHistogram;
+
+/// The `kind` of a sweep's result file.
+pub const KIND: &str = "sweep";
+/// A point within this fraction of the best throughput is as good.
+pub const NEAR_BEST: f64 = 0.05;
+/// Above this share of failed transactions a step is not an answer, and
+/// `auto` stops.
+pub const MAX_FAILURE_RATIO: f64 = 0.01;
+
+/// A sweep's result file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepResult {
+    pub schema_version: u32,
+    /// [`KIND`], so readers of run results can tell it apart.
+    pub kind: String,
+    pub tool: String,
+    pub tool_version: String,
+    pub sweep: SweepInfo,
+    /// Every measured step, in the order run.
+    pub steps: Vec<StepResult>,
+    pub summary: Summary,
+}
+
+/// What was asked for.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepInfo {
+    /// `clients`, `threads` or `rate`.
+    pub dimension: String,
+    pub auto: bool,
+    pub warmup_s: u32,
+    pub repeat: u32,
+    /// `vacuum` or `checkpoint`.
+    pub reset: String,
+    pub slo: Vec<SloInfo>,
+    /// Why the sweep ended before its last step, if it did.
+    pub stopped: Option<String>,
+}
+
+/// One latency objective.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SloInfo {
+    pub name: String,
+    pub quantile: f64,
+    pub limit_ms: f64,
+}
+
+impl From<&Slo> for SloInfo {
+    fn from(slo: &Slo) -> Self {
+        SloInfo {
+            name: slo.name.clone(),
+            quantile: slo.quantile,
+            limit_ms: slo.limit_ms,
+        }
+    }
+}
+
+/// One measured step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepResult {
+    /// The swept value.
+    pub value: f64,
+    /// Which repetition (1 for the first).
+    pub repeat: u32,
+    pub result: RunResult,
+}
+
+/// The answers.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// One per swept value, ascending, repeats pooled.
+    pub points: Vec<Point>,
+    /// Index in `points` of the highest throughput.
+    pub best: Option<usize>,
+    /// Index of the smallest value within [`NEAR_BEST`] of the best.
+    pub near_best: Option<usize>,
+    /// Index of the highest throughput that met every SLO.
+    pub best_within_slo: Option<usize>,
+    /// The USL fit (clients sweeps).
+    pub fit: Option<Fit>,
+    /// Why there is no fit, or why it is not to be trusted.
+    pub fit_note: Option<String>,
+}
+
+/// A swept value with its repeats pooled.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    pub value: f64,
+    pub clients: u32,
+    pub threads: u32,
+    pub rate: Option<f64>,
+    pub repeats: u32,
+    /// Mean over the repeats.
+    pub tps: f64,
+    /// Sample standard deviation over the repeats (null for one).
+    pub tps_stddev: Option<f64>,
+    pub tps_min: f64,
+    pub tps_max: f64,
+    /// Latency percentiles (ms) of the repeats' histograms added.
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub p99_9_ms: f64,
+    pub failed: u64,
+    pub failure_ratio: f64,
+    /// Little's law: throughput × mean latency, the number of
+    /// transactions in flight on average.
+    pub in_flight: f64,
+    /// `in_flight` over the clients: near 1 when every client is always
+    /// in a transaction; lower when they wait (throttling, connecting,
+    /// the client's own work between transactions).
+    pub little_ratio: f64,
+    /// Each SLO's percentile (ms), in `--slo` order.
+    pub slo_ms: Vec<f64>,
+    /// Whether every SLO was met (null without `--slo`).
+    pub slo_met: Option<bool>,
+}
+
+/// Pools a value's repeats into a point; `None` without results.
+pub fn point(value: f64, runs: &[&RunResult], slo: &[Slo]) -> Option<Point> {
+    let first = runs.first()?;
+    let tps: Vec<f64> = runs.iter().map(|r| r.tps).collect();
+    let mean = tps.iter().sum::<f64>() / tps.len() as f64;
+    let stddev = crate::compare::stats::mean_variance(&tps).map(|(_, v)| v.sqrt());
+    let mut histogram = LatencyHistogram::new();
+    let mut max_us = 0;
+    for run in runs {
+        if let Ok(h) = run.latency.decode_histogram() {
+            histogram.merge(&h);
+        }
+        max_us = max_us.max(run.latency.stats.max);
+    }
+    let at = |q: f64| -> f64 {
+        if histogram.is_empty() {
+            0.0
+        } else {
+            histogram.value_at_quantile(q).min(max_us) as f64 / 1000.0
+        }
+    };
+    let failed: u64 = runs.iter().map(|r| r.counts.failed).sum();
+    let total: u64 = runs.iter().map(|r| r.counts.total).sum();
+    let in_flight = runs
+        .iter()
+        .map(|r| r.tps * r.latency.average_ms.unwrap_or(0.0) / 1000.0)
+        .sum::<f64>()
+        / runs.len() as f64;
+    let slo_ms: Vec<f64> = slo.iter().map(|s| at(s.quantile)).collect();
+    let slo_met = (!slo.is_empty())
+        .then(|| !histogram.is_empty() && slo.iter().zip(&slo_ms).all(|(s, v)| *v < s.limit_ms));
+    Some(Point {
+        value,
+        clients: first.options.clients,
+        threads: first.options.threads,
+        rate: first.options.rate,
+        repeats: runs.len() as u32,
+        tps: mean,
+        tps_stddev: stddev,
+        tps_min: tps.iter().copied().fold(f64::INFINITY, f64::min),
+        tps_max: tps.iter().copied().fold(0.0, f64::max),
+        p50_ms: at(0.5),
+        p90_ms: at(0.9),
+        p99_ms: at(0.99),
+        p99_9_ms: at(0.999),
+        failed,
+        failure_ratio: if total > 0 {
+            failed as f64 / total as f64
+        } else {
+            0.0
+        },
+        in_flight,
+        little_ratio: in_flight / f64::from(first.options.clients.max(1)),
+        slo_ms,
+        slo_met,
+    })
+}
+
+/// The answers drawn from the steps.
+pub fn summarize(dimension: Dimension, steps: &[StepResult], slo: &[Slo]) -> Summary {
+    let mut values: Vec<f64> = steps.iter().map(|s| s.value).collect();
+    values.sort_by(f64::total_cmp);
+    values.dedup();
+    let points: Vec<Point> = values
+        .iter()
+        .filter_map(|&v| {
+            let runs: Vec<&RunResult> = steps
+                .iter()
+                .filter(|s| s.value == v)
+                .map(|s| &s.result)
+                .collect();
+            point(v, &runs, slo)
+        })
+        .collect();
+    let usable = |p: &&Point| p.failure_ratio <= MAX_FAILURE_RATIO;
+    let best = index_of_max(points.iter().enumerate().filter(|(_, p)| usable(p)));
+    let near_best = best.and_then(|b| {
+        let floor = points[b].tps * (1.0 - NEAR_BEST);
+        points.iter().position(|p| usable(&p) && p.tps >= floor)
+    });
+    let best_within_slo = index_of_max(
+        points
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| usable(p) && p.slo_met == Some(true)),
+    );
+    let (fit, fit_note) = if dimension == Dimension::Clients {
+        let xs: Vec<(f64, f64)> = steps
+            .iter()
+            .map(|s| (f64::from(s.result.options.clients), s.result.tps))
+            .collect();
+        match usl::fit(&xs) {
+            Ok(fit) if fit.fits() => (Some(fit), None),
+            Ok(fit) => {
+                let note = format!(
+                    "the USL does not fit these points (R² = {:.3}, below {}): its peak is no answer",
+                    fit.r_squared,
+                    usl::MIN_R_SQUARED
+                );
+                (Some(fit), Some(note))
+            }
+            Err(e) => (None, Some(e.to_string())),
+        }
+    } else {
+        (
+            None,
+            Some(format!(
+                "the USL fit is for clients sweeps, not {}",
+                dimension.name()
+            )),
+        )
+    };
+    Summary {
+        points,
+        best,
+        near_best,
+        best_within_slo,
+        fit,
+        fit_note,
+    }
+}
+
+fn index_of_max<'a>(points: impl Iterator<Item = (usize, &'a Point)>) -> Option<usize> {
+    points
+        .max_by(|a, b| a.1.tps.total_cmp(&b.1.tps))
+        .map(|(i, _)| i)
+}
+
+/// `auto`'s plateau rule over the throughputs measured so far, in order:
+/// no gain over the best before the last 3 steps, or less than 2% over
+/// the best before the last 5.
+pub fn plateau(tps: &[f64]) -> bool {
+    let stalled = |window: usize, gain: f64| {
+        tps.len() > window && {
+            let (before, last) = tps.split_at(tps.len() - window);
+            let best_before = before.iter().copied().fold(0.0, f64::max);
+            let best_last = last.iter().copied().fold(0.0, f64::max);
+            best_last <= best_before * (1.0 + gain)
+        }
+    };
+    stalled(3, 0.0) || stalled(5, 0.02)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,169 @@
+//! The sweep's answers as text: the table of steps, then the best point,
+//! the smallest one near it, the fit and the SLO.
+
+use std::fmt::Write;
+
+use super::result::{Point, SweepResult, NEAR_BEST};
+use crate::cli::{Benchmark, RunLength};
+
+/// A swept value as written (rates may have decimals).
+pub fn value(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// The whole text report of a sweep.
+pub fn render(result: &SweepResult, bench: &Benchmark) -> String {
+    let mut out = String::new();
+    let info = &result.sweep;
+    let length = match bench.length {
+        RunLength::Duration(s) => format!("{s} s"),
+        RunLength::Transactions(n) => format!("{n} transactions per client"),
+    };
+    let _ = write!(
+        out,
+        "sweep of {}: {} values, {} measured steps of {length}",
+        info.dimension,
+        result.summary.points.len(),
+        result.steps.len()
+    );
+    if info.repeat > 1 {
+        let _ = write!(out, ", {} repeats", info.repeat);
+    }
+    if info.warmup_s > 0 {
+        let _ = write!(out, ", warm-up {} s each", info.warmup_s);
+    }
+    out.push('\n');
+    if let Some(why) = &info.stopped {
+        let _ = writeln!(out, "stopped: {why}");
+    }
+    table(&mut out, result);
+    answers(&mut out, result);
+    out
+}
+
+fn table(out: &mut String, result: &SweepResult) {
+    let slo = !result.sweep.slo.is_empty();
+    let _ = write!(
+        out,
+        "{:>8} {:>7} {:>9} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>6}",
+        "clients",
+        "threads",
+        "rate",
+        "tps",
+        "± stddev",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "p99.9 ms",
+        "failed",
+        "L/N"
+    );
+    out.push_str(if slo { "  SLO\n" } else { "\n" });
+    for p in &result.summary.points {
+        row(out, p);
+    }
+}
+
+fn row(out: &mut String, p: &Point) {
+    let rate = p.rate.map_or("-".to_owned(), |r| format!("{r:.0}"));
+    let spread = p.tps_stddev.map_or("-".to_owned(), |s| format!("{s:.1}"));
+    let _ = write!(
+        out,
+        "{:>8} {:>7} {:>9} {:>11.1} {:>9} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>7} {:>6.2}",
+        p.clients,
+        p.threads,
+        rate,
+        p.tps,
+        spread,
+        p.p50_ms,
+        p.p90_ms,
+        p.p99_ms,
+        p.p99_9_ms,
+        p.failed,
+        p.little_ratio
+    );
+    match p.slo_met {
+        Some(true) => out.push_str("  met\n"),
+        Some(false) => out.push_str("  FAILED\n"),
+        None => out.push('\n'),
+    }
+}
+
+fn answers(out: &mut String, result: &SweepResult) {
+    let s = &result.summary;
+    let dimension = &result.sweep.dimension;
+    let at = |i: usize| {
+        let p = &s.points[i];
+        format!("{} {dimension} ({:.1} tps)", value(p.value), p.tps)
+    };
+    match s.best {
+        Some(i) => {
+            let _ = writeln!(out, "best measured: {}", at(i));
+        }
+        None => out
+            .push_str("best measured: none (every step failed more than 1% of its transactions)\n"),
+    }
+    if let Some(i) = s.near_best {
+        let _ = writeln!(
+            out,
+            "smallest within {:.0}% of the best: {}",
+            NEAR_BEST * 100.0,
+            at(i)
+        );
+    }
+    if let Some(fit) = &s.fit {
+        let _ = writeln!(
+            out,
+            "USL fit: sigma {:.5}, kappa {:.6}, lambda {:.1} tps, R² {:.4}",
+            fit.sigma, fit.kappa, fit.lambda, fit.r_squared
+        );
+        if s.fit_note.is_none() {
+            match fit.peak_clients {
+                Some(peak) => {
+                    let around: Vec<String> = fit
+                        .around_peak
+                        .iter()
+                        .map(|(n, x)| format!("X({n}) = {x:.1}"))
+                        .collect();
+                    let _ = writeln!(
+                        out,
+                        "USL peak: N* = {peak:.1} clients, {}",
+                        around.join(", ")
+                    );
+                }
+                None => out.push_str(
+                    "USL peak: none (kappa is 0: throughput levels off without falling)\n",
+                ),
+            }
+        }
+    }
+    if let Some(note) = &s.fit_note {
+        let _ = writeln!(out, "USL: {note}");
+    }
+    if !result.sweep.slo.is_empty() {
+        let names: Vec<String> = result
+            .sweep
+            .slo
+            .iter()
+            .map(|c| format!("{}<{}ms", c.name, c.limit_ms))
+            .collect();
+        match s.best_within_slo {
+            Some(i) => {
+                let _ = writeln!(
+                    out,
+                    "highest tps within the SLO ({}): {}",
+                    names.join(", "),
+                    at(i)
+                );
+            }
+            None => {
+                let _ = writeln!(out, "no step met the SLO ({})", names.join(", "));
+            }
+        }
+    }
+    out.push_str("L/N: throughput x mean latency over the clients (Little's law; 1 when\nevery client is always in a transaction)\n");
+}
