@@ -33,7 +33,9 @@ pub struct Config {
     pub preflight: bool,
 }
 
-/// The mode pgbolt runs in.
+/// The mode pgbolt runs in. It is built once per process, so the size of
+/// its largest variant (a benchmark's settings) costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Mode {
     /// Run a benchmark (the default).

@@ -56,6 +56,8 @@ fn run(clients: u32, tps: f64, latency_us: i64, failed: u64) -> RunResult {
             width_us: 1_000_000,
             intervals: Vec::new(),
         },
+        generator: None,
+        generators: Vec::new(),
     }
 }
 
