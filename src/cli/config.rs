@@ -159,6 +159,9 @@ pub struct Benchmark {
     pub html: Option<PathBuf>,
     /// `--pgbench-output`: print exactly what pgbench prints, nothing more.
     pub pgbench_output: bool,
+    /// The monitor's sampling interval in ms, or `None` under
+    /// `--no-monitor`.
+    pub monitor: Option<u32>,
 }
 
 impl Benchmark {

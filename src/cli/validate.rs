@@ -183,6 +183,7 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
         json: g.json.take(),
         html: g.html.take(),
         pgbench_output: g.pgbench_output,
+        monitor: (!g.no_monitor).then(|| g.monitor_interval.unwrap_or(100)),
     })
 }
 

@@ -91,6 +91,7 @@ fn run_with(tps: &[f64], latency_us: impl Fn(usize) -> Vec<(i64, u64)>) -> RunRe
                 .collect(),
         },
         context: RunContext::default(),
+        diagnosis: None,
     }
 }
 

@@ -104,6 +104,8 @@ struct Prepared {
     base: Variables,
     /// The server's `server_version`, for the reports.
     server_version: Option<String>,
+    /// Connection slots the preflight found left for the monitor.
+    spare_slots: Option<i64>,
 }
 
 /// Runs the benchmark and returns the exit status.
@@ -135,6 +137,8 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
         .map(|d| start_time + d.as_micros() as i64);
     let guard = signals::install().map_err(EngineError::Thread)?;
     let shared = Arc::new(Shared::new(prepared.plan.threads as usize, end_us));
+    let process_cpu_start = crate::observe::cpu::process_cpu_us();
+    let monitor = start_monitor(&prepared, bench, &shared);
     let plan = prepared.plan.clone();
     // Thread 0 runs on this thread, as pgbench's does: with `-j 1` the
     // process stays single-threaded, which spares every system call the
@@ -189,6 +193,7 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
         }
     }
     let interrupted_by = signals::received();
+    let server_view = monitor.stop();
     drop(guard);
     if let Some(e) = shared.take_start_error() {
         return Err(e);
@@ -202,11 +207,14 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
         ));
         return Ok(2);
     }
+    let now = clock.now_us();
     let ended = Ended {
         results,
         start_time,
-        now: clock.now_us(),
+        now,
         interrupted_by,
+        server_view,
+        process_cpu_us: crate::observe::cpu::process_cpu_us() - process_cpu_start,
     };
     report(&prepared, bench, ended, [json_file, html_file])
 }
@@ -319,13 +327,15 @@ fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> 
             plan.clients, cfg.dbname
         ));
     }
-    if config.preflight {
+    let spare_slots = if config.preflight {
         setup::preflight(
             &mut setup_client,
             plan.clients,
             config.temp_instance.is_some(),
-        )?;
-    }
+        )?
+    } else {
+        None
+    };
     let server_settings = if config.preflight {
         setup::server_settings(&mut setup_client)
     } else {
@@ -358,6 +368,7 @@ fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> 
         states,
         base,
         server_version,
+        spare_slots,
     })
 }
 
@@ -497,12 +508,83 @@ fn thread_parts(
     Ok((clients, env, poll))
 }
 
-/// What the threads left behind.
+/// What the threads and the monitor left behind.
 struct Ended {
     results: Vec<WorkerResult>,
     start_time: i64,
     now: i64,
     interrupted_by: Option<i32>,
+    /// What the monitor saw (the reason it did not run in its `missing`);
+    /// `None` under `--no-monitor`.
+    server_view: Option<crate::observe::ServerView>,
+    /// The process's CPU from before the clients connected to the end.
+    process_cpu_us: i64,
+}
+
+/// The monitor, if it runs.
+enum MonitorRun {
+    Off,
+    Skipped(String),
+    Running(crate::observe::Monitor),
+}
+
+impl MonitorRun {
+    fn stop(self) -> Option<crate::observe::ServerView> {
+        match self {
+            MonitorRun::Off => None,
+            MonitorRun::Skipped(why) => Some(crate::observe::ServerView::missing(why)),
+            MonitorRun::Running(m) => Some(m.stop()),
+        }
+    }
+}
+
+/// Starts the monitor unless `--no-monitor` said not to or the preflight
+/// found no connection slot left for it once the clients are connected.
+fn start_monitor(prepared: &Prepared, bench: &Benchmark, shared: &Arc<Shared>) -> MonitorRun {
+    let Some(interval_ms) = bench.monitor else {
+        return MonitorRun::Off;
+    };
+    if prepared.spare_slots.is_some_and(|n| n < 1) {
+        return MonitorRun::Skipped(
+            "monitor: not started, the clients take every connection slot the server has"
+                .to_owned(),
+        );
+    }
+    let shared = shared.clone();
+    MonitorRun::Running(crate::observe::Monitor::start(
+        &prepared.connector,
+        interval_ms,
+        move || shared.wait_opened(),
+    ))
+}
+
+/// The diagnosis of `result`: the monitor's view, the threads' and the
+/// process's CPU, and the findings drawn from them.
+fn diagnosis(
+    result: &RunResult,
+    view: Option<crate::observe::ServerView>,
+    thread_cpu_us: Vec<i64>,
+    process: (i64, i64),
+) -> crate::diagnose::Diagnosis {
+    let view = view.unwrap_or_default();
+    let mut d = crate::diagnose::Diagnosis {
+        monitor: view.status,
+        activity: view.activity,
+        counters: view.counters,
+        tables: view.tables,
+        client: crate::diagnose::ClientLoad {
+            thread_cpu_s: thread_cpu_us.iter().map(|us| *us as f64 / 1e6).collect(),
+            process_cpu_s: process.0 as f64 / 1e6,
+            process_wall_s: process.1 as f64 / 1e6,
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+        },
+        server_cpu: view.server_cpu,
+        findings: Vec::new(),
+    };
+    let mut with = result.clone();
+    with.diagnosis = Some(d.clone());
+    d.findings = crate::diagnose::findings(&with);
+    d
 }
 
 /// The variables every client starts with: `-D` definitions, then
@@ -657,7 +739,10 @@ fn report(
         start_time,
         now,
         interrupted_by,
+        server_view,
+        process_cpu_us,
     } = ended;
+    let thread_cpu_us: Vec<i64> = results.iter().map(|r| r.cpu_us).collect();
     let mut merged: Option<ThreadStats> = None;
     let (mut conn_total, mut bench_start, mut aborted, mut interrupted) = (0, i64::MAX, 0, 0);
     let mut output_failed = false;
@@ -693,7 +778,16 @@ fn report(
         started_us: Some(start_time),
         ended_us: Some(now),
     };
-    let text = report::render_text(&result, bench.pgbench_output);
+    result.diagnosis = Some(diagnosis(
+        &result,
+        server_view,
+        thread_cpu_us,
+        (process_cpu_us, now - start_time),
+    ));
+    let mut text = report::render_text(&result, bench.pgbench_output);
+    if !bench.pgbench_output {
+        text.push_str(&crate::diagnose::render_text(&result));
+    }
     let mut stdout = Stdout::default();
     if json_to_stdout(bench) {
         let _ = std::io::stderr().lock().write_all(text.as_bytes());

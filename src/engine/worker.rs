@@ -50,6 +50,8 @@ pub struct WorkerResult {
     pub interrupted: usize,
     /// Writing the transaction log failed (the error was printed).
     pub log_failed: bool,
+    /// CPU time of this thread from the start to the end of its run, µs.
+    pub cpu_us: i64,
 }
 
 /// The thread's body: connect every client concurrently, wait for the
@@ -79,6 +81,7 @@ pub fn run(
         return None;
     }
     let start = env.clock.now_us();
+    let cpu_start = crate::observe::cpu::thread_cpu_us();
     env.throttle_trigger = start;
     if let Some(log) = env.log.as_mut() {
         log.begin(start);
@@ -152,7 +155,10 @@ pub fn run(
         shared.spin.set(t.winner());
     }
     let stopped = shared.stop_requested() || shared.exit_on_abort_triggered();
-    Some(finish(clients, env, start, stopped))
+    let cpu_us = crate::observe::cpu::thread_cpu_us() - cpu_start;
+    let mut result = finish(clients, env, start, stopped);
+    result.cpu_us = cpu_us;
+    Some(result)
 }
 
 /// Waits for work (socket events, completions, timers) through the ring or
@@ -429,6 +435,7 @@ fn finish(mut clients: Vec<Client>, mut env: ThreadEnv, start: i64, stopped: boo
         aborted,
         interrupted,
         log_failed: env.log_failed,
+        cpu_us: 0,
     }
 }
 

@@ -98,6 +98,7 @@ pub fn merge(results: &[RunResult]) -> Result<RunResult, ReportError> {
         s.merge(&series_of(&r.series)?);
         merged.series = series(&s);
         merged.context = RunContext::default();
+        merged.diagnosis = None;
     }
     let seconds = merged.timings.bench_duration_us as f64 / 1_000_000.0;
     merged.tps = per_second(merged.counts.counters.committed, seconds);

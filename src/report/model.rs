@@ -385,6 +385,10 @@ pub struct RunResult {
     pub scripts: Vec<ScriptResult>,
     /// Time series.
     pub series: Series,
+    /// The server's view, the client's load and the findings (null when
+    /// not diagnosed: a result of an older pgbolt, a merged result).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosis: Option<crate::diagnose::Diagnosis>,
 }
 
 /// `count` per second over `seconds`; 0 for a run that took no time (JSON
@@ -462,6 +466,7 @@ impl RunResult {
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
             merged_runs: 1,
             context: RunContext::default(),
+            diagnosis: None,
             counts: Counts::new(total.counts, total.latency_late),
             tps: per_second(total.counts.committed, seconds),
             latency: Distribution::new(total.latency, &total.latency_histogram)?,

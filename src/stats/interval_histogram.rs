@@ -216,6 +216,16 @@ impl IntervalHistogram {
         self.entries = merged;
     }
 
+    /// Number of values in buckets above `value_us` (a bucket is counted
+    /// when its representative value is above it).
+    pub fn count_above(&self, value_us: u64) -> u64 {
+        self.entries
+            .iter()
+            .filter(|e| value_for(e.index()) > value_us)
+            .map(|e| e.count())
+            .sum()
+    }
+
     /// The crate's histogram with the same counts.
     fn hdr(&self) -> Histogram<u64> {
         let mut h = empty_hdr();
