@@ -20,11 +20,14 @@ pub const MIN_PROGRESS_INTERVALS: f64 = 10.0;
 pub const MIN_TRANSACTIONS: u64 = 10_000;
 /// Allowed gap between clients and TPS × mean latency, as a fraction.
 pub const LITTLE_TOLERANCE: f64 = 0.10;
-/// Share of the slow transactions (above the run's p99) in one interval
-/// that makes it a stall.
+/// Share of the slow transactions (above the run's p99 and ten times
+/// its median) in one interval
+/// and the next that makes it a stall.
 pub const STALL_SHARE: f64 = 0.5;
+/// How many medians above a transaction must be to count as slow.
+pub const STALL_MEDIANS: f64 = 10.0;
 /// Intervals a run needs before one of them can stand out.
-pub const MIN_STALL_INTERVALS: usize = 5;
+pub const MIN_STALL_INTERVALS: usize = 6;
 /// Share of the machine's CPU the client may take beside a local server.
 pub const SHARED_MACHINE_SHARE: f64 = 0.25;
 
@@ -351,21 +354,34 @@ fn littles_law(r: &RunResult) -> Option<Finding> {
 }
 
 fn stall(r: &RunResult) -> Option<Finding> {
-    let p99_us = (r.latency.percentiles?.p99 * 1000.0) as u64;
+    // Slow: above p99, and far above the median (where p99 is still in
+    // the bulk, jitter is no stall).
+    let p = r.latency.percentiles?;
+    let p99_us = (p.p99.max(STALL_MEDIANS * p.p50) * 1000.0) as u64;
     let intervals = &r.series.intervals;
     if intervals.len() < MIN_STALL_INTERVALS {
         return None;
     }
     let mut slow = Vec::with_capacity(intervals.len());
     for i in intervals {
-        let h = match &i.latency_histogram {
-            Some(text) => crate::stats::IntervalHistogram::decode(text).ok()?,
-            None => return None,
-        };
-        slow.push(h.count_above(p99_us));
+        // An interval in which nothing committed has no histogram.
+        slow.push(match &i.latency_histogram {
+            Some(text) => crate::stats::IntervalHistogram::decode(text)
+                .ok()?
+                .count_reaching_above(p99_us),
+            None => 0,
+        });
     }
     let total: u64 = slow.iter().sum();
-    let (worst, &n) = slow.iter().enumerate().max_by_key(|(_, n)| **n)?;
+    // A stall's late transactions end in its interval or, catching up,
+    // in the next one: the pair of neighbours with the most of them.
+    let (first, n) = (0..slow.len())
+        .map(|i| (i, slow[i] + slow.get(i + 1).copied().unwrap_or(0)))
+        .max_by_key(|&(i, n)| (n, std::cmp::Reverse(i)))?;
+    let worst = match slow.get(first + 1) {
+        Some(&next) if next > slow[first] => first + 1,
+        _ => first,
+    };
     let share = n as f64 / total.max(1) as f64;
     if total < 10 || share < STALL_SHARE {
         return None;
@@ -375,7 +391,7 @@ fn stall(r: &RunResult) -> Option<Finding> {
         "stall",
         Severity::Warning,
         format!(
-            "a stall at {offset:.0} s: {:.0}% of the transactions slower than p99 ({:.3} ms) fell in that interval",
+            "a stall at {offset:.0} s: {:.0}% of the slow transactions (over {:.3} ms) ended in that second or the next",
             share * 100.0,
             p99_us as f64 / 1000.0
         ),

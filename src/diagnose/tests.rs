@@ -235,6 +235,21 @@ fn a_stall_interval_is_named() {
     assert_eq!(s.figures["offset_s"], 42.0);
 }
 
+/// Regression: an interval in which nothing committed (the one the lock
+/// held) has no histogram, and hid the stall after it.
+#[test]
+fn an_interval_without_commits_does_not_hide_a_stall() {
+    let mut r = run(SELECT_ONLY, 4, 10, |i| match i {
+        4 => vec![],
+        5 => vec![(1000, 2000), (1_500_000, 800)],
+        _ => vec![(1000, 4000)],
+    });
+    r.series.intervals[4].latency_histogram = None;
+    let f = findings(&r);
+    let s = f.iter().find(|f| f.id == "stall").expect("stall found");
+    assert_eq!(s.figures["offset_s"], 5.0);
+}
+
 #[test]
 fn the_text_section_has_the_shares_and_one_line_per_finding() {
     let mut r = clean();

@@ -52,7 +52,28 @@ pub const DOCUMENTED: &[(&str, &[&str])] = &[
             "lag",
             "scripts",
             "series",
+            "diagnosis",
         ],
+    ),
+    (
+        "diagnosis",
+        &[
+            "monitor",
+            "activity",
+            "counters",
+            "tables",
+            "client",
+            "server_cpu",
+            "findings",
+        ],
+    ),
+    (
+        "diagnosis/monitor",
+        &["ran", "interval_ms", "samples", "missing"],
+    ),
+    (
+        "diagnosis/client",
+        &["thread_cpu_s", "process_cpu_s", "process_wall_s", "cpus"],
     ),
     (
         "options",
