@@ -23,7 +23,7 @@ pub const LITTLE_TOLERANCE: f64 = 0.10;
 /// Share of the slow transactions (above the run's p99 and ten times
 /// its median) in one interval
 /// and the next that makes it a stall.
-pub const STALL_SHARE: f64 = 0.5;
+pub const STALL_SHARE: f64 = 0.75;
 /// How many medians above a transaction must be to count as slow.
 pub const STALL_MEDIANS: f64 = 10.0;
 /// Intervals a run needs before one of them can stand out.

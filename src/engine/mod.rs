@@ -106,6 +106,9 @@ struct Prepared {
     server_version: Option<String>,
     /// Connection slots the preflight found left for the monitor.
     spare_slots: Option<i64>,
+    /// `pg_stat_database` as the set-up connection read it last, for the
+    /// monitor.
+    database_start: Option<crate::observe::DatabaseStart>,
 }
 
 /// Runs the benchmark and returns the exit status.
@@ -349,6 +352,11 @@ fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> 
         (i64::from(bench.scale.unwrap_or(1)), None)
     };
     setup::vacuum(&mut setup_client, bench.vacuum);
+    let database_start = if bench.monitor.is_some() && spare_slots.map_or(true, |n| n >= 1) {
+        crate::observe::read_database(&mut setup_client)
+    } else {
+        None
+    };
     drop(stop);
     setup_client.close();
     raise_open_files_limit(bench.open_files_needed(config.io, config.temp_instance.is_some()));
@@ -369,6 +377,7 @@ fn prepare(config: &Config, bench: &Benchmark) -> Result<Prepared, EngineError> 
         base,
         server_version,
         spare_slots,
+        database_start,
     })
 }
 
@@ -554,6 +563,7 @@ fn start_monitor(prepared: &Prepared, bench: &Benchmark, shared: &Arc<Shared>) -
     MonitorRun::Running(crate::observe::Monitor::start(
         &prepared.connector,
         interval_ms,
+        prepared.database_start.clone(),
         move || shared.wait_opened(),
     ))
 }

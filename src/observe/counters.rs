@@ -78,6 +78,35 @@ pub fn read(
     reading
 }
 
+/// The database counters alone, read on the set-up connection before the
+/// clients start, so that the window's commits are all counted however
+/// late the monitor connects. `None` when the query failed.
+/// On PostgreSQL 15 and newer the connection's own statistics are flushed
+/// first, so that its earlier transactions are not counted in the window.
+pub fn read_database(client: &mut Client) -> Option<DatabaseStart> {
+    let version = client
+        .parameter("server_version")
+        .map_or(0, super::version_number);
+    if version >= 150_000 {
+        let _ = client.simple_query("select pg_catalog.pg_stat_force_next_flush()");
+    }
+    let rows = client.simple_query(DATABASE).ok()?;
+    rows.into_iter().next().map(numbers).map(DatabaseStart)
+}
+
+/// A reading of `pg_stat_database` taken before the run (see
+/// [`read_database`]).
+#[derive(Debug, Clone)]
+pub struct DatabaseStart(Vec<i64>);
+
+impl Reading {
+    /// Puts `start` in place of this reading's database counters.
+    pub fn with_database(mut self, start: DatabaseStart) -> Reading {
+        self.database = Some(start.0);
+        self
+    }
+}
+
 fn note(missing: &mut Vec<String>, line: &str) {
     if !missing.iter().any(|m| m == line) {
         missing.push(line.to_owned());
@@ -106,7 +135,8 @@ fn delta(start: &Option<Vec<i64>>, end: &Option<Vec<i64>>) -> Option<Vec<i64>> {
 }
 
 /// The changes between two readings. `monitor_commits` is the number of
-/// the monitor's own transactions between the two database readings.
+/// pgbolt's own transactions (the monitor's, the set-up connection's
+/// reading) between the two database readings.
 pub fn changes(
     start: &Reading,
     end: &Reading,

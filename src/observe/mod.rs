@@ -34,8 +34,9 @@ mod activity;
 mod counters;
 pub mod cpu;
 
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
+pub use counters::{read_database, DatabaseStart};
+
+use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use pgwire::blocking::Client;
@@ -67,8 +68,22 @@ pub struct ServerView {
 /// A running monitor.
 pub struct Monitor {
     stop: Arc<(Mutex<bool>, Condvar)>,
-    handle: Option<JoinHandle<ServerView>>,
+    /// Where its thread sends what it saw.
+    view: Option<mpsc::Receiver<ServerView>>,
     interval_ms: u32,
+}
+
+/// How long the end of the run waits for the monitor's last queries (its
+/// wait for the clients' backends to leave included): a server that
+/// stopped answering must not hold up the report.
+const STOP_WAIT: Duration = Duration::from_secs(5);
+
+/// What the monitor thread needs to know.
+struct Settings<'a> {
+    /// The clients' `application_name`.
+    clients_name: &'a str,
+    interval: Duration,
+    database_start: Option<DatabaseStart>,
 }
 
 /// A first line of an error, for [`MonitorStatus::missing`].
@@ -99,9 +114,11 @@ impl Monitor {
     pub fn start(
         connector: &Connector,
         interval_ms: u32,
+        database_start: Option<DatabaseStart>,
         opened: impl FnOnce() -> bool + Send + 'static,
     ) -> Monitor {
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let (sender, view) = mpsc::channel();
         let mut config = connector.config().clone();
         let clients_name = config
             .effective_application_name()
@@ -111,23 +128,29 @@ impl Monitor {
         let connector = Connector::new(&config);
         let flag = stop.clone();
         let interval = Duration::from_millis(u64::from(interval_ms));
-        let handle = std::thread::Builder::new()
+        let started = std::thread::Builder::new()
             .name("pgbolt-monitor".to_owned())
             .spawn(move || {
                 if !opened() {
-                    return ServerView::default();
+                    return;
                 }
-                let mut view = match connector {
-                    Ok(connector) => Session::run(&connector, &clients_name, interval, &flag),
+                let view = match connector {
+                    Ok(connector) => {
+                        let session = Settings {
+                            clients_name: &clients_name,
+                            interval,
+                            database_start,
+                        };
+                        Session::run(&connector, session, &flag)
+                    }
                     Err(e) => ServerView::missing(format!("connection: {}", why(&e))),
                 };
-                view.status.interval_ms = Some(interval_ms);
-                view
+                let _ = sender.send(view);
             })
-            .ok();
+            .is_ok();
         Monitor {
             stop,
-            handle,
+            view: started.then_some(view),
             interval_ms,
         }
     }
@@ -139,10 +162,17 @@ impl Monitor {
             *stopped = true;
         }
         cv.notify_all();
-        let mut view = match self.handle.take().map(JoinHandle::join) {
+        let mut view = match self.view.take().map(|v| v.recv_timeout(STOP_WAIT)) {
             Some(Ok(view)) => view,
-            Some(Err(_)) => ServerView::missing("the monitor thread failed".to_owned()),
-            None => ServerView::missing("the monitor thread could not start".to_owned()),
+            Some(Err(mpsc::RecvTimeoutError::Timeout)) => ServerView::missing(format!(
+                "monitor: no answer from the server {} s after the run; its view is left out",
+                STOP_WAIT.as_secs()
+            )),
+            // The run never started, or the thread failed.
+            Some(Err(mpsc::RecvTimeoutError::Disconnected)) => {
+                ServerView::missing("monitor: it ended without a view of the run".to_owned())
+            }
+            None => ServerView::missing("monitor: its thread could not start".to_owned()),
         };
         view.status.interval_ms = Some(self.interval_ms);
         view
@@ -175,8 +205,7 @@ struct Session {
 impl Session {
     fn run(
         connector: &Connector,
-        clients_name: &str,
-        interval: Duration,
+        settings: Settings<'_>,
         stop: &(Mutex<bool>, Condvar),
     ) -> ServerView {
         let mut warnings = Vec::new();
@@ -193,7 +222,7 @@ impl Session {
         let filter = format!(
             "from pg_catalog.pg_stat_activity where application_name = {} \
              and datname = pg_catalog.current_database() and pid <> pg_catalog.pg_backend_pid()",
-            literal(clients_name)
+            literal(settings.clients_name)
         );
         let mut session = Session {
             version_num,
@@ -212,23 +241,30 @@ impl Session {
         } else {
             Err("the server is not on this host".to_owned())
         };
-        session.observe(server, interval, stop)
+        session.observe(server, settings, stop)
     }
 
     fn observe(
         mut self,
         server: Result<cpu::LocalServer, String>,
-        interval: Duration,
+        settings: Settings<'_>,
         stop: &(Mutex<bool>, Condvar),
     ) -> ServerView {
         let started = Instant::now();
         let cpu_start = server.as_ref().ok().and_then(cpu::LocalServer::read);
-        let start = counters::read(
+        let mut start = counters::read(
             &mut self.client,
             self.version_num,
             &mut self.missing,
             &mut self.queries,
         );
+        if let Some(before) = settings.database_start {
+            // The set-up connection's reading, before the clients started:
+            // its own transaction is in the window too.
+            start = start.with_database(before);
+            self.queries += 1;
+        }
+        let interval = settings.interval;
         let mut log = activity::ActivityLog::new(crate::report::html::now_us());
         let mut samples = 0;
         let mut lost = None;

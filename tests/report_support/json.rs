@@ -156,7 +156,13 @@ pub const DOCUMENTED: &[(&str, &[&str])] = &[
     ),
     (
         "context",
-        &["command_line", "server_version", "started_us", "ended_us"],
+        &[
+            "command_line",
+            "server_version",
+            "server_settings",
+            "started_us",
+            "ended_us",
+        ],
     ),
 ];
 
