@@ -53,6 +53,7 @@ mod linger;
 mod log;
 mod machine;
 mod meta;
+mod monitor;
 pub mod plan;
 mod progress;
 mod result_file;
@@ -86,6 +87,7 @@ use clock::Clock;
 use env::ThreadEnv;
 pub use error::EngineError;
 use linger::Lingering;
+use monitor::{diagnosis, start_monitor};
 use plan::Plan;
 use result_file::ResultFile;
 use shared::Shared;
@@ -528,73 +530,6 @@ struct Ended {
     server_view: Option<crate::observe::ServerView>,
     /// The process's CPU from before the clients connected to the end.
     process_cpu_us: i64,
-}
-
-/// The monitor, if it runs.
-enum MonitorRun {
-    Off,
-    Skipped(String),
-    Running(crate::observe::Monitor),
-}
-
-impl MonitorRun {
-    fn stop(self) -> Option<crate::observe::ServerView> {
-        match self {
-            MonitorRun::Off => None,
-            MonitorRun::Skipped(why) => Some(crate::observe::ServerView::missing(why)),
-            MonitorRun::Running(m) => Some(m.stop()),
-        }
-    }
-}
-
-/// Starts the monitor unless `--no-monitor` said not to or the preflight
-/// found no connection slot left for it once the clients are connected.
-fn start_monitor(prepared: &Prepared, bench: &Benchmark, shared: &Arc<Shared>) -> MonitorRun {
-    let Some(interval_ms) = bench.monitor else {
-        return MonitorRun::Off;
-    };
-    if prepared.spare_slots.is_some_and(|n| n < 1) {
-        return MonitorRun::Skipped(
-            "monitor: not started, the clients take every connection slot the server has"
-                .to_owned(),
-        );
-    }
-    let shared = shared.clone();
-    MonitorRun::Running(crate::observe::Monitor::start(
-        &prepared.connector,
-        interval_ms,
-        prepared.database_start.clone(),
-        move || shared.wait_opened(),
-    ))
-}
-
-/// The diagnosis of `result`: the monitor's view, the threads' and the
-/// process's CPU, and the findings drawn from them.
-fn diagnosis(
-    result: &RunResult,
-    view: Option<crate::observe::ServerView>,
-    thread_cpu_us: Vec<i64>,
-    process: (i64, i64),
-) -> crate::diagnose::Diagnosis {
-    let view = view.unwrap_or_default();
-    let mut d = crate::diagnose::Diagnosis {
-        monitor: view.status,
-        activity: view.activity,
-        counters: view.counters,
-        tables: view.tables,
-        client: crate::diagnose::ClientLoad {
-            thread_cpu_s: thread_cpu_us.iter().map(|us| *us as f64 / 1e6).collect(),
-            process_cpu_s: process.0 as f64 / 1e6,
-            process_wall_s: process.1 as f64 / 1e6,
-            cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
-        },
-        server_cpu: view.server_cpu,
-        findings: Vec::new(),
-    };
-    let mut with = result.clone();
-    with.diagnosis = Some(d.clone());
-    d.findings = crate::diagnose::findings(&with);
-    d
 }
 
 /// The variables every client starts with: `-D` definitions, then

@@ -264,29 +264,11 @@ impl Session {
             start = start.with_database(before);
             self.queries += 1;
         }
-        let interval = settings.interval;
-        let mut log = activity::ActivityLog::new(crate::report::html::now_us());
-        let mut samples = 0;
-        let mut lost = None;
-        while !stopped(stop, interval) {
-            match self.sample() {
-                Ok(sample) => {
-                    log.add(crate::report::html::now_us(), &sample);
-                    samples += 1;
-                }
-                Err(e) => {
-                    lost = Some(format!(
-                        "connection lost after {samples} samples: {}",
-                        why(&e)
-                    ));
-                    break;
-                }
-            }
-        }
+        let (activity, samples, lost) = self.sample_until_stopped(settings.interval, stop);
         let mut view = ServerView::default();
         view.status.samples = samples;
         view.status.ran = true;
-        view.activity = (samples > 0).then(|| log.finish());
+        view.activity = activity;
         if let Some(lost) = lost {
             self.missing.push(lost);
             self.missing.push("counters: no end reading".to_owned());
@@ -331,6 +313,35 @@ impl Session {
         view.status.missing = self.missing;
         self.client.close();
         view
+    }
+
+    /// Samples every `interval` until the stop: the activity seen (none
+    /// without a sample), the number of samples, and why the connection
+    /// was lost if it was.
+    fn sample_until_stopped(
+        &mut self,
+        interval: Duration,
+        stop: &(Mutex<bool>, Condvar),
+    ) -> (Option<Activity>, u64, Option<String>) {
+        let mut log = activity::ActivityLog::new(crate::report::html::now_us());
+        let mut samples = 0;
+        let mut lost = None;
+        while !stopped(stop, interval) {
+            match self.sample() {
+                Ok(sample) => {
+                    log.add(crate::report::html::now_us(), &sample);
+                    samples += 1;
+                }
+                Err(e) => {
+                    lost = Some(format!(
+                        "connection lost after {samples} samples: {}",
+                        why(&e)
+                    ));
+                    break;
+                }
+            }
+        }
+        ((samples > 0).then(|| log.finish()), samples, lost)
     }
 
     /// One `pg_stat_activity` sample of pgbolt's backends.
