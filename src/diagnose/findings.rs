@@ -80,13 +80,16 @@ fn window_s(r: &RunResult) -> f64 {
 fn client_saturated(r: &RunResult) -> Option<Finding> {
     let d = r.diagnosis.as_ref()?;
     let wall = window_s(r);
-    let (thread, cpu) = d
-        .client
-        .thread_cpu_s
-        .iter()
-        .enumerate()
-        .max_by(|a, b| a.1.total_cmp(b.1))?;
-    let share = cpu / wall;
+    let c = &d.client;
+    // Busy: running, or runnable and waiting for a CPU (a thread the
+    // machine cannot run is as much the bottleneck as one always running).
+    let busy = |i: usize| c.thread_cpu_s[i] + c.thread_runqueue_s.get(i).copied().unwrap_or(0.0);
+    let thread = (0..c.thread_cpu_s.len()).max_by(|&a, &b| busy(a).total_cmp(&busy(b)))?;
+    let (share, cpu, queued) = (
+        busy(thread) / wall,
+        c.thread_cpu_s[thread] / wall,
+        c.thread_runqueue_s.get(thread).copied().unwrap_or(0.0) / wall,
+    );
     let severity = if share > SATURATION_CRITICAL {
         Severity::Critical
     } else if share > SATURATION_WARNING {
@@ -98,15 +101,21 @@ fn client_saturated(r: &RunResult) -> Option<Finding> {
         "client-saturated",
         severity,
         format!(
-            "client saturated: thread {thread} used {:.0}% of a CPU",
-            share * 100.0
+            "client saturated: thread {thread} ran {:.0}% of the run and waited {:.0}% for a CPU",
+            cpu * 100.0,
+            queued * 100.0
         ),
-        &[("thread", thread as f64), ("cpu_share", share)],
+        &[
+            ("thread", thread as f64),
+            ("busy_share", share),
+            ("cpu_share", cpu),
+            ("runqueue_share", queued),
+        ],
     );
     explained(
         f,
-        "a worker thread that is always busy delays its clients' next statements, so the rate and latency measure pgbolt as much as the server",
-        "use more threads (-j), or more load machines",
+        "a worker thread that is always running or waiting to run delays its clients' next statements, so the rate and latency measure pgbolt and this machine as much as the server",
+        "use more threads (-j) if CPUs are free, else another or more load machines",
     )
 }
 

@@ -129,11 +129,17 @@ fn client_line(r: &RunResult, d: &Diagnosis) -> String {
         .iter()
         .map(|s| format!("{:.0}%", s / wall * 100.0))
         .collect();
-    let mut line = format!(
-        "threads' CPU {} of the run, process {:.2} s",
-        threads.join(" "),
-        d.client.process_cpu_s
-    );
+    let queued: Vec<String> = d
+        .client
+        .thread_runqueue_s
+        .iter()
+        .map(|s| format!("{:.0}%", s / wall * 100.0))
+        .collect();
+    let mut line = format!("threads' CPU {} of the run", threads.join(" "));
+    if !queued.is_empty() {
+        let _ = write!(line, " (waiting for a CPU {})", queued.join(" "));
+    }
+    let _ = write!(line, ", process {:.2} s", d.client.process_cpu_s);
     if let Some(s) = d.server_cpu {
         let _ = write!(
             line,

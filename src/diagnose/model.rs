@@ -172,6 +172,10 @@ pub struct ClientLoad {
     /// CPU seconds of each worker thread over the measured window, in
     /// thread order.
     pub thread_cpu_s: Vec<f64>,
+    /// Seconds each worker thread was runnable but waited for a CPU, in
+    /// thread order (empty where the kernel does not say).
+    #[serde(default)]
+    pub thread_runqueue_s: Vec<f64>,
     /// CPU seconds of the whole process, connections and report included.
     pub process_cpu_s: f64,
     /// Wall seconds the process CPU is over.

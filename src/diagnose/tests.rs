@@ -129,12 +129,30 @@ fn a_busy_thread_is_a_warning_and_a_saturated_one_critical() {
     assert_eq!(findings(&r)[0].severity, Severity::Critical);
 }
 
+/// A thread that ran 40% of the run and waited 50% for a CPU is as busy as
+/// one that ran 90%: the machine could not run it more.
+#[test]
+fn a_thread_waiting_for_a_cpu_counts_as_busy() {
+    let mut r = clean();
+    let c = &mut diagnosis(&mut r).client;
+    c.thread_cpu_s = vec![40.0];
+    c.thread_runqueue_s = vec![50.0];
+    let f = findings(&r);
+    assert_eq!(f[0].id, "client-saturated");
+    assert_eq!(f[0].severity, Severity::Warning);
+    assert!((f[0].figures["runqueue_share"] - 0.5).abs() < 1e-9);
+    assert!(f[0]
+        .summary
+        .contains("ran 40% of the run and waited 50% for a CPU"));
+}
+
 #[test]
 fn a_client_taking_a_quarter_of_a_shared_machine_is_found_only_beside_a_local_server() {
     let mut r = clean();
     let d = diagnosis(&mut r);
     d.client = ClientLoad {
         thread_cpu_s: vec![],
+        thread_runqueue_s: vec![],
         process_cpu_s: 60.0,
         process_wall_s: 100.0,
         cpus: 2,

@@ -87,7 +87,7 @@ use clock::Clock;
 use env::ThreadEnv;
 pub use error::EngineError;
 use linger::Lingering;
-use monitor::{diagnosis, start_monitor};
+use monitor::{diagnosis, start_monitor, ThreadTimes};
 use plan::Plan;
 use result_file::ResultFile;
 use shared::Shared;
@@ -687,7 +687,13 @@ fn report(
         server_view,
         process_cpu_us,
     } = ended;
-    let thread_cpu_us: Vec<i64> = results.iter().map(|r| r.cpu_us).collect();
+    let thread_times: Vec<ThreadTimes> = results
+        .iter()
+        .map(|r| ThreadTimes {
+            cpu_us: r.cpu_us,
+            run_delay_us: r.run_delay_us,
+        })
+        .collect();
     let mut merged: Option<ThreadStats> = None;
     let (mut conn_total, mut bench_start, mut aborted, mut interrupted) = (0, i64::MAX, 0, 0);
     let mut output_failed = false;
@@ -726,7 +732,7 @@ fn report(
     result.diagnosis = Some(diagnosis(
         &result,
         server_view,
-        thread_cpu_us,
+        &thread_times,
         (process_cpu_us, now - start_time),
     ));
     let mut text = report::render_text(&result, bench.pgbench_output);

@@ -9,6 +9,12 @@ use super::Prepared;
 use crate::cli::Benchmark;
 use crate::report::RunResult;
 
+/// A worker thread's CPU and wait for a CPU over its run, µs.
+pub struct ThreadTimes {
+    pub cpu_us: i64,
+    pub run_delay_us: Option<i64>,
+}
+
 /// The monitor, if it runs.
 pub enum MonitorRun {
     Off,
@@ -52,7 +58,7 @@ pub fn start_monitor(prepared: &Prepared, bench: &Benchmark, shared: &Arc<Shared
 pub fn diagnosis(
     result: &RunResult,
     view: Option<crate::observe::ServerView>,
-    thread_cpu_us: Vec<i64>,
+    threads: &[ThreadTimes],
     process: (i64, i64),
 ) -> crate::diagnose::Diagnosis {
     let view = view.unwrap_or_default();
@@ -62,7 +68,12 @@ pub fn diagnosis(
         counters: view.counters,
         tables: view.tables,
         client: crate::diagnose::ClientLoad {
-            thread_cpu_s: thread_cpu_us.iter().map(|us| *us as f64 / 1e6).collect(),
+            thread_cpu_s: threads.iter().map(|t| t.cpu_us as f64 / 1e6).collect(),
+            thread_runqueue_s: threads
+                .iter()
+                .map(|t| t.run_delay_us.map(|us| us as f64 / 1e6))
+                .collect::<Option<Vec<f64>>>()
+                .unwrap_or_default(),
             process_cpu_s: process.0 as f64 / 1e6,
             process_wall_s: process.1 as f64 / 1e6,
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),

@@ -52,6 +52,9 @@ pub struct WorkerResult {
     pub log_failed: bool,
     /// CPU time of this thread from the start to the end of its run, µs.
     pub cpu_us: i64,
+    /// Time it was runnable but waited for a CPU meanwhile, µs, where the
+    /// kernel says.
+    pub run_delay_us: Option<i64>,
 }
 
 /// The thread's body: connect every client concurrently, wait for the
@@ -82,6 +85,7 @@ pub fn run(
     }
     let start = env.clock.now_us();
     let cpu_start = crate::observe::cpu::thread_cpu_us();
+    let delay_start = crate::observe::cpu::thread_run_delay_us();
     env.throttle_trigger = start;
     if let Some(log) = env.log.as_mut() {
         log.begin(start);
@@ -156,8 +160,12 @@ pub fn run(
     }
     let stopped = shared.stop_requested() || shared.exit_on_abort_triggered();
     let cpu_us = crate::observe::cpu::thread_cpu_us() - cpu_start;
+    let run_delay_us = crate::observe::cpu::thread_run_delay_us()
+        .zip(delay_start)
+        .map(|(end, start)| end - start);
     let mut result = finish(clients, env, start, stopped);
     result.cpu_us = cpu_us;
+    result.run_delay_us = run_delay_us;
     Some(result)
 }
 
@@ -436,6 +444,7 @@ fn finish(mut clients: Vec<Client>, mut env: ThreadEnv, start: i64, stopped: boo
         interrupted,
         log_failed: env.log_failed,
         cpu_us: 0,
+        run_delay_us: None,
     }
 }
 

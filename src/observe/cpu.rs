@@ -9,6 +9,15 @@ pub fn thread_cpu_us() -> i64 {
     clock_us(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
+/// Time the calling thread has spent runnable but waiting for a CPU, µs:
+/// the second field of `/proc/thread-self/schedstat`; `None` where the
+/// kernel does not keep it.
+pub fn thread_run_delay_us() -> Option<i64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: i64 = text.split_whitespace().nth(1)?.parse().ok()?;
+    Some(ns / 1_000)
+}
+
 /// CPU time of the whole process, µs.
 pub fn process_cpu_us() -> i64 {
     clock_us(libc::CLOCK_PROCESS_CPUTIME_ID)
@@ -177,6 +186,7 @@ mod tests {
             x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
         }
         assert!(thread_cpu_us() > before, "{x}");
+        assert!(thread_run_delay_us().is_some_and(|us| us >= 0));
         assert!(process_cpu_us() >= thread_cpu_us());
     }
 

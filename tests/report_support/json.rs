@@ -73,7 +73,13 @@ pub const DOCUMENTED: &[(&str, &[&str])] = &[
     ),
     (
         "diagnosis/client",
-        &["thread_cpu_s", "process_cpu_s", "process_wall_s", "cpus"],
+        &[
+            "thread_cpu_s",
+            "thread_runqueue_s",
+            "process_cpu_s",
+            "process_wall_s",
+            "cpus",
+        ],
     ),
     (
         "options",

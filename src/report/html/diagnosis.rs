@@ -99,6 +99,12 @@ pub fn counters(r: &RunResult) -> Result<Option<String>, ReportError> {
             format!("client thread {i} CPU"),
             format!("{s:.2} s ({:.0}% of the run)", s / wall * 100.0),
         ));
+        if let Some(q) = d.client.thread_runqueue_s.get(i) {
+            rows.push((
+                format!("client thread {i} waiting for a CPU"),
+                format!("{q:.2} s ({:.0}% of the run)", q / wall * 100.0),
+            ));
+        }
     }
     rows.push((
         "client process CPU".into(),
