@@ -27,6 +27,7 @@ fn server18() -> &'static TempDb {
         pgbolt::tempdb::install_signal_cleanup().expect("signal clean-up");
         TempDb::builder()
             .setting("fsync", "off")
+            .setting("shared_preload_libraries", "pg_stat_statements")
             .start()
             .expect("PostgreSQL 18 starts")
     })
@@ -115,12 +116,13 @@ fn finding<'a>(r: &'a RunResult, id: &str) -> &'a Finding {
 }
 
 /// What the monitor could not read, besides the server's CPU (which
-/// depends on how the server is reached).
+/// depends on how the server is reached) and pg_stat_statements (installed
+/// only where a test installs it).
 fn missing(d: &Diagnosis) -> Vec<&String> {
     d.monitor
         .missing
         .iter()
-        .filter(|m| !m.starts_with("server CPU"))
+        .filter(|m| !m.starts_with("server CPU") && !m.starts_with("pg_stat_statements"))
         .collect()
 }
 
@@ -191,6 +193,36 @@ fn scale_below_clients(db: &TempDb) {
 #[test]
 fn scale_1_with_8_clients_under_tpcb_like_is_found_on_18() {
     scale_below_clients(server18());
+}
+
+/// With pg_stat_statements installed, the run's statements are listed
+/// with their calls; where it is not, the report says so.
+#[test]
+fn the_top_statements_come_from_pg_stat_statements_when_installed() {
+    let _turn = turn();
+    let db = server18();
+    let dbname = bench_database(db);
+    let (_, r) = run_json(db, &dbname, &["-S", "-c", "2", "-t", "50"], || {});
+    assert!(diagnosis(&r).statements.is_empty());
+    assert!(diagnosis(&r)
+        .monitor
+        .missing
+        .iter()
+        .any(|m| m == "pg_stat_statements: not installed in this database"));
+    db.psql_in(&dbname, "CREATE EXTENSION pg_stat_statements")
+        .expect("extension");
+    let (out, r) = run_json(db, &dbname, &["-S", "-c", "2", "-t", "50"], || {});
+    let select = diagnosis(&r)
+        .statements
+        .iter()
+        .find(|s| s.query.contains("pgbench_accounts"))
+        .unwrap_or_else(|| panic!("{:?}", diagnosis(&r).statements));
+    assert_eq!(select.calls, 100);
+    assert!(
+        stdout(&out).contains("  top statement: "),
+        "{}",
+        stdout(&out)
+    );
 }
 
 #[test]

@@ -69,6 +69,15 @@ pub fn render_text(r: &RunResult) -> String {
     if let Some(line) = counters_line(d) {
         let _ = writeln!(out, "  server: {line}");
     }
+    if let Some(s) = d.statements.first() {
+        let _ = writeln!(
+            out,
+            "  top statement: {} calls, mean {:.3} ms on the server: {}",
+            s.calls,
+            s.mean_ms,
+            s.query.split_whitespace().collect::<Vec<_>>().join(" ")
+        );
+    }
     let _ = writeln!(out, "  client: {}", client_line(r, d));
     if d.monitor.interval_ms.is_none() {
         out.push_str("  monitor: off (--no-monitor)\n");

@@ -22,6 +22,10 @@ pub struct Diagnosis {
     /// Changes of the `pgbench_*` tables' counters over the window.
     #[serde(default)]
     pub tables: Vec<TableCounters>,
+    /// The statements that took the most server time during the run,
+    /// from `pg_stat_statements` (empty when it is not installed).
+    #[serde(default)]
+    pub statements: Vec<StatementTime>,
     /// The client's own CPU.
     #[serde(default)]
     pub client: ClientLoad,
@@ -164,6 +168,17 @@ pub struct TableCounters {
     pub autoanalyzes: i64,
     pub vacuums: i64,
     pub analyzes: i64,
+}
+
+/// One statement's share of the server's execution time over the run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StatementTime {
+    /// Its normalized text, first 200 characters.
+    pub query: String,
+    pub calls: i64,
+    /// Execution time in all, ms.
+    pub total_ms: f64,
+    pub mean_ms: f64,
 }
 
 /// The client's CPU, from the operating system.

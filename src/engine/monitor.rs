@@ -67,6 +67,7 @@ pub fn diagnosis(
         activity: view.activity,
         counters: view.counters,
         tables: view.tables,
+        statements: view.statements,
         client: crate::diagnose::ClientLoad {
             thread_cpu_s: threads.iter().map(|t| t.cpu_us as f64 / 1e6).collect(),
             thread_runqueue_s: threads

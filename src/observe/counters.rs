@@ -61,7 +61,7 @@ pub fn read(
     if version_num >= 140_000 {
         reading.wal = first(run(WAL, "pg_stat_wal", missing));
     } else {
-        note(missing, "pg_stat_wal: needs PostgreSQL 14 or newer");
+        super::note(missing, "pg_stat_wal: needs PostgreSQL 14 or newer");
     }
     reading.checkpoints = if version_num >= 170_000 {
         first(run(CHECKPOINTER, "pg_stat_checkpointer", missing))
@@ -83,33 +83,41 @@ pub fn read(
 /// late the monitor connects. `None` when the query failed.
 /// On PostgreSQL 15 and newer the connection's own statistics are flushed
 /// first, so that its earlier transactions are not counted in the window.
+///
+/// `pg_stat_statements` is read there too, first, so that the database
+/// reading is the last transaction of the set-up connection.
 pub fn read_database(client: &mut Client) -> Option<DatabaseStart> {
     let version = client
         .parameter("server_version")
         .map_or(0, super::version_number);
+    let mut missing = Vec::new();
+    let statements = super::statements::read(client, version, &mut missing, &mut 0);
     if version >= 150_000 {
         let _ = client.simple_query("select pg_catalog.pg_stat_force_next_flush()");
     }
     let rows = client.simple_query(DATABASE).ok()?;
-    rows.into_iter().next().map(numbers).map(DatabaseStart)
+    let database = rows.into_iter().next().map(numbers)?;
+    Some(DatabaseStart {
+        database,
+        statements,
+        missing,
+    })
 }
 
-/// A reading of `pg_stat_database` taken before the run (see
-/// [`read_database`]).
+/// What the set-up connection read before the run (see [`read_database`]).
 #[derive(Debug, Clone)]
-pub struct DatabaseStart(Vec<i64>);
+pub struct DatabaseStart {
+    database: Vec<i64>,
+    pub statements: Option<super::statements::Reading>,
+    /// What it could not read.
+    pub missing: Vec<String>,
+}
 
 impl Reading {
-    /// Puts `start` in place of this reading's database counters.
-    pub fn with_database(mut self, start: DatabaseStart) -> Reading {
-        self.database = Some(start.0);
+    /// Puts `start`'s database counters in place of this reading's.
+    pub fn with_database(mut self, start: &DatabaseStart) -> Reading {
+        self.database = Some(start.database.clone());
         self
-    }
-}
-
-fn note(missing: &mut Vec<String>, line: &str) {
-    if !missing.iter().any(|m| m == line) {
-        missing.push(line.to_owned());
     }
 }
 

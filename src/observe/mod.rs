@@ -33,6 +33,7 @@
 mod activity;
 mod counters;
 pub mod cpu;
+mod statements;
 
 pub use counters::{read_database, DatabaseStart};
 
@@ -44,7 +45,7 @@ use pgwire::conninfo::HostKind;
 use pgwire::Connector;
 
 use crate::diagnose::{
-    Activity, MonitorStatus, ServerCounters, ServerCpu, StateCounts, TableCounters,
+    Activity, MonitorStatus, ServerCounters, ServerCpu, StateCounts, StatementTime, TableCounters,
 };
 
 pub use activity::classify;
@@ -62,6 +63,7 @@ pub struct ServerView {
     pub activity: Option<Activity>,
     pub counters: Option<ServerCounters>,
     pub tables: Vec<TableCounters>,
+    pub statements: Vec<StatementTime>,
     pub server_cpu: Option<ServerCpu>,
 }
 
@@ -84,6 +86,13 @@ struct Settings<'a> {
     clients_name: &'a str,
     interval: Duration,
     database_start: Option<DatabaseStart>,
+}
+
+/// Adds `line` to `missing` unless it is there already.
+fn note(missing: &mut Vec<String>, line: &str) {
+    if !missing.iter().any(|m| m == line) {
+        missing.push(line.to_owned());
+    }
 }
 
 /// A first line of an error, for [`MonitorStatus::missing`].
@@ -258,12 +267,24 @@ impl Session {
             &mut self.missing,
             &mut self.queries,
         );
-        if let Some(before) = settings.database_start {
-            // The set-up connection's reading, before the clients started:
-            // its own transaction is in the window too.
-            start = start.with_database(before);
-            self.queries += 1;
-        }
+        let statements_start = match settings.database_start {
+            Some(before) => {
+                // The set-up connection's reading, before the clients
+                // started: its own transaction is in the window too.
+                start = start.with_database(&before);
+                self.queries += 1;
+                for m in &before.missing {
+                    note(&mut self.missing, m);
+                }
+                before.statements
+            }
+            None => statements::read(
+                &mut self.client,
+                self.version_num,
+                &mut self.missing,
+                &mut self.queries,
+            ),
+        };
         let (activity, samples, lost) = self.sample_until_stopped(settings.interval, stop);
         let mut view = ServerView::default();
         view.status.samples = samples;
@@ -296,6 +317,16 @@ impl Session {
         let (server_counters, tables) = counters::changes(&start, &end, own);
         view.counters = Some(server_counters);
         view.tables = tables;
+        if let Some(first) = statements_start {
+            if let Some(last) = statements::read(
+                &mut self.client,
+                self.version_num,
+                &mut self.missing,
+                &mut self.queries,
+            ) {
+                view.statements = statements::top(&first, &last);
+            }
+        }
         view.server_cpu = match (&server, cpu_start) {
             (Ok(s), Some(first)) => s.read().map(|last| {
                 let (cpu_s, monitor_backend_cpu_s) = cpu::server_cpu_between(&first, &last);

@@ -62,6 +62,7 @@ pub const DOCUMENTED: &[(&str, &[&str])] = &[
             "activity",
             "counters",
             "tables",
+            "statements",
             "client",
             "server_cpu",
             "findings",

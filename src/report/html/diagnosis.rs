@@ -132,7 +132,22 @@ pub fn counters(r: &RunResult) -> Result<Option<String>, ReportError> {
             esc(&value)
         );
     }
-    out.push_str("</table></section>");
+    out.push_str("</table>");
+    if !d.statements.is_empty() {
+        out.push_str("<h3>Top statements (pg_stat_statements)</h3><table><tr><th>calls</th><th>mean ms</th><th>total ms</th><th>statement</th></tr>");
+        for s in &d.statements {
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td>{:.3}</td><td>{:.1}</td><td class=\"text\"><pre>{}</pre></td></tr>",
+                s.calls,
+                s.mean_ms,
+                s.total_ms,
+                esc(&s.query)
+            );
+        }
+        out.push_str("</table>");
+    }
+    out.push_str("</section>");
     Ok(Some(out))
 }
 
