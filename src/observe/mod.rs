@@ -24,8 +24,11 @@
 //!   never an error of the run.
 //!
 //! # When the counters are read
-//! The start reading is taken as soon as the monitor connects (a few ms
-//! after the clients start); the end reading after the workers closed
+//! `pg_stat_database` and `pg_stat_statements` are first read on the
+//! set-up connection, before the clients start ([`read_database`]), so that
+//! a monitor that connects late still covers every commit and statement of
+//! the run; the other views as soon as the monitor connects (a few ms after
+//! the clients start). The end reading comes after the workers closed
 //! their connections and their backends left (waiting at most 2 s), since
 //! a backend flushes its statistics for good only as it exits, and after
 //! `pg_stat_force_next_flush()` (PostgreSQL 15+) for the monitor's own.
