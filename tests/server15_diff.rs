@@ -72,7 +72,7 @@ fn both_in(db: &TempDb, dbname: &str, args: &[&str]) -> (Output, Output) {
 /// A report with numbers masked and each program's own lines left out:
 /// the version line (checked to name server 15) and pgbolt's percentiles.
 fn report(out: &Output) -> Vec<String> {
-    let text = stdout(out);
+    let text = common::without_diagnosis(&stdout(out));
     let mut lines = text.lines();
     let version = lines.next().unwrap_or_default();
     assert!(version.contains(", server 15."), "{text}");

@@ -186,6 +186,9 @@ pub struct Benchmark {
     pub run_id: Option<String>,
     /// `--sweep` and its companions: a series of runs instead of one.
     pub study: Option<crate::study::Study>,
+    /// The monitor's sampling interval in ms, or `None` under
+    /// `--no-monitor`.
+    pub monitor: Option<u32>,
 }
 
 impl Benchmark {

@@ -79,6 +79,9 @@ pub struct Gathered {
     pub html: Option<PathBuf>,
     pub render: Option<PathBuf>,
     pub pgbench_output: bool,
+    pub no_monitor: bool,
+    /// `--monitor-interval` in ms.
+    pub monitor_interval: Option<u32>,
     pub no_preflight: bool,
     pub temp_instance: bool,
     pub temp_instance_settings: Vec<(String, String)>,
@@ -538,6 +541,16 @@ pub fn render(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
 
 pub fn pgbench_output(g: &mut Gathered) {
     g.pgbench_output = true;
+}
+
+pub fn no_monitor(g: &mut Gathered) {
+    g.no_monitor = true;
+}
+
+pub fn monitor_interval(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    g.monitor_interval =
+        Some(values::option_int(&text(value), "--monitor-interval", 10, 60_000)? as u32);
+    Ok(())
 }
 
 pub fn no_preflight(g: &mut Gathered) {

@@ -208,6 +208,10 @@ static CASES: &[Case] = &[
             })
     }),
     case("pgbench-output", None, &[], |c| bench(c).pgbench_output),
+    case("no-monitor", None, &[], |c| bench(c).monitor.is_none()),
+    case("monitor-interval", Some("250"), &[], |c| {
+        bench(c).monitor == Some(250)
+    }),
     case("init-jobs", Some("3"), &["-i"], |c| init(c).jobs == Some(3)),
     case("no-preflight", None, &[], |c| !c.preflight),
     case("temp-instance", None, &[], |c| c.temp_instance.is_some()),

@@ -206,6 +206,7 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
         start_at_us: g.start_at,
         run_id: g.run_id.take(),
         study,
+        monitor: (!g.no_monitor).then(|| g.monitor_interval.unwrap_or(100)),
     })
 }
 

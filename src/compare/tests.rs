@@ -93,6 +93,7 @@ fn run_with(tps: &[f64], latency_us: impl Fn(usize) -> Vec<(i64, u64)>) -> RunRe
         context: RunContext::default(),
         generator: None,
         generators: Vec::new(),
+        diagnosis: None,
     }
 }
 

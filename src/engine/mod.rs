@@ -64,6 +64,7 @@ mod linger;
 mod log;
 mod machine;
 mod meta;
+mod monitor;
 mod pacing;
 pub mod plan;
 mod progress;
@@ -98,6 +99,7 @@ use clock::Clock;
 use env::ThreadEnv;
 pub use error::EngineError;
 use linger::Lingering;
+use monitor::{diagnosis, start_monitor, ThreadTimes};
 use plan::Plan;
 use result_file::ResultFile;
 use shared::Shared;
@@ -116,6 +118,11 @@ struct Prepared {
     base: Variables,
     /// The server's `server_version`, for the reports.
     server_version: Option<String>,
+    /// Connection slots the preflight found left for the monitor.
+    spare_slots: Option<i64>,
+    /// `pg_stat_database` as the set-up connection read it last, for the
+    /// monitor.
+    database_start: Option<crate::observe::DatabaseStart>,
 }
 
 /// Runs the benchmark and returns the exit status.
@@ -134,7 +141,7 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
     };
     let prepared = prepare(config, bench, &StepSetup::pgbench())?;
     match execute(config, &prepared, bench)? {
-        Executed::Ended(ended) => report(&prepared, bench, ended, [json_file, html_file]),
+        Executed::Ended(ended) => report(&prepared, bench, *ended, [json_file, html_file]),
         Executed::Aborted => Ok(2),
     }
 }
@@ -179,7 +186,7 @@ pub fn run_step(
 ) -> Result<Step, EngineError> {
     let prepared = prepare(config, bench, setup)?;
     let ended = match execute(config, &prepared, bench)? {
-        Executed::Ended(ended) => ended,
+        Executed::Ended(ended) => *ended,
         Executed::Aborted => {
             return Ok(Step {
                 result: None,
@@ -202,7 +209,7 @@ pub fn run_step(
 
 /// How the threads finished.
 enum Executed {
-    Ended(Ended),
+    Ended(Box<Ended>),
     /// A client aborted the run (`--exit-on-abort`); already reported.
     Aborted,
 }
@@ -230,6 +237,8 @@ fn execute(
     let mut shared = Shared::new(prepared.plan.threads as usize, end_us);
     shared.start_at = bench.start_at_us;
     let shared = Arc::new(shared);
+    let process_cpu_start = crate::observe::cpu::process_cpu_us();
+    let monitor = start_monitor(prepared, bench, &shared);
     let plan = prepared.plan.clone();
     // Thread 0 runs on this thread, as pgbench's does: with `-j 1` the
     // process stays single-threaded, which spares every system call the
@@ -284,6 +293,7 @@ fn execute(
         }
     }
     let interrupted_by = signals::received();
+    let server_view = monitor.stop();
     drop(guard);
     if let Some(e) = shared.take_start_error() {
         return Err(e);
@@ -297,13 +307,16 @@ fn execute(
         ));
         return Ok(Executed::Aborted);
     }
-    Ok(Executed::Ended(Ended {
+    let now = clock.now_us();
+    Ok(Executed::Ended(Box::new(Ended {
         results,
         start_time,
-        now: clock.now_us(),
+        now,
         interrupted_by,
         ready_us: shared.ready_us(),
-    }))
+        server_view,
+        process_cpu_us: crate::observe::cpu::process_cpu_us() - process_cpu_start,
+    })))
 }
 
 /// Runs one worker thread's loop. A panic (a bug) is reported through the
@@ -420,13 +433,15 @@ fn prepare(config: &Config, bench: &Benchmark, step: &StepSetup) -> Result<Prepa
             plan.clients, cfg.dbname
         ));
     }
-    if config.preflight {
+    let spare_slots = if config.preflight {
         setup::preflight(
             &mut setup_client,
             step.preflight_clients.unwrap_or(plan.clients),
             config.temp_instance.is_some(),
-        )?;
-    }
+        )?
+    } else {
+        None
+    };
     let server_settings = if config.preflight {
         setup::server_settings(&mut setup_client)
     } else {
@@ -443,6 +458,11 @@ fn prepare(config: &Config, bench: &Benchmark, step: &StepSetup) -> Result<Prepa
     if step.checkpoint {
         setup::checkpoint(&mut setup_client);
     }
+    let database_start = if bench.monitor.is_some() && spare_slots.map_or(true, |n| n >= 1) {
+        crate::observe::read_database(&mut setup_client)
+    } else {
+        None
+    };
     drop(stop);
     setup_client.close();
     raise_open_files_limit(bench.open_files_needed(config.io, config.temp_instance.is_some()));
@@ -457,6 +477,8 @@ fn prepare(config: &Config, bench: &Benchmark, step: &StepSetup) -> Result<Prepa
         states,
         base,
         server_version,
+        spare_slots,
+        database_start,
     })
 }
 
@@ -655,7 +677,7 @@ fn thread_parts(
     Ok((clients, env, poll))
 }
 
-/// What the threads left behind.
+/// What the threads and the monitor left behind.
 struct Ended {
     results: Vec<WorkerResult>,
     start_time: i64,
@@ -663,6 +685,11 @@ struct Ended {
     interrupted_by: Option<i32>,
     /// When every client was connected.
     ready_us: Option<i64>,
+    /// What the monitor saw (the reason it did not run in its `missing`);
+    /// `None` under `--no-monitor`.
+    server_view: Option<crate::observe::ServerView>,
+    /// The process's CPU from before the clients connected to the end.
+    process_cpu_us: i64,
 }
 
 /// The variables every client starts with: `-D` definitions, then
@@ -839,7 +866,16 @@ fn build_result(
         now,
         interrupted_by,
         ready_us,
+        server_view,
+        process_cpu_us,
     } = ended;
+    let thread_times: Vec<ThreadTimes> = results
+        .iter()
+        .map(|r| ThreadTimes {
+            cpu_us: r.cpu_us,
+            run_delay_us: r.run_delay_us,
+        })
+        .collect();
     let mut merged: Option<ThreadStats> = None;
     let (mut conn_total, mut bench_start, mut aborted, mut interrupted) = (0, i64::MAX, 0, 0);
     let mut log_failed = false;
@@ -881,6 +917,12 @@ fn build_result(
         started_us: Some(start_time),
         ended_us: Some(now),
     };
+    result.diagnosis = Some(diagnosis(
+        &result,
+        server_view,
+        &thread_times,
+        (process_cpu_us, now - start_time),
+    ));
     result.generator = Some(crate::fleet::GeneratorInfo {
         index: bench.fleet.map_or(0, |s| s.index),
         count: bench.fleet.map_or(1, |s| s.count),
@@ -919,7 +961,10 @@ fn report(
     let result = &built.result;
     let (interrupted, interrupted_by) = (built.interrupted, built.interrupted_by);
     let mut output_failed = false;
-    let text = report::render_text(result, bench.pgbench_output);
+    let mut text = report::render_text(result, bench.pgbench_output);
+    if !bench.pgbench_output {
+        text.push_str(&crate::diagnose::render_text(result));
+    }
     let mut stdout = Stdout::default();
     if json_to_stdout(bench) {
         let _ = std::io::stderr().lock().write_all(text.as_bytes());

@@ -134,19 +134,26 @@ pub fn server_settings(client: &mut Client) -> std::collections::BTreeMap<String
 /// The notices these queries draw (`LOG:  statement: ...` under
 /// `client_min_messages=log`) are dropped: they are about pgbolt's own
 /// queries, which pgbench does not run.
+///
+/// Returns the connection slots left once the clients are connected, when
+/// it could count them (the monitor takes one only if there is one).
 pub fn preflight(
     client: &mut Client,
     clients: u32,
     temp_instance: bool,
-) -> Result<(), EngineError> {
+) -> Result<Option<i64>, EngineError> {
     let result = check_room(client, clients, temp_instance);
     drop(client.take_notices());
     result
 }
 
-fn check_room(client: &mut Client, clients: u32, temp_instance: bool) -> Result<(), EngineError> {
+fn check_room(
+    client: &mut Client,
+    clients: u32,
+    temp_instance: bool,
+) -> Result<Option<i64>, EngineError> {
     let Ok(rows) = client.simple_query("select pg_catalog.pg_backend_pid()") else {
-        return Ok(());
+        return Ok(None);
     };
     let pid = rows
         .first()
@@ -154,7 +161,7 @@ fn check_room(client: &mut Client, clients: u32, temp_instance: bool) -> Result<
         .and_then(|v| v.as_deref())
         .and_then(|v| v.parse::<i64>().ok());
     if pid != Some(i64::from(client.connection().backend_pid())) {
-        return Ok(());
+        return Ok(None);
     }
     const QUERY: &str = "select current_setting('max_connections')::int, \
         case when r.rolsuper then 0 else \
@@ -170,7 +177,7 @@ fn check_room(client: &mut Client, clients: u32, temp_instance: bool) -> Result<
         r.rolsuper \
         from pg_catalog.pg_roles r where r.rolname = current_user";
     let Ok(rows) = client.simple_query(QUERY) else {
-        return Ok(());
+        return Ok(None);
     };
     let number = |row: &[Option<String>], i: usize| -> i64 {
         row.get(i)
@@ -179,7 +186,7 @@ fn check_room(client: &mut Client, clients: u32, temp_instance: bool) -> Result<
             .unwrap_or(0)
     };
     let Some(row) = rows.first() else {
-        return Ok(());
+        return Ok(None);
     };
     let check = Preflight {
         clients,
@@ -193,7 +200,7 @@ fn check_room(client: &mut Client, clients: u32, temp_instance: bool) -> Result<
     if i64::from(clients) > check.available() {
         return Err(EngineError::Preflight(check));
     }
-    Ok(())
+    Ok(Some(check.available() - i64::from(clients)))
 }
 
 /// pgbench's `GetTableInfo`: the scale is the number of branches, and the

@@ -147,6 +147,21 @@ impl Shared {
         !gate.failed
     }
 
+    /// Waits, without being one of the threads, until every thread has
+    /// connected its clients; false when one of them failed.
+    pub fn wait_opened(&self) -> bool {
+        let Ok(mut gate) = self.gate.lock() else {
+            return false;
+        };
+        while gate.arrived < self.threads && !gate.failed {
+            gate = match self.opened.wait(gate) {
+                Ok(g) => g,
+                Err(_) => return false,
+            };
+        }
+        !gate.failed
+    }
+
     /// Reports a failure before the start; the first one is kept.
     pub fn fail_start(&self, error: EngineError) {
         if let Ok(mut gate) = self.gate.lock() {

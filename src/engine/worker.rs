@@ -51,6 +51,11 @@ pub struct WorkerResult {
     pub interrupted: usize,
     /// Writing the transaction log failed (the error was printed).
     pub log_failed: bool,
+    /// CPU time of this thread from the start to the end of its run, µs.
+    pub cpu_us: i64,
+    /// Time it was runnable but waited for a CPU meanwhile, µs, where the
+    /// kernel says.
+    pub run_delay_us: Option<i64>,
 }
 
 /// The thread's body: connect every client (paced), wait for the
@@ -80,6 +85,8 @@ pub fn run(
         return None;
     }
     let start = env.clock.now_us();
+    let cpu_start = crate::observe::cpu::thread_cpu_us();
+    let delay_start = crate::observe::cpu::thread_run_delay_us();
     env.throttle_trigger = start;
     if let Some(log) = env.log.as_mut() {
         log.begin(start);
@@ -153,7 +160,14 @@ pub fn run(
         shared.spin.set(t.winner());
     }
     let stopped = shared.stop_requested() || shared.exit_on_abort_triggered();
-    Some(finish(clients, env, start, stopped))
+    let cpu_us = crate::observe::cpu::thread_cpu_us() - cpu_start;
+    let run_delay_us = crate::observe::cpu::thread_run_delay_us()
+        .zip(delay_start)
+        .map(|(end, start)| end - start);
+    let mut result = finish(clients, env, start, stopped);
+    result.cpu_us = cpu_us;
+    result.run_delay_us = run_delay_us;
+    Some(result)
 }
 
 /// Waits for work (socket events, completions, timers) through the ring or
@@ -430,6 +444,8 @@ fn finish(mut clients: Vec<Client>, mut env: ThreadEnv, start: i64, stopped: boo
         aborted,
         interrupted,
         log_failed: env.log_failed,
+        cpu_us: 0,
+        run_delay_us: None,
     }
 }
 

@@ -117,6 +117,7 @@ pub fn merge(results: &[RunResult]) -> Result<RunResult, ReportError> {
         all.merge(&series_of(&r.series)?);
     }
     merged.context = RunContext::default();
+    merged.diagnosis = None;
     merged.latency = latency.finish()?;
     merged.service_time = service.finish()?;
     merged.lag = lag.finish()?;

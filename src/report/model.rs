@@ -392,6 +392,10 @@ pub struct RunResult {
     /// A merged result's generators, in index order (empty otherwise).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub generators: Vec<crate::fleet::merge::GeneratorSummary>,
+    /// The server's view, the client's load and the findings (null when
+    /// not diagnosed: a result of an older pgbolt, a merged result).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosis: Option<crate::diagnose::Diagnosis>,
 }
 
 /// `count` per second over `seconds`; 0 for a run that took no time (JSON
@@ -478,6 +482,7 @@ impl RunResult {
             context: RunContext::default(),
             generator: None,
             generators: Vec::new(),
+            diagnosis: None,
             counts: Counts::new(total.counts, total.latency_late),
             tps: per_second(total.counts.committed, seconds),
             latency: Distribution::new(total.latency, &total.latency_histogram)?,

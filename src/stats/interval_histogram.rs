@@ -216,6 +216,17 @@ impl IntervalHistogram {
         self.entries = merged;
     }
 
+    /// Number of values in buckets that reach above `value_us` (whose
+    /// highest value is above it): at this precision, the values that may
+    /// be above it.
+    pub fn count_reaching_above(&self, value_us: u64) -> u64 {
+        self.entries
+            .iter()
+            .filter(|e| value_for(e.index() + 1) - 1 > value_us)
+            .map(|e| e.count())
+            .sum()
+    }
+
     /// The crate's histogram with the same counts.
     fn hdr(&self) -> Histogram<u64> {
         let mut h = empty_hdr();
@@ -277,6 +288,20 @@ mod tests {
         assert!((35_000..=35_000 + 35_000 / 16).contains(&p50), "{p50}");
         assert!((69_300..=69_300 + 69_300 / 16).contains(&p99), "{p99}");
         assert!(IntervalHistogram::decode("AAAA").is_err());
+    }
+
+    /// A bucket that straddles the threshold counts: its values may be
+    /// above it.
+    #[test]
+    fn values_reaching_above_a_threshold_include_its_bucket() {
+        let mut r = IntervalRecorder::new();
+        for v in [100, 1_996_623, 1_996_623, 5_000_000] {
+            r.record(v);
+        }
+        let h = r.take();
+        assert_eq!(h.count_reaching_above(1_929_215), 3);
+        assert_eq!(h.count_reaching_above(4_000_000), 1);
+        assert_eq!(h.count_reaching_above(10_000_000), 0);
     }
 
     /// The layout is the crate's at 1 significant digit: the same values

@@ -186,3 +186,22 @@ pub fn run_without_terminal(cmd: &mut Command, answer: &[u8]) -> Output {
 
 pub mod pgbouncer;
 pub mod standby;
+
+/// `text` without pgbolt's diagnosis section: the `diagnosis:` line and
+/// the indented lines after it (see docs/diagnosis.md).
+pub fn without_diagnosis(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut inside = false;
+    for line in text.split_inclusive('\n') {
+        if line.trim_end() == "diagnosis:" {
+            inside = true;
+            continue;
+        }
+        if inside && line.starts_with("  ") {
+            continue;
+        }
+        inside = false;
+        out.push_str(line);
+    }
+    out
+}

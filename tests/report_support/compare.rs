@@ -62,6 +62,7 @@ pub fn report_lines(report: &str) -> Vec<String> {
 /// pgbolt's report with its own lines checked and removed: the version
 /// line first, the percentile lines last.
 pub fn ours_without_additions(report: &str, rate: bool) -> Vec<String> {
+    let report = &super::common::without_diagnosis(report);
     let mut lines: Vec<&str> = report.lines().collect();
     assert!(
         re(r"^pgbolt \(\d+\.\d+\.\d+, server \d+\.\d+.*\)$").is_match(lines[0]),

@@ -53,6 +53,7 @@ pub const DOCUMENTED: &[(&str, &[&str])] = &[
             "scripts",
             "series",
             "generator",
+            "diagnosis",
         ],
     ),
     (
@@ -66,6 +67,33 @@ pub const DOCUMENTED: &[(&str, &[&str])] = &[
             "clock",
             "window_start_us",
             "window_end_us",
+        ],
+    ),
+    (
+        "diagnosis",
+        &[
+            "monitor",
+            "activity",
+            "counters",
+            "tables",
+            "statements",
+            "client",
+            "server_cpu",
+            "findings",
+        ],
+    ),
+    (
+        "diagnosis/monitor",
+        &["ran", "interval_ms", "samples", "missing"],
+    ),
+    (
+        "diagnosis/client",
+        &[
+            "thread_cpu_s",
+            "thread_runqueue_s",
+            "process_cpu_s",
+            "process_wall_s",
+            "cpus",
         ],
     ),
     (

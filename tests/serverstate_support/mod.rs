@@ -129,7 +129,7 @@ pub fn seen(out: &Output, sorted: bool) -> Seen {
     }
     Seen {
         code: out.status.code(),
-        stdout: clean(&out.stdout),
+        stdout: clean(common::without_diagnosis(&text(&out.stdout)).as_bytes()),
         stderr,
     }
 }

@@ -17,10 +17,11 @@
 //!
 //! Sections are functions from the result to HTML, listed in [`SECTIONS`]
 //! in page order; each lives in the module of its subject ([`summary`]:
-//! header and key figures, [`time`]: the run over time, [`distribution`]:
-//! latency distribution and percentile spectrum, [`tables`]: scripts,
-//! commands, schedule and connections). A later feature adds its pages the
-//! same way: the run's diagnosis, a sweep's steps, a comparison or a
+//! header and key figures, [`diagnosis`]: the findings, the server
+//! backends' states over time and the counters, [`time`]: the run over
+//! time, [`distribution`]: latency distribution and percentile spectrum,
+//! [`tables`]: scripts, commands, schedule and connections). A later
+//! feature adds its pages the same way: a sweep's steps, a comparison or a
 //! merged result's generators become a module with a section function
 //! added to the list (a result kind of its own gets a list of its own),
 //! and use [`svg::Chart`] for their charts. Budgets (tested): a one-hour
@@ -28,6 +29,7 @@
 //! each series as one polyline, whatever the number of points.
 
 mod comparison;
+mod diagnosis;
 mod distribution;
 pub mod escape;
 mod summary;
@@ -50,7 +52,9 @@ type Section = fn(&RunResult) -> Result<Option<String>, ReportError>;
 const SECTIONS: &[Section] = &[
     summary::header,
     summary::key_figures,
+    diagnosis::findings,
     time::throughput,
+    diagnosis::backend_states,
     time::latency,
     distribution::histogram,
     distribution::spectrum,
@@ -58,6 +62,7 @@ const SECTIONS: &[Section] = &[
     tables::schedule,
     tables::connections,
     tables::generators,
+    diagnosis::counters,
 ];
 
 /// Forbids every fetch, connection, image, frame, form and script (all

@@ -48,7 +48,7 @@ fn spans(r: &RunResult) -> Vec<(&IntervalResult, f64, f64)> {
         .collect()
 }
 
-fn time_axis(r: &RunResult) -> Axis {
+pub(super) fn time_axis(r: &RunResult) -> Axis {
     let width = r.series.width_us as f64 / 1e6;
     let last = r
         .series

@@ -1,0 +1,414 @@
+//! The findings: each a pure function of the result, which says whether
+//! its condition holds and, if so, the figures, why they matter and what to
+//! do. Thresholds are named constants; docs/diagnosis.md lists them.
+
+use std::collections::BTreeMap;
+
+use super::model::{Finding, Severity};
+use crate::report::RunResult;
+
+/// A worker thread's CPU share of the window above which the client may
+/// be the bottleneck.
+pub const SATURATION_WARNING: f64 = 0.80;
+/// ... above which the numbers measure the client.
+pub const SATURATION_CRITICAL: f64 = 0.90;
+/// Shortest read-write run whose checkpoints and vacuums even out.
+pub const READ_WRITE_MIN_S: f64 = 60.0;
+/// Progress intervals a run should span.
+pub const MIN_PROGRESS_INTERVALS: f64 = 10.0;
+/// Committed transactions under which p99.99 rests on no transaction.
+pub const MIN_TRANSACTIONS: u64 = 10_000;
+/// Allowed gap between clients and TPS × mean latency, as a fraction.
+pub const LITTLE_TOLERANCE: f64 = 0.10;
+/// Share of the slow transactions (above the run's p99 and ten times
+/// its median) in one interval
+/// and the next that makes it a stall.
+pub const STALL_SHARE: f64 = 0.75;
+/// How many medians above a transaction must be to count as slow.
+pub const STALL_MEDIANS: f64 = 10.0;
+/// Intervals a run needs before one of them can stand out.
+pub const MIN_STALL_INTERVALS: usize = 6;
+/// Share of the machine's CPU the client may take beside a local server.
+pub const SHARED_MACHINE_SHARE: f64 = 0.25;
+
+const TPCB_LIKE: &str = "<builtin: TPC-B (sort of)>";
+const SIMPLE_UPDATE: &str = "<builtin: simple update>";
+
+/// Every finding that applies to `r`, most severe first.
+pub fn findings(r: &RunResult) -> Vec<Finding> {
+    let checks: [fn(&RunResult) -> Option<Finding>; 10] = [
+        client_saturated,
+        shared_machine,
+        run_too_short,
+        too_few_transactions,
+        scale_below_clients,
+        checkpoint,
+        vacuum,
+        commits_disagree,
+        littles_law,
+        stall,
+    ];
+    let mut found: Vec<Finding> = checks.iter().filter_map(|check| check(r)).collect();
+    found.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    found
+}
+
+fn finding(id: &str, severity: Severity, summary: String, figures: &[(&str, f64)]) -> Finding {
+    Finding {
+        id: id.to_owned(),
+        severity,
+        summary,
+        figures: figures
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), *v))
+            .collect::<BTreeMap<_, _>>(),
+        why: String::new(),
+        action: String::new(),
+    }
+}
+
+fn explained(mut f: Finding, why: &str, action: &str) -> Option<Finding> {
+    f.why = why.to_owned();
+    f.action = action.to_owned();
+    Some(f)
+}
+
+fn window_s(r: &RunResult) -> f64 {
+    r.timings.bench_duration_us as f64 / 1e6
+}
+
+fn client_saturated(r: &RunResult) -> Option<Finding> {
+    let d = r.diagnosis.as_ref()?;
+    let wall = window_s(r);
+    let c = &d.client;
+    // Busy: running, or runnable and waiting for a CPU (a thread the
+    // machine cannot run is as much the bottleneck as one always running).
+    let busy = |i: usize| c.thread_cpu_s[i] + c.thread_runqueue_s.get(i).copied().unwrap_or(0.0);
+    let thread = (0..c.thread_cpu_s.len()).max_by(|&a, &b| busy(a).total_cmp(&busy(b)))?;
+    let (share, cpu, queued) = (
+        busy(thread) / wall,
+        c.thread_cpu_s[thread] / wall,
+        c.thread_runqueue_s.get(thread).copied().unwrap_or(0.0) / wall,
+    );
+    let severity = if share > SATURATION_CRITICAL {
+        Severity::Critical
+    } else if share > SATURATION_WARNING {
+        Severity::Warning
+    } else {
+        return None;
+    };
+    let f = finding(
+        "client-saturated",
+        severity,
+        format!(
+            "client saturated: thread {thread} ran {:.0}% of the run and waited {:.0}% for a CPU",
+            cpu * 100.0,
+            queued * 100.0
+        ),
+        &[
+            ("thread", thread as f64),
+            ("busy_share", share),
+            ("cpu_share", cpu),
+            ("runqueue_share", queued),
+        ],
+    );
+    explained(
+        f,
+        "a worker thread that is always running or waiting to run delays its clients' next statements, so the rate and latency measure pgbolt and this machine as much as the server",
+        "use more threads (-j) if CPUs are free, else another or more load machines",
+    )
+}
+
+fn shared_machine(r: &RunResult) -> Option<Finding> {
+    let d = r.diagnosis.as_ref()?;
+    d.server_cpu?;
+    let c = &d.client;
+    if c.cpus == 0 || c.process_wall_s <= 0.0 {
+        return None;
+    }
+    let share = c.process_cpu_s / (c.process_wall_s * f64::from(c.cpus));
+    if share <= SHARED_MACHINE_SHARE {
+        return None;
+    }
+    let f = finding(
+        "client-shares-machine",
+        Severity::Warning,
+        format!(
+            "the client used {:.0}% of this machine's {} CPUs beside the server",
+            share * 100.0,
+            c.cpus
+        ),
+        &[("machine_share", share), ("cpus", f64::from(c.cpus))],
+    );
+    explained(
+        f,
+        "CPU the client takes on the server's machine is CPU the server does not get",
+        "run pgbolt on another machine, or fewer threads",
+    )
+}
+
+/// Whether the run wrote: a read-write builtin, or rows written per the
+/// server.
+fn read_write(r: &RunResult) -> bool {
+    let builtin = r
+        .options
+        .scripts
+        .iter()
+        .any(|s| s.name == TPCB_LIKE || s.name == SIMPLE_UPDATE);
+    let rows = r
+        .diagnosis
+        .as_ref()
+        .and_then(|d| d.counters.as_ref())
+        .and_then(|c| c.database)
+        .is_some_and(|db| db.rows_written > 0);
+    builtin || rows
+}
+
+fn run_too_short(r: &RunResult) -> Option<Finding> {
+    let secs = window_s(r);
+    if read_write(r) && secs < READ_WRITE_MIN_S {
+        let f = finding(
+            "run-too-short",
+            Severity::Warning,
+            format!(
+                "run too short: a read-write run of {secs:.1} s (under {READ_WRITE_MIN_S:.0} s)"
+            ),
+            &[("duration_s", secs), ("minimum_s", READ_WRITE_MIN_S)],
+        );
+        return explained(
+            f,
+            "a short read-write run misses the checkpoints, vacuums and cache turnover a longer one pays for",
+            "run for several minutes (-T), longer than checkpoint_timeout for steady numbers",
+        );
+    }
+    let progress = f64::from(r.options.progress_s?);
+    if secs >= MIN_PROGRESS_INTERVALS * progress {
+        return None;
+    }
+    let f = finding(
+        "run-too-short",
+        Severity::Info,
+        format!("run too short: {secs:.1} s is fewer than {MIN_PROGRESS_INTERVALS:.0} progress intervals of {progress:.0} s"),
+        &[("duration_s", secs), ("progress_s", progress)],
+    );
+    explained(
+        f,
+        "a few intervals cannot show whether the rate was steady",
+        "run longer, or report progress more often (-P)",
+    )
+}
+
+fn too_few_transactions(r: &RunResult) -> Option<Finding> {
+    let committed = r.counts.counters.committed;
+    if committed == 0 || committed >= MIN_TRANSACTIONS {
+        return None;
+    }
+    let f = finding(
+        "too-few-transactions",
+        Severity::Info,
+        format!("{committed} transactions: p99.99 rests on fewer than one transaction"),
+        &[
+            ("committed", committed as f64),
+            ("minimum", MIN_TRANSACTIONS as f64),
+        ],
+    );
+    explained(
+        f,
+        "a high percentile of a few transactions is their maximum, not a tail",
+        "run longer, or read only the percentiles the count supports",
+    )
+}
+
+fn scale_below_clients(r: &RunResult) -> Option<Finding> {
+    let o = &r.options;
+    let contended = o
+        .scripts
+        .iter()
+        .any(|s| s.name == TPCB_LIKE || s.name == SIMPLE_UPDATE);
+    if !contended || o.scale >= u64::from(o.clients) {
+        return None;
+    }
+    let f = finding(
+        "scale-below-clients",
+        Severity::Warning,
+        format!(
+            "scale {} below {} clients: updates contend on pgbench_branches rows",
+            o.scale, o.clients
+        ),
+        &[("scale", o.scale as f64), ("clients", f64::from(o.clients))],
+    );
+    explained(
+        f,
+        "with fewer branches than clients, clients wait for each other's row locks; the run measures lock contention",
+        "initialize with a scale of at least the number of clients (-i -s)",
+    )
+}
+
+fn checkpoint(r: &RunResult) -> Option<Finding> {
+    let c = r.diagnosis.as_ref()?.counters.as_ref()?.checkpoints?;
+    let n = c.timed + c.requested;
+    if n <= 0 {
+        return None;
+    }
+    let f = finding(
+        "checkpoint",
+        Severity::Warning,
+        format!(
+            "{n} checkpoint(s) during the run ({} requested, {} timed)",
+            c.requested, c.timed
+        ),
+        &[("requested", c.requested as f64), ("timed", c.timed as f64)],
+    );
+    explained(
+        f,
+        "a checkpoint writes dirty pages and makes the next changes write full pages to the WAL: the rate drops while it runs",
+        "run long enough to include checkpoints evenly, or compare runs that have the same number",
+    )
+}
+
+fn vacuum(r: &RunResult) -> Option<Finding> {
+    let d = r.diagnosis.as_ref()?;
+    let mut parts = Vec::new();
+    let (mut vacuums, mut analyzes) = (0, 0);
+    for t in &d.tables {
+        let v = t.autovacuums + t.vacuums;
+        let a = t.autoanalyzes + t.analyzes;
+        if v + a > 0 {
+            parts.push(format!("{} ({v} vacuum, {a} analyze)", t.table));
+        }
+        vacuums += v;
+        analyzes += a;
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    let severity = if vacuums > 0 {
+        Severity::Warning
+    } else {
+        Severity::Info
+    };
+    let f = finding(
+        "vacuum",
+        severity,
+        format!("vacuum or analyze during the run: {}", parts.join(", ")),
+        &[("vacuums", vacuums as f64), ("analyzes", analyzes as f64)],
+    );
+    explained(
+        f,
+        "a vacuum reads and writes the table beside the clients, and an analyze can change plans mid-run",
+        "vacuum before the run (the default without -n), and compare runs of the same length",
+    )
+}
+
+fn commits_disagree(r: &RunResult) -> Option<Finding> {
+    if !r
+        .options
+        .scripts
+        .iter()
+        .all(|s| s.name.starts_with("<builtin: "))
+    {
+        return None;
+    }
+    let db = r.diagnosis.as_ref()?.counters.as_ref()?.database?;
+    let committed = r.counts.counters.committed as i64;
+    let others = db.xact_commit - committed - db.monitor_commits;
+    let tolerance = (committed / 100).max(i64::from(r.options.clients) + 10);
+    if others.abs() <= tolerance {
+        return None;
+    }
+    let f = finding(
+        "commits-disagree",
+        Severity::Warning,
+        format!(
+            "the server committed {} transactions, pgbolt {committed}: {others} from other sessions",
+            db.xact_commit
+        ),
+        &[
+            ("server_commits", db.xact_commit as f64),
+            ("pgbolt_committed", committed as f64),
+            ("monitor_commits", db.monitor_commits as f64),
+            ("others", others as f64),
+        ],
+    );
+    explained(
+        f,
+        "other sessions' work shared the server with the run, so the rate is not the server's whole capacity",
+        "run on a quiet server, or account for the other load",
+    )
+}
+
+fn littles_law(r: &RunResult) -> Option<Finding> {
+    let o = &r.options;
+    let mean_ms = r.latency.average_ms?;
+    if o.rate.is_some() || o.connect_per_transaction || r.counts.counters.committed == 0 {
+        return None;
+    }
+    let busy = r.tps * mean_ms / 1000.0;
+    let clients = f64::from(o.clients);
+    let gap = (clients - busy) / clients;
+    if gap.abs() <= LITTLE_TOLERANCE {
+        return None;
+    }
+    let f = finding(
+        "littles-law",
+        Severity::Warning,
+        format!("TPS × mean latency = {busy:.2} clients busy, of {}: {:.0}% of their time outside transactions", o.clients, gap * 100.0),
+        &[("busy_clients", busy), ("clients", clients), ("gap", gap)],
+    );
+    explained(
+        f,
+        "time between transactions (client delays, \\sleep outside them, reconnecting, a slow client thread) is load the server did not get",
+        "look at the client's CPU, the scripts' meta-commands, and the connection time",
+    )
+}
+
+fn stall(r: &RunResult) -> Option<Finding> {
+    // Slow: above p99, and far above the median (where p99 is still in
+    // the bulk, jitter is no stall).
+    let p = r.latency.percentiles?;
+    let p99_us = (p.p99.max(STALL_MEDIANS * p.p50) * 1000.0) as u64;
+    let intervals = &r.series.intervals;
+    if intervals.len() < MIN_STALL_INTERVALS {
+        return None;
+    }
+    let mut slow = Vec::with_capacity(intervals.len());
+    for i in intervals {
+        // An interval in which nothing committed has no histogram.
+        slow.push(match &i.latency_histogram {
+            Some(text) => crate::stats::IntervalHistogram::decode(text)
+                .ok()?
+                .count_reaching_above(p99_us),
+            None => 0,
+        });
+    }
+    let total: u64 = slow.iter().sum();
+    // A stall's late transactions end in its interval or, catching up,
+    // in the next one: the pair of neighbours with the most of them.
+    let (first, n) = (0..slow.len())
+        .map(|i| (i, slow[i] + slow.get(i + 1).copied().unwrap_or(0)))
+        .max_by_key(|&(i, n)| (n, std::cmp::Reverse(i)))?;
+    let worst = match slow.get(first + 1) {
+        Some(&next) if next > slow[first] => first + 1,
+        _ => first,
+    };
+    let share = n as f64 / total.max(1) as f64;
+    if total < 10 || share < STALL_SHARE {
+        return None;
+    }
+    let offset = intervals[worst].offset_s;
+    let f = finding(
+        "stall",
+        Severity::Warning,
+        format!(
+            "a stall at {offset:.0} s: {:.0}% of the slow transactions (over {:.3} ms) ended in that second or the next",
+            share * 100.0,
+            p99_us as f64 / 1000.0
+        ),
+        &[("offset_s", offset), ("share", share), ("slow", n as f64)],
+    );
+    explained(
+        f,
+        "the tail percentiles describe one event, not the run's usual latency",
+        "look at what happened then (a lock, a checkpoint, the machine) and repeat the run",
+    )
+}

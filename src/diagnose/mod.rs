@@ -1,0 +1,160 @@
+//! The run's diagnosis: what was measured and whether to trust it.
+//!
+//! [`model`] holds the figures (the monitor's view of the server from
+//! [`crate::observe`], the client's own CPU) and the findings. The
+//! findings ([`findings`]) are pure functions of a [`RunResult`] with its
+//! diagnosis, so they are tested on synthetic results and recomputed the
+//! same from a saved JSON. [`render_text`] prints the short section that
+//! follows the text report (never under `--pgbench-output`); the HTML
+//! panels live in `report::html::diagnosis`.
+
+mod findings;
+mod model;
+#[cfg(test)]
+mod tests;
+
+use std::fmt::Write as _;
+
+pub use findings::findings;
+pub use model::*;
+
+use crate::report::RunResult;
+
+/// Most findings the text section lists (the JSON has them all).
+const TEXT_FINDINGS: usize = 8;
+
+/// The backend-state shares of `a` in one line.
+pub fn shares_line(a: &StateCounts) -> String {
+    let pct = |n: u64| a.share(n) * 100.0;
+    let waits: Vec<String> = a
+        .waiting
+        .iter()
+        .map(|(kind, n)| format!("{kind} {:.0}%", pct(*n)))
+        .collect();
+    let mut line = format!(
+        "{:.0}% on CPU, {:.0}% waiting",
+        pct(a.on_cpu),
+        pct(a.waiting_total())
+    );
+    if !waits.is_empty() {
+        let _ = write!(line, " ({})", waits.join(", "));
+    }
+    let _ = write!(line, ", {:.0}% waiting for the client", pct(a.client));
+    if a.idle_in_transaction > 0 {
+        let _ = write!(
+            line,
+            ", {:.0}% idle in transaction",
+            pct(a.idle_in_transaction)
+        );
+    }
+    line
+}
+
+/// The diagnosis section of the text report: the backend states, the
+/// counters, the client's CPU, what the monitor missed, one line per
+/// finding. Empty when the result has no diagnosis.
+pub fn render_text(r: &RunResult) -> String {
+    let Some(d) = &r.diagnosis else {
+        return String::new();
+    };
+    let mut out = String::from("diagnosis:\n");
+    if let Some(a) = d.activity.as_ref().filter(|a| a.total.total() > 0) {
+        let _ = writeln!(
+            out,
+            "  server backends: {} ({} samples)",
+            shares_line(&a.total),
+            d.monitor.samples
+        );
+    }
+    if let Some(line) = counters_line(d) {
+        let _ = writeln!(out, "  server: {line}");
+    }
+    if let Some(s) = d.statements.first() {
+        let _ = writeln!(
+            out,
+            "  top statement: {} calls, mean {:.3} ms on the server: {}",
+            s.calls,
+            s.mean_ms,
+            s.query.split_whitespace().collect::<Vec<_>>().join(" ")
+        );
+    }
+    let _ = writeln!(out, "  client: {}", client_line(r, d));
+    if d.monitor.interval_ms.is_none() {
+        out.push_str("  monitor: off (--no-monitor)\n");
+    }
+    for m in d.monitor.missing.iter().take(3) {
+        let _ = writeln!(out, "  not measured: {m}");
+    }
+    if d.findings.is_empty() {
+        out.push_str("  findings: none\n");
+    }
+    for f in d.findings.iter().take(TEXT_FINDINGS) {
+        let _ = writeln!(out, "  {}: {}", f.severity.name(), f.summary);
+    }
+    if d.findings.len() > TEXT_FINDINGS {
+        let _ = writeln!(
+            out,
+            "  ({} more findings in the JSON and HTML reports)",
+            d.findings.len() - TEXT_FINDINGS
+        );
+    }
+    out
+}
+
+fn counters_line(d: &Diagnosis) -> Option<String> {
+    let c = d.counters.as_ref()?;
+    let mut parts = Vec::new();
+    if let Some(db) = c.database {
+        let blocks = db.blks_hit + db.blks_read;
+        parts.push(format!(
+            "{} commits, {} rollbacks",
+            db.xact_commit, db.xact_rollback
+        ));
+        if blocks > 0 {
+            parts.push(format!(
+                "cache hits {:.1}%",
+                db.blks_hit as f64 * 100.0 / blocks as f64
+            ));
+        }
+        parts.push(format!(
+            "{} temp files, {} deadlocks",
+            db.temp_files, db.deadlocks
+        ));
+    }
+    if let Some(w) = c.wal {
+        parts.push(format!("WAL {:.1} MB", w.bytes as f64 / 1e6));
+    }
+    if let Some(k) = c.checkpoints {
+        parts.push(format!("{} checkpoints", k.timed + k.requested));
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+fn client_line(r: &RunResult, d: &Diagnosis) -> String {
+    let wall = r.timings.bench_duration_us as f64 / 1e6;
+    let threads: Vec<String> = d
+        .client
+        .thread_cpu_s
+        .iter()
+        .map(|s| format!("{:.0}%", s / wall * 100.0))
+        .collect();
+    let queued: Vec<String> = d
+        .client
+        .thread_runqueue_s
+        .iter()
+        .map(|s| format!("{:.0}%", s / wall * 100.0))
+        .collect();
+    let mut line = format!("threads' CPU {} of the run", threads.join(" "));
+    if !queued.is_empty() {
+        let _ = write!(line, " (waiting for a CPU {})", queued.join(" "));
+    }
+    let _ = write!(line, ", process {:.2} s", d.client.process_cpu_s);
+    if let Some(s) = d.server_cpu {
+        let _ = write!(
+            line,
+            "; server CPU {:.2} s (monitor's backend {:.3} s)",
+            s.cpu_s, s.monitor_backend_cpu_s
+        );
+    }
+    line
+}

@@ -1,0 +1,296 @@
+//! Findings on synthetic results whose condition is known.
+
+use super::*;
+use crate::report::{
+    Counts, Distribution, IntervalResult, RunContext, RunLimit, RunOptions, ScriptInfo, Series,
+    Timings,
+};
+use crate::stats::{Counters, IntervalRecorder, IntervalStats, LatencyHistogram, SimpleStats};
+
+/// A run of `script` by `clients` clients, one-second intervals, interval
+/// `i` recording `latency_us(i)` (value, count) transactions.
+fn run(
+    script: &str,
+    clients: u32,
+    seconds: usize,
+    latency_us: impl Fn(usize) -> Vec<(i64, u64)>,
+) -> RunResult {
+    let mut h = LatencyHistogram::new();
+    let mut stats = SimpleStats::default();
+    let mut intervals = Vec::new();
+    for i in 0..seconds {
+        let mut rec = IntervalRecorder::new();
+        let mut n = 0;
+        for (v, count) in latency_us(i) {
+            for _ in 0..count {
+                h.record(v);
+                stats.add(v);
+                rec.record(v);
+            }
+            n += count;
+        }
+        intervals.push(IntervalResult {
+            offset_s: i as f64,
+            tps: n as f64,
+            latency_average_ms: None,
+            stats: IntervalStats::default(),
+            latency_histogram: Some(rec.take().encode()),
+        });
+    }
+    let counters = Counters {
+        committed: stats.count,
+        ..Counters::default()
+    };
+    let d = Distribution::new(stats, &h).expect("histogram");
+    let secs = seconds as f64;
+    RunResult {
+        schema_version: crate::report::SCHEMA_VERSION,
+        tool: "pgbolt".to_owned(),
+        tool_version: "test".to_owned(),
+        merged_runs: 1,
+        options: RunOptions {
+            scripts: vec![ScriptInfo {
+                name: script.to_owned(),
+                weight: 1,
+                commands: vec![],
+                sha256: None,
+            }],
+            scale: 1,
+            partitioning: None,
+            query_mode: "simple".to_owned(),
+            clients,
+            threads: 1,
+            max_tries: 1,
+            limit: RunLimit::DurationSeconds(seconds as u64),
+            rate: None,
+            latency_limit_us: None,
+            progress_s: None,
+            connect_per_transaction: false,
+            failures_detailed: false,
+            report_per_command: false,
+            continue_on_error: false,
+        },
+        timings: Timings {
+            bench_duration_us: seconds as i64 * 1_000_000,
+            ..Timings::default()
+        },
+        aborted: false,
+        counts: Counts {
+            counters,
+            failed: 0,
+            total: counters.committed,
+            latency_late: 0,
+        },
+        tps: stats.count as f64 / secs,
+        latency: d.clone(),
+        service_time: d.clone(),
+        lag: d,
+        scripts: vec![],
+        series: Series {
+            start_us: 0,
+            width_us: 1_000_000,
+            intervals,
+        },
+        context: RunContext::default(),
+        diagnosis: Some(Diagnosis::default()),
+        generator: None,
+        generators: Vec::new(),
+    }
+}
+
+const SELECT_ONLY: &str = "<builtin: select only>";
+
+/// 4 clients, 100 seconds, each transaction 1 ms: 4000 TPS, Little's law
+/// holds, no other condition.
+fn clean() -> RunResult {
+    run(SELECT_ONLY, 4, 100, |_| vec![(1000, 4000)])
+}
+
+fn ids(r: &RunResult) -> Vec<String> {
+    findings(r).into_iter().map(|f| f.id).collect()
+}
+
+fn diagnosis(r: &mut RunResult) -> &mut Diagnosis {
+    r.diagnosis.as_mut().expect("diagnosis")
+}
+
+#[test]
+fn a_clean_run_has_no_finding() {
+    assert_eq!(ids(&clean()), Vec::<String>::new());
+}
+
+#[test]
+fn a_busy_thread_is_a_warning_and_a_saturated_one_critical() {
+    let mut r = clean();
+    diagnosis(&mut r).client.thread_cpu_s = vec![50.0, 85.0];
+    let f = findings(&r);
+    assert_eq!(f[0].id, "client-saturated");
+    assert_eq!(f[0].severity, Severity::Warning);
+    assert_eq!(f[0].figures["thread"], 1.0);
+    diagnosis(&mut r).client.thread_cpu_s = vec![95.0];
+    assert_eq!(findings(&r)[0].severity, Severity::Critical);
+}
+
+/// A thread that ran 40% of the run and waited 50% for a CPU is as busy as
+/// one that ran 90%: the machine could not run it more.
+#[test]
+fn a_thread_waiting_for_a_cpu_counts_as_busy() {
+    let mut r = clean();
+    let c = &mut diagnosis(&mut r).client;
+    c.thread_cpu_s = vec![40.0];
+    c.thread_runqueue_s = vec![50.0];
+    let f = findings(&r);
+    assert_eq!(f[0].id, "client-saturated");
+    assert_eq!(f[0].severity, Severity::Warning);
+    assert!((f[0].figures["runqueue_share"] - 0.5).abs() < 1e-9);
+    assert!(f[0]
+        .summary
+        .contains("ran 40% of the run and waited 50% for a CPU"));
+}
+
+#[test]
+fn a_client_taking_a_quarter_of_a_shared_machine_is_found_only_beside_a_local_server() {
+    let mut r = clean();
+    let d = diagnosis(&mut r);
+    d.client = ClientLoad {
+        thread_cpu_s: vec![],
+        thread_runqueue_s: vec![],
+        process_cpu_s: 60.0,
+        process_wall_s: 100.0,
+        cpus: 2,
+    };
+    assert!(ids(&r).is_empty());
+    diagnosis(&mut r).server_cpu = Some(ServerCpu::default());
+    assert_eq!(ids(&r), ["client-shares-machine"]);
+}
+
+#[test]
+fn short_read_write_runs_and_few_transactions_are_found() {
+    let r = run("<builtin: TPC-B (sort of)>", 1, 5, |_| vec![(1000, 1000)]);
+    let found = ids(&r);
+    assert!(found.contains(&"run-too-short".to_owned()), "{found:?}");
+    assert!(
+        found.contains(&"too-few-transactions".to_owned()),
+        "{found:?}"
+    );
+    let mut p = clean();
+    p.options.progress_s = Some(20);
+    assert_eq!(ids(&p), ["run-too-short"]);
+}
+
+#[test]
+fn tpcb_like_with_fewer_branches_than_clients_is_found() {
+    let mut r = run("<builtin: TPC-B (sort of)>", 8, 100, |_| vec![(1000, 8000)]);
+    r.options.scale = 1;
+    let f = findings(&r);
+    let s = f
+        .iter()
+        .find(|f| f.id == "scale-below-clients")
+        .expect("found");
+    assert_eq!((s.figures["scale"], s.figures["clients"]), (1.0, 8.0));
+    r.options.scale = 8;
+    assert!(!ids(&r).contains(&"scale-below-clients".to_owned()));
+}
+
+#[test]
+fn checkpoints_and_vacuums_in_the_window_are_found() {
+    let mut r = clean();
+    diagnosis(&mut r).counters = Some(ServerCounters {
+        checkpoints: Some(CheckpointCounters {
+            timed: 0,
+            requested: 1,
+        }),
+        ..ServerCounters::default()
+    });
+    diagnosis(&mut r).tables = vec![TableCounters {
+        table: "pgbench_accounts".to_owned(),
+        vacuums: 1,
+        ..TableCounters::default()
+    }];
+    assert_eq!(ids(&r), ["checkpoint", "vacuum"]);
+}
+
+#[test]
+fn commits_of_other_sessions_are_found_and_the_monitors_own_are_not() {
+    let mut r = clean();
+    let committed = r.counts.counters.committed as i64;
+    let db = |extra: i64| DatabaseCounters {
+        xact_commit: committed + 40 + extra,
+        monitor_commits: 40,
+        ..DatabaseCounters::default()
+    };
+    diagnosis(&mut r).counters = Some(ServerCounters {
+        database: Some(db(0)),
+        ..ServerCounters::default()
+    });
+    assert!(ids(&r).is_empty());
+    diagnosis(&mut r).counters.as_mut().unwrap().database = Some(db(5000));
+    let f = findings(&r);
+    assert_eq!(f[0].id, "commits-disagree");
+    assert_eq!(f[0].figures["others"], 5000.0);
+}
+
+#[test]
+fn time_outside_transactions_breaks_littles_law() {
+    let mut r = clean();
+    r.options.clients = 8;
+    let f = findings(&r);
+    assert_eq!(f[0].id, "littles-law");
+    assert!((f[0].figures["busy_clients"] - 4.0).abs() < 0.01);
+    r.options.rate = Some(100.0);
+    assert!(ids(&r).is_empty());
+}
+
+#[test]
+fn a_stall_interval_is_named() {
+    let r = run(SELECT_ONLY, 4, 100, |i| {
+        if i == 42 {
+            vec![(1000, 3000), (900_000, 100)]
+        } else {
+            vec![(1000, 4000)]
+        }
+    });
+    let f = findings(&r);
+    let s = f.iter().find(|f| f.id == "stall").expect("stall found");
+    assert_eq!(s.figures["offset_s"], 42.0);
+}
+
+/// Regression: an interval in which nothing committed (the one the lock
+/// held) has no histogram, and hid the stall after it.
+#[test]
+fn an_interval_without_commits_does_not_hide_a_stall() {
+    let mut r = run(SELECT_ONLY, 4, 10, |i| match i {
+        4 => vec![],
+        5 => vec![(1000, 2000), (1_500_000, 800)],
+        _ => vec![(1000, 4000)],
+    });
+    r.series.intervals[4].latency_histogram = None;
+    let f = findings(&r);
+    let s = f.iter().find(|f| f.id == "stall").expect("stall found");
+    assert_eq!(s.figures["offset_s"], 5.0);
+}
+
+#[test]
+fn the_text_section_has_the_shares_and_one_line_per_finding() {
+    let mut r = clean();
+    r.options.clients = 8;
+    let d = diagnosis(&mut r);
+    d.activity = Some(Activity {
+        total: StateCounts {
+            on_cpu: 31,
+            waiting: [("IO".to_owned(), 4), ("LWLock".to_owned(), 2)].into(),
+            client: 63,
+            ..StateCounts::default()
+        },
+        ..Activity::default()
+    });
+    let found = findings(&r);
+    diagnosis(&mut r).findings = found;
+    let text = render_text(&r);
+    assert!(
+        text.contains("31% on CPU, 6% waiting (IO 4%, LWLock 2%), 63% waiting for the client"),
+        "{text}"
+    );
+    assert!(text.contains("warning: TPS × mean latency"), "{text}");
+    assert!(text.lines().count() <= 15);
+}

@@ -1,0 +1,487 @@
+//! The monitor: the server's view of the run, from one extra connection on
+//! a thread of its own, and the client's own CPU.
+//!
+//! # Why a thread and a blocking connection
+//! The workers' event loops are the measurement; a query of the monitor
+//! on one of them would delay its clients and show up in their latency.
+//! The monitor thread sleeps between samples on a condition variable, so
+//! the end of the run wakes it at once, and it never touches a worker's
+//! state: the engine hands it a function that waits for the workers' start
+//! gate and takes back a [`ServerView`] when the workers are done.
+//!
+//! # Not disturbing what it measures
+//! - It connects only once every client is connected, so it never takes a
+//!   connection slot a client needed, and the engine does not start it
+//!   when the preflight found no room for one more connection.
+//! - It finds pgbolt's backends by their `application_name` (the clients'
+//!   effective one) in the run's database; its own connection is called
+//!   `pgbolt-monitor`. It needs no superuser and no extension: the views
+//!   it reads are readable by any role for its own sessions.
+//! - Each of its queries is a transaction, which `pg_stat_database`
+//!   counts: it counts them too, so the diagnosis can subtract them.
+//! - Every failure (refused, lost connection, a view missing on an older
+//!   server, no permission) becomes a line of [`MonitorStatus::missing`],
+//!   never an error of the run.
+//!
+//! # When the counters are read
+//! `pg_stat_database` and `pg_stat_statements` are first read on the
+//! set-up connection, before the clients start ([`read_database`]), so that
+//! a monitor that connects late still covers every commit and statement of
+//! the run; the other views as soon as the monitor connects (a few ms after
+//! the clients start). The end reading comes after the workers closed
+//! their connections and their backends left (waiting at most 2 s), since
+//! a backend flushes its statistics for good only as it exits, and after
+//! `pg_stat_force_next_flush()` (PostgreSQL 15+) for the monitor's own.
+
+mod activity;
+mod counters;
+pub mod cpu;
+mod statements;
+
+pub use counters::{read_database, DatabaseStart};
+
+use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use pgwire::blocking::Client;
+use pgwire::conninfo::HostKind;
+use pgwire::Connector;
+
+use crate::diagnose::{
+    Activity, MonitorStatus, ServerCounters, ServerCpu, StateCounts, StatementTime, TableCounters,
+};
+
+pub use activity::classify;
+
+/// The application name of the monitor's own connection.
+pub const MONITOR_APPLICATION_NAME: &str = "pgbolt-monitor";
+
+/// How long the end waits for pgbolt's backends to leave.
+const BACKENDS_EXIT_WAIT: Duration = Duration::from_secs(2);
+
+/// What the monitor saw.
+#[derive(Debug, Clone, Default)]
+pub struct ServerView {
+    pub status: MonitorStatus,
+    pub activity: Option<Activity>,
+    pub counters: Option<ServerCounters>,
+    pub tables: Vec<TableCounters>,
+    pub statements: Vec<StatementTime>,
+    pub server_cpu: Option<ServerCpu>,
+}
+
+/// A running monitor.
+pub struct Monitor {
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    /// Where its thread sends what it saw.
+    view: Option<mpsc::Receiver<ServerView>>,
+    interval_ms: u32,
+}
+
+/// How long the end of the run waits for the monitor's last queries (its
+/// wait for the clients' backends to leave included): a server that
+/// stopped answering must not hold up the report.
+const STOP_WAIT: Duration = Duration::from_secs(5);
+
+/// What the monitor thread needs to know.
+struct Settings<'a> {
+    /// The clients' `application_name`.
+    clients_name: &'a str,
+    interval: Duration,
+    database_start: Option<DatabaseStart>,
+}
+
+/// Adds `line` to `missing` unless it is there already.
+fn note(missing: &mut Vec<String>, line: &str) {
+    if !missing.iter().any(|m| m == line) {
+        missing.push(line.to_owned());
+    }
+}
+
+/// A first line of an error, for [`MonitorStatus::missing`].
+fn why(e: &pgwire::Error) -> String {
+    e.to_string().lines().next().unwrap_or_default().to_owned()
+}
+
+/// Whether a connection to `kind` reaches a server on this host.
+fn is_local(kind: &HostKind) -> bool {
+    match kind {
+        HostKind::Unix(_) => true,
+        HostKind::Tcp { addr: Some(a), .. } => a.is_loopback(),
+        HostKind::Tcp { name: Some(n), .. } => n == "localhost" || n.starts_with("127."),
+        HostKind::Tcp { .. } => false,
+    }
+}
+
+/// `text` as a string literal that reads the same whatever
+/// `standard_conforming_strings` says.
+fn literal(text: &str) -> String {
+    format!("E'{}'", text.replace('\\', "\\\\").replace('\'', "''"))
+}
+
+impl Monitor {
+    /// Starts the monitor thread: it calls `opened` (which returns false
+    /// when the run does not start), connects with the clients' options
+    /// under its own application name, and samples every `interval_ms`.
+    pub fn start(
+        connector: &Connector,
+        interval_ms: u32,
+        database_start: Option<DatabaseStart>,
+        opened: impl FnOnce() -> bool + Send + 'static,
+    ) -> Monitor {
+        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let (sender, view) = mpsc::channel();
+        let mut config = connector.config().clone();
+        let clients_name = config
+            .effective_application_name()
+            .unwrap_or_default()
+            .to_owned();
+        config.application_name = Some(MONITOR_APPLICATION_NAME.to_owned());
+        let connector = Connector::new(&config);
+        let flag = stop.clone();
+        let interval = Duration::from_millis(u64::from(interval_ms));
+        let started = std::thread::Builder::new()
+            .name("pgbolt-monitor".to_owned())
+            .spawn(move || {
+                if !opened() {
+                    return;
+                }
+                let view = match connector {
+                    Ok(connector) => {
+                        let session = Settings {
+                            clients_name: &clients_name,
+                            interval,
+                            database_start,
+                        };
+                        Session::run(&connector, session, &flag)
+                    }
+                    Err(e) => ServerView::missing(format!("connection: {}", why(&e))),
+                };
+                let _ = sender.send(view);
+            })
+            .is_ok();
+        Monitor {
+            stop,
+            view: started.then_some(view),
+            interval_ms,
+        }
+    }
+
+    /// Ends the monitor after the workers are done and returns what it saw.
+    pub fn stop(mut self) -> ServerView {
+        let (lock, cv) = &*self.stop;
+        if let Ok(mut stopped) = lock.lock() {
+            *stopped = true;
+        }
+        cv.notify_all();
+        let mut view = match self.view.take().map(|v| v.recv_timeout(STOP_WAIT)) {
+            Some(Ok(view)) => view,
+            Some(Err(mpsc::RecvTimeoutError::Timeout)) => ServerView::missing(format!(
+                "monitor: no answer from the server {} s after the run; its view is left out",
+                STOP_WAIT.as_secs()
+            )),
+            // The run never started, or the thread failed.
+            Some(Err(mpsc::RecvTimeoutError::Disconnected)) => {
+                ServerView::missing("monitor: it ended without a view of the run".to_owned())
+            }
+            None => ServerView::missing("monitor: its thread could not start".to_owned()),
+        };
+        view.status.interval_ms = Some(self.interval_ms);
+        view
+    }
+}
+
+impl ServerView {
+    /// A view with nothing in it but why.
+    pub fn missing(why: String) -> ServerView {
+        ServerView {
+            status: MonitorStatus {
+                missing: vec![why],
+                ..MonitorStatus::default()
+            },
+            ..ServerView::default()
+        }
+    }
+}
+
+/// The monitor's connection and what it gathers.
+struct Session {
+    client: Client,
+    version_num: u32,
+    activity_sql: String,
+    remaining_sql: String,
+    missing: Vec<String>,
+    queries: i64,
+}
+
+impl Session {
+    fn run(
+        connector: &Connector,
+        settings: Settings<'_>,
+        stop: &(Mutex<bool>, Condvar),
+    ) -> ServerView {
+        let mut warnings = Vec::new();
+        let client = match Client::connect_with(connector, &mut warnings) {
+            Ok(c) => c,
+            Err(e) => return ServerView::missing(format!("connection refused: {}", why(&e))),
+        };
+        let local = connector
+            .config()
+            .hosts
+            .get(client.host_index())
+            .is_some_and(|h| is_local(&h.kind));
+        let version_num = client.parameter("server_version").map_or(0, version_number);
+        let filter = format!(
+            "from pg_catalog.pg_stat_activity where application_name = {} \
+             and datname = pg_catalog.current_database() and pid <> pg_catalog.pg_backend_pid()",
+            literal(settings.clients_name)
+        );
+        let mut session = Session {
+            version_num,
+            activity_sql: format!(
+                "select coalesce(state, ''), coalesce(wait_event_type, ''), \
+                 coalesce(wait_event, ''), count(*) {filter} group by 1, 2, 3"
+            ),
+            remaining_sql: format!("select count(*) {filter}"),
+            client,
+            missing: Vec::new(),
+            queries: 0,
+        };
+        let backend = session.client.connection().backend_pid();
+        let server = if local {
+            cpu::LocalServer::find(backend)
+        } else {
+            Err("the server is not on this host".to_owned())
+        };
+        session.observe(server, settings, stop)
+    }
+
+    fn observe(
+        mut self,
+        server: Result<cpu::LocalServer, String>,
+        settings: Settings<'_>,
+        stop: &(Mutex<bool>, Condvar),
+    ) -> ServerView {
+        let started = Instant::now();
+        let cpu_start = server.as_ref().ok().and_then(cpu::LocalServer::read);
+        let mut start = counters::read(
+            &mut self.client,
+            self.version_num,
+            &mut self.missing,
+            &mut self.queries,
+        );
+        let statements_start = match settings.database_start {
+            Some(before) => {
+                // The set-up connection's reading, before the clients
+                // started: its own transaction is in the window too.
+                start = start.with_database(&before);
+                self.queries += 1;
+                for m in &before.missing {
+                    note(&mut self.missing, m);
+                }
+                before.statements
+            }
+            None => statements::read(
+                &mut self.client,
+                self.version_num,
+                &mut self.missing,
+                &mut self.queries,
+            ),
+        };
+        let (activity, samples, lost) = self.sample_until_stopped(settings.interval, stop);
+        let mut view = ServerView::default();
+        view.status.samples = samples;
+        view.status.ran = true;
+        view.activity = activity;
+        if let Some(lost) = lost {
+            self.missing.push(lost);
+            self.missing.push("counters: no end reading".to_owned());
+            view.status.missing = self.missing;
+            return view;
+        }
+        self.wait_for_backends_to_leave();
+        if self.version_num >= 150_000
+            && self
+                .client
+                .simple_query("select pg_catalog.pg_stat_force_next_flush()")
+                .is_ok()
+        {
+            self.queries += 1;
+        }
+        // Every query since the start reading (its own included) committed
+        // a transaction inside the window.
+        let own = self.queries;
+        let end = counters::read(
+            &mut self.client,
+            self.version_num,
+            &mut self.missing,
+            &mut self.queries,
+        );
+        let (server_counters, tables) = counters::changes(&start, &end, own);
+        view.counters = Some(server_counters);
+        view.tables = tables;
+        if let Some(first) = statements_start {
+            if let Some(last) = statements::read(
+                &mut self.client,
+                self.version_num,
+                &mut self.missing,
+                &mut self.queries,
+            ) {
+                view.statements = statements::top(&first, &last);
+            }
+        }
+        view.server_cpu = match (&server, cpu_start) {
+            (Ok(s), Some(first)) => s.read().map(|last| {
+                let (cpu_s, monitor_backend_cpu_s) = cpu::server_cpu_between(&first, &last);
+                ServerCpu {
+                    cpu_s,
+                    monitor_backend_cpu_s,
+                    wall_s: started.elapsed().as_secs_f64(),
+                }
+            }),
+            _ => None,
+        };
+        if let Err(why) = server {
+            self.missing.push(format!("server CPU: {why}"));
+        }
+        view.status.missing = self.missing;
+        self.client.close();
+        view
+    }
+
+    /// Samples every `interval` until the stop: the activity seen (none
+    /// without a sample), the number of samples, and why the connection
+    /// was lost if it was.
+    fn sample_until_stopped(
+        &mut self,
+        interval: Duration,
+        stop: &(Mutex<bool>, Condvar),
+    ) -> (Option<Activity>, u64, Option<String>) {
+        let mut log = activity::ActivityLog::new(crate::report::html::now_us());
+        let mut samples = 0;
+        let mut lost = None;
+        while !stopped(stop, interval) {
+            match self.sample() {
+                Ok(sample) => {
+                    log.add(crate::report::html::now_us(), &sample);
+                    samples += 1;
+                }
+                Err(e) => {
+                    lost = Some(format!(
+                        "connection lost after {samples} samples: {}",
+                        why(&e)
+                    ));
+                    break;
+                }
+            }
+        }
+        ((samples > 0).then(|| log.finish()), samples, lost)
+    }
+
+    /// One `pg_stat_activity` sample of pgbolt's backends.
+    fn sample(&mut self) -> Result<StateCounts, pgwire::Error> {
+        let rows = self.client.simple_query(&self.activity_sql)?;
+        self.queries += 1;
+        let mut counts = StateCounts::default();
+        for row in rows {
+            let text = |i: usize| row.get(i).cloned().flatten().unwrap_or_default();
+            let n = text(3).parse().unwrap_or(0);
+            classify(&mut counts, &text(0), &text(1), &text(2), n);
+        }
+        Ok(counts)
+    }
+
+    /// Waits until pgbolt's backends have left, so that their statistics
+    /// are flushed, for at most [`BACKENDS_EXIT_WAIT`].
+    fn wait_for_backends_to_leave(&mut self) {
+        let deadline = Instant::now() + BACKENDS_EXIT_WAIT;
+        while Instant::now() < deadline {
+            let Ok(rows) = self.client.simple_query(&self.remaining_sql) else {
+                return;
+            };
+            self.queries += 1;
+            if rows
+                .first()
+                .and_then(|r| r.first())
+                .cloned()
+                .flatten()
+                .as_deref()
+                == Some("0")
+            {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.missing.push(
+            "pgbolt's backends were still there 2 s after the run: the end counters may miss some of their work"
+                .to_owned(),
+        );
+    }
+}
+
+/// Waits for `interval` or the stop, whichever comes first; true once
+/// stopped.
+fn stopped(stop: &(Mutex<bool>, Condvar), interval: Duration) -> bool {
+    let (lock, cv) = stop;
+    let Ok(guard) = lock.lock() else {
+        return true;
+    };
+    if *guard {
+        return true;
+    }
+    match cv.wait_timeout(guard, interval) {
+        Ok((guard, _)) => *guard,
+        Err(_) => true,
+    }
+}
+
+/// `server_version` as `server_version_num` spells it: `15.4` is
+/// 150004, `18beta1` 180000, `9.6.2` 90602.
+fn version_number(text: &str) -> u32 {
+    let digits = |s: &str| -> u32 {
+        s.chars()
+            .take_while(char::is_ascii_digit)
+            .collect::<String>()
+            .parse()
+            .unwrap_or(0)
+    };
+    let mut parts = text.split('.');
+    let major = digits(parts.next().unwrap_or(""));
+    let minor = digits(parts.next().unwrap_or(""));
+    if major >= 10 {
+        major * 10_000 + minor
+    } else {
+        major * 10_000 + minor * 100 + digits(parts.next().unwrap_or(""))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_read_as_server_version_num() {
+        assert_eq!(version_number("15.4"), 150_004);
+        assert_eq!(version_number("18beta1"), 180_000);
+        assert_eq!(version_number("18.1 (Debian 18.1-1)"), 180_001);
+        assert_eq!(version_number("9.6.2"), 90_602);
+    }
+
+    #[test]
+    fn literals_survive_quotes_and_backslashes() {
+        assert_eq!(literal(r"a'b\c"), r"E'a''b\\c'");
+    }
+
+    #[test]
+    fn sockets_and_loopback_are_local() {
+        assert!(is_local(&HostKind::Unix("/tmp".into())));
+        assert!(is_local(&HostKind::Tcp {
+            name: None,
+            addr: Some("::1".parse().unwrap())
+        }));
+        assert!(!is_local(&HostKind::Tcp {
+            name: Some("db.example".into()),
+            addr: None
+        }));
+    }
+}

@@ -1,0 +1,404 @@
+//! The run's diagnosis on real servers (PostgreSQL 18 and 15): each test
+//! provokes a finding (a forced CHECKPOINT, a manual VACUUM and another
+//! session's commits during the run, scale 1 under tpcb-like with 8
+//! clients, a lock held with pg_sleep, one thread driving many clients)
+//! and checks the figures that do not depend on timing; a throttled
+//! read-only run reports none; the monitor never fails a run, stays out
+//! of a server without a free slot and out of `--pgbench-output`.
+//!
+//! Checkpoints are server-wide and a busy test skews another's timing, so
+//! the tests take turns ([`turn`]).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use common::{builder15, pgbolt_path, stderr, stdout, wait_for_second_statement};
+use pgbolt::diagnose::{Diagnosis, Finding};
+use pgbolt::report::RunResult;
+use pgbolt::tempdb::TempDb;
+
+fn server18() -> &'static TempDb {
+    static DB: OnceLock<TempDb> = OnceLock::new();
+    DB.get_or_init(|| {
+        pgbolt::tempdb::install_signal_cleanup().expect("signal clean-up");
+        TempDb::builder()
+            .setting("fsync", "off")
+            .setting("shared_preload_libraries", "pg_stat_statements")
+            .start()
+            .expect("PostgreSQL 18 starts")
+    })
+}
+
+fn server15() -> &'static TempDb {
+    static DB: OnceLock<TempDb> = OnceLock::new();
+    DB.get_or_init(|| {
+        pgbolt::tempdb::install_signal_cleanup().expect("signal clean-up");
+        builder15()
+            .setting("fsync", "off")
+            .start()
+            .expect("PostgreSQL 15 starts")
+    })
+}
+
+fn turn() -> MutexGuard<'static, ()> {
+    static TURN: Mutex<()> = Mutex::new(());
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A new database of `db` initialized at scale 1.
+fn bench_database(db: &TempDb) -> String {
+    let name = db.create_database().expect("database");
+    let out = pgbolt(db, &name, &["-i", "-q", "-s", "1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    name
+}
+
+fn command(db: &TempDb, dbname: &str, args: &[&str]) -> Command {
+    let mut cmd = db.command(pgbolt_path());
+    cmd.env("PGDATABASE", dbname).args(args);
+    cmd
+}
+
+fn pgbolt(db: &TempDb, dbname: &str, args: &[&str]) -> Output {
+    command(db, dbname, args).output().expect("pgbolt runs")
+}
+
+/// Runs a benchmark with `--json`, calling `during` once the clients are
+/// under way; the output and the result.
+fn run_json(
+    db: &TempDb,
+    dbname: &str,
+    args: &[&str],
+    during: impl FnOnce(),
+) -> (Output, RunResult) {
+    let json = scratch(db, "result.json");
+    let json_arg = format!("--json={}", json.display());
+    let mut all = args.to_vec();
+    all.push(&json_arg);
+    let child = command(db, dbname, &all)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("pgbolt starts");
+    during();
+    let out = child.wait_with_output().expect("pgbolt ends");
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    (out, read(&json))
+}
+
+/// A path for a file of this test under the server's directory, unique
+/// in this process.
+fn scratch(db: &TempDb, name: &str) -> PathBuf {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    db.root().join(format!("diagnose-{n}-{name}"))
+}
+
+fn read(path: &Path) -> RunResult {
+    let text = std::fs::read_to_string(path).expect("result file");
+    pgbolt::report::from_json(&text).expect("result reads")
+}
+
+fn diagnosis(r: &RunResult) -> &Diagnosis {
+    r.diagnosis.as_ref().expect("a diagnosis")
+}
+
+fn finding<'a>(r: &'a RunResult, id: &str) -> &'a Finding {
+    diagnosis(r)
+        .findings
+        .iter()
+        .find(|f| f.id == id)
+        .unwrap_or_else(|| panic!("no {id} finding in {:#?}", diagnosis(r).findings))
+}
+
+/// What the monitor could not read, besides the server's CPU (which
+/// depends on how the server is reached) and pg_stat_statements (installed
+/// only where a test installs it).
+fn missing(d: &Diagnosis) -> Vec<&String> {
+    d.monitor
+        .missing
+        .iter()
+        .filter(|m| !m.starts_with("server CPU") && !m.starts_with("pg_stat_statements"))
+        .collect()
+}
+
+/// A CHECKPOINT, a VACUUM and 300 transactions of another session while
+/// a throttled select-only run goes on: each counted, each a finding.
+fn checkpoint_vacuum_and_commits(db: &TempDb) {
+    let _turn = turn();
+    let dbname = bench_database(db);
+    let others = "select 1;\n".repeat(300);
+    let (_, r) = run_json(
+        db,
+        &dbname,
+        &["-S", "-c", "2", "-j", "1", "-R", "500", "-T", "5"],
+        || {
+            wait_for_second_statement(db, "pgbolt", "SELECT abalance%");
+            db.psql("CHECKPOINT").expect("checkpoint");
+            db.psql_in(&dbname, "VACUUM pgbench_accounts")
+                .expect("vacuum");
+            db.psql_in(&dbname, &others).expect("other commits");
+        },
+    );
+    let d = diagnosis(&r);
+    assert!(d.monitor.ran, "{:?}", d.monitor);
+    assert_eq!(missing(d), Vec::<&String>::new());
+    let counters = d.counters.as_ref().expect("counters");
+    assert!(counters.checkpoints.expect("checkpoints").requested >= 1);
+    assert!(finding(&r, "checkpoint").figures["requested"] >= 1.0);
+    let accounts = d
+        .tables
+        .iter()
+        .find(|t| t.table == "pgbench_accounts")
+        .expect("pgbench_accounts counted");
+    assert_eq!(accounts.vacuums, 1);
+    assert_eq!(finding(&r, "vacuum").figures["vacuums"], 1.0);
+    let others = finding(&r, "commits-disagree").figures["others"];
+    assert!((300.0..320.0).contains(&others), "{others}");
+}
+
+#[test]
+fn checkpoint_vacuum_and_another_sessions_commits_are_found_on_18() {
+    checkpoint_vacuum_and_commits(server18());
+}
+
+#[test]
+fn checkpoint_vacuum_and_another_sessions_commits_are_found_on_15() {
+    checkpoint_vacuum_and_commits(server15());
+}
+
+fn scale_below_clients(db: &TempDb) {
+    let _turn = turn();
+    let dbname = bench_database(db);
+    let (out, r) = run_json(db, &dbname, &["-c", "8", "-j", "2", "-t", "20"], || {});
+    let f = finding(&r, "scale-below-clients");
+    assert_eq!((f.figures["scale"], f.figures["clients"]), (1.0, 8.0));
+    assert!(
+        stdout(&out).contains("warning: scale 1 below 8 clients"),
+        "{}",
+        stdout(&out)
+    );
+    let db_counters = diagnosis(&r)
+        .counters
+        .as_ref()
+        .and_then(|c| c.database)
+        .expect("database counters");
+    assert!(db_counters.rows_written >= 8 * 20 * 4, "{db_counters:?}");
+}
+
+#[test]
+fn scale_1_with_8_clients_under_tpcb_like_is_found_on_18() {
+    scale_below_clients(server18());
+}
+
+/// With pg_stat_statements installed, the run's statements are listed
+/// with their calls; where it is not, the report says so.
+#[test]
+fn the_top_statements_come_from_pg_stat_statements_when_installed() {
+    let _turn = turn();
+    let db = server18();
+    let dbname = bench_database(db);
+    let (_, r) = run_json(db, &dbname, &["-S", "-c", "2", "-t", "50"], || {});
+    assert!(diagnosis(&r).statements.is_empty());
+    assert!(diagnosis(&r)
+        .monitor
+        .missing
+        .iter()
+        .any(|m| m == "pg_stat_statements: not installed in this database"));
+    db.psql_in(&dbname, "CREATE EXTENSION pg_stat_statements")
+        .expect("extension");
+    let (out, r) = run_json(db, &dbname, &["-S", "-c", "2", "-t", "50"], || {});
+    let select = diagnosis(&r)
+        .statements
+        .iter()
+        .find(|s| s.query.contains("pgbench_accounts"))
+        .unwrap_or_else(|| panic!("{:?}", diagnosis(&r).statements));
+    assert_eq!(select.calls, 100);
+    assert!(
+        stdout(&out).contains("  top statement: "),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn scale_1_with_8_clients_under_tpcb_like_is_found_on_15() {
+    scale_below_clients(server15());
+}
+
+/// A lock held for two seconds with pg_sleep: the throttled clients fall
+/// behind schedule, and the slow transactions of the run are the ones of
+/// that moment; the monitor saw the backends wait on the lock.
+#[test]
+fn a_stall_is_named_and_its_lock_waits_seen() {
+    let _turn = turn();
+    let db = server18();
+    let dbname = bench_database(db);
+    let (_, r) = run_json(
+        db,
+        &dbname,
+        &["-S", "-c", "2", "-j", "1", "-R", "400", "-T", "8"],
+        || {
+            wait_for_second_statement(db, "pgbolt", "SELECT abalance%");
+            std::thread::sleep(std::time::Duration::from_secs(2));
+            db.psql_in(
+                &dbname,
+                "BEGIN; LOCK TABLE pgbench_accounts; SELECT pg_sleep(2); COMMIT",
+            )
+            .expect("lock held");
+        },
+    );
+    let stall = finding(&r, "stall");
+    assert!(stall.figures["share"] >= 0.75);
+    let activity = diagnosis(&r).activity.as_ref().expect("activity");
+    assert!(
+        activity.total.waiting.get("Lock").copied().unwrap_or(0) > 0,
+        "{activity:?}"
+    );
+}
+
+/// One thread, 8 clients, a script without SQL: the thread works all the
+/// time it gets a CPU, and waits for one the rest of the time. How the two
+/// split depends on the machine; the finding must say what the figures
+/// say.
+#[test]
+fn one_thread_driving_many_clients_is_reported_as_the_figure_says() {
+    let _turn = turn();
+    let db = server18();
+    let dbname = db.create_database().expect("database");
+    let script = scratch(db, "meta.sql");
+    std::fs::write(&script, "\\set a random(1, 1000)\n\\set b :a * 2\n").expect("script");
+    let script = script.display().to_string();
+    let (_, r) = run_json(
+        db,
+        &dbname,
+        &["-n", "-c", "8", "-j", "1", "-T", "2", "-f", &script],
+        || {},
+    );
+    let d = diagnosis(&r);
+    assert_eq!(d.client.thread_cpu_s.len(), 1);
+    let wall = r.timings.bench_duration_us as f64 / 1e6;
+    let queued = d.client.thread_runqueue_s.first().copied().unwrap_or(0.0);
+    let share = (d.client.thread_cpu_s[0] + queued) / wall;
+    assert!(d.client.thread_cpu_s[0] > 0.0);
+    let found = d.findings.iter().find(|f| f.id == "client-saturated");
+    assert_eq!(found.is_some(), share > 0.8, "share {share}: {found:?}");
+    if let Some(f) = found {
+        assert!((f.figures["busy_share"] - share).abs() < 1e-9);
+    }
+}
+
+/// A throttled read-only run long enough for its percentiles, on a quiet
+/// server: nothing to report, and the shares add up.
+#[test]
+fn a_clean_run_reports_no_finding() {
+    let _turn = turn();
+    let db = server18();
+    let dbname = bench_database(db);
+    let (out, r) = run_json(
+        db,
+        &dbname,
+        &["-S", "-c", "2", "-j", "2", "-R", "1000", "-T", "12"],
+        || {},
+    );
+    let d = diagnosis(&r);
+    assert_eq!(d.findings, Vec::new(), "{}", stdout(&out));
+    assert!(stdout(&out).contains("  findings: none\n"));
+    let a = d.activity.as_ref().expect("activity");
+    assert!(a.total.total() > 0);
+    assert_eq!(
+        a.intervals.iter().map(|i| i.total()).sum::<u64>(),
+        a.total.total()
+    );
+    assert!(d.server_cpu.is_some(), "{:?}", d.monitor.missing);
+}
+
+/// With no connection slot left for it the monitor stays away (the run
+/// is not refused); `--no-monitor` opens nothing; `--pgbench-output`
+/// prints no diagnosis.
+#[test]
+fn the_monitor_never_takes_a_clients_slot_and_can_be_turned_off() {
+    let _turn = turn();
+    let db = TempDb::builder()
+        .setting("fsync", "off")
+        .setting("max_connections", "6")
+        .start()
+        .expect("small server starts");
+    let dbname = bench_database(&db);
+    // The superuser may take every slot, the reserved ones included.
+    let (out, r) = run_json(&db, &dbname, &["-S", "-c", "6", "-t", "10"], || {});
+    let d = diagnosis(&r);
+    assert!(!d.monitor.ran);
+    assert!(
+        d.monitor
+            .missing
+            .iter()
+            .any(|m| m.contains("connection slot")),
+        "{:?}",
+        d.monitor.missing
+    );
+    assert!(stdout(&out).contains("not measured: monitor: not started"));
+
+    let (_, r) = run_json(
+        &db,
+        &dbname,
+        &["-S", "-c", "1", "-t", "10", "--no-monitor"],
+        || {},
+    );
+    let d = diagnosis(&r);
+    assert_eq!(d.monitor.interval_ms, None);
+    assert!(d.activity.is_none() && d.counters.is_none());
+
+    let out = pgbolt(
+        &db,
+        &dbname,
+        &["-S", "-c", "1", "-t", "10", "--pgbench-output"],
+    );
+    assert!(out.status.success());
+    assert!(!stdout(&out).contains("diagnosis"), "{}", stdout(&out));
+}
+
+/// The monitor's backend terminated mid-run: the run goes on and ends
+/// well, and the report says what is missing.
+#[test]
+fn a_monitor_that_loses_its_connection_never_fails_the_run() {
+    let _turn = turn();
+    let db = server18();
+    let dbname = bench_database(db);
+    let (out, r) = run_json(
+        db,
+        &dbname,
+        &["-S", "-c", "1", "-R", "200", "-T", "3"],
+        || {
+            wait_for_second_statement(db, "pgbolt", "SELECT abalance%");
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            while !db
+                .psql(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                     WHERE application_name = 'pgbolt-monitor'",
+                )
+                .unwrap_or_default()
+                .contains('1')
+            {
+                assert!(std::time::Instant::now() < deadline, "no monitor seen");
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        },
+    );
+    let d = diagnosis(&r);
+    assert!(d.monitor.ran);
+    assert!(
+        d.monitor
+            .missing
+            .iter()
+            .any(|m| m.starts_with("connection lost after")),
+        "{:?}",
+        d.monitor.missing
+    );
+    assert!(d.counters.is_none());
+    assert!(stdout(&out).contains("not measured: connection lost after"));
+}
