@@ -231,6 +231,8 @@ fn fleet() -> &'static (tempfile::TempDir, Vec<PathBuf>, i64) {
                     &format!("--generator={i}/{GENERATORS}"),
                     &format!("--start-at={start_at}"),
                     "--random-seed=42",
+                    // The server's commit count is compared: no monitor.
+                    "--no-monitor",
                     &format!("--json=gen{i}.json"),
                 ]);
                 cmd.stdout(std::process::Stdio::piped())

@@ -66,8 +66,9 @@ pub fn run(program: Program, args: &[&str], env: &[(&str, &str)]) -> Output {
     let home = tempfile::tempdir().expect("temp dir");
     let mut cmd = match program {
         Program::Pgbolt => {
+            // The sessions pgbench opens are compared: no monitor session.
             let mut cmd = Command::new(pgbolt_path());
-            cmd.arg("--pgbench-output");
+            cmd.args(["--pgbench-output", "--no-monitor"]);
             cmd
         }
         Program::Pgbench => Command::new(pgbench_path()),
