@@ -343,10 +343,12 @@ fn four_generators_merge_into_the_exact_whole() {
             "{starts:?} {start_at}"
         );
     }
-    assert_eq!(
-        merged["generators"].as_array().expect("generators").len(),
-        4
-    );
+    let generators = merged["generators"].as_array().expect("generators");
+    assert_eq!(generators.len(), 4);
+    for g in generators {
+        assert!(g["cpu_s"].as_f64().is_some_and(|s| s > 0.0), "{g}");
+    }
+    assert!(text.contains("cpu (s)  saturated"), "{text}");
 }
 
 #[test]

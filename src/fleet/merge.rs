@@ -33,6 +33,13 @@ pub struct GeneratorSummary {
     /// Its measured window, µs since the Unix epoch.
     pub window_start_us: i64,
     pub window_end_us: i64,
+    /// Its process's CPU seconds, from its diagnosis (absent without one).
+    #[serde(default)]
+    pub cpu_s: Option<f64>,
+    /// The severity of its `client-saturated` finding, if it had one: the
+    /// generator itself was the bottleneck.
+    #[serde(default)]
+    pub saturated: Option<String>,
 }
 
 /// Why results cannot be merged.
@@ -225,6 +232,13 @@ pub fn merge_results(
             tps: r.tps,
             window_start_us: info.window_start_us,
             window_end_us: info.window_end_us,
+            cpu_s: r.diagnosis.as_ref().map(|d| d.client.process_cpu_s),
+            saturated: r.diagnosis.as_ref().and_then(|d| {
+                d.findings
+                    .iter()
+                    .find(|f| f.id == "client-saturated")
+                    .map(|f| f.severity.name().to_owned())
+            }),
         })
         .collect();
     merged.generator = None;
@@ -242,10 +256,10 @@ pub fn render_generators(merged: &RunResult, missing: &[u32], count: u32) -> Str
             format!(" (missing: {})", list(missing))
         }
     );
-    out.push_str("generator  clients  threads   committed          tps  window start (UTC)        length (s)  file\n");
+    out.push_str("generator  clients  threads   committed          tps  window start (UTC)        length (s)  cpu (s)  saturated  file\n");
     for g in &merged.generators {
         out.push_str(&format!(
-            "{:>9}  {:>7}  {:>7}  {:>10}  {:>11.3}  {}  {:>10.3}  {}\n",
+            "{:>9}  {:>7}  {:>7}  {:>10}  {:>11.3}  {}  {:>10.3}  {:>7}  {:>9}  {}\n",
             g.index,
             g.clients,
             g.threads,
@@ -253,6 +267,8 @@ pub fn render_generators(merged: &RunResult, missing: &[u32], count: u32) -> Str
             g.tps,
             crate::report::html::utc(g.window_start_us),
             (g.window_end_us - g.window_start_us) as f64 / 1e6,
+            g.cpu_s.map_or("-".to_owned(), |s| format!("{s:.2}")),
+            g.saturated.as_deref().unwrap_or("no"),
             g.source
         ));
     }

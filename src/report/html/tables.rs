@@ -150,12 +150,12 @@ pub fn generators(r: &RunResult) -> Result<Option<String>, ReportError> {
         return Ok(None);
     }
     let mut out = String::from(
-        "<section><h2>Generators</h2><table><tr><th>generator</th><th>clients</th><th>threads</th><th>committed</th><th>tps</th><th>window start</th><th>length (s)</th><th>result file</th></tr>",
+        "<section><h2>Generators</h2><table><tr><th>generator</th><th>clients</th><th>threads</th><th>committed</th><th>tps</th><th>window start</th><th>length (s)</th><th>CPU (s)</th><th>saturated</th><th>result file</th></tr>",
     );
     for g in &r.generators {
         let _ = write!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{}</td><td>{:.3}</td><td class=\"text\"><code>{}</code></td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{}</td><td>{:.3}</td><td>{}</td><td>{}</td><td class=\"text\"><code>{}</code></td></tr>",
             g.index,
             g.clients,
             g.threads,
@@ -163,6 +163,8 @@ pub fn generators(r: &RunResult) -> Result<Option<String>, ReportError> {
             g.tps,
             super::utc(g.window_start_us),
             (g.window_end_us - g.window_start_us) as f64 / 1e6,
+            g.cpu_s.map_or("–".to_owned(), |s| format!("{s:.2}")),
+            esc(g.saturated.as_deref().unwrap_or("no")),
             esc(&g.source)
         );
     }
