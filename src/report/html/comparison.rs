@@ -188,7 +188,7 @@ fn interval_chart(metrics: &[MetricChange], threshold: f64) -> String {
         if let Some(e) = m.change {
             let row = (known.len() - i) as f64;
             chart.line(Line {
-                class: ["s0", "s1", "s2", "s3", "s4"][i % 5],
+                class: super::svg::SERIES_CLASSES[i % super::svg::SERIES_CLASSES.len()],
                 label: m.metric.name().to_owned(),
                 points: vec![
                     (e.low * 100.0, row),

@@ -137,6 +137,10 @@ pub fn number(v: f64) -> String {
     }
 }
 
+/// The series classes (colours) of the page's CSS, in the order a chart
+/// of many series takes them; past ten they repeat.
+pub const SERIES_CLASSES: [&str; 10] = ["s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9"];
+
 /// One series: a class (colour), a legend label and its points.
 pub struct Line {
     pub class: &'static str,

@@ -232,7 +232,6 @@ fn hockey_stick(r: &SweepResult) -> String {
 /// Each step's throughput over time (the first repeat of each value), so
 /// that a step that had not settled, or one disturbed midway, shows.
 fn over_time(r: &SweepResult) -> String {
-    const CLASSES: [&str; 5] = ["s0", "s1", "s2", "s3", "s4"];
     let steps: Vec<_> = r.steps.iter().filter(|s| s.repeat == 1).collect();
     let lines: Vec<Vec<(f64, f64)>> = steps
         .iter()
@@ -250,7 +249,7 @@ fn over_time(r: &SweepResult) -> String {
     );
     for (i, (step, points)) in steps.iter().zip(lines).enumerate() {
         chart.line(Line {
-            class: CLASSES[i % CLASSES.len()],
+            class: super::svg::SERIES_CLASSES[i % super::svg::SERIES_CLASSES.len()],
             label: format!("{} {}", value(step.value), r.sweep.dimension),
             points,
         });
