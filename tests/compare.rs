@@ -18,6 +18,15 @@ use std::process::{Command, Output};
 
 use common::{pgbolt_path, script_file, server, stderr, stdout, ScriptFile};
 
+/// One test at a time runs its benchmarks: the `-R` runs must keep to
+/// their schedule, which a machine busy with the other tests' runs (and a
+/// browser) does not guarantee on two CPUs.
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Runs pgbolt with `args` on the shared server's `postgres` database.
 fn pgbolt(args: &[&str]) -> Output {
     let mut cmd = server().command(pgbolt_path());
@@ -62,6 +71,7 @@ fn sleep_script() -> ScriptFile {
 
 #[test]
 fn the_same_schedule_twice_is_no_significant_change() {
+    let _turn = turn();
     let dir = tempfile::tempdir().expect("temp dir");
     let script = sleep_script();
     let args = [
@@ -105,6 +115,7 @@ fn the_same_schedule_twice_is_no_significant_change() {
 
 #[test]
 fn halving_the_rate_is_a_regression_whose_interval_covers_the_truth() {
+    let _turn = turn();
     let dir = tempfile::tempdir().expect("temp dir");
     let script = sleep_script();
     let common = ["-f", &script.path, "-D", "d=0.001", "-c", "4", "-T", "6"];
@@ -146,6 +157,7 @@ fn halving_the_rate_is_a_regression_whose_interval_covers_the_truth() {
 
 #[test]
 fn a_longer_sleep_is_a_latency_regression_and_markdown_says_so() {
+    let _turn = turn();
     let dir = tempfile::tempdir().expect("temp dir");
     let script = sleep_script();
     let a = result(
@@ -176,6 +188,7 @@ fn a_longer_sleep_is_a_latency_regression_and_markdown_says_so() {
 
 #[test]
 fn results_of_different_scripts_are_refused_unless_allowed() {
+    let _turn = turn();
     let dir = tempfile::tempdir().expect("temp dir");
     let script = script_file("one.sql", "select 1;\n");
     let a = result(dir.path(), "a.json", &["-f", &script.path, "-t", "20"]);
@@ -197,6 +210,7 @@ fn results_of_different_scripts_are_refused_unless_allowed() {
 
 #[test]
 fn a_result_records_the_server_and_its_settings() {
+    let _turn = turn();
     let dir = tempfile::tempdir().expect("temp dir");
     let one = script_file("one.sql", "select 1;\n");
     let r = json(&result(dir.path(), "r.json", &["-f", &one.path, "-t", "5"]));
@@ -288,6 +302,7 @@ fn bad_command_lines_and_files_are_refused_before_anything() {
 
 #[test]
 fn the_html_page_shows_the_verdict_and_the_changes_offline() {
+    let _turn = turn();
     html_support::require_chromium();
     let dir = tempfile::tempdir().expect("temp dir");
     let script = sleep_script();
