@@ -69,6 +69,27 @@ fn sleep_script() -> ScriptFile {
     script_file("sleep.sql", "select pg_sleep(:d);\n")
 }
 
+/// Two runs of the same schedule (`seed`) for `seconds`, at 100 and at 50
+/// transactions per second: their results, baseline first.
+fn halved_rate(dir: &Path, seconds: &str, seed: &str) -> (PathBuf, PathBuf) {
+    let script = sleep_script();
+    let seed = format!("--random-seed={seed}");
+    let run = |name: &str, rate: &str| {
+        let args = [
+            "-f",
+            &script.path,
+            "-D",
+            "d=0.001",
+            "-c",
+            "4",
+            "-T",
+            seconds,
+        ];
+        result(dir, name, &[&args[..], &["-R", rate, &seed]].concat())
+    };
+    (run("a.json", "100"), run("b.json", "50"))
+}
+
 #[test]
 fn the_same_schedule_twice_is_no_significant_change() {
     let _turn = turn();
@@ -117,19 +138,7 @@ fn the_same_schedule_twice_is_no_significant_change() {
 fn halving_the_rate_is_a_regression_whose_interval_covers_the_truth() {
     let _turn = turn();
     let dir = tempfile::tempdir().expect("temp dir");
-    let script = sleep_script();
-    let common = ["-f", &script.path, "-D", "d=0.001", "-c", "4", "-T", "6"];
-    let seed = ["--random-seed=11"];
-    let a = result(
-        dir.path(),
-        "a.json",
-        &[&common[..], &["-R", "100"], &seed].concat(),
-    );
-    let b = result(
-        dir.path(),
-        "b.json",
-        &[&common[..], &["-R", "50"], &seed].concat(),
-    );
+    let (a, b) = halved_rate(dir.path(), "6", "11");
     let out_json = dir.path().join("c.json");
     let out = compare(
         &a,
@@ -305,19 +314,7 @@ fn the_html_page_shows_the_verdict_and_the_changes_offline() {
     let _turn = turn();
     html_support::require_chromium();
     let dir = tempfile::tempdir().expect("temp dir");
-    let script = sleep_script();
-    let common = ["-f", &script.path, "-D", "d=0.001", "-c", "4", "-T", "4"];
-    let seed = ["--random-seed=5"];
-    let a = result(
-        dir.path(),
-        "a.json",
-        &[&common[..], &["-R", "100"], &seed].concat(),
-    );
-    let b = result(
-        dir.path(),
-        "b.json",
-        &[&common[..], &["-R", "50"], &seed].concat(),
-    );
+    let (a, b) = halved_rate(dir.path(), "4", "5");
     let page = dir.path().join("c.html");
     let out_json = dir.path().join("c.json");
     let out = compare(

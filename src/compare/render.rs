@@ -131,7 +131,9 @@ fn side_summary(s: &super::Side) -> String {
     )
 }
 
-fn row(m: &MetricChange) -> [String; 6] {
+/// A metric's row: name, baseline, candidate (TPS, or ms), change, its
+/// interval and the outcome.
+pub fn row(m: &MetricChange) -> [String; 6] {
     let name = match m.metric {
         Metric::Tps => "tps".to_owned(),
         other => format!("latency {} (ms)", other.name()),

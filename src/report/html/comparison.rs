@@ -16,7 +16,7 @@ use serde::Serialize;
 use super::escape::esc;
 use super::svg::{Axis, Chart, Line};
 use super::{distribution, page_end, page_start, time};
-use crate::compare::{Comparison, Metric, MetricChange, Side};
+use crate::compare::{Comparison, MetricChange, Side};
 use crate::report::model::{ReportError, RunResult};
 
 /// What the page embeds.
@@ -112,27 +112,17 @@ fn summary(s: &Side) -> String {
 fn changes(out: &mut String, c: &Comparison) {
     out.push_str("<section><h2>Changes</h2><table><tr><th>metric</th><th>baseline</th><th>candidate</th><th>change</th><th>95% interval</th><th>outcome</th></tr>");
     for m in &c.metrics {
-        let figure = |v: Option<f64>| match (v, m.metric) {
-            (None, _) => "-".to_owned(),
-            (Some(v), Metric::Tps) => format!("{v:.1}"),
-            (Some(v), _) => format!("{v:.3} ms"),
-        };
-        let (change, interval) = match m.change {
-            Some(e) => (
-                percent(e.value),
-                format!("{} to {}", percent(e.low), percent(e.high)),
-            ),
-            None => ("-".to_owned(), "-".to_owned()),
-        };
+        let [name, baseline, candidate, change, interval, outcome] = crate::compare::row(m);
         let _ = write!(
             out,
-            "<tr data-metric=\"{0}\"><td>{0}</td><td>{1}</td><td>{2}</td><td data-figure=\"change-{0}\">{3}</td><td>{4}</td><td>{5}</td></tr>",
+            "<tr data-metric=\"{0}\"><td>{6}</td><td>{1}</td><td>{2}</td><td data-figure=\"change-{0}\">{3}</td><td>{4}</td><td>{5}</td></tr>",
             esc(m.metric.name()),
-            figure(m.baseline),
-            figure(m.candidate),
-            change,
-            interval,
-            esc(m.outcome.describe())
+            esc(&baseline),
+            esc(&candidate),
+            esc(&change),
+            esc(&interval),
+            esc(&outcome),
+            esc(&name)
         );
     }
     out.push_str("</table>");
@@ -154,10 +144,6 @@ fn changes(out: &mut String, c: &Comparison) {
         let _ = write!(out, "<p class=\"note\">{}</p>", esc(&line));
     }
     out.push_str("</section>");
-}
-
-fn percent(v: f64) -> String {
-    format!("{:+.1}%", v * 100.0)
 }
 
 /// Each metric's change as a point with its interval, against the
