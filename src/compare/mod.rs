@@ -35,7 +35,7 @@ use crate::stats::{IntervalHistogram, LatencyHistogram};
 use likeness::Difference;
 use stats::{Buckets, Estimate};
 
-pub use render::{method_lines, render_markdown, render_text, row};
+pub use render::{method_lines, render_markdown, render_text, row, side_summary};
 
 /// The confidence level of every interval.
 pub const CONFIDENCE: f64 = 0.95;

@@ -120,7 +120,8 @@ pub fn render_markdown(c: &Comparison) -> String {
     out
 }
 
-fn side_summary(s: &super::Side) -> String {
+/// One side in a line: its TPS, counts and length.
+pub fn side_summary(s: &super::Side) -> String {
     format!(
         "{:.1} tps, {} committed, {} failed in {:.1} s{}",
         s.tps,

@@ -36,28 +36,17 @@ fn run_with(tps: &[f64], latency_us: impl Fn(usize) -> Vec<(i64, u64)>) -> RunRe
         tool: "pgbolt".to_owned(),
         tool_version: "test".to_owned(),
         merged_runs: 1,
-        options: RunOptions {
-            scripts: vec![ScriptInfo {
+        options: RunOptions::for_test(
+            vec![ScriptInfo {
                 name: "<builtin: select only>".to_owned(),
                 weight: 1,
                 commands: vec!["select 1".to_owned()],
                 sha256: Some("ab".repeat(32)),
             }],
-            scale: 1,
-            partitioning: None,
-            query_mode: "simple".to_owned(),
-            clients: 8,
-            threads: 2,
-            max_tries: 1,
-            limit: RunLimit::DurationSeconds(tps.len() as u64),
-            rate: None,
-            latency_limit_us: None,
-            progress_s: None,
-            connect_per_transaction: false,
-            failures_detailed: false,
-            report_per_command: false,
-            continue_on_error: false,
-        },
+            8,
+            2,
+            RunLimit::DurationSeconds(tps.len() as u64),
+        ),
         timings: Timings {
             bench_duration_us: tps.len() as i64 * 1_000_000 + 300,
             ..Timings::default()

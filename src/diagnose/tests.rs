@@ -48,28 +48,17 @@ fn run(
         tool: "pgbolt".to_owned(),
         tool_version: "test".to_owned(),
         merged_runs: 1,
-        options: RunOptions {
-            scripts: vec![ScriptInfo {
+        options: RunOptions::for_test(
+            vec![ScriptInfo {
                 name: script.to_owned(),
                 weight: 1,
                 commands: vec![],
                 sha256: None,
             }],
-            scale: 1,
-            partitioning: None,
-            query_mode: "simple".to_owned(),
             clients,
-            threads: 1,
-            max_tries: 1,
-            limit: RunLimit::DurationSeconds(seconds as u64),
-            rate: None,
-            latency_limit_us: None,
-            progress_s: None,
-            connect_per_transaction: false,
-            failures_detailed: false,
-            report_per_command: false,
-            continue_on_error: false,
-        },
+            1,
+            RunLimit::DurationSeconds(seconds as u64),
+        ),
         timings: Timings {
             bench_duration_us: seconds as i64 * 1_000_000,
             ..Timings::default()

@@ -84,6 +84,34 @@ pub struct RunOptions {
 }
 
 impl RunOptions {
+    /// Options of a test's synthetic result: `scripts`, `clients` on
+    /// `threads`, bounded by `limit`, everything else pgbench's default.
+    #[cfg(test)]
+    pub(crate) fn for_test(
+        scripts: Vec<ScriptInfo>,
+        clients: u32,
+        threads: u32,
+        limit: RunLimit,
+    ) -> RunOptions {
+        RunOptions {
+            scripts,
+            scale: 1,
+            partitioning: None,
+            query_mode: "simple".to_owned(),
+            clients,
+            threads,
+            max_tries: 1,
+            limit,
+            rate: None,
+            latency_limit_us: None,
+            progress_s: None,
+            connect_per_transaction: false,
+            failures_detailed: false,
+            report_per_command: false,
+            continue_on_error: false,
+        }
+    }
+
     /// pgbench prints per-script sections when several scripts run.
     pub fn per_script_stats(&self) -> bool {
         self.scripts.len() > 1

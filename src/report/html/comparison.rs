@@ -16,7 +16,7 @@ use serde::Serialize;
 use super::escape::esc;
 use super::svg::{Axis, Chart, Line};
 use super::{distribution, page_end, page_start, time};
-use crate::compare::{Comparison, MetricChange, Side};
+use crate::compare::{Comparison, MetricChange};
 use crate::report::model::{ReportError, RunResult};
 
 /// What the page embeds.
@@ -67,7 +67,7 @@ fn header(out: &mut String, c: &Comparison) {
             out,
             "<dt><span class=\"key {class}\"></span>{name}</dt><dd><code>{}</code>: {}</dd>",
             esc(&side.source),
-            esc(&summary(side))
+            esc(&crate::compare::side_summary(side))
         );
     }
     let metrics: Vec<&str> = c.verdict_metrics.iter().map(|m| m.name()).collect();
@@ -95,17 +95,6 @@ fn header(out: &mut String, c: &Comparison) {
         out.push_str("</table>");
     }
     out.push_str("</section>");
-}
-
-fn summary(s: &Side) -> String {
-    format!(
-        "{:.1} tps, {} committed, {} failed in {:.1} s{}",
-        s.tps,
-        s.committed,
-        s.failed,
-        s.duration_s,
-        if s.aborted { ", aborted" } else { "" }
-    )
 }
 
 /// The table of changes and the chart of their intervals.
