@@ -413,6 +413,7 @@ mod synthetic {
             latency_limit_us: None,
             progress_s: Some(1),
             connect_per_transaction: false,
+            pool_size: None,
             failures_detailed: false,
             report_per_command: true,
             continue_on_error: false,

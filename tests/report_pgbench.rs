@@ -476,6 +476,7 @@ fn report_lines_match_pgbench(socket: &Path) {
         latency_limit_us: None,
         progress_s: None,
         connect_per_transaction: false,
+        pool_size: None,
         failures_detailed: false,
         report_per_command: false,
         continue_on_error: false,

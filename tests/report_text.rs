@@ -42,6 +42,7 @@ fn options(scripts: Vec<ScriptInfo>) -> RunOptions {
         latency_limit_us: None,
         progress_s: None,
         connect_per_transaction: false,
+        pool_size: None,
         failures_detailed: false,
         report_per_command: false,
         continue_on_error: false,

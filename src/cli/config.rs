@@ -189,11 +189,14 @@ pub struct Benchmark {
     /// The monitor's sampling interval in ms, or `None` under
     /// `--no-monitor`.
     pub monitor: Option<u32>,
+    /// `--pool-size`: the clients share this many connections, each taking
+    /// one for a transaction (see `engine::pool`).
+    pub pool_size: Option<u32>,
 }
 
 impl Benchmark {
     /// The file descriptors the run holds open at once: pgbench's count (a
-    /// socket per client, plus standard input, output and error), the
+    /// socket per client, or per pooled connection under `--pool-size`, plus standard input, output and error), the
     /// engine's signal pipe, and per thread its poller (twice: the timer
     /// registers through a duplicate), its timer, its transaction log with
     /// `-l` and its ring with `--io=uring`; with `--temp-instance`, the
@@ -201,7 +204,8 @@ impl Benchmark {
     pub fn open_files_needed(&self, io: IoMethod, temp_instance: bool) -> u64 {
         let per_thread = 3 + u64::from(self.log.is_some()) + u64::from(io == IoMethod::Uring);
         let instance = if temp_instance { 4 } else { 0 };
-        u64::from(self.clients) + 3 + 2 + instance + u64::from(self.threads) * per_thread
+        let sockets = self.pool_size.unwrap_or(self.clients);
+        u64::from(sockets) + 3 + 2 + instance + u64::from(self.threads) * per_thread
     }
 }
 

@@ -162,6 +162,14 @@ pub enum CliError {
     UnsupportedWithSweep(&'static str),
     /// `--warmup` in a plain run.
     WarmupWithoutSweep,
+    /// `--pool-size` outside the number of threads .. the number of clients.
+    PoolSizeOutOfRange {
+        pool: u32,
+        threads: u32,
+        clients: u32,
+    },
+    /// `--pool-size` with an option an application-side pool cannot honour.
+    PoolSizeWith(&'static str),
 }
 
 impl CliError {
@@ -199,6 +207,8 @@ impl CliError {
                 | CliError::InvalidStudyValue { .. }
                 | CliError::RequiresSweep(_)
                 | CliError::SweptOption(..)
+                | CliError::PoolSizeOutOfRange { .. }
+                | CliError::PoolSizeWith(_)
         )
     }
 
@@ -497,6 +507,17 @@ impl fmt::Display for CliError {
             }
             CliError::UnsupportedWithSweep(option) => {
                 write!(f, "{option} with --sweep is not supported yet")
+            }
+            CliError::PoolSizeOutOfRange {
+                pool,
+                threads,
+                clients,
+            } => write!(
+                f,
+                "--pool-size={pool} must be at least the number of threads ({threads}) and at most the number of clients ({clients}): each thread shares its own connections among its own clients"
+            ),
+            CliError::PoolSizeWith(option) => {
+                write!(f, "--pool-size with {option} is not supported yet")
             }
             CliError::RequiresTempInstance(option) => {
                 write!(f, "{option} can only be used with --temp-instance")

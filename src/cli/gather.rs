@@ -82,6 +82,7 @@ pub struct Gathered {
     pub no_monitor: bool,
     /// `--monitor-interval` in ms.
     pub monitor_interval: Option<u32>,
+    pub pool_size: Option<u32>,
     pub no_preflight: bool,
     pub temp_instance: bool,
     pub temp_instance_settings: Vec<(String, String)>,
@@ -550,6 +551,11 @@ pub fn no_monitor(g: &mut Gathered) {
 pub fn monitor_interval(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
     g.monitor_interval =
         Some(values::option_int(&text(value), "--monitor-interval", 10, 60_000)? as u32);
+    Ok(())
+}
+
+pub fn pool_size(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    g.pool_size = Some(values::option_int(&text(value), "--pool-size", 1, i32::MAX)? as u32);
     Ok(())
 }
 

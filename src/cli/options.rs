@@ -278,6 +278,8 @@ pub static OPTIONS: &[OptionDef] = &[
         [line(X, 12, "no monitor connection, no server view in the\ndiagnosis")]),
     opt!(None, "monitor-interval", "MS", Benchmark, Pgbolt, Value(g::monitor_interval),
         [line(X, 13, "sample the server's activity every MS ms\n(default: 100)")]),
+    opt!(None, "pool-size", "NUM", Benchmark, Pgbolt, Value(g::pool_size),
+        [line(X, 14, "share NUM connections among the clients, each\ntaking one for a transaction (an application's pool)")]),
     opt!(None, "html", "FILE", Benchmark, Pgbolt, Value(g::html),
         [line(X, 10, "also write the report to FILE as one HTML page")]),
     opt!(None, "render", "RESULT", Common, Pgbolt, Value(g::render),

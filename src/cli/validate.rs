@@ -167,6 +167,9 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
         threads = share.threads;
         rate = rate.map(|r| share.rate(r));
     }
+    if let Some(pool) = g.pool_size {
+        pool_size_fits(g, pool, clients, threads)?;
+    }
     let vacuum = if g.no_vacuum {
         VacuumBeforeRun::Skip
     } else if g.vacuum_all {
@@ -207,7 +210,35 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
         run_id: g.run_id.take(),
         study,
         monitor: (!g.no_monitor).then(|| g.monitor_interval.unwrap_or(100)),
+        pool_size: g.pool_size,
     })
+}
+
+/// `--pool-size`: each thread shares its own connections among its own
+/// clients, so every thread needs one and no connection may go unused;
+/// the options whose connections are not one per session of many
+/// transactions are refused.
+fn pool_size_fits(g: &Gathered, pool: u32, clients: u32, threads: u32) -> Result<(), CliError> {
+    let refused = [
+        ("-C/--connect", g.connect),
+        ("--sweep", g.sweep.is_some()),
+        (
+            "--generator",
+            g.generator.is_some() || g.generators.is_some(),
+        ),
+        ("--io=uring", g.io == Some(IoMethod::Uring)),
+    ];
+    if let Some((option, _)) = refused.into_iter().find(|(_, given)| *given) {
+        return Err(CliError::PoolSizeWith(option));
+    }
+    if pool < threads || pool > clients {
+        return Err(CliError::PoolSizeOutOfRange {
+            pool,
+            threads,
+            clients,
+        });
+    }
+    Ok(())
 }
 
 /// `--sweep` and its companions, checked against the options a sweep sets

@@ -62,6 +62,7 @@ fn run_with(tps: &[f64], latency_us: impl Fn(usize) -> Vec<(i64, u64)>) -> RunRe
         latency: distribution.clone(),
         service_time: distribution.clone(),
         lag: distribution,
+        pool_wait: None,
         scripts: Vec::new(),
         series: Series {
             start_us: 0,

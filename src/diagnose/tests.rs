@@ -74,6 +74,7 @@ fn run(
         latency: d.clone(),
         service_time: d.clone(),
         lag: d,
+        pool_wait: None,
         scripts: vec![],
         series: Series {
             start_us: 0,

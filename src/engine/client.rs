@@ -22,6 +22,8 @@ pub enum State {
     Throttle,
     /// Open a connection (`-C`), then start.
     Connect,
+    /// `--pool-size`: wait for a pooled connection, then start.
+    PoolWait,
     /// Record the start and go to the first command.
     StartTx,
 
@@ -188,6 +190,10 @@ pub struct Client {
     pub id: u32,
     pub state: State,
     pub conn: Option<Connection>,
+    /// `--pool-size`: the pooled connection `conn` is (see [`super::pool`]).
+    pub slot: Option<usize>,
+    /// `--pool-size`: when the client asked for a connection (µs).
+    pub asked: i64,
     /// The socket is registered for writability too (a write was partial).
     pub writing: bool,
     /// The poller saw the server close its end. The close may have come
@@ -247,6 +253,8 @@ impl Client {
             id,
             state: State::ChooseScript,
             conn: None,
+            slot: None,
+            asked: 0,
             writing: false,
             peer_closed: false,
             connecting: None,

@@ -21,6 +21,7 @@ use super::clock::Clock;
 use super::linger::Lingering;
 use super::log;
 use super::pacing::{Outcome, Pacer};
+use super::pool::Pool;
 use super::progress::Progress;
 use super::spin::SpinMode;
 use super::timer::PreciseTimer;
@@ -79,6 +80,8 @@ pub struct ThreadEnv {
     /// Connections of clients aborted inside a pipeline, ended with
     /// Terminate and kept open (see [`ThreadEnv::close`]).
     pub lingering: Lingering,
+    /// `--pool-size`: the connections the thread's clients share.
+    pub pool: Option<Pool>,
 }
 
 impl ThreadEnv {
@@ -246,14 +249,19 @@ impl ThreadEnv {
                 Interest::READABLE
             };
             let fd = conn.fd();
+            let token = match (c.slot, self.pool.as_ref()) {
+                (Some(slot), Some(pool)) => pool.token(slot),
+                _ => Token(idx),
+            };
             let _ = self
                 .registry
-                .reregister(&mut SourceFd(&fd), Token(idx), interest);
+                .reregister(&mut SourceFd(&fd), token, interest);
             c.writing = wants;
         }
     }
 
-    /// Closes the client's connection (and child), if any.
+    /// Closes the client's connection (and child), if any; a pooled
+    /// connection is then lost to the pool.
     ///
     /// A client that aborted with its pipeline open first hands the
     /// statements it queued there to the server, as libpq does when
@@ -293,6 +301,10 @@ impl ThreadEnv {
             }
         }
         c.connecting = None;
+        if let Some(pool) = self.pool.as_mut() {
+            // The waiters of a pool left with no connection abort.
+            self.runq.extend(pool.lost(c));
+        }
         if let Some(job) = c.shell.take() {
             if let Some(fd) = job.fd() {
                 self.unwatch_shell(fd, 0);

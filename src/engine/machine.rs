@@ -80,7 +80,12 @@ pub fn advance(c: &mut Client, idx: usize, plan: &Plan, env: &mut ThreadEnv) {
                     State::StartTx
                 };
             }
-            State::StartTx => start_transaction(c, plan, env, &mut now),
+            State::StartTx => start_transaction(c, idx, plan, env, &mut now),
+            State::PoolWait => {
+                if !pool_wait(c, idx, env, &mut now) {
+                    return;
+                }
+            }
             State::Connect => {
                 if !env.poll_connect(c, idx) {
                     return;
@@ -180,23 +185,68 @@ fn start_script(c: &mut Client, plan: &Plan, env: &mut ThreadEnv) {
     };
 }
 
-/// Starts the transaction (connecting first under `-C`), remembering the
-/// random state in case it is retried.
-fn start_transaction(c: &mut Client, plan: &Plan, env: &mut ThreadEnv, now: &mut Now) {
+/// Starts the transaction (connecting first under `-C`, taking a pooled
+/// connection under `--pool-size`), remembering the random state in case
+/// it is retried.
+fn start_transaction(c: &mut Client, idx: usize, plan: &Plan, env: &mut ThreadEnv, now: &mut Now) {
     if c.conn.is_none() {
-        // The connection is opened once the thread's pacer gives the
-        // client a slot (see `ThreadEnv::poll_connect`).
-        c.state = State::Connect;
-        return;
+        if env.pool.is_some() {
+            c.asked = now.get(env);
+            if env.pool.as_mut().is_some_and(|pool| pool.acquire(c, idx)) {
+                env.stats.record_pool_wait(0);
+            } else {
+                c.state = State::PoolWait;
+                return;
+            }
+        } else {
+            // The connection is opened once the thread's pacer gives the
+            // client a slot (see `ThreadEnv::poll_connect`).
+            c.state = State::Connect;
+            return;
+        }
     }
     let t = now.get(env);
     c.random_at_start = c.random;
     c.begun = t;
     if plan.throttle_delay_us <= 0.0 {
-        c.scheduled = t;
+        // Pooled, the latency counts from the request for a connection.
+        c.scheduled = if env.pool.is_some() { c.asked } else { t };
     }
     c.command = 0;
     c.state = State::StartCommand;
+}
+
+/// A client waiting for a pooled connection: true when it moved on (it
+/// holds one, or the run is over, or the pool has none left), false to
+/// wait on.
+fn pool_wait(c: &mut Client, idx: usize, env: &mut ThreadEnv, now: &mut Now) -> bool {
+    let Some(pool) = env.pool.as_mut() else {
+        c.state = State::Aborted;
+        return true;
+    };
+    if env.over {
+        // The connection handed to it goes on down the line.
+        if let Some(next) = pool.leave(idx) {
+            env.runq.push_back(next);
+        }
+        c.state = State::Finished;
+        return true;
+    }
+    if pool.take_handed(c, idx) {
+        let t = now.get(env);
+        env.stats.record_pool_wait(t - c.asked);
+        c.state = State::StartTx;
+        return true;
+    }
+    if pool.exhausted() {
+        log::error(format_args!(
+            "client {} aborted: no pooled connection is left",
+            c.id
+        ));
+        c.state = State::Aborted;
+        return true;
+    }
+    false
 }
 
 /// Runs the transaction again from its first command, with the random
@@ -340,6 +390,11 @@ fn end_transaction(
         ));
         c.state = State::Aborted;
         return false;
+    }
+    if let Some(pool) = env.pool.as_mut() {
+        if let Some(next) = pool.release(c, idx) {
+            env.runq.push_back(next);
+        }
     }
     if plan.connect_per_transaction {
         let start = now.get(env);

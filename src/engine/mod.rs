@@ -67,6 +67,7 @@ mod meta;
 mod monitor;
 mod pacing;
 pub mod plan;
+mod pool;
 mod progress;
 mod result_file;
 mod setup;
@@ -436,7 +437,7 @@ fn prepare(config: &Config, bench: &Benchmark, step: &StepSetup) -> Result<Prepa
     let spare_slots = if config.preflight {
         setup::preflight(
             &mut setup_client,
-            step.preflight_clients.unwrap_or(plan.clients),
+            step.preflight_clients.unwrap_or(plan.connections()),
             config.temp_instance.is_some(),
         )?
     } else {
@@ -637,6 +638,15 @@ fn thread_parts(
         series: bench.json.is_some() || bench.html.is_some(),
     };
     let ts = prepared.states.threads[t.tid];
+    let pool = plan.pool_shares().map(|shares| {
+        // Pooled sockets' tokens come after the clients', their children's
+        // and their lingering connections' (see `worker`).
+        pool::Pool::new(shares[t.tid] as usize, clients.len(), 3 * clients.len())
+    });
+    let mut stats = ThreadStats::new(&layout);
+    if pool.is_some() {
+        stats.track_pool_wait();
+    }
     let env = ThreadEnv {
         tid: t.tid,
         clock: t.clock,
@@ -646,7 +656,7 @@ fn thread_parts(
         timers: BinaryHeap::with_capacity(clients.len() * 2 + 4),
         runq: VecDeque::with_capacity(clients.len() + 1),
         pacer: pacing::Pacer::new(clients.len(), plan.threads),
-        stats: ThreadStats::new(&layout),
+        stats,
         log,
         log_failed: false,
         choose: ts.choose,
@@ -661,6 +671,7 @@ fn thread_parts(
         precise_timer,
         ring: None,
         lingering: Lingering::default(),
+        pool,
         progress: bench.progress.map(|interval| {
             progress::Progress::new(
                 interval,
@@ -784,6 +795,7 @@ fn run_options(prepared: &Prepared, bench: &Benchmark) -> RunOptions {
         latency_limit_us: plan.latency_limit_us,
         progress_s: bench.progress,
         connect_per_transaction: plan.connect_per_transaction,
+        pool_size: plan.pool_size,
         failures_detailed: bench.failures_detailed,
         report_per_command: plan.report_per_command,
         continue_on_error: plan.continue_on_error,

@@ -35,6 +35,8 @@ pub struct Plan {
     /// `--max-tries`; 0 is unlimited.
     pub max_tries: u32,
     pub connect_per_transaction: bool,
+    /// `--pool-size`: connections shared by all the clients.
+    pub pool_size: Option<u32>,
     pub report_per_command: bool,
     pub verbose_errors: bool,
     pub continue_on_error: bool,
@@ -122,6 +124,7 @@ impl Plan {
                 .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX)),
             max_tries: bench.max_tries.unwrap_or(0),
             connect_per_transaction: bench.connect_per_transaction,
+            pool_size: bench.pool_size,
             report_per_command: bench.report_per_command,
             verbose_errors: bench.verbose_errors,
             continue_on_error: bench.continue_on_error,
@@ -135,6 +138,23 @@ impl Plan {
     /// takes `(remaining + n - i - 1) / (n - i)` of the remaining clients.
     pub fn client_ranges(&self) -> Vec<std::ops::Range<u32>> {
         split_clients(self.clients, self.threads)
+    }
+
+    /// Each thread's share of `--pool-size`, dealt as the clients are.
+    pub fn pool_shares(&self) -> Option<Vec<u32>> {
+        let size = self.pool_size?;
+        Some(
+            split_clients(size, self.threads)
+                .iter()
+                .map(|r| r.len() as u32)
+                .collect(),
+        )
+    }
+
+    /// The connections open at once during the run: one per client, or
+    /// the pool's.
+    pub fn connections(&self) -> u32 {
+        self.pool_size.unwrap_or(self.clients)
     }
 
     /// Commands per script, for the statistics layout.

@@ -19,7 +19,8 @@ use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mio::{Events, Poll, Token};
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token};
 use pgwire::ConnectProgress;
 
 use crate::stats::ThreadStats;
@@ -76,7 +77,7 @@ pub fn run(
         p.start(env.tid);
     }
     if !plan.connect_per_transaction {
-        if let Err(e) = connect_all(&mut clients, &mut env, &mut poll, &mut events) {
+        if let Err(e) = connect_clients(&plan, &mut clients, &mut env, &mut poll, &mut events) {
             shared.fail_start(e);
             return None;
         }
@@ -344,6 +345,15 @@ impl Turn<'_> {
             if token == SIGNAL || token == TIMER {
                 continue;
             }
+            if let Some(pool) = self.env.pool.as_mut() {
+                if let Some(slot) = pool.slot_of(token) {
+                    let closed = event.is_read_closed() || event.is_error();
+                    if let Some(idx) = pool.holder_or_note(slot, closed) {
+                        self.pooled_event(idx, closed);
+                    }
+                    continue;
+                }
+            }
             if token.0 >= 2 * self.env.clients {
                 let idx = token.0 - 2 * self.env.clients;
                 self.env.lingering.readable(idx, &self.env.registry);
@@ -380,6 +390,17 @@ impl Turn<'_> {
             let Some(idx) = self.env.runq.pop_front() else {
                 break;
             };
+            self.step(idx);
+        }
+    }
+
+    /// An event on the pooled connection client `idx` holds.
+    fn pooled_event(&mut self, idx: usize, closed: bool) {
+        let Some(c) = self.clients.get_mut(idx) else {
+            return;
+        };
+        c.peer_closed |= closed;
+        if c.state.waits_for_io() {
             self.step(idx);
         }
     }
@@ -426,6 +447,12 @@ fn finish(mut clients: Vec<Client>, mut env: ThreadEnv, start: i64, stopped: boo
             interrupted += 1;
         }
         env.close(c, idx);
+    }
+    if let Some(pool) = env.pool.as_mut() {
+        for conn in pool.drain_idle() {
+            let _ = env.registry.deregister(&mut SourceFd(&conn.fd()));
+            conn.close();
+        }
     }
     std::mem::take(&mut env.lingering).finish(stopped);
     if let Some(log) = env.log.as_mut() {
@@ -493,6 +520,37 @@ fn step(
             shared.trigger_exit_on_abort(env.tid);
         }
     }
+}
+
+/// Opens the connections of the run's start: one per client, or under
+/// `--pool-size` the thread's share of the pool, opened by its first
+/// clients as theirs would be (paced alike) and then handed to the pool,
+/// whose tokens they are registered under.
+fn connect_clients(
+    plan: &Plan,
+    clients: &mut [Client],
+    env: &mut ThreadEnv,
+    poll: &mut Poll,
+    events: &mut Events,
+) -> Result<(), EngineError> {
+    let Some(size) = env.pool.as_ref().map(|p| p.size) else {
+        return connect_all(clients, env, poll, events);
+    };
+    let opening = size.min(clients.len());
+    let openers = &mut clients[..opening];
+    connect_all(openers, env, poll, events)?;
+    let per_script = plan.commands_per_script();
+    for c in openers {
+        let (Some(conn), Some(pool)) = (c.conn.take(), env.pool.as_mut()) else {
+            continue;
+        };
+        let fd = conn.fd();
+        let slot = pool.add(conn, &per_script);
+        env.registry
+            .reregister(&mut SourceFd(&fd), pool.token(slot), Interest::READABLE)
+            .map_err(EngineError::Poll)?;
+    }
+    Ok(())
 }
 
 /// Opens every client's connection, as many at once as the thread's

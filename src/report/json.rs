@@ -86,6 +86,7 @@ pub fn merge(results: &[RunResult]) -> Result<RunResult, ReportError> {
     let mut latency = Sum::of(&first.latency)?;
     let mut service = Sum::of(&first.service_time)?;
     let mut lag = Sum::of(&first.lag)?;
+    let mut pool_wait = first.pool_wait.as_ref().map(Sum::of).transpose()?;
     let mut scripts = first
         .scripts
         .iter()
@@ -109,6 +110,11 @@ pub fn merge(results: &[RunResult]) -> Result<RunResult, ReportError> {
         latency.add(&r.latency)?;
         service.add(&r.service_time)?;
         lag.add(&r.lag)?;
+        match (pool_wait.as_mut(), &r.pool_wait) {
+            (Some(sum), Some(theirs)) => sum.add(theirs)?,
+            (None, Some(theirs)) => pool_wait = Some(Sum::of(theirs)?),
+            _ => {}
+        }
         for ((mine, sum), theirs) in merged.scripts.iter_mut().zip(&mut scripts).zip(&r.scripts) {
             merge_counts(&mut mine.counts, &theirs.counts);
             sum.add(&theirs.latency)?;
@@ -121,6 +127,7 @@ pub fn merge(results: &[RunResult]) -> Result<RunResult, ReportError> {
     merged.latency = latency.finish()?;
     merged.service_time = service.finish()?;
     merged.lag = lag.finish()?;
+    merged.pool_wait = pool_wait.map(Sum::finish).transpose()?;
     for (mine, sum) in merged.scripts.iter_mut().zip(scripts) {
         mine.latency = sum.finish()?;
     }
@@ -232,6 +239,7 @@ mod tests {
             latency_limit_us: None,
             progress_s: None,
             connect_per_transaction: false,
+            pool_size: None,
             failures_detailed: false,
             report_per_command: false,
             continue_on_error: false,

@@ -75,6 +75,9 @@ pub struct RunOptions {
     pub progress_s: Option<u32>,
     /// `-C`.
     pub connect_per_transaction: bool,
+    /// `--pool-size`: connections the clients shared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_size: Option<u32>,
     /// `--failures-detailed`.
     pub failures_detailed: bool,
     /// `-r`.
@@ -106,6 +109,7 @@ impl RunOptions {
             latency_limit_us: None,
             progress_s: None,
             connect_per_transaction: false,
+            pool_size: None,
             failures_detailed: false,
             report_per_command: false,
             continue_on_error: false,
@@ -409,6 +413,10 @@ pub struct RunResult {
     pub service_time: Distribution,
     /// Schedule lag under `-R`.
     pub lag: Distribution,
+    /// `--pool-size`: the wait for a pooled connection, one per
+    /// transaction started (also part of its latency).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_wait: Option<Distribution>,
     /// Per script, in order.
     pub scripts: Vec<ScriptResult>,
     /// Time series.
@@ -516,6 +524,11 @@ impl RunResult {
             latency: Distribution::new(total.latency, &total.latency_histogram)?,
             service_time: Distribution::new(total.service(), service)?,
             lag: Distribution::new(total.lag(), &lag)?,
+            pool_wait: stats
+                .pool_wait
+                .as_ref()
+                .map(|p| Distribution::new(p.stats, &p.histogram))
+                .transpose()?,
             scripts,
             series: series(&stats.series),
             options,

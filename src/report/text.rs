@@ -329,6 +329,9 @@ pub fn render_percentiles(r: &RunResult) -> String {
             percentile_line(&mut out, "schedule lag", p);
         }
     }
+    if let Some(wait) = &r.pool_wait {
+        pool_wait_lines(&mut out, r, wait);
+    }
     if r.options.per_script_stats() {
         for (i, s) in r.scripts.iter().enumerate() {
             if let Some(p) = &s.latency.percentiles {
@@ -337,6 +340,27 @@ pub fn render_percentiles(r: &RunResult) -> String {
         }
     }
     out
+}
+
+/// `--pool-size`: the wait for a pooled connection, which the latency
+/// above includes.
+fn pool_wait_lines(out: &mut String, r: &RunResult, wait: &Distribution) {
+    let Some(average) = wait.average_ms else {
+        return;
+    };
+    line(
+        out,
+        format_args!(
+            "pool wait: average = {} ms, max = {} ms ({} connections for {} clients, included in the latency)",
+            fixed(average, 3),
+            fixed(0.001 * wait.stats.max as f64, 3),
+            r.options.pool_size.unwrap_or(0),
+            r.options.clients
+        ),
+    );
+    if let Some(p) = &wait.percentiles {
+        percentile_line(out, "pool wait", p);
+    }
 }
 
 fn percentile_line(out: &mut String, what: &str, p: &Percentiles) {

@@ -325,6 +325,24 @@ pub struct ThreadStats {
     pub commands: Vec<Vec<CommandStats>>,
     /// Per-interval series over the run.
     pub series: IntervalSeries,
+    /// `--pool-size`: the waits for a pooled connection, one per
+    /// transaction started (see [`ThreadStats::track_pool_wait`]).
+    pub pool_wait: Option<PoolWaitStats>,
+}
+
+/// The waits for a pooled connection, µs.
+#[derive(Clone, Debug, Default)]
+pub struct PoolWaitStats {
+    /// Exact sums.
+    pub stats: SimpleStats,
+    pub histogram: LatencyHistogram,
+}
+
+impl PoolWaitStats {
+    fn merge(&mut self, other: &PoolWaitStats) {
+        self.stats.merge(&other.stats);
+        self.histogram.merge(&other.histogram);
+    }
 }
 
 impl ThreadStats {
@@ -345,6 +363,21 @@ impl ThreadStats {
                 .map(|&n| vec![CommandStats::default(); n])
                 .collect(),
             series: IntervalSeries::new(layout.start_us),
+            pool_wait: None,
+        }
+    }
+
+    /// Keeps the waits for a pooled connection (`--pool-size`).
+    pub fn track_pool_wait(&mut self) {
+        self.pool_wait = Some(PoolWaitStats::default());
+    }
+
+    /// Records how long a transaction waited for its pooled connection.
+    #[inline]
+    pub fn record_pool_wait(&mut self, wait_us: i64) {
+        if let Some(p) = &mut self.pool_wait {
+            p.stats.add(wait_us);
+            p.histogram.record(wait_us);
         }
     }
 
@@ -433,6 +466,11 @@ impl ThreadStats {
             }
         }
         self.series.merge(&other.series);
+        match (self.pool_wait.as_mut(), &other.pool_wait) {
+            (Some(mine), Some(theirs)) => mine.merge(theirs),
+            (None, Some(theirs)) => self.pool_wait = Some(theirs.clone()),
+            _ => {}
+        }
         Ok(())
     }
 }

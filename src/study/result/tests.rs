@@ -34,6 +34,7 @@ fn run(clients: u32, tps: f64, latency_us: i64, failed: u64) -> RunResult {
         latency: distribution.clone(),
         service_time: distribution.clone(),
         lag: distribution,
+        pool_wait: None,
         scripts: Vec::new(),
         series: Series {
             start_us: 0,
