@@ -212,6 +212,9 @@ static CASES: &[Case] = &[
     case("monitor-interval", Some("250"), &[], |c| {
         bench(c).monitor == Some(250)
     }),
+    case("pool-size", Some("4"), &["-c", "8"], |c| {
+        bench(c).pool_size == Some(4)
+    }),
     case("init-jobs", Some("3"), &["-i"], |c| init(c).jobs == Some(3)),
     case("no-preflight", None, &[], |c| !c.preflight),
     case("temp-instance", None, &[], |c| c.temp_instance.is_some()),
@@ -721,6 +724,26 @@ fn extension_errors() {
         (
             &["--busy-poll=yes"],
             CliError::InvalidBusyPoll("yes".into()),
+        ),
+        (
+            &["-c", "8", "-j", "4", "--pool-size=2"],
+            CliError::PoolSizeOutOfRange {
+                pool: 2,
+                threads: 4,
+                clients: 8,
+            },
+        ),
+        (
+            &["-c", "8", "--pool-size=9"],
+            CliError::PoolSizeOutOfRange {
+                pool: 9,
+                threads: 1,
+                clients: 8,
+            },
+        ),
+        (
+            &["-C", "-c", "8", "--pool-size=2"],
+            CliError::PoolSizeWith("-C/--connect"),
         ),
         (
             &["--temp-instance", "--temp-instance-setting=fsync"],
