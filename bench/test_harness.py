@@ -198,6 +198,16 @@ class Pooler(unittest.TestCase):
         self.assertEqual(counts["pooler-10000-tcp"], "10000")
         self.assertIn("-C", workloads.BY_NAME["pooler-connect-1000"].args)
 
+    def test_a_baseline_workload_runs_tool_b_on_both_sides(self):
+        session = Session(self.FakeServer(), {"a": ("pgbench", "/bin/pgbench"),
+                                              "b": ("pgbolt", "/bin/pgbolt")}, 1, 8, 10, None, 0)
+        w = workloads.BY_NAME["app-pool-1000"]
+        a, b = session.argv("a", w, None), session.argv("b", w, None)
+        self.assertEqual((a[0], b[0]), ("/bin/pgbolt", "/bin/pgbolt"))
+        self.assertEqual(a[a.index("-c") + 1], "16")
+        self.assertNotIn("--pool-size=16", a)
+        self.assertIn("--pool-size=16", b)
+
     def test_the_bouncer_keeps_the_default_accept_queue_and_takes_every_client(self):
         ini = pooler.ini_text("/tmp/b", "/srv/pg", 5432, 6400)
         self.assertNotIn("listen_backlog", ini)

@@ -91,6 +91,8 @@ class Session:
     def argv(self, side, workload, script_path):
         path = self.tools[side][1]
         args = list(workload.args)
+        if side == "a" and workload.baseline:
+            path, args = self.tools["b"][1], list(workload.baseline)
         if workload.kind == "run":
             args += ["-n", "-T", str(self.seconds)]
             if script_path:

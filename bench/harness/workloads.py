@@ -60,6 +60,10 @@ class Workload:
     # Through the throwaway pgbouncer (harness/pooler.py): "unix" for its
     # socket, "tcp" for 127.0.0.1; "" connects to the server directly.
     pooler: str = ""
+    # When set, side A is not the reference tool but tool B itself with
+    # these arguments: a workload that holds a pgbolt mode to pgbolt's own
+    # direct mode (the ratios are then B with `args` / B with `baseline`).
+    baseline: tuple = ()
 
 
 # What the pooler workloads hold pgbolt to: connecting at least as fast as
@@ -120,6 +124,15 @@ WORKLOADS = (
         ("-C", "-S", "-M", "simple", "-c", "1000", "-j", "2"),
         (Goal("tps", ">=", 1.0),),
         pooler="unix",
+    ),
+    # pgbolt's application-side pool against pgbolt's direct connections:
+    # 1000 clients sharing 16 connections cost at most 1.1 times the CPU per
+    # transaction of 16 clients with a connection each.
+    Workload(
+        "app-pool-1000",
+        ("-S", "-M", "prepared", "-c", "1000", "-j", "2", "--pool-size=16"),
+        (Goal("client_cpu_per_txn", "<=", 1.1),),
+        baseline=("-S", "-M", "prepared", "-c", "16", "-j", "2"),
     ),
     # Always last: it leaves the database at scale 50.
     Workload("init-50", ("-i", "-s", "50"), (Goal("wall_s", "<=", 0.67),), kind="init"),

@@ -564,15 +564,16 @@ fn choose_io(io: IoMethod) -> Result<bool, EngineError> {
 
 /// How the threads wait: `auto` lets them spin, while trials measure it
 /// faster (see [`spin`]), when the threads plus one server backend per
-/// client fit the CPUs available to this process, so the spinning never
-/// takes a core the server needs when it runs on this machine.
+/// connection (per client, or per pooled connection) fit the CPUs available
+/// to this process, so the spinning never takes a core the server needs
+/// when it runs on this machine.
 fn choose_spin(mode: BusyPoll, plan: &Plan) -> SpinMode {
     match mode {
         BusyPoll::On => SpinMode::Always,
         BusyPoll::Off => SpinMode::Never,
         BusyPoll::Auto => {
             let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-            if fits_spare_cpus(plan.threads, plan.clients, cpus) {
+            if fits_spare_cpus(plan.threads, plan.connections(), cpus) {
                 SpinMode::Adaptive
             } else {
                 SpinMode::Never
