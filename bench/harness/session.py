@@ -88,6 +88,12 @@ class Session:
     def timeout(self, workload):
         return self.seconds + GRACE_S if workload.kind == "run" else INIT_TIMEOUT_S
 
+    def label(self, side, workload):
+        """Who runs on `side`: tool B itself on side A of a baseline workload."""
+        if side == "a" and workload.baseline:
+            return f"{self.tools['b'][0]} baseline"
+        return self.tools[side][0]
+
     def argv(self, side, workload, script_path):
         path = self.tools[side][1]
         args = list(workload.args)
@@ -122,7 +128,7 @@ class Session:
             argv[argv.index("-T") + 1] = str(self.warmup)
         code, _, _, _, wall = runner.spawn_measured(argv, client_env(), self.timeout(workload))
         self.server.wait_quiet()
-        self.log(f"  {workload.name} warm-up {self.tools['a'][0]}: {wall:.1f} s, exit {code}")
+        self.log(f"  {workload.name} warm-up {self.label('a', workload)}: {wall:.1f} s, exit {code}")
 
     def run_workload(self, workload, script_path):
         """All pairs of one workload; stops early once a tool cannot run it."""
@@ -147,7 +153,7 @@ class Session:
 
     def _one_run(self, workload, script_path, side, pair):
         self._prepare(workload)
-        label = self.tools[side][0]
+        label = self.label(side, workload)
         rec = runner.measure(self.argv(side, workload, script_path), self.server, client_env(),
                              self.timeout(workload))
         runner.derive(rec, workload.kind)
@@ -162,7 +168,7 @@ class Session:
         argv = self.argv(side, workload, script_path)
         calls, txns, error = runner.count_syscalls(self.syscalls, argv, client_env(),
                                                    self.timeout(workload))
-        rec = {"workload": workload.name, "side": side, "tool": self.tools[side][0],
+        rec = {"workload": workload.name, "side": side, "tool": self.label(side, workload),
                "method": self.syscalls, "syscalls": calls, "transactions": txns}
         if error:
             rec["error"] = error
