@@ -391,9 +391,14 @@ fn end_transaction(
         c.state = State::Aborted;
         return false;
     }
+    // A connection handed to a waiting client leaves none idle: this
+    // client will wait in line behind it, and goes there now instead of
+    // yielding first, since no one can be starved by it.
+    let mut handed_over = false;
     if let Some(pool) = env.pool.as_mut() {
         if let Some(next) = pool.release(c, idx) {
             env.runq.push_back(next);
+            handed_over = true;
         }
     }
     if plan.connect_per_transaction {
@@ -409,6 +414,9 @@ fn end_transaction(
         return false;
     }
     c.state = State::ChooseScript;
+    if handed_over {
+        return false;
+    }
     env.runq.push_back(idx);
     true
 }
