@@ -19,6 +19,19 @@ fn pgbolt(args: &[&str]) -> Output {
         .expect("pgbolt runs")
 }
 
+/// Runs pgbolt with `args` and `--json`; its output and the JSON result.
+fn pgbolt_json(name: &str, args: &[&str]) -> (Output, serde_json::Value) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join(format!("{name}.json"));
+    let json_arg = format!("--json={}", json.display());
+    let mut all = args.to_vec();
+    all.push(&json_arg);
+    let out = pgbolt(&all);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&json).expect("JSON written");
+    (out, serde_json::from_str(&text).expect("JSON result"))
+}
+
 fn psql(sql: &str) -> String {
     server().psql(sql).expect("psql runs").trim().to_string()
 }
@@ -96,20 +109,19 @@ fn prepared_statements_belong_to_the_connection() {
 #[test]
 fn the_pool_wait_is_reported() {
     let script = script_file("pooled_sleep.sql", "SELECT pg_sleep(0.002);\n");
-    let json = std::env::temp_dir().join(format!("pgbolt-app-pool-{}.json", std::process::id()));
-    let json_arg = format!("--json={}", json.display());
-    let out = pgbolt(&[
-        "-n",
-        "-c",
-        "8",
-        "--pool-size=1",
-        "-t",
-        "5",
-        "-f",
-        &script.path,
-        &json_arg,
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (out, result) = pgbolt_json(
+        "wait",
+        &[
+            "-n",
+            "-c",
+            "8",
+            "--pool-size=1",
+            "-t",
+            "5",
+            "-f",
+            &script.path,
+        ],
+    );
     let text = stdout(&out);
     let wait = line(&text, "pool wait: average = ").expect("a pool wait line");
     assert!(
@@ -117,10 +129,6 @@ fn the_pool_wait_is_reported() {
         "{wait}"
     );
     assert!(line(&text, "pool wait percentiles: ").is_some(), "{text}");
-    let result: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("JSON written"))
-            .expect("JSON result");
-    let _ = std::fs::remove_file(&json);
     assert_eq!(result["options"]["pool_size"], 1);
     let stats = &result["pool_wait"]["stats"];
     assert_eq!(stats["count"], 40);
@@ -129,6 +137,39 @@ fn the_pool_wait_is_reported() {
     assert!(average_ms > 1.0, "{average_ms}");
     let latency_ms = result["latency"]["average_ms"].as_f64().unwrap();
     assert!(latency_ms > average_ms, "{latency_ms} {average_ms}");
+}
+
+/// Under `-R` the wait is part of the schedule lag: each transaction's lag
+/// runs from its scheduled start to its start on a connection, past the
+/// moment its client asked for one.
+#[test]
+fn under_a_rate_the_wait_is_part_of_the_lag() {
+    let script = script_file("pooled_rate.sql", "SELECT pg_sleep(0.001);\n");
+    let (out, result) = pgbolt_json(
+        "rate",
+        &[
+            "-n",
+            "-c",
+            "10",
+            "--pool-size=1",
+            "-R",
+            "2000",
+            "-t",
+            "5",
+            "-f",
+            &script.path,
+        ],
+    );
+    assert!(line(&stdout(&out), "rate limit schedule lag: ").is_some());
+    let sum = |d: &str| result[d]["stats"]["sum"].as_u64().unwrap();
+    assert_eq!(result["pool_wait"]["stats"]["count"], 50);
+    assert!(sum("pool_wait") > 0);
+    assert!(
+        sum("lag") >= sum("pool_wait"),
+        "{} {}",
+        sum("lag"),
+        sum("pool_wait")
+    );
 }
 
 /// A timed run ends while clients wait in line; the run ends and reports.
