@@ -103,9 +103,9 @@ fn prepared_statements_belong_to_the_connection() {
     assert_eq!(rows, "300|3|2|2");
 }
 
-/// Many clients on one connection wait for it: the wait has its own line
-/// and JSON distribution, one entry per transaction, and is part of the
-/// latency.
+/// Many clients on one connection wait for it: the wait has its own line,
+/// JSON distribution (one entry per transaction) and HTML row, and is part
+/// of the latency.
 #[test]
 fn the_pool_wait_is_reported() {
     let script = script_file("pooled_sleep.sql", "SELECT pg_sleep(0.002);\n");

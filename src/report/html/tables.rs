@@ -1,5 +1,5 @@
 //! Tables: per script (and per command under `-r`), the schedule under
-//! `-R`, and the connection times.
+//! `-R`, and the connection times (with the pool wait under `--pool-size`).
 
 use std::fmt::Write as _;
 
@@ -140,7 +140,17 @@ pub fn connections(r: &RunResult) -> Result<Option<String>, ReportError> {
             t.initial_connection_us as f64 / 1000.0
         );
     }
-    out.push_str("</dl></section>");
+    out.push_str("</dl>");
+    if let (Some(wait), Some(size)) = (&r.pool_wait, r.options.pool_size) {
+        let _ = write!(
+            out,
+            "<p class=\"note\">{} clients shared {size} connections (--pool-size); the latency includes the wait for one.</p><table><tr><th>ms</th><th>avg</th><th>p50</th><th>p99</th><th>p99.9</th><th>max</th></tr>",
+            r.options.clients
+        );
+        distribution_row(&mut out, "pool wait", wait);
+        out.push_str("</table>");
+    }
+    out.push_str("</section>");
     Ok(Some(out))
 }
 
