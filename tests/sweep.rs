@@ -167,19 +167,23 @@ fn a_clients_sweep_gives_the_table_the_result_file_and_the_fit() {
     ] {
         assert!(page.contains(part), "{part}");
     }
-    // A sweep's file is not a run's: --compare says so.
+    // --compare reads a sweep's file: against itself, step by step, with
+    // the fits side by side.
     let out = std::process::Command::new(pgbolt_path())
         .arg("--compare")
         .args([&path, &path])
         .output()
         .expect("pgbolt runs");
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out)
-            .contains("this is a sweep's result file: reading it here is not supported yet"),
-        "{}",
-        stderr(&out)
-    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for part in [
+        "(sweep of clients: 1, 2, 4, 8; 1 repeat; 4 runs)",
+        "8 clients  tps",
+        "lambda (tps)",
+        "verdict (tps, p99; threshold 3%; over 4 steps): ",
+    ] {
+        assert!(text.contains(part), "{part}\n{text}");
+    }
 }
 
 #[test]

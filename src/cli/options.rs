@@ -293,7 +293,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt!(None, "slo", "pNN<LIMIT", Benchmark, Pgbolt, Value(g::slo),
         [line(W, 5, "latency objective of each step, such as p99<10ms\n(repeatable; auto stops when one fails)")]),
     opt!(None, "compare", "", Common, Pgbolt, Flag(g::compare),
-        [line(K, 1, "compare two result files written by --json; no\nconnection is made (--json=FILE writes the\ncomparison)")]),
+        [line(K, 1, "compare two result files written by --json, runs\nor sweeps (step by step); no connection is made\n(--json=FILE writes the comparison)")]),
     opt!(None, "threshold", "PCT", Common, Pgbolt, Value(g::threshold),
         [line(K, 2, "smallest change that counts (default: 3%)")]),
     opt!(None, "compare-metric", "LIST", Common, Pgbolt, Value(g::compare_metric),

@@ -87,24 +87,24 @@ fn run_with(tps: &[f64], latency_us: impl Fn(usize) -> Vec<(i64, u64)>) -> RunRe
 }
 
 /// A run whose every interval has the latencies `latency_us`.
-fn run(tps: &[f64], latency_us: &[(i64, u64)]) -> RunResult {
+pub(super) fn run(tps: &[f64], latency_us: &[(i64, u64)]) -> RunResult {
     run_with(tps, |_| latency_us.to_vec())
 }
 
 /// Throughput around `level` with a deterministic wobble of about 2%.
-fn wobbly(level: f64, seconds: usize) -> Vec<f64> {
+pub(super) fn wobbly(level: f64, seconds: usize) -> Vec<f64> {
     (0..seconds)
         .map(|i| level * (1.0 + 0.02 * ((i * 7919 % 13) as f64 / 6.0 - 1.0)))
         .collect()
 }
 
-fn latencies(scale: i64) -> Vec<(i64, u64)> {
+pub(super) fn latencies(scale: i64) -> Vec<(i64, u64)> {
     (1..=200)
         .map(|v| (v * 10 * scale, (v as u64 * 31) % 17 + 1))
         .collect()
 }
 
-fn options(metrics: &[Metric]) -> CompareOptions {
+pub(super) fn options(metrics: &[Metric]) -> CompareOptions {
     CompareOptions {
         threshold: 0.03,
         metrics: metrics.to_vec(),
@@ -199,8 +199,8 @@ fn latency_drifting_over_time_widens_the_percentile_interval() {
     assert!(e.low < 0.0 && e.high > 0.0, "{e:?}");
     assert_eq!(p50.outcome, Outcome::NoSignificantChange);
     let boot = stats::bootstrap_quantile_ratio(
-        &Sample::new(&a).latency,
-        &Sample::new(&b).latency,
+        &changes::Sample::new(&[&a]).latency,
+        &changes::Sample::new(&[&b]).latency,
         0.5,
         REPLICATES,
         CONFIDENCE,

@@ -34,6 +34,7 @@ pub mod usl;
 use std::io::Write;
 
 pub use spec::{parse_reset, parse_slo, parse_sweep, Dimension, Reset, Slo, Study, Sweep, Values};
+pub use text::value;
 
 use crate::cli::{Benchmark, Config, RunLength, VacuumBeforeRun};
 use crate::engine::{EngineError, StepSetup};
