@@ -117,7 +117,11 @@ fn compared(a: &RunResult, b: &RunResult, metrics: &[Metric]) -> Comparison {
 }
 
 fn metric(c: &Comparison, m: Metric) -> &MetricChange {
-    c.metrics.iter().find(|x| x.metric == m).expect("metric")
+    metric_of(&c.metrics, m)
+}
+
+fn metric_of(metrics: &[MetricChange], m: Metric) -> &MetricChange {
+    metrics.iter().find(|x| x.metric == m).expect("metric")
 }
 
 #[test]
@@ -296,4 +300,66 @@ fn renderings_carry_the_figures_and_the_verdict() {
         md.contains("a\\|b.json") || md.contains("`a|b.json`"),
         "{md}"
     );
+}
+
+fn refs(runs: &[RunResult]) -> Vec<&RunResult> {
+    runs.iter().collect()
+}
+
+/// Runs at these TPS (their series and histograms alike).
+fn repeats(tps: &[f64]) -> Vec<RunResult> {
+    tps.iter()
+        .map(|&t| {
+            let mut r = run(&wobbly(1000.0, 10), &latencies(1));
+            r.tps = t;
+            r
+        })
+        .collect()
+}
+
+#[test]
+fn repeats_give_welchs_interval_over_their_tps_relative_to_the_baselines_mean() {
+    let (ta, tb) = ([1000.0, 1150.0, 900.0], [1100.0, 1180.0, 1010.0]);
+    let (a, b) = (repeats(&ta), repeats(&tb));
+    let c = changes::changes(&refs(&a), &refs(&b), 0.03, &[Metric::Tps]);
+    let tps = metric_of(&c.metrics, Metric::Tps);
+    assert_eq!(tps.method, "Welch t over repeats: 3 and 3 runs");
+    let w = stats::welch(&ta, &tb, CONFIDENCE).expect("two samples");
+    let mean_a = ta.iter().sum::<f64>() / 3.0;
+    let e = tps.change.expect("interval");
+    let value = tb.iter().sum::<f64>() / ta.iter().sum::<f64>() - 1.0;
+    assert!((e.value - value).abs() < 1e-12, "{e:?}");
+    let half = (w.difference.high - w.difference.low) / 2.0 / mean_a;
+    assert!((e.high - (value + half)).abs() < 1e-12, "{e:?}");
+    assert!((e.low - (value - half)).abs() < 1e-12, "{e:?}");
+    assert_eq!(tps.baseline, Some(mean_a));
+}
+
+#[test]
+fn a_throughput_interval_wider_than_everything_stops_at_minus_100_percent() {
+    let (a, b) = (repeats(&[100.0, 1000.0]), repeats(&[50.0, 60.0]));
+    let c = changes::changes(&refs(&a), &refs(&b), 0.03, &[Metric::Tps]);
+    let e = metric_of(&c.metrics, Metric::Tps).change.expect("interval");
+    assert_eq!(e.low, -1.0);
+    assert!(e.high > 0.0, "{e:?}");
+}
+
+#[test]
+fn verdicts_combine_worst_first() {
+    use Verdict::*;
+    let cases: [(&[Verdict], Verdict); 6] = [
+        (&[Improved, Regressed, NoSignificantChange], Regressed),
+        (&[Improved, NoSignificantChange], Improved),
+        (&[NoSignificantChange, Undetermined], NoSignificantChange),
+        (&[Undetermined, Undetermined], Undetermined),
+        (&[], Undetermined),
+        (&[Improved, Undetermined], Improved),
+    ];
+    for (verdicts, expected) in cases {
+        assert_eq!(
+            changes::combine(verdicts.iter().copied()),
+            expected,
+            "{verdicts:?}"
+        );
+    }
 }
