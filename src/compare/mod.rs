@@ -12,9 +12,10 @@
 //! 2. **Changes with their uncertainty**: every figure is a relative change
 //!    with a 95% interval. Throughput: the per-interval series is grouped
 //!    into batches (consecutive intervals are autocorrelated, batch means
-//!    much less) and Welch's interval is taken over the batch means.
-//!    Latency percentiles: the percentile bootstrap over the stored
-//!    histograms. The whole latency distributions: the Mann–Whitney rank
+//!    much less) and Welch's interval is taken over the batch means (over
+//!    the runs' TPS when both sides are repeated runs). Latency
+//!    percentiles: the percentile bootstrap over the stored histograms,
+//!    widened by the spread of the batches' (or the runs') percentiles. The whole latency distributions: the Mann–Whitney rank
 //!    test from the histograms, with its effect size. See [`stats`].
 //! 3. **A verdict** per chosen metric and overall: a change counts only
 //!    when its interval excludes zero *and* its estimate is beyond the
@@ -285,10 +286,14 @@ impl std::fmt::Display for CompareError {
                     )?,
                     None => write!(f, "the run has no {dimension} to match a step of the sweep")?,
                 }
+                if values.is_empty() {
+                    f.write_str(" (it has no measured step)")?;
+                } else {
+                    write!(f, " (its steps: {})", values.join(", "))?;
+                }
                 write!(
                     f,
-                    " (its steps: {})\nCompare it with a sweep that measured its {dimension}, or with a single result.",
-                    values.join(", ")
+                    "\nCompare it with a sweep that measured its {dimension}, or with a single result."
                 )
             }
         }

@@ -177,6 +177,9 @@ fn steps_on_one_side_only_are_listed_not_compared() {
     let c = compared(&a, &sweep(vec![step(8, 1, 3000.0, 1)], 1));
     assert!(c.steps.is_empty());
     assert_eq!(c.verdict, Verdict::Undetermined);
+    let c = compared(&a, &sweep(Vec::new(), 1));
+    assert_eq!(c.verdict, Verdict::Undetermined);
+    assert!(render_text(&c).contains("(sweep of clients: no step; 1 repeat; 0 runs)"));
 }
 
 #[test]
@@ -263,4 +266,10 @@ fn a_single_run_meets_the_step_of_its_clients() {
     rate.sweep.dimension = "rate".to_owned();
     let err = find_step(&rate, &single(4)).expect_err("no rate");
     assert!(err.to_string().starts_with("the run has no rate"), "{err}");
+    let empty = sweep(Vec::new(), 1);
+    let err = find_step(&empty, &single(4)).expect_err("no step at all");
+    assert!(
+        err.to_string().contains("(it has no measured step)"),
+        "{err}"
+    );
 }
