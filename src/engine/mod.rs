@@ -103,6 +103,7 @@ use monitor::{diagnosis, start_monitor, ThreadTimes};
 use plan::Plan;
 use result_file::ResultFile;
 use shared::Shared;
+pub use signals::{install_between, received_between};
 use spin::SpinMode;
 use worker::WorkerResult;
 
@@ -184,7 +185,16 @@ pub fn run_step(
     bench: &Benchmark,
     setup: &StepSetup,
 ) -> Result<Step, EngineError> {
-    let prepared = prepare(config, bench, setup)?;
+    let prepared = prepare(config, bench, setup);
+    // A signal during the set-up (it cancels the set-up's statement, so
+    // `prepare` may have failed because of it) ends the step unrun.
+    if let Some(signo) = signals::received_between() {
+        return Ok(Step {
+            result: None,
+            status: 128 + signo,
+        });
+    }
+    let prepared = prepared?;
     let ended = match execute(config, &prepared, bench)? {
         Executed::Ended(ended) => *ended,
         Executed::Aborted => {

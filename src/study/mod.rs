@@ -22,6 +22,11 @@
 //!   comes.
 //! - Threads default per step to min(clients, CPUs), or min(`-j`, clients)
 //!   when `-j` was given.
+//! - SIGINT or SIGTERM at any moment ends the sweep with its report: a
+//!   signal during a step's run stops it as it stops a plain run; one
+//!   during a set-up cancels the set-up's statement
+//!   ([`crate::engine::install_between`]). Either way that step is left
+//!   out, and the exit status is 128 plus the signal's number.
 //!
 //! The answers ([`result`]) come from the steps' results alone, so a saved
 //! sweep gives the same answers when read back. The USL fit is in [`usl`].
@@ -75,10 +80,12 @@ pub fn run(config: &Config, bench: &Benchmark, study: &Study) -> Result<i32, Eng
         stopped: None,
         announced: false,
     };
+    let between = crate::engine::install_between();
     let status = match &study.sweep.values {
         Values::List(values) => sweeper.run_list(values)?,
         Values::Auto => sweeper.run_auto()?,
     };
+    drop(between);
     let summary = result::summarize(study.sweep.dimension, &sweeper.steps, &study.slo);
     let result = SweepResult {
         schema_version: crate::report::SCHEMA_VERSION,
@@ -186,11 +193,7 @@ impl Sweeper<'_> {
             let preflight = if i == 0 { largest } else { None };
             let status = self.step(value, repeat, (i + 1, order.len()), preflight)?;
             if status != 0 {
-                self.stopped = Some(format!(
-                    "step {} of {} failed (exit status {status}) and is left out",
-                    i + 1,
-                    order.len()
-                ));
+                self.stopped = Some(left_out(status, i + 1, order.len()));
                 return Ok(status);
             }
         }
@@ -215,9 +218,7 @@ impl Sweeper<'_> {
                     other => other?,
                 };
                 if status != 0 {
-                    self.stopped = Some(format!(
-                        "step {index} failed (exit status {status}) and is left out"
-                    ));
+                    self.stopped = Some(left_out(status, index, 0));
                     return Ok(status);
                 }
             }
@@ -260,6 +261,9 @@ impl Sweeper<'_> {
         (index, count): (usize, usize),
         preflight_clients: Option<u32>,
     ) -> Result<i32, EngineError> {
+        if let Some(signo) = crate::engine::received_between() {
+            return Ok(128 + signo);
+        }
         let mut bench = self.step_bench(value);
         let setup = StepSetup {
             announce: !self.announced,
@@ -328,6 +332,21 @@ impl Sweeper<'_> {
         };
         bench.threads = cap.min(bench.clients).max(1);
         bench
+    }
+}
+
+/// Why the sweep ended at step `index` of `count` (0 for `auto`'s open
+/// count), whose exit status was `status`.
+fn left_out(status: i32, index: usize, count: usize) -> String {
+    let step = if count > 0 {
+        format!("step {index} of {count}")
+    } else {
+        format!("step {index}")
+    };
+    match status - 128 {
+        libc::SIGINT => format!("interrupted by SIGINT during {step}, which is left out"),
+        libc::SIGTERM => format!("interrupted by SIGTERM during {step}, which is left out"),
+        _ => format!("{step} failed (exit status {status}) and is left out"),
     }
 }
 
