@@ -364,3 +364,51 @@ fn an_interrupted_sweep_reports_the_steps_done_and_leaves_out_the_partial_one() 
     );
     assert_eq!(table_clients(&text), [1], "{text}");
 }
+
+/// `--warmup` in a plain run: the warm-up runs first and counts nowhere,
+/// neither in the report nor in the transaction log.
+#[test]
+fn a_plain_run_warms_up_unmeasured() {
+    let script = select_script();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let prefix = dir.path().join("warm");
+    let path = dir.path().join("run.json");
+    let out = pgbolt(&[
+        "-n",
+        "-f",
+        &script.path,
+        "-T",
+        "1",
+        "-c",
+        "2",
+        "--warmup=1",
+        "-l",
+        &format!("--log-prefix={}", prefix.display()),
+        &format!("--json={}", path.display()),
+    ]);
+    let (text, err) = (stdout(&out), stderr(&out));
+    assert!(out.status.success(), "{err}{text}");
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("warm-up: 1 s, ") && l.ends_with(" tps, not counted")),
+        "{err}"
+    );
+    let result = json(&path);
+    assert_eq!(result["options"]["warmup_s"], 1);
+    let processed = result["counts"]["total"].as_u64().expect("total");
+    let logged: usize = std::fs::read_dir(dir.path())
+        .expect("log dir")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("warm.")
+        })
+        .map(|p| std::fs::read_to_string(p).expect("log").lines().count())
+        .sum();
+    assert_eq!(
+        logged as u64, processed,
+        "only measured transactions are logged"
+    );
+}

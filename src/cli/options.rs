@@ -285,7 +285,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt!(None, "sweep", "DIM:VALUES", Benchmark, Pgbolt, Value(g::sweep),
         [line(W, 1, "run once per value of clients, threads or rate:\na list (clients:1,2,4), a range (clients:1..64*2,\nrate:100..500+100) or clients:auto")]),
     opt!(None, "warmup", "SEC", Benchmark, Pgbolt, Value(g::warmup),
-        [line(W, 2, "run SEC seconds before each step, not measured")]),
+        [line(W, 2, "run SEC seconds first, not measured (before each\nstep of a sweep)")]),
     opt!(None, "repeat", "NUM", Benchmark, Pgbolt, Value(g::repeat),
         [line(W, 3, "measure each step NUM times, in alternating order")]),
     opt!(None, "sweep-reset", "vacuum|checkpoint", Benchmark, Pgbolt, Value(g::sweep_reset),

@@ -235,7 +235,7 @@ static CASES: &[Case] = &[
         study(c).sweep.values == crate::study::Values::List(vec![1.0, 2.0, 4.0, 8.0])
             && bench(c).clients == 8
     }),
-    case("warmup", Some("3"), SWEEP, |c| study(c).warmup_s == 3),
+    case("warmup", Some("3"), &[], |c| bench(c).warmup_s == 3),
     case("repeat", Some("3"), SWEEP, |c| study(c).repeat == 3),
     case("sweep-reset", Some("checkpoint"), SWEEP, |c| {
         study(c).reset == crate::study::Reset::Checkpoint
@@ -663,7 +663,10 @@ fn environment() {
 #[test]
 fn sweep_errors() {
     let cases: &[(&[&str], CliError)] = &[
-        (&["--warmup=2"], CliError::WarmupWithoutSweep),
+        (
+            &["--warmup=2", "--start-at=+10"],
+            CliError::UnsupportedWithWarmup("--start-at"),
+        ),
         (&["--repeat=2"], CliError::RequiresSweep("--repeat")),
         (&["--slo=p99<1ms"], CliError::RequiresSweep("--slo")),
         (

@@ -205,6 +205,7 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
         fleet,
         start_at_us: g.start_at,
         run_id: g.run_id.take(),
+        warmup_s: g.warmup.unwrap_or(0),
         study,
         monitor: (!g.no_monitor).then(|| g.monitor_interval.unwrap_or(100)),
     })
@@ -214,10 +215,10 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
 /// itself or cannot honour yet.
 fn study(g: &Gathered) -> Result<Option<crate::study::Study>, CliError> {
     use crate::study::{Dimension, Reset, Study};
+    if g.warmup.is_some() && g.start_at.is_some() {
+        return Err(CliError::UnsupportedWithWarmup("--start-at"));
+    }
     let Some(sweep) = g.sweep.clone() else {
-        if g.warmup.is_some() {
-            return Err(CliError::WarmupWithoutSweep);
-        }
         let companion = [
             ("--repeat", g.repeat.is_some()),
             ("--sweep-reset", g.sweep_reset.is_some()),
@@ -254,7 +255,6 @@ fn study(g: &Gathered) -> Result<Option<crate::study::Study>, CliError> {
     }
     Ok(Some(Study {
         sweep,
-        warmup_s: g.warmup.unwrap_or(0),
         repeat: g.repeat.unwrap_or(1),
         reset: g.sweep_reset.unwrap_or(Reset::Vacuum),
         slo: g.slo.clone(),

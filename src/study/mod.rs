@@ -40,7 +40,7 @@ use std::io::Write;
 
 pub use spec::{parse_reset, parse_slo, parse_sweep, Dimension, Reset, Slo, Study, Sweep, Values};
 
-use crate::cli::{Benchmark, Config, RunLength, VacuumBeforeRun};
+use crate::cli::{Benchmark, Config, VacuumBeforeRun};
 use crate::engine::{EngineError, StepSetup};
 use result::{StepResult, SweepInfo, SweepResult};
 
@@ -95,7 +95,7 @@ pub fn run(config: &Config, bench: &Benchmark, study: &Study) -> Result<i32, Eng
         sweep: SweepInfo {
             dimension: study.sweep.dimension.name().to_owned(),
             auto: study.sweep.values == Values::Auto,
-            warmup_s: study.warmup_s,
+            warmup_s: bench.warmup_s,
             repeat: study.repeat,
             reset: match study.reset {
                 Reset::Vacuum => "vacuum",
@@ -271,10 +271,8 @@ impl Sweeper<'_> {
             checkpoint: self.study.reset == Reset::Checkpoint,
         };
         self.announced = true;
-        if self.study.warmup_s > 0 {
-            let mut warmup = bench.clone();
-            warmup.length = RunLength::Duration(self.study.warmup_s);
-            warmup.progress = None;
+        if self.bench.warmup_s > 0 {
+            let warmup = crate::engine::warmup_of(&bench);
             let done = crate::engine::run_step(self.config, &warmup, &setup)?;
             if done.status != 0 {
                 return Ok(done.status);
@@ -282,7 +280,7 @@ impl Sweeper<'_> {
             bench.vacuum = VacuumBeforeRun::Skip;
         }
         let setup = StepSetup {
-            checkpoint: setup.checkpoint && self.study.warmup_s == 0,
+            checkpoint: setup.checkpoint && self.bench.warmup_s == 0,
             announce: false,
             ..setup
         };

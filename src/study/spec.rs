@@ -192,8 +192,6 @@ pub fn parse_reset(text: &str) -> Result<Reset, String> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Study {
     pub sweep: Sweep,
-    /// Seconds run before each step, not measured.
-    pub warmup_s: u32,
     /// Times each step is measured.
     pub repeat: u32,
     pub reset: Reset,
