@@ -145,7 +145,18 @@ fn a_clients_sweep_gives_the_table_the_result_file_and_the_fit() {
     for point in summary["points"].as_array().unwrap() {
         let ratio = point["little_ratio"].as_f64().unwrap();
         assert!(ratio > 0.0 && ratio <= 1.05, "{point}");
+        // The step's own load, from its diagnosis: the busiest thread's
+        // CPU and the backends' states (the monitor is on by default).
+        let cpu = point["client_cpu"].as_f64().expect("client_cpu");
+        assert!(cpu > 0.0 && cpu <= 1.05, "{point}");
+        let b = &point["backends"];
+        let sum: f64 = ["on_cpu", "waiting", "client", "idle_in_transaction"]
+            .iter()
+            .map(|k| b[k].as_f64().expect("share"))
+            .sum();
+        assert!(sum > 0.95 && sum <= 1.0 + 1e-9, "{point}");
     }
+    assert!(text.contains(" cli cpu cpu/wait/cli\n"), "{text}");
     // --render draws the sweep's page from its file.
     let html = dir.path().join("x.html");
     let out = std::process::Command::new(pgbolt_path())
