@@ -239,7 +239,7 @@ fn a_threads_sweep_with_repeats_alternates_its_order() {
         &["-c", "2", "--repeat=2", "--sweep=threads:1,2"],
     );
     assert!(
-        text.contains("4 measured steps of 1 s, 2 repeats"),
+        text.contains("4 measured steps of 1 s, 2 repeats (alternate order)"),
         "{text}"
     );
     assert_eq!(steps_field(&result, "threads"), [1, 2, 2, 1]);
@@ -422,4 +422,39 @@ fn a_plain_run_warms_up_unmeasured() {
         logged as u64, processed,
         "only measured transactions are logged"
     );
+}
+
+/// `--repeat-order=shuffle`: each pass a permutation drawn from the seed,
+/// the same for the same `--random-seed`.
+#[test]
+fn shuffled_repeats_follow_the_seed() {
+    let script = select_script();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("sweep.json");
+    let out = pgbolt(&[
+        "-n",
+        "-f",
+        &script.path,
+        "-t",
+        "20",
+        "--sweep=clients:1,2,3",
+        "--repeat=3",
+        "--repeat-order=shuffle",
+        "--random-seed=5",
+        &format!("--json={}", path.display()),
+    ]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{}{text}", stderr(&out));
+    assert!(text.contains(", 3 repeats (shuffle order)"), "{text}");
+    let result = json(&path);
+    assert_eq!(result["sweep"]["order"], "shuffle");
+    let run: Vec<u64> = steps_field(&result, "clients")
+        .iter()
+        .map(|c| c.as_u64().unwrap())
+        .collect();
+    let expected: Vec<u64> = pgbolt::study::shuffled(&[1.0, 2.0, 3.0], 3, 5)
+        .iter()
+        .map(|s| s.0 as u64)
+        .collect();
+    assert_eq!(run, expected);
 }

@@ -214,7 +214,7 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
 /// `--sweep` and its companions, checked against the options a sweep sets
 /// itself or cannot honour yet.
 fn study(g: &Gathered) -> Result<Option<crate::study::Study>, CliError> {
-    use crate::study::{Dimension, Reset, Study};
+    use crate::study::{Dimension, Order, Reset, Study};
     if g.warmup.is_some() && g.start_at.is_some() {
         return Err(CliError::UnsupportedWithWarmup("--start-at"));
     }
@@ -222,6 +222,7 @@ fn study(g: &Gathered) -> Result<Option<crate::study::Study>, CliError> {
         let companion = [
             ("--repeat", g.repeat.is_some()),
             ("--sweep-reset", g.sweep_reset.is_some()),
+            ("--repeat-order", g.repeat_order.is_some()),
             ("--slo", !g.slo.is_empty()),
         ];
         return match companion.into_iter().find(|(_, given)| *given) {
@@ -256,6 +257,7 @@ fn study(g: &Gathered) -> Result<Option<crate::study::Study>, CliError> {
     Ok(Some(Study {
         sweep,
         repeat: g.repeat.unwrap_or(1),
+        order: g.repeat_order.unwrap_or(Order::Alternate),
         reset: g.sweep_reset.unwrap_or(Reset::Vacuum),
         slo: g.slo.clone(),
         jobs: g.threads,

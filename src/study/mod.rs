@@ -38,7 +38,10 @@ pub mod usl;
 
 use std::io::Write;
 
-pub use spec::{parse_reset, parse_slo, parse_sweep, Dimension, Reset, Slo, Study, Sweep, Values};
+pub use spec::{
+    parse_order, parse_reset, parse_slo, parse_sweep, Dimension, Order, Reset, Slo, Study, Sweep,
+    Values,
+};
 
 use crate::cli::{Benchmark, Config, VacuumBeforeRun};
 use crate::engine::{EngineError, StepSetup};
@@ -97,6 +100,7 @@ pub fn run(config: &Config, bench: &Benchmark, study: &Study) -> Result<i32, Eng
             auto: study.sweep.values == Values::Auto,
             warmup_s: bench.warmup_s,
             repeat: study.repeat,
+            order: study.order.name().to_owned(),
             reset: match study.reset {
                 Reset::Vacuum => "vacuum",
                 Reset::Checkpoint => "checkpoint",
@@ -187,7 +191,18 @@ struct Sweeper<'a> {
 impl Sweeper<'_> {
     /// A list: every value, repeats interleaved; a failed step ends it.
     fn run_list(&mut self, values: &[f64]) -> Result<i32, EngineError> {
-        let order = interleaved(values, self.study.repeat);
+        let order = match self.study.order {
+            Order::Alternate => interleaved(values, self.study.repeat),
+            Order::Shuffle => {
+                let seed = self
+                    .bench
+                    .random_seed
+                    .unwrap_or(crate::random::RandomSeed::Time)
+                    .resolve()
+                    .map_err(EngineError::Seed)?;
+                shuffled(values, self.study.repeat, seed)
+            }
+        };
         let largest = self.study.largest_clients();
         for (i, &(value, repeat)) in order.iter().enumerate() {
             let preflight = if i == 0 { largest } else { None };
@@ -348,6 +363,22 @@ fn left_out(status: i32, index: usize, count: usize) -> String {
     }
 }
 
+/// The order of the steps: `repeat` passes over the values, each a
+/// permutation drawn from `seed` (Fisher–Yates on pgbench's generator);
+/// each step with its repetition number.
+pub fn shuffled(values: &[f64], repeat: u32, seed: u64) -> Vec<(f64, u32)> {
+    let mut random = crate::random::PrngState::seeded(seed);
+    (1..=repeat)
+        .flat_map(|r| {
+            let mut pass: Vec<(f64, u32)> = values.iter().map(|&v| (v, r)).collect();
+            for i in (1..pass.len()).rev() {
+                pass.swap(i, random.u64_range(0, i as u64) as usize);
+            }
+            pass
+        })
+        .collect()
+}
+
 /// The order of the steps: the values, then the values reversed, and so
 /// on, `repeat` times; each with its repetition number.
 pub fn interleaved(values: &[f64], repeat: u32) -> Vec<(f64, u32)> {
@@ -365,7 +396,26 @@ pub fn interleaved(values: &[f64], repeat: u32) -> Vec<(f64, u32)> {
 
 #[cfg(test)]
 mod tests {
-    use super::interleaved;
+    use super::{interleaved, shuffled};
+
+    #[test]
+    fn shuffled_passes_are_permutations_fixed_by_the_seed() {
+        let values = [1.0, 2.0, 4.0, 8.0, 16.0];
+        let order = shuffled(&values, 3, 7);
+        assert_eq!(order, shuffled(&values, 3, 7));
+        assert_ne!(order, shuffled(&values, 3, 8));
+        for (r, pass) in order.chunks(values.len()).enumerate() {
+            let mut seen: Vec<f64> = pass.iter().map(|s| s.0).collect();
+            seen.sort_by(f64::total_cmp);
+            assert_eq!(seen, values);
+            assert!(pass.iter().all(|s| s.1 == r as u32 + 1));
+        }
+        let passes: Vec<Vec<f64>> = order
+            .chunks(values.len())
+            .map(|p| p.iter().map(|s| s.0).collect())
+            .collect();
+        assert!(passes.iter().any(|p| p[..] != values[..]), "{passes:?}");
+    }
 
     #[test]
     fn repeats_alternate_their_order() {

@@ -39,11 +39,18 @@ pub struct SweepInfo {
     pub auto: bool,
     pub warmup_s: u32,
     pub repeat: u32,
+    /// `alternate` or `shuffle`: the order of each pass over the values.
+    #[serde(default = "alternate")]
+    pub order: String,
     /// `vacuum` or `checkpoint`.
     pub reset: String,
     pub slo: Vec<SloInfo>,
     /// Why the sweep ended before its last step, if it did.
     pub stopped: Option<String>,
+}
+
+fn alternate() -> String {
+    "alternate".to_owned()
 }
 
 /// One latency objective.

@@ -31,7 +31,7 @@ pub fn render(result: &SweepResult, bench: &Benchmark) -> String {
         result.steps.len()
     );
     if info.repeat > 1 {
-        let _ = write!(out, ", {} repeats", info.repeat);
+        let _ = write!(out, ", {} repeats ({} order)", info.repeat, info.order);
     }
     if info.warmup_s > 0 {
         let _ = write!(out, ", warm-up {} s each", info.warmup_s);
