@@ -237,6 +237,9 @@ static CASES: &[Case] = &[
     }),
     case("warmup", Some("3"), &[], |c| bench(c).warmup_s == 3),
     case("repeat", Some("3"), SWEEP, |c| study(c).repeat == 3),
+    case("repeat-order", Some("shuffle"), SWEEP, |c| {
+        study(c).order == crate::study::Order::Shuffle
+    }),
     case("sweep-reset", Some("checkpoint"), SWEEP, |c| {
         study(c).reset == crate::study::Reset::Checkpoint
     }),
