@@ -458,3 +458,50 @@ fn shuffled_repeats_follow_the_seed() {
         .collect();
     assert_eq!(run, expected);
 }
+
+/// `-l` in a sweep: each step's log under a prefix of its own, with the
+/// step's transactions only; the warm-up logs nothing.
+#[test]
+fn each_step_logs_under_its_own_prefix() {
+    let script = select_script();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let prefix = dir.path().join("tx");
+    let path = dir.path().join("sweep.json");
+    let out = pgbolt(&[
+        "-n",
+        "-f",
+        &script.path,
+        "-t",
+        "25",
+        "--warmup=1",
+        "--sweep=clients:1,2",
+        "-l",
+        &format!("--log-prefix={}", prefix.display()),
+        &format!("--json={}", path.display()),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut files: Vec<(String, usize)> = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("tx."))
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            let step = name.split('.').nth(1).expect("step").to_owned();
+            (
+                step,
+                std::fs::read_to_string(&p).expect("log").lines().count(),
+            )
+        })
+        .collect();
+    files.sort();
+    // One thread per client: 25 transactions per client in each file.
+    assert_eq!(
+        files,
+        [
+            ("step1".to_owned(), 25),
+            ("step2".to_owned(), 25),
+            ("step2".to_owned(), 25)
+        ],
+        "{files:?}"
+    );
+}

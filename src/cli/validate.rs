@@ -243,7 +243,6 @@ fn study(g: &Gathered) -> Result<Option<crate::study::Study>, CliError> {
         return Err(CliError::SweptOption("-j/--jobs", dimension));
     }
     let unsupported = [
-        ("-l/--log", g.log),
         ("--pgbench-output", g.pgbench_output),
         (
             "--generator",

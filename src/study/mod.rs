@@ -22,6 +22,9 @@
 //!   comes.
 //! - Threads default per step to min(clients, CPUs), or min(`-j`, clients)
 //!   when `-j` was given.
+//! - `-l` writes each step's transaction log under a prefix of its own,
+//!   the step's number appended (`pgbench_log.step3.PID`); the warm-up
+//!   writes none.
 //! - SIGINT or SIGTERM at any moment ends the sweep with its report: a
 //!   signal during a step's run stops it as it stops a plain run; one
 //!   during a set-up cancels the set-up's statement
@@ -280,6 +283,11 @@ impl Sweeper<'_> {
             return Ok(128 + signo);
         }
         let mut bench = self.step_bench(value);
+        // Each step's transaction logs have names of their own:
+        // `pgbench_log.step3.PID` and so on.
+        if let Some(log) = &mut bench.log {
+            log.prefix.push(format!(".step{index}"));
+        }
         let setup = StepSetup {
             announce: !self.announced,
             preflight_clients,
