@@ -91,16 +91,16 @@ fn a_clients_sweep_gives_the_table_the_result_file_and_the_fit() {
         &script.path,
         "-T",
         "1",
-        "--sweep=clients:1..8*2",
+        "--sweep=clients:1..16*2",
         &format!("--json={}", path.display()),
     ]);
     let text = stdout(&out);
     assert!(out.status.success(), "{}{text}", stderr(&out));
     assert!(
-        text.starts_with("sweep of clients: 4 values, 4 measured steps of 1 s\n"),
+        text.starts_with("sweep of clients: 5 values, 5 measured steps of 1 s\n"),
         "{text}"
     );
-    assert_eq!(table_clients(&text), [1, 2, 4, 8], "{text}");
+    assert_eq!(table_clients(&text), [1, 2, 4, 8, 16], "{text}");
     assert!(text.contains("\nbest measured: "), "{text}");
     assert!(
         text.contains("\nsmallest within 5% of the best: "),
@@ -110,19 +110,19 @@ fn a_clients_sweep_gives_the_table_the_result_file_and_the_fit() {
         text.contains("\nUSL fit: sigma ") || text.contains("\nUSL: "),
         "{text}"
     );
-    assert_eq!(stderr(&out).matches("step ").count(), 4, "{}", stderr(&out));
+    assert_eq!(stderr(&out).matches("step ").count(), 5, "{}", stderr(&out));
 
     let result = json(&path);
     assert_eq!(result["kind"], "sweep");
     assert_eq!(result["sweep"]["dimension"], "clients");
-    assert_eq!(steps_field(&result, "clients"), [1, 2, 4, 8]);
+    assert_eq!(steps_field(&result, "clients"), [1, 2, 4, 8, 16]);
     // Threads are min(clients, CPUs) without -j.
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
     let threads: Vec<u64> = steps_field(&result, "threads")
         .iter()
         .map(|t| t.as_u64().unwrap())
         .collect();
-    assert_eq!(threads, [1, 2, 4, 8].map(|c: u64| c.min(cpus)));
+    assert_eq!(threads, [1, 2, 4, 8, 16].map(|c: u64| c.min(cpus)));
     // Every step's whole result is there, histograms included.
     for step in result["steps"].as_array().unwrap() {
         assert!(step["result"]["tps"].as_f64().unwrap() > 0.0);
@@ -136,7 +136,7 @@ fn a_clients_sweep_gives_the_table_the_result_file_and_the_fit() {
             .is_empty());
     }
     let summary = &result["summary"];
-    assert_eq!(summary["points"].as_array().unwrap().len(), 4);
+    assert_eq!(summary["points"].as_array().unwrap().len(), 5);
     assert!(summary["best"].is_u64() && summary["near_best"].is_u64());
     assert!(summary["fit"].is_object(), "{summary}");
     let fit = &summary["fit"];
