@@ -184,6 +184,9 @@ pub struct Benchmark {
     pub start_at_us: Option<i64>,
     /// `--run-id`.
     pub run_id: Option<String>,
+    /// `--warmup`: seconds of unmeasured run before the measured one (0
+    /// for none), before each step of a sweep.
+    pub warmup_s: u32,
     /// `--sweep` and its companions: a series of runs instead of one.
     pub study: Option<crate::study::Study>,
     /// The monitor's sampling interval in ms, or `None` under

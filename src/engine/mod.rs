@@ -103,6 +103,7 @@ use monitor::{diagnosis, start_monitor, ThreadTimes};
 use plan::Plan;
 use result_file::ResultFile;
 use shared::Shared;
+pub use signals::{install_between, received_between};
 use spin::SpinMode;
 use worker::WorkerResult;
 
@@ -139,11 +140,40 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
         }
         None => None,
     };
-    let prepared = prepare(config, bench, &StepSetup::pgbench())?;
-    match execute(config, &prepared, bench)? {
-        Executed::Ended(ended) => report(&prepared, bench, *ended, [json_file, html_file]),
+    let mut setup = StepSetup::pgbench();
+    let mut measured = std::borrow::Cow::Borrowed(bench);
+    if bench.warmup_s > 0 {
+        let done = run_step(config, &warmup_of(bench), &setup)?;
+        match done.result {
+            Some(result) if done.status == 0 => crate::cli::ewriteln!(
+                "warm-up: {} s, {:.1} tps, not counted",
+                bench.warmup_s,
+                result.tps
+            ),
+            _ => {
+                log::error(format_args!("the warm-up failed; nothing was measured"));
+                return Ok(done.status);
+            }
+        }
+        setup.announce = false;
+        measured.to_mut().vacuum = crate::cli::VacuumBeforeRun::Skip;
+    }
+    let prepared = prepare(config, &measured, &setup)?;
+    match execute(config, &prepared, &measured)? {
+        Executed::Ended(ended) => report(&prepared, &measured, *ended, [json_file, html_file]),
         Executed::Aborted => Ok(2),
     }
+}
+
+/// The unmeasured run before `bench` (`--warmup`): its clients and
+/// threads for the warm-up's seconds, without progress lines, logs or a
+/// result file.
+pub fn warmup_of(bench: &Benchmark) -> Benchmark {
+    let mut warmup = bench.clone();
+    warmup.length = RunLength::Duration(bench.warmup_s);
+    warmup.progress = None;
+    warmup.log = None;
+    warmup
 }
 
 /// How a sweep's step differs from a plain run before its clients connect.
@@ -184,7 +214,16 @@ pub fn run_step(
     bench: &Benchmark,
     setup: &StepSetup,
 ) -> Result<Step, EngineError> {
-    let prepared = prepare(config, bench, setup)?;
+    let prepared = prepare(config, bench, setup);
+    // A signal during the set-up (it cancels the set-up's statement, so
+    // `prepare` may have failed because of it) ends the step unrun.
+    if let Some(signo) = signals::received_between() {
+        return Ok(Step {
+            result: None,
+            status: 128 + signo,
+        });
+    }
+    let prepared = prepared?;
     let ended = match execute(config, &prepared, bench)? {
         Executed::Ended(ended) => *ended,
         Executed::Aborted => {
@@ -787,6 +826,7 @@ fn run_options(prepared: &Prepared, bench: &Benchmark) -> RunOptions {
         failures_detailed: bench.failures_detailed,
         report_per_command: plan.report_per_command,
         continue_on_error: plan.continue_on_error,
+        warmup_s: bench.warmup_s,
     }
 }
 

@@ -269,15 +269,17 @@ fn side(sweep: &SweepResult, steps: &[(StepKey, Vec<&RunResult>)], source: &str)
 
 /// Adds what differs between the runs of each pair (the first runs of
 /// the matched steps, or of the first steps when none matched), each
-/// difference once; the swept option differs by design.
+/// difference once; the swept option differs by design, and what the
+/// sweeps' own differences already say (their warm-up) is not repeated.
 fn add_run_differences(
     differences: &mut Vec<Difference>,
     pairs: &[(&RunResult, &RunResult)],
     dimension: &str,
 ) {
+    let sweeps: Vec<String> = differences.iter().map(|d| d.what.clone()).collect();
     for (ra, rb) in pairs {
         for d in likeness::differences(ra, rb) {
-            if d.what != dimension && !differences.contains(&d) {
+            if d.what != dimension && !sweeps.contains(&d.what) && !differences.contains(&d) {
                 differences.push(d);
             }
         }
@@ -306,6 +308,7 @@ fn sweep_differences(a: &SweepResult, b: &SweepResult) -> Vec<Difference> {
     [
         ("swept values", values(a), values(b)),
         ("repeats", ia.repeat.to_string(), ib.repeat.to_string()),
+        ("repeat order", ia.order.clone(), ib.order.clone()),
         (
             "warm-up",
             format!("{} s", ia.warmup_s),

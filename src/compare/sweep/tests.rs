@@ -32,6 +32,7 @@ fn sweep(steps: Vec<StepResult>, repeat: u32) -> SweepResult {
             auto: false,
             warmup_s: 0,
             repeat,
+            order: "alternate".to_owned(),
             reset: "vacuum".to_owned(),
             slo: Vec::new(),
             stopped: None,
@@ -199,12 +200,14 @@ fn sweeps_of_different_options_are_refused() {
 fn different_scripts_are_refused_unless_allowed_and_run_differences_are_listed_once() {
     let a = usl_sweep(1.0, 1);
     let mut b = a.clone();
+    b.sweep.warmup_s = 5;
     for s in &mut b.steps {
         s.result.options.rate = Some(50.0);
+        s.result.options.warmup_s = 5;
     }
     let c = compared(&a, &b);
     let listed: Vec<&str> = c.differences.iter().map(|d| d.what.as_str()).collect();
-    assert_eq!(listed, ["rate"]);
+    assert_eq!(listed, ["warm-up", "rate"]);
     for s in &mut b.steps {
         s.result.options.scripts[0].sha256 = Some("cd".repeat(32));
     }
