@@ -176,12 +176,10 @@ impl RunSample {
         }
     }
 
-    /// "N batches of S s" for `batches` batches of this run's whole
-    /// intervals.
-    fn describe_batches(&self, batches: usize) -> String {
-        let seconds =
-            (self.interval_tps.len() / batches.max(1)) as f64 * self.width_us as f64 / 1e6;
-        format!("{batches} batches of {seconds} s")
+    /// The length in seconds of each of `batches` batches of this run's
+    /// whole intervals.
+    fn batch_seconds(&self, batches: usize) -> f64 {
+        (self.interval_tps.len() / batches.max(1)) as f64 * self.width_us as f64 / 1e6
     }
 }
 
@@ -189,8 +187,8 @@ impl RunSample {
 enum Units {
     /// Its runs, at least two.
     Repeats(usize),
-    /// The batches of its one run: how many, and what.
-    Batches(usize, String),
+    /// The batches of its one run: how many, of how many seconds each.
+    Batches(usize, f64),
 }
 
 impl Sample {
@@ -208,9 +206,8 @@ impl Sample {
             return Err(run.interval_tps.len());
         }
         let means = stats::batch_means(&run.interval_tps, TPS_BATCHES);
-        let what = run.describe_batches(means.len());
-        let n = means.len();
-        Ok((means, Units::Batches(n, what)))
+        let units = Units::Batches(means.len(), run.batch_seconds(means.len()));
+        Ok((means, units))
     }
 
     /// The side's percentile `q` of each unit (µs), and what the units
@@ -225,25 +222,24 @@ impl Sample {
                 .collect();
             return Some((values, Units::Repeats(self.runs.len())));
         }
-        let values: Vec<f64> = self
-            .runs
-            .first()?
-            .batches
-            .as_ref()?
+        let run = self.runs.first()?;
+        let batches = run.batches.as_ref()?;
+        let seconds = run.batch_seconds(batches.len());
+        let values: Vec<f64> = batches
             .iter()
             .filter(|h| !h.is_empty())
             .map(|h| h.quantiles([q])[0] as f64)
             .collect();
         let n = values.len();
-        Some((values, Units::Batches(n, String::new())))
+        Some((values, Units::Batches(n, seconds)))
     }
 }
 
 /// The method of an interval over the units of both sides.
 fn tps_method(a: &Units, b: &Units) -> String {
     match (a, b) {
-        (Units::Batches(_, a), Units::Batches(_, b)) => {
-            format!("Welch t over batch means: {a} and {b}")
+        (Units::Batches(na, sa), Units::Batches(nb, sb)) => {
+            format!("Welch t over batch means: {na} batches of {sa} s and {nb} batches of {sb} s")
         }
         (Units::Repeats(a), Units::Repeats(b)) => {
             format!("Welch t over repeats: {a} and {b} runs")
@@ -259,7 +255,7 @@ fn tps_method(a: &Units, b: &Units) -> String {
 fn tps_units(u: &Units) -> String {
     match u {
         Units::Repeats(n) => format!("{n} repeats"),
-        Units::Batches(_, what) => format!("batch means ({what})"),
+        Units::Batches(n, seconds) => format!("batch means ({n} batches of {seconds} s)"),
     }
 }
 
