@@ -65,6 +65,16 @@ fn metric<'a>(comparison: &'a serde_json::Value, name: &str) -> &'a serde_json::
         .expect("metric present")
 }
 
+/// What the comparison lists as different (each difference's `what`).
+fn listed(comparison: &serde_json::Value) -> Vec<&str> {
+    comparison["differences"]
+        .as_array()
+        .expect("differences")
+        .iter()
+        .map(|d| d["what"].as_str().expect("what"))
+        .collect()
+}
+
 fn sleep_script() -> ScriptFile {
     script_file("sleep.sql", "select pg_sleep(:d);\n")
 }
@@ -152,13 +162,7 @@ fn halving_the_rate_is_a_regression_whose_interval_covers_the_truth() {
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let c = json(&out_json);
     assert_eq!(c["verdict"], "regressed");
-    let listed: Vec<&str> = c["differences"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["what"].as_str().unwrap())
-        .collect();
-    assert_eq!(listed, ["rate"]);
+    assert_eq!(listed(&c), ["rate"]);
     let tps = &metric(&c, "tps")["change"];
     let (low, high) = (tps["low"].as_f64().unwrap(), tps["high"].as_f64().unwrap());
     assert!(low <= -0.5 && (-0.5..0.0).contains(&high), "{tps}");
@@ -424,13 +428,7 @@ fn sweeps_at_a_halved_rate_regress_at_every_step_and_the_same_sweep_twice_does_n
     let c = json(&out_json);
     assert_eq!(c["kind"], "sweep_comparison");
     assert_eq!(c["verdict"], "regressed");
-    let listed: Vec<&str> = c["differences"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["what"].as_str().unwrap())
-        .collect();
-    assert_eq!(listed, ["rate"]);
+    assert_eq!(listed(&c), ["rate"]);
     let steps = step_tps(&c);
     assert_eq!(steps.len(), 2);
     for (step, (value, high, method)) in c["steps"].as_array().unwrap().iter().zip(&steps) {
