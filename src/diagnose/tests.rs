@@ -283,3 +283,58 @@ fn the_text_section_has_the_shares_and_one_line_per_finding() {
     assert!(text.contains("warning: TPS × mean latency"), "{text}");
     assert!(text.lines().count() <= 15);
 }
+
+/// A schedule the clients could not keep, busy in transactions all the
+/// time (4 clients at 4000 TPS of 1 ms each), is the server's; a lag
+/// under one client interval is nothing.
+#[test]
+fn a_schedule_lag_beyond_a_client_interval_is_found_with_its_cause() {
+    let mut r = clean();
+    r.options.rate = Some(4000.0);
+    assert!(ids(&r).is_empty(), "{:?}", ids(&r));
+    let late = run(SELECT_ONLY, 4, 100, |_| vec![(30_000, 4000)]);
+    r.lag = late.lag.clone();
+    let f = findings(&r);
+    assert_eq!(f[0].id, "schedule-lag");
+    assert_eq!(f[0].severity, Severity::Critical);
+    assert!((f[0].figures["client_interval_ms"] - 1.0).abs() < 1e-9);
+    assert!(
+        f[0].summary.contains("the server could not keep up"),
+        "{}",
+        f[0].summary
+    );
+    r.lag = run(SELECT_ONLY, 4, 100, |_| vec![(3000, 4000)]).lag;
+    r.service_time = run(SELECT_ONLY, 4, 100, |_| vec![(100, 4000)]).service_time;
+    let f = findings(&r);
+    assert_eq!(f[0].severity, Severity::Warning);
+    assert!(
+        f[0].summary.contains("started late while free"),
+        "{}",
+        f[0].summary
+    );
+}
+
+#[test]
+fn checkpoints_and_vacuums_say_when() {
+    let mut r = clean();
+    r.context.started_us = Some(10_000_000);
+    let d = diagnosis(&mut r);
+    d.counters = Some(ServerCounters {
+        checkpoints: Some(CheckpointCounters {
+            timed: 1,
+            requested: 0,
+        }),
+        ..ServerCounters::default()
+    });
+    d.events = vec![ServerEvent {
+        kind: "checkpoint".to_owned(),
+        cause: Some("timed".to_owned()),
+        count: 1,
+        at_us: 42_500_000,
+        within_ms: 1000,
+        ..ServerEvent::default()
+    }];
+    let f = findings(&r);
+    assert!(f[0].summary.ends_with(" at 32.5 s"), "{}", f[0].summary);
+    assert_eq!(f[0].figures["first_at_s"], 32.5);
+}

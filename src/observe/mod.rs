@@ -23,19 +23,34 @@
 //!   server, no permission) becomes a line of [`MonitorStatus::missing`],
 //!   never an error of the run.
 //!
-//! # When the counters are read
-//! `pg_stat_database` and `pg_stat_statements` are first read on the
-//! set-up connection, before the clients start ([`read_database`]), so that
-//! a monitor that connects late still covers every commit and statement of
-//! the run; the other views as soon as the monitor connects (a few ms after
-//! the clients start). The end reading comes after the workers closed
-//! their connections and their backends left (waiting at most 2 s), since
-//! a backend flushes its statistics for good only as it exits, and after
-//! `pg_stat_force_next_flush()` (PostgreSQL 15+) for the monitor's own.
+//! # The window it covers
+//! The measured window opens when the workers pass their start gate: once
+//! every client is connected, or at `--start-at`. The engine hands the
+//! monitor that time, and nothing before it is sampled or counted:
+//! - When the monitor is connected before the window opens (under
+//!   `--start-at` it connects during the wait), it takes its start
+//!   reading of every view in the [`START_LEAD`] before the start, then
+//!   waits for it, so the wait is left out.
+//! - Otherwise `pg_stat_database` and `pg_stat_statements` come from the
+//!   set-up connection's reading just before the clients connected
+//!   ([`read_database`]), so that a monitor that connects late still
+//!   covers every commit and statement of the run (connecting commits
+//!   nothing), and the other views are read as soon as the monitor
+//!   connects (a few ms after the clients start).
+//!
+//! The samples' one-second buckets start with the window, so they line
+//! up with the run's own intervals. The end reading comes after the
+//! workers closed their connections and their backends left (waiting at
+//! most 2 s), since a backend flushes its statistics for good only as it
+//! exits, and after `pg_stat_force_next_flush()` (PostgreSQL 15+) for the
+//! monitor's own. Checkpoints and vacuums are placed on the timeline from
+//! readings every second in between (`events`).
 
 mod activity;
 mod counters;
 pub mod cpu;
+mod events;
+pub mod io;
 mod statements;
 
 pub use counters::{read_database, DatabaseStart};
@@ -48,8 +63,10 @@ use pgwire::conninfo::HostKind;
 use pgwire::Connector;
 
 use crate::diagnose::{
-    Activity, MonitorStatus, ServerCounters, ServerCpu, StateCounts, StatementTime, TableCounters,
+    Activity, MonitorStatus, ServerCounters, ServerCpu, ServerEvent, StateCounts, StatementTime,
+    TableCounters,
 };
+use crate::fleet::wall_clock_us;
 
 pub use activity::classify;
 
@@ -59,6 +76,10 @@ pub const MONITOR_APPLICATION_NAME: &str = "pgbolt-monitor";
 /// How long the end waits for pgbolt's backends to leave.
 const BACKENDS_EXIT_WAIT: Duration = Duration::from_secs(2);
 
+/// How long before the window opens a monitor that is connected by then
+/// takes its start reading (a few queries of a few ms each).
+pub const START_LEAD: Duration = Duration::from_millis(50);
+
 /// What the monitor saw.
 #[derive(Debug, Clone, Default)]
 pub struct ServerView {
@@ -66,6 +87,7 @@ pub struct ServerView {
     pub activity: Option<Activity>,
     pub counters: Option<ServerCounters>,
     pub tables: Vec<TableCounters>,
+    pub events: Vec<ServerEvent>,
     pub statements: Vec<StatementTime>,
     pub server_cpu: Option<ServerCpu>,
 }
@@ -89,6 +111,8 @@ struct Settings<'a> {
     clients_name: &'a str,
     interval: Duration,
     database_start: Option<DatabaseStart>,
+    /// When the measured window opens, µs since the epoch.
+    window_start_us: i64,
 }
 
 /// Adds `line` to `missing` unless it is there already.
@@ -120,14 +144,16 @@ fn literal(text: &str) -> String {
 }
 
 impl Monitor {
-    /// Starts the monitor thread: it calls `opened` (which returns false
-    /// when the run does not start), connects with the clients' options
-    /// under its own application name, and samples every `interval_ms`.
+    /// Starts the monitor thread: it calls `opened` (which waits until
+    /// every client is connected and gives when the measured window opens,
+    /// or `None` when the run does not start), connects with the clients'
+    /// options under its own application name, and samples every
+    /// `interval_ms` from the window's start.
     pub fn start(
         connector: &Connector,
         interval_ms: u32,
         database_start: Option<DatabaseStart>,
-        opened: impl FnOnce() -> bool + Send + 'static,
+        opened: impl FnOnce() -> Option<i64> + Send + 'static,
     ) -> Monitor {
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
         let (sender, view) = mpsc::channel();
@@ -143,15 +169,16 @@ impl Monitor {
         let started = std::thread::Builder::new()
             .name("pgbolt-monitor".to_owned())
             .spawn(move || {
-                if !opened() {
+                let Some(window_start_us) = opened() else {
                     return;
-                }
+                };
                 let view = match connector {
                     Ok(connector) => {
                         let session = Settings {
                             clients_name: &clients_name,
                             interval,
                             database_start,
+                            window_start_us,
                         };
                         Session::run(&connector, session, &flag)
                     }
@@ -262,6 +289,14 @@ impl Session {
         settings: Settings<'_>,
         stop: &(Mutex<bool>, Condvar),
     ) -> ServerView {
+        let window_start = settings.window_start_us;
+        let lead = START_LEAD.as_micros() as i64;
+        // Connected before the window opens: the start reading just
+        // before it, so that the wait for it is not counted.
+        let early = wall_clock_us() + lead <= window_start;
+        if early && pause_until(stop, window_start - lead) {
+            return ServerView::missing("monitor: the run ended before it started".to_owned());
+        }
         let started = Instant::now();
         let cpu_start = server.as_ref().ok().and_then(cpu::LocalServer::read);
         let mut start = counters::read(
@@ -270,7 +305,7 @@ impl Session {
             &mut self.missing,
             &mut self.queries,
         );
-        let statements_start = match settings.database_start {
+        let statements_start = match settings.database_start.filter(|_| !early) {
             Some(before) => {
                 // The set-up connection's reading, before the clients
                 // started: its own transaction is in the window too.
@@ -288,7 +323,13 @@ impl Session {
                 &mut self.queries,
             ),
         };
-        let (activity, samples, lost) = self.sample_until_stopped(settings.interval, stop);
+        if early {
+            pause_until(stop, window_start);
+        }
+        let mut timeline = events::Timeline::default();
+        timeline.see(start.clone());
+        let (activity, samples, lost) =
+            self.sample_until_stopped(settings.interval, window_start, &mut timeline, stop);
         let mut view = ServerView::default();
         view.status.samples = samples;
         view.status.ran = true;
@@ -297,6 +338,7 @@ impl Session {
             self.missing.push(lost);
             self.missing.push("counters: no end reading".to_owned());
             view.status.missing = self.missing;
+            view.events = timeline.finish();
             return view;
         }
         self.wait_for_backends_to_leave();
@@ -318,6 +360,8 @@ impl Session {
             &mut self.queries,
         );
         let (server_counters, tables) = counters::changes(&start, &end, own);
+        timeline.see(end);
+        view.events = timeline.finish();
         view.counters = Some(server_counters);
         view.tables = tables;
         if let Some(first) = statements_start {
@@ -349,21 +393,26 @@ impl Session {
         view
     }
 
-    /// Samples every `interval` until the stop: the activity seen (none
-    /// without a sample), the number of samples, and why the connection
-    /// was lost if it was.
+    /// Samples every `interval` until the stop, in buckets from
+    /// `window_start`, and reads the event counters every
+    /// [`events::TICK`] into `timeline`: the activity seen (none without
+    /// a sample), the number of samples, and why the connection was lost
+    /// if it was.
     fn sample_until_stopped(
         &mut self,
         interval: Duration,
+        window_start: i64,
+        timeline: &mut events::Timeline,
         stop: &(Mutex<bool>, Condvar),
     ) -> (Option<Activity>, u64, Option<String>) {
-        let mut log = activity::ActivityLog::new(crate::report::html::now_us());
+        let mut log = activity::ActivityLog::new(window_start);
         let mut samples = 0;
         let mut lost = None;
+        let mut next_tick = Instant::now() + events::TICK;
         while !stopped(stop, interval) {
             match self.sample() {
                 Ok(sample) => {
-                    log.add(crate::report::html::now_us(), &sample);
+                    log.add(wall_clock_us(), &sample);
                     samples += 1;
                 }
                 Err(e) => {
@@ -373,6 +422,15 @@ impl Session {
                     ));
                     break;
                 }
+            }
+            if Instant::now() >= next_tick {
+                next_tick = Instant::now() + events::TICK;
+                timeline.see(counters::read_events(
+                    &mut self.client,
+                    self.version_num,
+                    &mut self.missing,
+                    &mut self.queries,
+                ));
             }
         }
         ((samples > 0).then(|| log.finish()), samples, lost)
@@ -416,6 +474,20 @@ impl Session {
             "pgbolt's backends were still there 2 s after the run: the end counters may miss some of their work"
                 .to_owned(),
         );
+    }
+}
+
+/// Waits until `at_us` (µs since the epoch) or the stop, whichever comes
+/// first; true once stopped.
+fn pause_until(stop: &(Mutex<bool>, Condvar), at_us: i64) -> bool {
+    loop {
+        let left = at_us - wall_clock_us();
+        if left <= 0 {
+            return false;
+        }
+        if stopped(stop, Duration::from_micros(left as u64)) {
+            return true;
+        }
     }
 }
 
