@@ -165,11 +165,12 @@ pub struct ServerEvent {
     pub table: Option<String>,
     /// How many: a counter can move by more than one between readings.
     pub count: i64,
-    /// When it ended, µs since the Unix epoch on pgbolt's clock.
+    /// When a vacuum or an analyze ended, or a checkpoint started, µs
+    /// since the Unix epoch on pgbolt's clock.
     pub at_us: i64,
-    /// How uncertain `at_us` is: the event ended in the `within_ms` before
-    /// it (0 when the server stamped it, as it does a vacuum's or an
-    /// analyze's end).
+    /// How uncertain `at_us` is: the event happened in the `within_ms`
+    /// before it (0 when the server stamped it, as it does a vacuum's or
+    /// an analyze's end).
     pub within_ms: i64,
 }
 

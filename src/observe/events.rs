@@ -9,10 +9,10 @@
 //!   the counters, so the time is put on pgbolt's clock whatever the two
 //!   clocks say;
 //! - a checkpoint has no time stamp in the statistics views, so it is
-//!   placed at the reading that first showed it: it was counted at most
-//!   one tick before (`within_ms`). The checkpointer counts a checkpoint
-//!   as it reports its statistics, at the end of the checkpoint or during
-//!   its spread writes.
+//!   placed at the reading that first showed it: it started at most one
+//!   tick before (`within_ms`). The checkpointer counts a checkpoint as
+//!   it starts (its first report comes during its spread writes), so
+//!   the mark is the start, not the end, of a checkpoint's writes.
 
 use std::time::Duration;
 

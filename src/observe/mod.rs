@@ -231,6 +231,14 @@ impl ServerView {
     }
 }
 
+/// What the start reading found.
+struct Begun {
+    started: Instant,
+    cpu_start: Option<cpu::ServerReading>,
+    counters: counters::Reading,
+    statements: Option<statements::Reading>,
+}
+
 /// The monitor's connection and what it gathers.
 struct Session {
     client: Client,
@@ -289,27 +297,60 @@ impl Session {
         settings: Settings<'_>,
         stop: &(Mutex<bool>, Condvar),
     ) -> ServerView {
+        let interval = settings.interval;
+        let window_start = settings.window_start_us;
+        let Some(begun) = self.begin(&server, settings, stop) else {
+            return ServerView::missing("monitor: the run ended before it started".to_owned());
+        };
+        let mut timeline = events::Timeline::default();
+        timeline.see(begun.counters.clone());
+        let (activity, samples, lost) =
+            self.sample_until_stopped(interval, window_start, &mut timeline, stop);
+        let mut view = ServerView::default();
+        view.status.samples = samples;
+        view.status.ran = true;
+        view.activity = activity;
+        if let Some(lost) = lost {
+            self.missing.push(lost);
+            self.missing.push("counters: no end reading".to_owned());
+            view.status.missing = self.missing;
+            view.events = timeline.finish();
+            return view;
+        }
+        self.end(begun, server, timeline, view)
+    }
+
+    /// The start reading: at the window's start, or as soon as connected
+    /// when that is later (with the set-up connection's database and
+    /// statements readings, taken before the clients connected). `None`
+    /// when the run stopped before its start.
+    fn begin(
+        &mut self,
+        server: &Result<cpu::LocalServer, String>,
+        settings: Settings<'_>,
+        stop: &(Mutex<bool>, Condvar),
+    ) -> Option<Begun> {
         let window_start = settings.window_start_us;
         let lead = START_LEAD.as_micros() as i64;
         // Connected before the window opens: the start reading just
         // before it, so that the wait for it is not counted.
         let early = wall_clock_us() + lead <= window_start;
         if early && pause_until(stop, window_start - lead) {
-            return ServerView::missing("monitor: the run ended before it started".to_owned());
+            return None;
         }
         let started = Instant::now();
         let cpu_start = server.as_ref().ok().and_then(cpu::LocalServer::read);
-        let mut start = counters::read(
+        let mut counters = counters::read(
             &mut self.client,
             self.version_num,
             &mut self.missing,
             &mut self.queries,
         );
-        let statements_start = match settings.database_start.filter(|_| !early) {
+        let statements = match settings.database_start.filter(|_| !early) {
             Some(before) => {
                 // The set-up connection's reading, before the clients
                 // started: its own transaction is in the window too.
-                start = start.with_database(&before);
+                counters = counters.with_database(&before);
                 self.queries += 1;
                 for m in &before.missing {
                     note(&mut self.missing, m);
@@ -323,24 +364,26 @@ impl Session {
                 &mut self.queries,
             ),
         };
-        if early {
-            pause_until(stop, window_start);
+        if early && pause_until(stop, window_start) {
+            return None;
         }
-        let mut timeline = events::Timeline::default();
-        timeline.see(start.clone());
-        let (activity, samples, lost) =
-            self.sample_until_stopped(settings.interval, window_start, &mut timeline, stop);
-        let mut view = ServerView::default();
-        view.status.samples = samples;
-        view.status.ran = true;
-        view.activity = activity;
-        if let Some(lost) = lost {
-            self.missing.push(lost);
-            self.missing.push("counters: no end reading".to_owned());
-            view.status.missing = self.missing;
-            view.events = timeline.finish();
-            return view;
-        }
+        Some(Begun {
+            started,
+            cpu_start,
+            counters,
+            statements,
+        })
+    }
+
+    /// The end reading, once the clients' backends have left, and the
+    /// changes since `begun` into `view`.
+    fn end(
+        mut self,
+        begun: Begun,
+        server: Result<cpu::LocalServer, String>,
+        mut timeline: events::Timeline,
+        mut view: ServerView,
+    ) -> ServerView {
         self.wait_for_backends_to_leave();
         if self.version_num >= 150_000
             && self
@@ -359,12 +402,12 @@ impl Session {
             &mut self.missing,
             &mut self.queries,
         );
-        let (server_counters, tables) = counters::changes(&start, &end, own);
+        let (server_counters, tables) = counters::changes(&begun.counters, &end, own);
         timeline.see(end);
         view.events = timeline.finish();
         view.counters = Some(server_counters);
         view.tables = tables;
-        if let Some(first) = statements_start {
+        if let Some(first) = begun.statements {
             if let Some(last) = statements::read(
                 &mut self.client,
                 self.version_num,
@@ -374,13 +417,13 @@ impl Session {
                 view.statements = statements::top(&first, &last);
             }
         }
-        view.server_cpu = match (&server, cpu_start) {
+        view.server_cpu = match (&server, begun.cpu_start) {
             (Ok(s), Some(first)) => s.read().map(|last| {
                 let (cpu_s, monitor_backend_cpu_s) = cpu::server_cpu_between(&first, &last);
                 ServerCpu {
                     cpu_s,
                     monitor_backend_cpu_s,
-                    wall_s: started.elapsed().as_secs_f64(),
+                    wall_s: begun.started.elapsed().as_secs_f64(),
                 }
             }),
             _ => None,

@@ -189,7 +189,7 @@ fn events_table(r: &RunResult, out: &mut String) {
     out.push_str("<h3>Checkpoints, vacuums and analyzes</h3><table><tr><th>at (s)</th><th>event</th><th>time known to</th></tr>");
     for (t, e) in events {
         let known = if e.within_ms > 0 {
-            format!("ended in the {} ms before", e.within_ms)
+            format!("happened in the {} ms before", e.within_ms)
         } else {
             "the server's time stamp".to_owned()
         };
