@@ -152,7 +152,7 @@ fn checkpoint_vacuum_and_commits(db: &TempDb, version: u32) {
     let dbname = bench_database(db);
     let others = "select 1;\n".repeat(300);
     let mut during = (0, 0);
-    let (_, r) = run_json(
+    let (out, r) = run_json(
         db,
         &dbname,
         &["-S", "-c", "2", "-j", "1", "-R", "500", "-T", "5"],
@@ -230,6 +230,12 @@ fn checkpoint_vacuum_and_commits(db: &TempDb, version: u32) {
         };
         assert!(io("checkpointer").0 >= 1, "{:?}", counters.io);
         assert!(io("client backend").1 >= 1000, "{:?}", counters.io);
+        let text = stdout(&out);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("  server I/O: "))
+            .unwrap_or_else(|| panic!("no I/O line in {text}"));
+        assert!(line.contains("client backend "), "{line}");
     } else {
         assert!(counters.io.is_empty());
     }
