@@ -40,10 +40,19 @@ pub struct Timeline {
 
 impl Timeline {
     /// Takes the next reading: every counter that moved since the last one
-    /// is an event.
-    pub fn see(&mut self, reading: Reading) {
-        if let Some(last) = &self.last {
-            self.events.extend(events_between(last, &reading));
+    /// is an event. A reading whose queries failed is passed over (the
+    /// next one is compared with the last good one), and a table it lacks
+    /// keeps its last counters.
+    pub fn see(&mut self, mut reading: Reading) {
+        if let Some(last) = self.last.take() {
+            if reading.checkpoints.is_none() && last.checkpoints.is_some() {
+                self.last = Some(last);
+                return;
+            }
+            self.events.extend(events_between(&last, &reading));
+            for (table, values) in last.tables {
+                reading.tables.entry(table).or_insert(values);
+            }
         }
         self.last = Some(reading);
     }
@@ -136,6 +145,24 @@ mod tests {
         assert_eq!((events[0].at_us, events[0].within_ms), (2_400_500, 0));
         assert_eq!(events[1].label(), "checkpoint (requested)");
         assert_eq!((events[1].at_us, events[1].within_ms), (3_000_000, 1000));
+    }
+
+    /// Regression: a tick whose queries failed read as counters at zero,
+    /// and the next one as every vacuum since the table was made.
+    #[test]
+    fn a_failed_reading_is_passed_over() {
+        let mut t = Timeline::default();
+        t.see(reading(1_000_000, [3, 4], [0, 1, 1, 1, 0, 0, 0, 0, 0]));
+        t.see(Reading {
+            taken_us: 2_000_000,
+            ..Reading::default()
+        });
+        t.see(reading(3_000_000, [3, 4], [0, 1, 1, 1, 0, 0, 0, 0, 0]));
+        let mut no_tables = reading(4_000_000, [3, 4], [0; 9]);
+        no_tables.tables.clear();
+        t.see(no_tables);
+        t.see(reading(5_000_000, [3, 4], [0, 1, 1, 1, 0, 0, 0, 0, 0]));
+        assert_eq!(t.finish(), Vec::new());
     }
 
     #[test]
