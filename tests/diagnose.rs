@@ -326,7 +326,8 @@ fn scale_1_with_8_clients_under_tpcb_like_is_found_on_15() {
 
 /// A lock held for two seconds with pg_sleep: the throttled clients fall
 /// behind schedule, and the slow transactions of the run are the ones of
-/// that moment; the monitor saw the backends wait on the lock.
+/// that moment (a stall, and a schedule lag that slow transactions
+/// explain); the monitor saw the backends wait on the lock.
 #[test]
 fn a_stall_is_named_and_its_lock_waits_seen() {
     let _turn = turn();
@@ -348,6 +349,17 @@ fn a_stall_is_named_and_its_lock_waits_seen() {
     );
     let stall = finding(&r, "stall");
     assert!(stall.figures["share"] >= 0.75);
+    // The clients fell behind while the lock was held: a stall that
+    // passed, unless the machine starved pgbolt itself.
+    let lag = finding(&r, "schedule-lag");
+    if diagnosis(&r)
+        .findings
+        .iter()
+        .all(|f| f.id != "client-saturated")
+    {
+        assert_eq!(lag.severity, pgbolt::diagnose::Severity::Warning);
+        assert!(lag.summary.contains("slow transactions held up"), "{lag:?}");
+    }
     let activity = diagnosis(&r).activity.as_ref().expect("activity");
     assert!(
         activity.total.waiting.get("Lock").copied().unwrap_or(0) > 0,

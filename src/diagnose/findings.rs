@@ -465,51 +465,77 @@ fn stall(r: &RunResult) -> Option<Finding> {
     )
 }
 
+/// Why the schedule lagged: a short cause, why it matters, what to do,
+/// and whether the cause is passing (a stall), which makes it a warning
+/// whatever the lag.
+struct LagCause {
+    cause: &'static str,
+    why: &'static str,
+    action: &'static str,
+    passing: bool,
+}
+
+/// Whose fault the lag is: a saturated client thread; else clients in
+/// transactions nearly all the time (the server, or too few clients for
+/// the rate); else a transaction slow enough to hold up the ones after it
+/// (a stall); else a client machine that did not run pgbolt on time.
+fn lag_cause(r: &RunResult, busy: f64, lag_p99_ms: f64) -> LagCause {
+    let slowest_ms = r.service_time.percentiles.map_or(0.0, |p| p.max);
+    if client_saturated(r).is_some() {
+        LagCause {
+            cause: "the client could not keep up",
+            why: "a saturated client thread starts transactions late, so the server got less load than the rate asked for",
+            action: "use more threads (-j) or more load machines, or a lower rate",
+            passing: false,
+        }
+    } else if busy >= LAG_CLIENTS_BUSY {
+        LagCause {
+            cause: "the server could not keep up with these clients",
+            why: "every client was inside a transaction when its next one was due: the server (or this number of clients) cannot serve this rate, and the latency reported is mostly waiting in line",
+            action: "lower the rate (-R), or add clients (-c) if the server has capacity to spare",
+            passing: false,
+        }
+    } else if slowest_ms >= lag_p99_ms {
+        LagCause {
+            cause: "slow transactions held up the next ones",
+            why: "some transactions took as long as the lag (a lock, a checkpoint, a stall of the server or of this machine), and the transactions due meanwhile started late: the tail latency describes those moments",
+            action: "look at what happened then (the stall finding, the checkpoints and vacuums on the timeline) and repeat the run",
+            passing: true,
+        }
+    } else {
+        LagCause {
+            cause: "the clients started late while free",
+            why: "the clients had time between transactions yet started late: pgbolt's threads did not get a CPU on time (other load on this machine, CPU limits)",
+            action: "run the client on a quieter machine or with more threads, and check its CPU limits",
+            passing: false,
+        }
+    }
+}
+
 fn schedule_lag(r: &RunResult) -> Option<Finding> {
     let rate = r.options.rate.filter(|r| *r > 0.0)?;
     let lag = r.lag.percentiles?;
     let clients = f64::from(r.options.clients);
     let interval_ms = clients / rate * 1000.0;
     let behind = lag.p99 / interval_ms;
-    let severity = if behind > LAG_CRITICAL_INTERVALS {
-        Severity::Critical
-    } else if behind > LAG_WARNING_INTERVALS {
-        Severity::Warning
-    } else {
+    if behind <= LAG_WARNING_INTERVALS {
         return None;
-    };
-    // Whose fault: a saturated client thread, else clients that were
-    // in transactions nearly all the time (the server, or too few
-    // clients for the rate), else a client machine that did not run
-    // pgbolt on time.
+    }
     let busy = r.tps * r.service_time.average_ms.unwrap_or(0.0) / 1000.0 / clients;
-    let client_busy = client_saturated(r).is_some();
-    let (cause, why, action) = if client_busy {
-        (
-            "the client could not keep up",
-            "a saturated client thread starts transactions late, so the server got less load than the rate asked for",
-            "use more threads (-j) or more load machines, or a lower rate",
-        )
-    } else if busy >= LAG_CLIENTS_BUSY {
-        (
-            "the server could not keep up with these clients",
-            "every client was inside a transaction when its next one was due: the server (or this number of clients) cannot serve this rate, and the latency reported is mostly waiting in line",
-            "lower the rate (-R), or add clients (-c) if the server has capacity to spare",
-        )
+    let c = lag_cause(r, busy, lag.p99);
+    let severity = if behind > LAG_CRITICAL_INTERVALS && !c.passing {
+        Severity::Critical
     } else {
-        (
-            "the clients started late while free",
-            "the clients had time between transactions yet started late: pgbolt's threads did not get a CPU on time (other load on this machine, CPU limits)",
-            "run the client on a quieter machine or with more threads, and check its CPU limits",
-        )
+        Severity::Warning
     };
     let f = finding(
         "schedule-lag",
         severity,
         format!(
-            "schedule lag p99 {:.3} ms, max {:.3} ms, {behind:.1} client intervals of {interval_ms:.3} ms: {cause} (clients busy {:.0}% of the time)",
+            "schedule lag p99 {:.3} ms, max {:.3} ms, {behind:.1} client intervals of {interval_ms:.3} ms: {} (clients busy {:.0}% of the time)",
             lag.p99,
             lag.max,
+            c.cause,
             busy * 100.0
         ),
         &[
@@ -522,5 +548,5 @@ fn schedule_lag(r: &RunResult) -> Option<Finding> {
             ("tps", r.tps),
         ],
     );
-    explained(f, why, action)
+    explained(f, c.why, c.action)
 }

@@ -314,6 +314,24 @@ fn a_schedule_lag_beyond_a_client_interval_is_found_with_its_cause() {
     );
 }
 
+/// A lag as long as the slowest transactions is a stall's: a warning
+/// however far behind, since it passed.
+#[test]
+fn a_lag_that_slow_transactions_explain_is_a_passing_stall() {
+    let mut r = clean();
+    r.options.rate = Some(4000.0);
+    r.lag = run(SELECT_ONLY, 4, 100, |_| vec![(100, 3900), (150_000, 100)]).lag;
+    r.service_time = run(SELECT_ONLY, 4, 100, |_| vec![(100, 3990), (200_000, 10)]).service_time;
+    let f = findings(&r);
+    assert_eq!(f[0].id, "schedule-lag");
+    assert_eq!(f[0].severity, Severity::Warning);
+    assert!(
+        f[0].summary.contains("slow transactions held up"),
+        "{}",
+        f[0].summary
+    );
+}
+
 #[test]
 fn checkpoints_and_vacuums_say_when() {
     let mut r = clean();
