@@ -40,6 +40,9 @@ pub const LAG_CRITICAL_INTERVALS: f64 = 10.0;
 /// schedule is the server's (or too few clients'), not the client
 /// machine's.
 pub const LAG_CLIENTS_BUSY: f64 = 0.9;
+/// Share of the run a worker thread waited for a CPU from which a late
+/// schedule is the client machine's.
+pub const LAG_THREAD_RUNQUEUE: f64 = 0.10;
 /// Event times a finding's summary lists.
 const TIMES_LISTED: usize = 4;
 
@@ -466,48 +469,63 @@ fn stall(r: &RunResult) -> Option<Finding> {
 }
 
 /// Why the schedule lagged: a short cause, why it matters, what to do,
-/// and whether the cause is passing (a stall), which makes it a warning
-/// whatever the lag.
+/// and whether the cause keeps it a warning whatever the lag (a stall
+/// that passed, the schedule's own queueing).
 struct LagCause {
     cause: &'static str,
     why: &'static str,
     action: &'static str,
-    passing: bool,
+    warning_only: bool,
 }
 
 /// Whose fault the lag is: a saturated client thread; else clients in
 /// transactions nearly all the time (the server, or too few clients for
 /// the rate); else a transaction slow enough to hold up the ones after it
-/// (a stall); else a client machine that did not run pgbolt on time.
+/// (a stall); else a client machine that did not run pgbolt on time (its
+/// threads waited for a CPU); else the random schedule's own queueing.
 fn lag_cause(r: &RunResult, busy: f64, lag_p99_ms: f64) -> LagCause {
     let slowest_ms = r.service_time.percentiles.map_or(0.0, |p| p.max);
+    let wall = window_s(r);
+    let queued = r.diagnosis.as_ref().map_or(0.0, |d| {
+        d.client
+            .thread_runqueue_s
+            .iter()
+            .fold(0.0, |m: f64, s| m.max(s / wall))
+    });
     if client_saturated(r).is_some() {
         LagCause {
             cause: "the client could not keep up",
             why: "a saturated client thread starts transactions late, so the server got less load than the rate asked for",
             action: "use more threads (-j) or more load machines, or a lower rate",
-            passing: false,
+            warning_only: false,
         }
     } else if busy >= LAG_CLIENTS_BUSY {
         LagCause {
             cause: "the server could not keep up with these clients",
             why: "every client was inside a transaction when its next one was due: the server (or this number of clients) cannot serve this rate, and the latency reported is mostly waiting in line",
             action: "lower the rate (-R), or add clients (-c) if the server has capacity to spare",
-            passing: false,
+            warning_only: false,
         }
     } else if slowest_ms >= lag_p99_ms {
         LagCause {
             cause: "slow transactions held up the next ones",
             why: "some transactions took as long as the lag (a lock, a checkpoint, a stall of the server or of this machine), and the transactions due meanwhile started late: the tail latency describes those moments",
             action: "look at what happened then (the stall finding, the checkpoints and vacuums on the timeline) and repeat the run",
-            passing: true,
+            warning_only: true,
+        }
+    } else if queued >= LAG_THREAD_RUNQUEUE {
+        LagCause {
+            cause: "pgbolt's threads waited for a CPU",
+            why: "the clients had time between transactions yet started late: pgbolt's threads did not get a CPU on time (other load on this machine, CPU limits)",
+            action: "run the client on a quieter machine or with more threads, and check its CPU limits",
+            warning_only: false,
         }
     } else {
         LagCause {
-            cause: "the clients started late while free",
-            why: "the clients had time between transactions yet started late: pgbolt's threads did not get a CPU on time (other load on this machine, CPU limits)",
-            action: "run the client on a quieter machine or with more threads, and check its CPU limits",
-            passing: false,
+            cause: "due transactions queued for a free client",
+            why: "-R draws start times at random, so several fall due together now and then; with few clients for the rate, the later ones wait for a client, and the latency under -R rightly includes that wait",
+            action: "add clients (-c) if the latency should measure the server alone",
+            warning_only: true,
         }
     }
 }
@@ -523,7 +541,7 @@ fn schedule_lag(r: &RunResult) -> Option<Finding> {
     }
     let busy = r.tps * r.service_time.average_ms.unwrap_or(0.0) / 1000.0 / clients;
     let c = lag_cause(r, busy, lag.p99);
-    let severity = if behind > LAG_CRITICAL_INTERVALS && !c.passing {
+    let severity = if behind > LAG_CRITICAL_INTERVALS && !c.warning_only {
         Severity::Critical
     } else {
         Severity::Warning

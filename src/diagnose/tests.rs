@@ -303,12 +303,20 @@ fn a_schedule_lag_beyond_a_client_interval_is_found_with_its_cause() {
         "{}",
         f[0].summary
     );
-    r.lag = run(SELECT_ONLY, 4, 100, |_| vec![(3000, 4000)]).lag;
+    r.lag = run(SELECT_ONLY, 4, 100, |_| vec![(30_000, 4000)]).lag;
     r.service_time = run(SELECT_ONLY, 4, 100, |_| vec![(100, 4000)]).service_time;
     let f = findings(&r);
     assert_eq!(f[0].severity, Severity::Warning);
     assert!(
-        f[0].summary.contains("started late while free"),
+        f[0].summary.contains("queued for a free client"),
+        "{}",
+        f[0].summary
+    );
+    diagnosis(&mut r).client.thread_runqueue_s = vec![1.0, 20.0];
+    let f = findings(&r);
+    assert_eq!(f[0].severity, Severity::Critical);
+    assert!(
+        f[0].summary.contains("threads waited for a CPU"),
         "{}",
         f[0].summary
     );
