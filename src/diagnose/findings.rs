@@ -40,6 +40,9 @@ pub const LAG_CRITICAL_INTERVALS: f64 = 10.0;
 /// schedule is the server's (or too few clients'), not the client
 /// machine's.
 pub const LAG_CLIENTS_BUSY: f64 = 0.9;
+/// A service time p99 at least this fraction of the lag's p99 makes slow
+/// transactions the lag's cause.
+pub const LAG_SLOW_FRACTION: f64 = 0.5;
 /// Share of the run a worker thread waited for a CPU from which a late
 /// schedule is the client machine's.
 pub const LAG_THREAD_RUNQUEUE: f64 = 0.10;
@@ -484,7 +487,13 @@ struct LagCause {
 /// (a stall); else a client machine that did not run pgbolt on time (its
 /// threads waited for a CPU); else the random schedule's own queueing.
 fn lag_cause(r: &RunResult, busy: f64, lag_p99_ms: f64) -> LagCause {
-    let slowest_ms = r.service_time.percentiles.map_or(0.0, |p| p.max);
+    // Slow transactions explain the lag when they are common enough to
+    // make its tail, or crowd in one moment (a stall).
+    let slow = r
+        .service_time
+        .percentiles
+        .is_some_and(|p| p.p99 >= LAG_SLOW_FRACTION * lag_p99_ms)
+        || stall(r).is_some();
     let wall = window_s(r);
     let queued = r.diagnosis.as_ref().map_or(0.0, |d| {
         d.client
@@ -506,7 +515,7 @@ fn lag_cause(r: &RunResult, busy: f64, lag_p99_ms: f64) -> LagCause {
             action: "lower the rate (-R), or add clients (-c) if the server has capacity to spare",
             warning_only: false,
         }
-    } else if slowest_ms >= lag_p99_ms {
+    } else if slow {
         LagCause {
             cause: "slow transactions held up the next ones",
             why: "some transactions took as long as the lag (a lock, a checkpoint, a stall of the server or of this machine), and the transactions due meanwhile started late: the tail latency describes those moments",
