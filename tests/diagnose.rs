@@ -627,5 +627,7 @@ fn a_sweeps_warm_up_is_not_in_its_steps_diagnosis() {
     let committed = step.counts.counters.committed as i64;
     let others = db_counters.xact_commit - committed - db_counters.monitor_commits;
     assert!(others.abs() <= 11, "{db_counters:?}, {committed} committed");
-    assert!(d.monitor.samples <= 30, "{} samples", d.monitor.samples);
+    // At most one sample per 100 ms of the 2 s step; the warm-up's second
+    // would add ten.
+    assert!(d.monitor.samples <= 25, "{} samples", d.monitor.samples);
 }
