@@ -488,12 +488,13 @@ struct LagCause {
 /// threads waited for a CPU); else the random schedule's own queueing.
 fn lag_cause(r: &RunResult, busy: f64, lag_p99_ms: f64) -> LagCause {
     // Slow transactions explain the lag when they are common enough to
-    // make its tail, or crowd in one moment (a stall).
+    // make its tail, or crowd in one moment (a stall) and are about as
+    // slow as the lag (else the stall was pgbolt's, not the server's).
+    let enough = |ms: f64| ms >= LAG_SLOW_FRACTION * lag_p99_ms;
     let slow = r
         .service_time
         .percentiles
-        .is_some_and(|p| p.p99 >= LAG_SLOW_FRACTION * lag_p99_ms)
-        || stall(r).is_some();
+        .is_some_and(|p| enough(p.p99) || (enough(p.max) && stall(r).is_some()));
     let wall = window_s(r);
     let queued = r.diagnosis.as_ref().map_or(0.0, |d| {
         d.client

@@ -364,3 +364,32 @@ fn checkpoints_and_vacuums_say_when() {
     assert!(f[0].summary.ends_with(" at 32.5 s"), "{}", f[0].summary);
     assert_eq!(f[0].figures["first_at_s"], 32.5);
 }
+
+/// A stall whose transactions were fast on the server (the lag far above
+/// their slowest) was pgbolt's own, on a machine that kept its threads
+/// waiting for a CPU.
+#[test]
+fn a_stall_of_pgbolt_itself_is_not_put_on_slow_transactions() {
+    let mut r = run(SELECT_ONLY, 4, 100, |i| {
+        if i == 42 {
+            vec![(1000, 3000), (900_000, 100)]
+        } else {
+            vec![(1000, 4000)]
+        }
+    });
+    r.options.rate = Some(4000.0);
+    r.lag = run(SELECT_ONLY, 4, 100, |_| vec![(100, 3880), (30_000, 120)]).lag;
+    r.service_time = run(SELECT_ONLY, 4, 100, |_| vec![(100, 4000)]).service_time;
+    diagnosis(&mut r).client.thread_runqueue_s = vec![20.0];
+    let f = findings(&r);
+    let lag = f
+        .iter()
+        .find(|f| f.id == "schedule-lag")
+        .expect("lag found");
+    assert!(
+        lag.summary.contains("threads waited for a CPU"),
+        "{}",
+        lag.summary
+    );
+    assert!(f.iter().any(|f| f.id == "stall"));
+}
