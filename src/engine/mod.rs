@@ -600,8 +600,7 @@ fn thread_parts(
         )
         .map_err(EngineError::Poll)?;
     let registry = poll.registry().try_clone().map_err(EngineError::Poll)?;
-    let precise_timer =
-        timer::PreciseTimer::new(&registry, worker::TIMER).map_err(EngineError::Poll)?;
+    let sleeper = timer::Sleeper::new(&registry, worker::TIMER).map_err(EngineError::Poll)?;
     let per_script = plan.commands_per_script();
     let clients: Vec<Client> = t
         .range
@@ -658,7 +657,7 @@ fn thread_parts(
         end_us: t.end_us,
         io_uring: t.io_uring,
         spin: t.spin,
-        precise_timer,
+        sleeper,
         ring: None,
         lingering: Lingering::default(),
         progress: bench.progress.map(|interval| {
