@@ -75,7 +75,7 @@ def _a_noise(runs, metric):
 def summarize_workload(workload, runs, syscall_runs, cores, lag_runs=()):
     runs = [r for r in runs if r["workload"] == workload.name]
     sys_runs = {r["side"]: r for r in syscall_runs if r["workload"] == workload.name}
-    logged = {r["side"]: r for r in lag_runs if r["workload"] == workload.name}
+    logged = [r for r in lag_runs if r["workload"] == workload.name and "error" not in r]
     out = {"workload": workload.name, "args": list(workload.args), "tools": {}, "ratios": {},
            "failures": {}, "goals": []}
     for side in ("a", "b"):
@@ -86,7 +86,7 @@ def summarize_workload(workload, runs, syscall_runs, cores, lag_runs=()):
         ok = [r for r in mine if "error" not in r]
         figures = {m: _median([r.get(m) for r in ok]) for m in RATIO_COLUMNS}
         figures["syscalls_per_txn"] = sys_runs.get(side, {}).get("syscalls_per_txn")
-        figures["lag_p99_ms"] = logged.get(side, {}).get("lag_p99_ms")
+        figures["lag_p99_ms"] = _median([r["lag_p99_ms"] for r in logged if r["side"] == side])
         figures["runs"] = len(ok)
         figures["ipis_per_txn"] = _median([r.get("ipis_per_txn") for r in ok])
         srv = figures["server_cpu_per_txn"]

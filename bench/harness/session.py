@@ -139,8 +139,9 @@ class Session:
             else:
                 self._one_run(workload, script_path, "a", self.pairs)
                 if workload.throttled:
-                    for side in ("a", "b"):
-                        self._lag_run(workload, script_path, side)
+                    for _ in range(self.pairs):
+                        for side in ("a", "b"):
+                            self._lag_run(workload, script_path, side)
                 if self.syscalls and workload.kind == "run":
                     for side in ("a", "b"):
                         self._syscall_run(workload, script_path, side)
@@ -160,9 +161,10 @@ class Session:
         return rec
 
     def _lag_run(self, workload, script_path, side):
-        """One more run with a per-transaction log, for the schedule lag's
-        p99 (pgbench reports only its average and maximum). Unmeasured: the
-        log costs both tools CPU per transaction."""
+        """A run with a per-transaction log, for the schedule lag's p99
+        (pgbench reports only its average and maximum); as many per tool as
+        there are pairs, alternating, after the measured runs, whose figures
+        the log's cost per transaction would change."""
         self._prepare(workload)
         argv = self.argv(side, workload, script_path)
         p99, worst, error = runner.lag_run(argv, client_env(), self.timeout(workload))
