@@ -327,8 +327,8 @@ pub enum IoMethod {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BusyPoll {
     /// Spin only where the spinning threads cannot take a core that the
-    /// clients' server backends need, and only while measured to be faster
-    /// (see `engine::choose_spin` and `engine::spin`).
+    /// clients' server backends need, only while measured to be faster, and
+    /// never under `-R` (see `engine::choose_spin` and `engine::spin`).
     Auto,
     On,
     Off,

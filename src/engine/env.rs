@@ -23,7 +23,7 @@ use super::log;
 use super::pacing::{Outcome, Pacer};
 use super::progress::Progress;
 use super::spin::SpinMode;
-use super::timer::PreciseTimer;
+use super::timer::Sleeper;
 use super::uring::Ring;
 
 /// Opens client `idx`'s connection request again on a new socket when
@@ -73,9 +73,8 @@ pub struct ThreadEnv {
     pub ring: Option<Ring>,
     /// How the thread waits under `--busy-poll` (epoll only).
     pub spin: SpinMode,
-    /// Wakes the epoll loop on time for waits shorter than its
-    /// millisecond timeouts can express.
-    pub precise_timer: PreciseTimer,
+    /// How the epoll loop sleeps until its nearest timer.
+    pub sleeper: Sleeper,
     /// Connections of clients aborted inside a pipeline, ended with
     /// Terminate and kept open (see [`ThreadEnv::close`]).
     pub lingering: Lingering,
