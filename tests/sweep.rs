@@ -203,12 +203,12 @@ fn an_slo_fails_at_the_step_where_the_lock_queue_grows_past_it() {
         &lock_script(),
         &[
             "-D",
-            "ms=10",
+            "ms=25",
             "-D",
             "lock=1",
             "--warmup=1",
             "--sweep=clients:1,8",
-            "--slo=p99<40ms",
+            "--slo=p90<120ms",
         ],
     );
     let verdicts: Vec<&str> = text
@@ -218,7 +218,7 @@ fn an_slo_fails_at_the_step_where_the_lock_queue_grows_past_it() {
         .collect();
     assert_eq!(verdicts, ["met", "FAILED"], "{text}");
     assert!(
-        text.contains("\nhighest tps within the SLO (p99<40ms): 1 clients ("),
+        text.contains("\nhighest tps within the SLO (p90<120ms): 1 clients ("),
         "{text}"
     );
     assert!(text.contains(", warm-up 1 s each"), "{text}");
@@ -226,14 +226,14 @@ fn an_slo_fails_at_the_step_where_the_lock_queue_grows_past_it() {
     let points = result["summary"]["points"].as_array().unwrap();
     assert_eq!(points[0]["slo_met"], true);
     assert_eq!(points[1]["slo_met"], false);
-    assert!(points[1]["slo_ms"][0].as_f64().unwrap() >= 40.0);
+    assert!(points[1]["slo_ms"][0].as_f64().unwrap() >= 120.0);
     assert_eq!(result["summary"]["best_within_slo"], 0);
-    // The warm-up's transactions are in no figure: a 1 s step at 10 ms
-    // per transaction commits about 100, never the 200 of both runs.
+    // The warm-up's transactions are in no figure: a 1 s step at 25 ms
+    // per transaction commits about 40, never the 80 of both runs.
     let committed = result["steps"][0]["result"]["counts"]["committed"]
         .as_u64()
         .unwrap();
-    assert!(committed < 150, "{committed}");
+    assert!(committed < 60, "{committed}");
 }
 
 #[test]
