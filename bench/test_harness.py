@@ -3,6 +3,8 @@
 Run with: python3 -m unittest discover -s bench
 """
 
+import os
+import tempfile
 import unittest
 
 from harness import pooler, report, runner, workloads
@@ -37,7 +39,8 @@ def run(side, pair, tps, client_cpu=1.0, workload="select-prepared", **extra):
 class ParseReport(unittest.TestCase):
     def test_reads_every_figure_of_a_pgbench_report(self):
         self.assertEqual(runner.parse_report(PGBENCH_OUTPUT), {
-            "tps": 50000.5, "transactions": 400000, "latency_ms": 0.160, "conn_ms": 17.125})
+            "tps": 50000.5, "transactions": 400000, "latency_ms": 0.160, "conn_ms": 17.125,
+            "lag_max_ms": None})
 
     def test_reads_the_report_of_a_connection_per_transaction(self):
         text = PGBENCH_OUTPUT.replace(
@@ -45,11 +48,19 @@ class ParseReport(unittest.TestCase):
             "time)", "average connection time = 0.142 ms\ntps = 12429.5 (including reconnection "
             "times)")
         self.assertEqual(runner.parse_report(text), {
-            "tps": 12429.5, "transactions": 400000, "latency_ms": 0.160, "conn_ms": 0.142})
+            "tps": 12429.5, "transactions": 400000, "latency_ms": 0.160, "conn_ms": 0.142,
+            "lag_max_ms": None})
 
     def test_missing_lines_are_none(self):
         self.assertEqual(runner.parse_report("pgbolt: error: not supported yet\n"),
-                         {"tps": None, "transactions": None, "latency_ms": None, "conn_ms": None})
+                         {"tps": None, "transactions": None, "latency_ms": None, "conn_ms": None,
+                          "lag_max_ms": None})
+
+    def test_reads_the_maximum_schedule_lag_under_a_rate(self):
+        text = PGBENCH_OUTPUT.replace(
+            "latency average = 0.160 ms\n",
+            "latency average = 0.160 ms\nrate limit schedule lag: avg 0.051 (max 1.234) ms\n")
+        self.assertEqual(runner.parse_report(text)["lag_max_ms"], 1.234)
 
     def test_a_run_without_transactions_is_an_error(self):
         rec = {"stdout": "", "tps": None, "transactions": 0}
@@ -152,6 +163,53 @@ class Summary(unittest.TestCase):
         table = report.ratio_table([s], {"a": "pgbench", "b": "pgbolt"})
         self.assertIn("select-prepared: pgbolt cannot run this workload yet: pgbolt: error: "
                       "running a benchmark is not supported yet", table)
+
+
+class ScheduleLag(unittest.TestCase):
+    W = workloads.BY_NAME["rate-5k-c8"]
+
+    def test_rate_workloads_are_throttled_and_the_others_not(self):
+        self.assertTrue(self.W.throttled)
+        self.assertEqual(self.W.args, ("-S", "-R", "5000", "-c", "8", "-j", "1"))
+        self.assertFalse(workloads.BY_NAME["select-prepared"].throttled)
+
+    def test_p99_and_maximum_come_from_the_seventh_field_of_the_logs(self):
+        with tempfile.TemporaryDirectory() as d:
+            paths = []
+            for n, lags in enumerate((range(1, 51), range(51, 101))):
+                path = os.path.join(d, f"lag.{n}")
+                with open(path, "w") as f:
+                    for i, lag in enumerate(lags):
+                        f.write(f"{n} {i} 120 0 1764255000 {i} {lag * 1000}\n")
+                    f.write(f"{n} 99 skipped 0 1764255001 5 900000\n")
+                paths.append(path)
+            self.assertEqual(runner.lag_from_logs(paths), (99.0, 100.0))
+            self.assertEqual(runner.lag_from_logs([]), (None, None))
+
+    def test_nearest_rank_percentile(self):
+        self.assertEqual(runner.percentile([1, 2, 3], 0.99), 3)
+        self.assertEqual(runner.percentile(list(range(1, 201)), 0.99), 198)
+        self.assertIsNone(runner.percentile([], 0.99))
+
+    def test_lag_goals_use_the_logged_runs_and_the_pairs(self):
+        runs = [run("a", 0, 100, client_cpu=1.0, workload=self.W.name, lag_max_ms=2.0),
+                run("b", 0, 100, client_cpu=0.7, workload=self.W.name, lag_max_ms=1.0),
+                run("a", 1, 100, client_cpu=1.0, workload=self.W.name, lag_max_ms=2.0)]
+        logged = [{"workload": self.W.name, "side": "a", "lag_p99_ms": 0.5},
+                  {"workload": self.W.name, "side": "b", "lag_p99_ms": 0.6},
+                  {"workload": self.W.name, "side": "a", "lag_p99_ms": 0.4},
+                  {"workload": self.W.name, "side": "b", "lag_p99_ms": 0.5},
+                  {"workload": self.W.name, "side": "a", "lag_p99_ms": 0.6},
+                  {"workload": self.W.name, "side": "b", "error": "exit 2"}]
+        s = report.summarize_workload(self.W, runs, [], 2, logged)
+        goals = {g["metric"]: g for g in s["goals"]}
+        self.assertTrue(goals["client_cpu_per_txn"]["met"])
+        # Medians over each tool's logged runs: 0.55 against 0.5.
+        self.assertAlmostEqual(goals["lag_p99_ms"]["ratio"], 1.1)
+        self.assertFalse(goals["lag_p99_ms"]["met"])
+        self.assertIsNone(goals["lag_p99_ms"]["noise"])
+        self.assertAlmostEqual(goals["lag_max_ms"]["ratio"], 0.5)
+        self.assertTrue(goals["lag_max_ms"]["met"])
 
 
 class Selection(unittest.TestCase):

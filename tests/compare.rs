@@ -65,6 +65,16 @@ fn metric<'a>(comparison: &'a serde_json::Value, name: &str) -> &'a serde_json::
         .expect("metric present")
 }
 
+/// What the comparison lists as different (each difference's `what`).
+fn listed(comparison: &serde_json::Value) -> Vec<&str> {
+    comparison["differences"]
+        .as_array()
+        .expect("differences")
+        .iter()
+        .map(|d| d["what"].as_str().expect("what"))
+        .collect()
+}
+
 fn sleep_script() -> ScriptFile {
     script_file("sleep.sql", "select pg_sleep(:d);\n")
 }
@@ -152,13 +162,7 @@ fn halving_the_rate_is_a_regression_whose_interval_covers_the_truth() {
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let c = json(&out_json);
     assert_eq!(c["verdict"], "regressed");
-    let listed: Vec<&str> = c["differences"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["what"].as_str().unwrap())
-        .collect();
-    assert_eq!(listed, ["rate"]);
+    assert_eq!(listed(&c), ["rate"]);
     let tps = &metric(&c, "tps")["change"];
     let (low, high) = (tps["low"].as_f64().unwrap(), tps["high"].as_f64().unwrap());
     assert!(low <= -0.5 && (-0.5..0.0).contains(&high), "{tps}");
@@ -356,4 +360,171 @@ fn the_html_page_shows_the_verdict_and_the_changes_offline() {
             .expect("JSON");
     assert_eq!(embedded["comparison"]["verdict"], c["verdict"]);
     assert_eq!(embedded["baseline"]["tps"], json(&a)["tps"]);
+}
+
+/// A sweep of 2 and 4 clients at `rate` transactions per second, each
+/// value run twice for 1 s on the schedule of `--random-seed=9`: its file.
+fn sweep_at(dir: &Path, name: &str, rate: &str) -> PathBuf {
+    let script = sleep_script();
+    let args = [
+        "-f",
+        &script.path,
+        "-D",
+        "d=0.001",
+        "-R",
+        rate,
+        "-T",
+        "1",
+        "--random-seed=9",
+        "--sweep=clients:2,4",
+        "--repeat=2",
+    ];
+    result(dir, name, &args)
+}
+
+/// Each step's TPS change (value, high end of its interval, method).
+fn step_tps(c: &serde_json::Value) -> Vec<(f64, f64, String)> {
+    c["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|s| {
+            let tps = metric(s, "tps");
+            (
+                tps["change"]["value"].as_f64().expect("change"),
+                tps["change"]["high"].as_f64().expect("interval"),
+                tps["method"].as_str().expect("method").to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn sweeps_at_a_halved_rate_regress_at_every_step_and_the_same_sweep_twice_does_not() {
+    let _turn = turn();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let base = sweep_at(dir.path(), "base.json", "100");
+    let same = sweep_at(dir.path(), "same.json", "100");
+    let half = sweep_at(dir.path(), "half.json", "50");
+
+    let page = dir.path().join("c.html");
+    let out_json = dir.path().join("c.json");
+    let out = compare(
+        &base,
+        &half,
+        &[
+            "--compare-metric=tps",
+            "--fail-on-regression",
+            &format!("--json={}", out_json.display()),
+            &format!("--html={}", page.display()),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("verdict (tps; threshold 3%; over 2 steps): regressed (2 regressed)"),
+        "{text}"
+    );
+    let c = json(&out_json);
+    assert_eq!(c["kind"], "sweep_comparison");
+    assert_eq!(c["verdict"], "regressed");
+    assert_eq!(listed(&c), ["rate"]);
+    let steps = step_tps(&c);
+    assert_eq!(steps.len(), 2);
+    for (step, (value, high, method)) in c["steps"].as_array().unwrap().iter().zip(&steps) {
+        assert_eq!(step["verdict"], "regressed", "{step}");
+        // One seed: the repeats replay one schedule, so the interval is
+        // narrow around that schedule's count in 1 s, which a halved rate
+        // draws from the same numbers in 0.5 s: near -50%, not exactly.
+        assert!((-0.75..-0.25).contains(value) && *high < -0.03, "{step}");
+        assert_eq!(method, "Welch t over repeats: 2 and 2 runs");
+    }
+    let browsed = html_support::browse(&page);
+    browsed.assert_clean("sweep comparison page");
+    assert_eq!(browsed.figure("verdict").as_deref(), Some("regressed"));
+    assert_eq!(
+        browsed.figure("change-2-tps"),
+        Some(format!("{:+.1}%", steps[0].0 * 100.0))
+    );
+    assert!(browsed
+        .dom
+        .contains("Throughput against the swept value, both sweeps"));
+
+    let out = compare(
+        &base,
+        &same,
+        &["--compare-metric=tps", "--fail-on-regression", "--json=-"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(c["verdict"], "no_significant_change", "{c}");
+    assert_eq!(c["differences"], serde_json::json!([]));
+    for (value, ..) in step_tps(&c) {
+        assert!(value.abs() < 0.03, "{c}");
+    }
+
+    // A single run of 4 clients at half the rate against the sweep's step
+    // of 4 clients; a run of 3 clients matches no step.
+    let script = sleep_script();
+    let run = |name: &str, extra: &[&str]| {
+        let args = [
+            &["-f", &script.path, "-D", "d=0.001", "--random-seed=9"],
+            extra,
+        ]
+        .concat();
+        result(dir.path(), name, &args)
+    };
+    let four = run("four.json", &["-c", "4", "-R", "50", "-T", "4"]);
+    let out = compare(&base, &four, &["--compare-metric=tps", "--json=-"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(c["kind"], "comparison");
+    assert_eq!(
+        c["baseline"]["source"],
+        format!("{}, step 4 clients", base.display())
+    );
+    assert_eq!(c["baseline"]["runs"], 2);
+    assert_eq!(c["verdict"], "regressed", "{c}");
+    let tps = &metric(&c, "tps");
+    assert!(
+        tps["method"]
+            .as_str()
+            .unwrap()
+            .starts_with("Welch t over the baseline's 2 repeats and the candidate's batch means"),
+        "{tps}"
+    );
+    let three = run("three.json", &["-c", "3", "-t", "2"]);
+    let out = compare(&three, &base, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(
+            "error: the run's clients (3) matches no step of the sweep (its steps: 2, 4)"
+        ),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn sweeps_of_different_options_are_refused() {
+    let _turn = turn();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let one = script_file("one.sql", "select 1;\n");
+    let clients = result(
+        dir.path(),
+        "clients.json",
+        &["-f", &one.path, "-t", "5", "--sweep=clients:1,2"],
+    );
+    let threads = result(
+        dir.path(),
+        "threads.json",
+        &["-f", &one.path, "-c", "2", "-t", "5", "--sweep=threads:1,2"],
+    );
+    let out = compare(&clients, &threads, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("error: the sweeps vary different options (clients against threads)"),
+        "{err}"
+    );
 }

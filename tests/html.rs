@@ -417,6 +417,7 @@ mod synthetic {
             failures_detailed: false,
             report_per_command: true,
             continue_on_error: false,
+            warmup_s: 0,
         };
         let timings = Timings {
             bench_duration_us: 3_600_000_000,

@@ -46,6 +46,7 @@ fn options(scripts: Vec<ScriptInfo>) -> RunOptions {
         failures_detailed: false,
         report_per_command: false,
         continue_on_error: false,
+        warmup_s: 0,
     }
 }
 

@@ -310,3 +310,48 @@ fn a_stop_during_shell_commands_stops_them_whole() {
         assert_eq!(sleepers("87.25"), 0, "{case}: a command outlived the run");
     }
 }
+
+/// Regression: a signal during the set-up between two steps of a sweep
+/// ended pgbolt by the signal's default action, without the report of
+/// the steps already run. Now the set-up's statement is cancelled, the
+/// sweep stops, and its report has every finished step.
+#[test]
+fn signal_between_sweep_steps_reports_the_steps_done() {
+    let db = shared();
+    for (signo, name) in SIGNALS {
+        let dbname = database(db, true);
+        let run = spawn(pgbolt(
+            db,
+            &dbname,
+            &["-S", "-T", "2", "--no-monitor", "--sweep=clients:1,2"],
+        ));
+        // Step 1 runs (its vacuum is behind it): the lock now makes step
+        // 2's vacuum wait.
+        wait_until("step 1 never ran a transaction", || {
+            db.psql(&format!(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = '{dbname}' \
+                 AND query LIKE 'SELECT abalance%'"
+            ))
+            .is_ok_and(|n| n.trim() != "0")
+        });
+        let _holder = LockHolder::take(&dbname, "pgbench_tellers", "SHARE UPDATE EXCLUSIVE");
+        wait_until("step 2 never waited for the lock", || {
+            sessions(&dbname, "pgbolt", "active").contains("Lock")
+        });
+        run.signal(signo);
+        let done = run.wait(Duration::from_secs(30));
+        let (out, err) = (done.stdout(), done.stderr());
+        assert_eq!(done.code(), Some(128 + signo), "{name}: {err}");
+        assert!(
+            out.contains(&format!(
+                "\nstopped: interrupted by {name} during step 2 of 2, which is left out\n"
+            )),
+            "{name}: {out}"
+        );
+        assert!(out.contains("best measured: 1 clients"), "{name}: {out}");
+        wait_until(
+            &format!("{name}: the vacuum still waits for the lock"),
+            || backends(db, &dbname).is_empty(),
+        );
+    }
+}

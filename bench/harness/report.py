@@ -35,7 +35,9 @@ from statistics import median
 from .workloads import METRICS
 
 RATIO_COLUMNS = ("tps", "client_cpu_per_txn", "server_cpu_per_txn", "latency_ms",
-                 "conn_ms", "rss_kb", "wall_s", "syscalls_per_txn")
+                 "conn_ms", "rss_kb", "wall_s", "syscalls_per_txn", "lag_p99_ms", "lag_max_ms")
+# Metrics taken from one extra run per tool rather than from the pairs.
+EXTRA_RUN_METRICS = ("syscalls_per_txn", "lag_p99_ms")
 
 
 def _median(values):
@@ -70,9 +72,10 @@ def _a_noise(runs, metric):
     return max(distances) if distances else None
 
 
-def summarize_workload(workload, runs, syscall_runs, cores):
+def summarize_workload(workload, runs, syscall_runs, cores, lag_runs=()):
     runs = [r for r in runs if r["workload"] == workload.name]
     sys_runs = {r["side"]: r for r in syscall_runs if r["workload"] == workload.name}
+    logged = [r for r in lag_runs if r["workload"] == workload.name and "error" not in r]
     out = {"workload": workload.name, "args": list(workload.args), "tools": {}, "ratios": {},
            "failures": {}, "goals": []}
     for side in ("a", "b"):
@@ -83,6 +86,7 @@ def summarize_workload(workload, runs, syscall_runs, cores):
         ok = [r for r in mine if "error" not in r]
         figures = {m: _median([r.get(m) for r in ok]) for m in RATIO_COLUMNS}
         figures["syscalls_per_txn"] = sys_runs.get(side, {}).get("syscalls_per_txn")
+        figures["lag_p99_ms"] = _median([r["lag_p99_ms"] for r in logged if r["side"] == side])
         figures["runs"] = len(ok)
         figures["ipis_per_txn"] = _median([r.get("ipis_per_txn") for r in ok])
         srv = figures["server_cpu_per_txn"]
@@ -101,14 +105,14 @@ def summarize_workload(workload, runs, syscall_runs, cores):
         whole.append((b, a_runs))
     for m in RATIO_COLUMNS:
         out["ratios"][m] = _median([_ratio(b.get(m), _bracket(a_runs, m)) for b, a_runs in whole])
-    out["ratios"]["syscalls_per_txn"] = _ratio(out["tools"]["b"]["syscalls_per_txn"],
-                                               out["tools"]["a"]["syscalls_per_txn"])
+    for m in EXTRA_RUN_METRICS:
+        out["ratios"][m] = _ratio(out["tools"]["b"][m], out["tools"]["a"][m])
     out["pairs"] = len(whole)
     for goal in workload.goals:
         ratio = out["ratios"][goal.metric]
         pair_ratios = [r for r in (_ratio(b.get(goal.metric), _bracket(a_runs, goal.metric))
                                    for b, a_runs in whole) if r is not None]
-        noise = None if goal.metric == "syscalls_per_txn" else _a_noise(runs, goal.metric)
+        noise = None if goal.metric in EXTRA_RUN_METRICS else _a_noise(runs, goal.metric)
         out["goals"].append({
             "goal": goal.describe(), "metric": goal.metric, "op": goal.op,
             "target": goal.target, "ratio": ratio, "met": goal.met(ratio),
@@ -160,7 +164,7 @@ def ratio_table(summaries, labels):
 def absolute_table(summaries, labels):
     header = ["workload", "tool", "runs", "tps", "client us/txn", "server us/txn", "latency ms",
               "conn ms", "RSS MB", "wall s", "server-bound tps", "share", "syscalls/txn",
-              "IPIs/txn"]
+              "IPIs/txn", "lag p99 ms", "lag max ms"]
     rows = []
     for s in summaries:
         for side in ("a", "b"):
@@ -171,7 +175,8 @@ def absolute_table(summaries, labels):
                          _fmt(f["conn_ms"], digits=1), _fmt(f["rss_kb"], 1 / 1024, 1),
                          _fmt(f["wall_s"]), _fmt(f["server_limit_tps"], digits=0),
                          "-" if f["limit_share"] is None else f"{f['limit_share'] * 100:.0f}%",
-                         _fmt(f["syscalls_per_txn"]), _fmt(f.get("ipis_per_txn"), digits=3)])
+                         _fmt(f["syscalls_per_txn"]), _fmt(f.get("ipis_per_txn"), digits=3),
+                         _fmt(f.get("lag_p99_ms"), digits=3), _fmt(f.get("lag_max_ms"), digits=3)])
     return _table(header, rows)
 
 

@@ -28,6 +28,7 @@ TPS = re.compile(r"^tps = ([0-9.]+) \((?:without initial connection time|"
 TXNS = re.compile(r"^number of transactions actually processed: (\d+)", re.M)
 LATENCY = re.compile(r"^latency average = ([0-9.]+) ms", re.M)
 CONN = re.compile(r"^(?:initial|average) connection time = ([0-9.]+) ms", re.M)
+LAG = re.compile(r"^rate limit schedule lag: avg [0-9.]+ \(max ([0-9.]+)\) ms", re.M)
 
 
 def last_lines(text, n=3):
@@ -108,6 +109,7 @@ def parse_report(stdout):
         "transactions": grab(TXNS, int),
         "latency_ms": grab(LATENCY),
         "conn_ms": grab(CONN),
+        "lag_max_ms": grab(LAG),
     }
 
 
@@ -176,6 +178,48 @@ def derive(rec, kind):
         if rec.get("resched_ipis") is not None:
             rec["ipis_per_txn"] = rec["resched_ipis"] / txns
     return rec
+
+
+# -- schedule lag from transaction logs ----------------------------------------
+
+def percentile(values, fraction):
+    """The nearest-rank percentile of a sorted list (None when empty)."""
+    if not values:
+        return None
+    rank = max(1, -(-len(values) * fraction // 1))
+    return values[int(rank) - 1]
+
+
+def lag_from_logs(paths):
+    """p99 and maximum of the schedule lag, in ms, over the transactions in
+    per-transaction logs written under -R (`-l`): the lag in microseconds is
+    the seventh field. Skipped and failed transactions (no latency) have no
+    lag and are left out. (None, None) when no transaction was logged."""
+    lags = []
+    for path in paths:
+        with open(path) as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) >= 7 and fields[2].isdigit():
+                    lags.append(int(fields[6]))
+    lags.sort()
+    if not lags:
+        return None, None
+    return percentile(lags, 0.99) / 1000, lags[-1] / 1000
+
+
+def lag_run(argv, env, timeout):
+    """Runs argv once more with a per-transaction log; (p99 ms, max ms, error)."""
+    with tempfile.TemporaryDirectory(prefix="pgbolt-bench-lag-") as logs:
+        prefix = os.path.join(logs, "lag")
+        logged = [argv[0], "-l", "--log-prefix", prefix, *argv[1:]]
+        code, stdout, stderr, _, _ = spawn_measured(logged, env, timeout)
+        if code != 0:
+            return None, None, last_lines(stderr or stdout)
+        p99, worst = lag_from_logs([os.path.join(logs, n) for n in sorted(os.listdir(logs))])
+        if p99 is None:
+            return None, None, "the log holds no transaction"
+        return p99, worst, None
 
 
 # -- syscall counting ---------------------------------------------------------

@@ -54,6 +54,7 @@ class Session:
         self.log = log
         self.runs = []
         self.syscall_runs = []
+        self.lag_runs = []
 
     # -- set-up ----------------------------------------------------------
 
@@ -145,6 +146,10 @@ class Session:
                     break
             else:
                 self._one_run(workload, script_path, "a", self.pairs)
+                if workload.throttled:
+                    for _ in range(self.pairs):
+                        for side in ("a", "b"):
+                            self._lag_run(workload, script_path, side)
                 if self.syscalls and workload.kind == "run":
                     for side in ("a", "b"):
                         self._syscall_run(workload, script_path, side)
@@ -162,6 +167,23 @@ class Session:
         step = f"pair {pair + 1}/{self.pairs}" if pair < self.pairs else "closing run"
         self.log(f"  {workload.name} {step} {label}: {brief(rec)}")
         return rec
+
+    def _lag_run(self, workload, script_path, side):
+        """A run with a per-transaction log, for the schedule lag's p99
+        (pgbench reports only its average and maximum); as many per tool as
+        there are pairs, alternating, after the measured runs, whose figures
+        the log's cost per transaction would change."""
+        self._prepare(workload)
+        argv = self.argv(side, workload, script_path)
+        p99, worst, error = runner.lag_run(argv, client_env(), self.timeout(workload))
+        rec = {"workload": workload.name, "side": side, "tool": self.tools[side][0],
+               "lag_p99_ms": p99, "lag_max_ms": worst}
+        if error:
+            rec["error"] = error
+        self.lag_runs.append(rec)
+        self.log(f"  {workload.name} logged run {rec['tool']}: "
+                 + (f"FAILED: {error}" if error else f"lag p99 {p99:.3f} ms, max {worst:.3f} ms"))
+        self.server.wait_quiet()
 
     def _syscall_run(self, workload, script_path, side):
         self._prepare(workload)

@@ -26,6 +26,8 @@ METRICS = {
     "rss_kb": "peak RSS",
     "wall_s": "wall",
     "syscalls_per_txn": "syscalls/txn",
+    "lag_p99_ms": "lag p99",
+    "lag_max_ms": "lag max",
 }
 
 
@@ -65,10 +67,30 @@ class Workload:
     # direct mode (the ratios are then B with `args` / B with `baseline`).
     baseline: tuple = ()
 
+    @property
+    def throttled(self):
+        """A rate-limited run (`-R`): its schedule lag is measured too."""
+        return self.kind == "run" and "-R" in self.args
+
 
 # What the pooler workloads hold pgbolt to: connecting at least as fast as
 # pgbench, running as fast, in no more memory.
 POOLER_GOALS = (Goal("conn_ms", "<=", 1.0), Goal("tps", ">=", 1.0), Goal("rss_kb", "<=", 1.0))
+
+
+# What the rate-limited workloads hold pgbolt to: a fifth less client CPU per
+# transaction than pgbench at the same rate, and a schedule lag (how late a
+# transaction starts after its scheduled time) no worse at its 99th
+# percentile and at its maximum.
+RATE_GOALS = (Goal("client_cpu_per_txn", "<=", 0.8), Goal("lag_p99_ms", "<=", 1.0),
+              Goal("lag_max_ms", "<=", 1.0))
+
+
+def rate_workload(rate, clients):
+    """Select-only under `-R rate` with `clients` clients on one thread."""
+    label = f"{rate // 1000}k" if rate % 1000 == 0 else str(rate)
+    return Workload(f"rate-{label}-c{clients}",
+                    ("-S", "-R", str(rate), "-c", str(clients), "-j", "1"), RATE_GOALS)
 
 
 def pooler_workload(clients, pooler):
@@ -117,6 +139,8 @@ WORKLOADS = (
         ("-S", "-M", "prepared", "-c", "1", "-j", "1"),
         (Goal("latency_ms", "<=", 0.95),),
     ),
+    *(rate_workload(rate, clients) for rate, clients in
+      ((1000, 1), (5000, 1), (1000, 8), (5000, 8), (20000, 8), (5000, 64), (20000, 64))),
     *(pooler_workload(clients, pooler) for pooler in ("unix", "tcp")
       for clients in (400, 4000, 10000)),
     Workload(

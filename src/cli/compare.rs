@@ -1,10 +1,15 @@
 //! `--compare`: reads two result files, compares them and prints the
 //! comparison; no connection is made.
 //!
+//! Each file is a run's result or a sweep's (its JSON, or a page that
+//! embeds it). Two runs give a comparison, two sweeps a comparison step by
+//! step, and a run with a sweep a comparison of the run with the sweep's
+//! matching step ([`crate::compare::sweep`]).
+//!
 //! Exit status: 0 when the comparison was made (whatever its verdict), 1
 //! when it could not be (a file unreadable or not a result, different
-//! scripts without `--allow-different-scripts`, the JSON or HTML not
-//! written), and
+//! scripts without `--allow-different-scripts`, sweeps of different
+//! options, a run that matches no step, the JSON or HTML not written), and
 //! [`REGRESSION_EXIT`] for a regression under `--fail-on-regression`.
 
 use std::io::Write;
@@ -12,8 +17,27 @@ use std::path::Path;
 
 use super::config::{Compare, CompareFormat};
 use super::PROGRAM;
-use crate::compare::{self, Verdict, REGRESSION_EXIT};
+use crate::compare::sweep::{self, StepMatch};
+use crate::compare::{self, CompareError, Verdict, REGRESSION_EXIT};
+use crate::report::html::now_us;
 use crate::report::{self, RunResult};
+use crate::study::result::SweepResult;
+
+/// A result file as read.
+enum Loaded {
+    Run(Box<RunResult>),
+    Sweep(Box<SweepResult>),
+}
+
+/// A comparison made, rendered.
+struct Made {
+    /// The report, as text or Markdown.
+    report: String,
+    json: String,
+    /// The page, when `--html` asked for one.
+    html: Option<Result<String, String>>,
+    verdict: Verdict,
+}
 
 /// Runs the comparison and returns the exit status.
 pub fn run(c: &Compare) -> i32 {
@@ -25,34 +49,24 @@ pub fn run(c: &Compare) -> i32 {
         }
     };
     let sources = [c.baseline.as_path(), c.candidate.as_path()].map(|p| p.to_string_lossy());
-    let comparison = match compare::compare(
-        &baseline,
-        &candidate,
-        [&sources[0], &sources[1]],
-        &c.options,
-    ) {
-        Ok(comparison) => comparison,
+    let made = match make(c, &baseline, &candidate, [&sources[0], &sources[1]]) {
+        Ok(made) => made,
         Err(err) => {
             crate::cli::ewriteln!("{PROGRAM}: error: {err}");
             return 1;
         }
     };
-    let text = match c.format {
-        CompareFormat::Text => compare::render_text(&comparison),
-        CompareFormat::Markdown => compare::render_markdown(&comparison),
-    };
     let json_to_stdout = c.json.as_deref() == Some(Path::new("-"));
     if json_to_stdout {
-        crate::cli::write_stderr_bytes(text.as_bytes());
+        crate::cli::write_stderr_bytes(made.report.as_bytes());
     } else {
-        let _ = std::io::stdout().lock().write_all(text.as_bytes());
+        let _ = std::io::stdout().lock().write_all(made.report.as_bytes());
     }
     if let Some(path) = &c.json {
-        let json = serde_json::to_string_pretty(&comparison).unwrap_or_default() + "\n";
         let written = if json_to_stdout {
-            std::io::stdout().lock().write_all(json.as_bytes())
+            std::io::stdout().lock().write_all(made.json.as_bytes())
         } else {
-            std::fs::write(path, json)
+            std::fs::write(path, &made.json)
         };
         if let Err(e) = written {
             crate::cli::ewriteln!(
@@ -63,17 +77,10 @@ pub fn run(c: &Compare) -> i32 {
             return 1;
         }
     }
-    if let Some(path) = &c.html {
-        let page = report::render_comparison_html(
-            &comparison,
-            &baseline,
-            &candidate,
-            crate::report::html::now_us(),
-        );
-        let written = match page {
-            Ok(page) => std::fs::write(path, page).map_err(|e| crate::oserror::os_message(&e)),
-            Err(e) => Err(e.to_string()),
-        };
+    if let (Some(path), Some(page)) = (&c.html, made.html) {
+        let written = page.and_then(|page| {
+            std::fs::write(path, page).map_err(|e| crate::oserror::os_message(&e))
+        });
         if let Err(message) = written {
             crate::cli::ewriteln!(
                 "{PROGRAM}: error: could not write \"{}\": {message}",
@@ -82,15 +89,88 @@ pub fn run(c: &Compare) -> i32 {
             return 1;
         }
     }
-    if c.fail_on_regression && comparison.verdict == Verdict::Regressed {
+    if c.fail_on_regression && made.verdict == Verdict::Regressed {
         REGRESSION_EXIT
     } else {
         0
     }
 }
 
-/// Reads and checks one result file.
-fn read(path: &Path) -> Result<RunResult, String> {
+impl Made {
+    /// `comparison` rendered by `render` (text, then Markdown) as
+    /// `--compare-format` asks, as JSON, and by `page` when `--html` asks.
+    fn new<T: serde::Serialize>(
+        c: &Compare,
+        comparison: &T,
+        verdict: Verdict,
+        render: [fn(&T) -> String; 2],
+        page: impl FnOnce() -> Result<String, report::ReportError>,
+    ) -> Made {
+        let report = match c.format {
+            CompareFormat::Text => render[0](comparison),
+            CompareFormat::Markdown => render[1](comparison),
+        };
+        Made {
+            report,
+            json: serde_json::to_string_pretty(comparison).unwrap_or_default() + "\n",
+            html: c.html.as_ref().map(|_| page().map_err(|e| e.to_string())),
+            verdict,
+        }
+    }
+}
+
+/// The comparison of the two files, whatever their kinds.
+fn make(c: &Compare, a: &Loaded, b: &Loaded, sources: [&str; 2]) -> Result<Made, CompareError> {
+    match (a, b) {
+        (Loaded::Sweep(a), Loaded::Sweep(b)) => {
+            let comparison = sweep::compare_sweeps(a, b, sources, &c.options)?;
+            Ok(Made::new(
+                c,
+                &comparison,
+                comparison.verdict,
+                [sweep::render_text, sweep::render_markdown],
+                || report::html::render_sweep_comparison_html(&comparison, a, b, now_us()),
+            ))
+        }
+        (Loaded::Run(a), Loaded::Run(b)) => runs(c, &[a], &[b], sources),
+        (Loaded::Sweep(s), Loaded::Run(r)) => {
+            let step = sweep::find_step(s, r)?;
+            let source = step_source(sources[0], &step, &s.sweep.dimension);
+            runs(c, &step.runs, &[r], [&source, sources[1]])
+        }
+        (Loaded::Run(r), Loaded::Sweep(s)) => {
+            let step = sweep::find_step(s, r)?;
+            let source = step_source(sources[1], &step, &s.sweep.dimension);
+            runs(c, &[r], &step.runs, [sources[0], &source])
+        }
+    }
+}
+
+/// A comparison of runs: one a side, or a sweep's step and a run. The
+/// page overlays the first run of each side.
+fn runs(
+    c: &Compare,
+    a: &[&RunResult],
+    b: &[&RunResult],
+    sources: [&str; 2],
+) -> Result<Made, CompareError> {
+    let comparison = compare::compare_runs(a, b, sources, &c.options)?;
+    Ok(Made::new(
+        c,
+        &comparison,
+        comparison.verdict,
+        [compare::render_text, compare::render_markdown],
+        || report::render_comparison_html(&comparison, a[0], b[0], now_us()),
+    ))
+}
+
+/// The source of a sweep's step: `sweep.json, step 4 clients`.
+fn step_source(file: &str, step: &StepMatch, dimension: &str) -> String {
+    format!("{file}, step {}", step.key.describe(dimension))
+}
+
+/// Reads and checks one result file: a run's or a sweep's.
+fn read(path: &Path) -> Result<Loaded, String> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         format!(
             "could not read result file \"{}\": {}",
@@ -99,7 +179,17 @@ fn read(path: &Path) -> Result<RunResult, String> {
         )
     })?;
     let invalid = |e: &dyn std::fmt::Display| format!("result file \"{}\": {e}", path.display());
-    let result = report::from_json(&text).map_err(|e| invalid(&e))?;
+    if let Some(sweep) = crate::study::read_sweep(&text) {
+        let sweep = sweep.map_err(|e| invalid(&e))?;
+        for step in &sweep.steps {
+            step.result
+                .latency
+                .decode_histogram()
+                .map_err(|e| invalid(&e))?;
+        }
+        return Ok(Loaded::Sweep(Box::new(sweep)));
+    }
+    let result = report::read_result(&text).map_err(|e| invalid(&e))?;
     result.latency.decode_histogram().map_err(|e| invalid(&e))?;
-    Ok(result)
+    Ok(Loaded::Run(Box::new(result)))
 }

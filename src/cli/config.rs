@@ -184,6 +184,9 @@ pub struct Benchmark {
     pub start_at_us: Option<i64>,
     /// `--run-id`.
     pub run_id: Option<String>,
+    /// `--warmup`: seconds of unmeasured run before the measured one (0
+    /// for none), before each step of a sweep.
+    pub warmup_s: u32,
     /// `--sweep` and its companions: a series of runs instead of one.
     pub study: Option<crate::study::Study>,
     /// The monitor's sampling interval in ms, or `None` under
@@ -328,8 +331,8 @@ pub enum IoMethod {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BusyPoll {
     /// Spin only where the spinning threads cannot take a core that the
-    /// clients' server backends need, and only while measured to be faster
-    /// (see `engine::choose_spin` and `engine::spin`).
+    /// clients' server backends need, only while measured to be faster, and
+    /// never under `-R` (see `engine::choose_spin` and `engine::spin`).
     Auto,
     On,
     Off,

@@ -160,8 +160,8 @@ pub enum CliError {
     SweptOption(&'static str, &'static str),
     /// An option a sweep cannot honour yet.
     UnsupportedWithSweep(&'static str),
-    /// `--warmup` in a plain run.
-    WarmupWithoutSweep,
+    /// `--warmup` with an option it cannot be combined with yet.
+    UnsupportedWithWarmup(&'static str),
     /// `--pool-size` outside the number of threads .. the number of clients.
     PoolSizeOutOfRange {
         pool: u32,
@@ -502,8 +502,8 @@ impl fmt::Display for CliError {
                 f,
                 "{option} cannot be used with --sweep={dimension}:..., which sets it for each step"
             ),
-            CliError::WarmupWithoutSweep => {
-                write!(f, "--warmup without --sweep is not supported yet")
+            CliError::UnsupportedWithWarmup(option) => {
+                write!(f, "--warmup with {option} is not supported yet")
             }
             CliError::UnsupportedWithSweep(option) => {
                 write!(f, "{option} with --sweep is not supported yet")

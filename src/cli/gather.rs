@@ -93,6 +93,7 @@ pub struct Gathered {
     pub warmup: Option<u32>,
     pub repeat: Option<u32>,
     pub sweep_reset: Option<crate::study::Reset>,
+    pub repeat_order: Option<crate::study::Order>,
     pub slo: Vec<crate::study::Slo>,
 
     /// Every option met, in order, so that a mode that takes only a few
@@ -745,6 +746,13 @@ pub fn sweep_reset(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
     let reset = crate::study::parse_reset(&text(value))
         .map_err(|reason| study_value("--sweep-reset", value, reason))?;
     g.sweep_reset = Some(reset);
+    Ok(())
+}
+
+pub fn repeat_order(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let order = crate::study::parse_order(&text(value))
+        .map_err(|reason| study_value("--repeat-order", value, reason))?;
+    g.repeat_order = Some(order);
     Ok(())
 }
 

@@ -238,8 +238,11 @@ static CASES: &[Case] = &[
         study(c).sweep.values == crate::study::Values::List(vec![1.0, 2.0, 4.0, 8.0])
             && bench(c).clients == 8
     }),
-    case("warmup", Some("3"), SWEEP, |c| study(c).warmup_s == 3),
+    case("warmup", Some("3"), &[], |c| bench(c).warmup_s == 3),
     case("repeat", Some("3"), SWEEP, |c| study(c).repeat == 3),
+    case("repeat-order", Some("shuffle"), SWEEP, |c| {
+        study(c).order == crate::study::Order::Shuffle
+    }),
     case("sweep-reset", Some("checkpoint"), SWEEP, |c| {
         study(c).reset == crate::study::Reset::Checkpoint
     }),
@@ -666,7 +669,10 @@ fn environment() {
 #[test]
 fn sweep_errors() {
     let cases: &[(&[&str], CliError)] = &[
-        (&["--warmup=2"], CliError::WarmupWithoutSweep),
+        (
+            &["--warmup=2", "--start-at=+10"],
+            CliError::UnsupportedWithWarmup("--start-at"),
+        ),
         (&["--repeat=2"], CliError::RequiresSweep("--repeat")),
         (&["--slo=p99<1ms"], CliError::RequiresSweep("--slo")),
         (
@@ -680,10 +686,6 @@ fn sweep_errors() {
         (
             &["-R", "10", "--sweep=rate:1,2"],
             CliError::SweptOption("-R/--rate", "rate"),
-        ),
-        (
-            &["--sweep=clients:1,2", "-l"],
-            CliError::UnsupportedWithSweep("-l/--log"),
         ),
         (
             &["--sweep=clients:1,2", "--pgbench-output"],
@@ -703,8 +705,8 @@ fn sweep_errors() {
     }
     let err = parse_err(&["--sweep=scale:1"]).to_string();
     assert!(err.contains("unknown dimension \"scale\""), "{err}");
-    let err = CliError::UnsupportedWithSweep("-l/--log").to_string();
-    assert_eq!(err, "-l/--log with --sweep is not supported yet");
+    let err = CliError::UnsupportedWithSweep("--pgbench-output").to_string();
+    assert_eq!(err, "--pgbench-output with --sweep is not supported yet");
     // -j caps a clients sweep's threads; the slo conditions accumulate.
     let c = parse_ok(&[
         "--sweep=clients:1,4",

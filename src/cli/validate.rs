@@ -208,6 +208,7 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
         fleet,
         start_at_us: g.start_at,
         run_id: g.run_id.take(),
+        warmup_s: g.warmup.unwrap_or(0),
         study,
         monitor: (!g.no_monitor).then(|| g.monitor_interval.unwrap_or(100)),
         pool_size: g.pool_size,
@@ -244,14 +245,15 @@ fn pool_size_fits(g: &Gathered, pool: u32, clients: u32, threads: u32) -> Result
 /// `--sweep` and its companions, checked against the options a sweep sets
 /// itself or cannot honour yet.
 fn study(g: &Gathered) -> Result<Option<crate::study::Study>, CliError> {
-    use crate::study::{Dimension, Reset, Study};
+    use crate::study::{Dimension, Order, Reset, Study};
+    if g.warmup.is_some() && g.start_at.is_some() {
+        return Err(CliError::UnsupportedWithWarmup("--start-at"));
+    }
     let Some(sweep) = g.sweep.clone() else {
-        if g.warmup.is_some() {
-            return Err(CliError::WarmupWithoutSweep);
-        }
         let companion = [
             ("--repeat", g.repeat.is_some()),
             ("--sweep-reset", g.sweep_reset.is_some()),
+            ("--repeat-order", g.repeat_order.is_some()),
             ("--slo", !g.slo.is_empty()),
         ];
         return match companion.into_iter().find(|(_, given)| *given) {
@@ -272,7 +274,6 @@ fn study(g: &Gathered) -> Result<Option<crate::study::Study>, CliError> {
         return Err(CliError::SweptOption("-j/--jobs", dimension));
     }
     let unsupported = [
-        ("-l/--log", g.log),
         ("--pgbench-output", g.pgbench_output),
         (
             "--generator",
@@ -285,8 +286,8 @@ fn study(g: &Gathered) -> Result<Option<crate::study::Study>, CliError> {
     }
     Ok(Some(Study {
         sweep,
-        warmup_s: g.warmup.unwrap_or(0),
         repeat: g.repeat.unwrap_or(1),
+        order: g.repeat_order.unwrap_or(Order::Alternate),
         reset: g.sweep_reset.unwrap_or(Reset::Vacuum),
         slo: g.slo.clone(),
         jobs: g.threads,

@@ -45,6 +45,11 @@ pub fn differences(a: &RunResult, b: &RunResult) -> Vec<Difference> {
     note("length", limit(&oa.limit), limit(&ob.limit));
     note("rate", or_none(oa.rate), or_none(ob.rate));
     note(
+        "warm-up",
+        format!("{} s", oa.warmup_s),
+        format!("{} s", ob.warmup_s),
+    );
+    note(
         "latency limit",
         or_none(oa.latency_limit_us.map(|us| us as f64 / 1000.0)),
         or_none(ob.latency_limit_us.map(|us| us as f64 / 1000.0)),

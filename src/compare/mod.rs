@@ -12,28 +12,32 @@
 //! 2. **Changes with their uncertainty**: every figure is a relative change
 //!    with a 95% interval. Throughput: the per-interval series is grouped
 //!    into batches (consecutive intervals are autocorrelated, batch means
-//!    much less) and Welch's interval is taken over the batch means.
-//!    Latency percentiles: the percentile bootstrap over the stored
-//!    histograms. The whole latency distributions: the Mann–Whitney rank
+//!    much less) and Welch's interval is taken over the batch means (over
+//!    the runs' TPS when both sides are repeated runs). Latency
+//!    percentiles: the percentile bootstrap over the stored histograms,
+//!    widened by the spread of the batches' (or the runs') percentiles. The whole latency distributions: the Mann–Whitney rank
 //!    test from the histograms, with its effect size. See [`stats`].
 //! 3. **A verdict** per chosen metric and overall: a change counts only
 //!    when its interval excludes zero *and* its estimate is beyond the
 //!    threshold; anything else is "no significant change", never a
 //!    percentage to celebrate.
 //!
-//! Comparisons of sweeps and of a sweep's targets will join here when
-//! sweeps exist; today a result is one run (or several merged runs).
+//! A side is one run, or the repeats of a sweep's step: the statistics
+//! over one or several runs are in [`changes`]. Two sweeps are compared
+//! step by step, and a single result with a sweep's matching step, in
+//! [`sweep`].
 
+mod changes;
 pub mod likeness;
 mod render;
 pub mod stats;
+pub mod sweep;
 
 use serde::Serialize;
 
 use crate::report::RunResult;
-use crate::stats::{IntervalHistogram, LatencyHistogram};
 use likeness::Difference;
-use stats::{Buckets, Estimate};
+use stats::Estimate;
 
 pub use render::{method_lines, render_markdown, render_text, row, side_summary};
 
@@ -176,12 +180,17 @@ pub struct DistributionChange {
 /// A summary of one side.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Side {
-    /// The file the result was read from.
+    /// The file the result was read from (and the step, for a sweep's).
     pub source: String,
+    /// The runs compared: 1, or a sweep step's repeats.
+    pub runs: usize,
+    /// The mean of the runs' TPS.
     pub tps: f64,
+    /// Committed and failed transactions and the length, of all the runs.
     pub committed: u64,
     pub failed: u64,
     pub duration_s: f64,
+    /// Whether a run was aborted.
     pub aborted: bool,
 }
 
@@ -234,6 +243,18 @@ pub struct Comparison {
 pub enum CompareError {
     /// The runs ran different scripts (refused unless allowed).
     DifferentScripts(Vec<Difference>),
+    /// A side has no run (a sweep whose every step failed).
+    NoRuns,
+    /// Two sweeps of different options (baseline's, candidate's).
+    DifferentDimensions([String; 2]),
+    /// A single run matches no step of the sweep it is compared with: its
+    /// value of the swept option (`None` for a rate sweep and a run
+    /// without `-R`), and the sweep's values.
+    NoMatchingStep {
+        dimension: String,
+        value: Option<f64>,
+        values: Vec<f64>,
+    },
 }
 
 impl std::fmt::Display for CompareError {
@@ -245,6 +266,35 @@ impl std::fmt::Display for CompareError {
                     write!(f, "\n  {}: {} against {}", d.what, d.baseline, d.candidate)?;
                 }
                 write!(f, "\nCompare them anyway with --allow-different-scripts.")
+            }
+            CompareError::NoRuns => write!(f, "a side has no measured run to compare"),
+            CompareError::DifferentDimensions([a, b]) => write!(
+                f,
+                "the sweeps vary different options ({a} against {b}): their steps are not the same points\nCompare sweeps of the same option."
+            ),
+            CompareError::NoMatchingStep {
+                dimension,
+                value,
+                values,
+            } => {
+                let values: Vec<String> = values.iter().map(|v| crate::study::value(*v)).collect();
+                match value {
+                    Some(v) => write!(
+                        f,
+                        "the run's {dimension} ({}) matches no step of the sweep",
+                        crate::study::value(*v)
+                    )?,
+                    None => write!(f, "the run has no {dimension} to match a step of the sweep")?,
+                }
+                if values.is_empty() {
+                    f.write_str(" (it has no measured step)")?;
+                } else {
+                    write!(f, " (its steps: {})", values.join(", "))?;
+                }
+                write!(
+                    f,
+                    "\nCompare it with a sweep that measured its {dimension}, or with a single result."
+                )
             }
         }
     }
@@ -260,31 +310,24 @@ pub fn compare(
     sources: [&str; 2],
     options: &CompareOptions,
 ) -> Result<Comparison, CompareError> {
-    let differences = likeness::differences(baseline, candidate);
-    let scripts: Vec<Difference> = differences.iter().filter(|d| d.refuses).cloned().collect();
-    if !scripts.is_empty() && !options.allow_different_scripts {
-        return Err(CompareError::DifferentScripts(scripts));
-    }
-    let samples = [baseline, candidate].map(Sample::new);
-    let metrics: Vec<MetricChange> = Metric::ALL
-        .into_iter()
-        .map(|metric| {
-            let mut change = match metric.quantile() {
-                None => tps_change(baseline, candidate, &samples),
-                Some(q) => percentile_change(metric, q, &samples),
-            };
-            change.outcome = outcome(metric, change.change, options.threshold);
-            change
-        })
-        .collect();
-    let latency_distribution =
-        stats::mann_whitney(&samples[0].latency, &samples[1].latency).map(|t| DistributionChange {
-            probability_slower: t.superiority,
-            cliffs_delta: 2.0 * t.superiority - 1.0,
-            p_value: t.p_value,
-            z: t.z,
-        });
-    let verdict = verdict(&metrics, &options.metrics);
+    compare_runs(&[baseline], &[candidate], sources, options)
+}
+
+/// Compares the runs of `candidate` with those of `baseline`: one run a
+/// side, or a sweep step's repeats on one side (see [`sweep`]). The
+/// first run of each side stands for its options.
+pub fn compare_runs(
+    baseline: &[&RunResult],
+    candidate: &[&RunResult],
+    sources: [&str; 2],
+    options: &CompareOptions,
+) -> Result<Comparison, CompareError> {
+    let (Some(first_a), Some(first_b)) = (baseline.first(), candidate.first()) else {
+        return Err(CompareError::NoRuns);
+    };
+    let differences = likeness::differences(first_a, first_b);
+    refuse_different_scripts(&differences, options)?;
+    let changes = changes::changes(baseline, candidate, options.threshold, &options.metrics);
     Ok(Comparison {
         kind: "comparison",
         tool: "pgbolt",
@@ -295,224 +338,37 @@ pub fn compare(
         baseline: side(baseline, sources[0]),
         candidate: side(candidate, sources[1]),
         differences,
-        metrics,
-        latency_distribution,
-        verdict,
+        metrics: changes.metrics,
+        latency_distribution: changes.latency_distribution,
+        verdict: changes.verdict,
     })
 }
 
-fn side(r: &RunResult, source: &str) -> Side {
+/// The refusal of differences in the scripts, unless allowed.
+fn refuse_different_scripts(
+    differences: &[Difference],
+    options: &CompareOptions,
+) -> Result<(), CompareError> {
+    let scripts: Vec<Difference> = differences.iter().filter(|d| d.refuses).cloned().collect();
+    if scripts.is_empty() || options.allow_different_scripts {
+        Ok(())
+    } else {
+        Err(CompareError::DifferentScripts(scripts))
+    }
+}
+
+fn side(runs: &[&RunResult], source: &str) -> Side {
     Side {
         source: source.to_owned(),
-        tps: r.tps,
-        committed: r.counts.counters.committed,
-        failed: r.counts.failed,
-        duration_s: r.timings.bench_duration_us as f64 / 1e6,
-        aborted: r.aborted,
-    }
-}
-
-/// What the statistics read from one result.
-struct Sample {
-    /// The latency histogram of committed transactions (empty when it
-    /// cannot be decoded; the result was checked when it was read).
-    latency: Buckets,
-    /// The throughput of each whole interval of the series (a last
-    /// interval cut short by the end of the run is left out).
-    interval_tps: Vec<f64>,
-    /// The latency histograms of the batches of whole intervals, grouped
-    /// as the throughput's batch means are; `None` for a result without
-    /// per-interval histograms (schema version 1).
-    batches: Option<Vec<IntervalHistogram>>,
-}
-
-impl Sample {
-    fn new(r: &RunResult) -> Sample {
-        let latency = match r.latency.decode_histogram() {
-            Ok(h) => Buckets::new(
-                h.buckets()
-                    .map(|(v, n)| (LatencyHistogram::highest_equivalent(v), n)),
-            ),
-            Err(_) => Buckets::new([]),
-        };
-        let s = &r.series;
-        let whole = if s.width_us > 0 {
-            ((r.timings.bench_duration_us / s.width_us).max(0) as usize).min(s.intervals.len())
-        } else {
-            0
-        };
-        let intervals = &s.intervals[..whole];
-        let batches = (r.schema_version >= 2 && !intervals.is_empty()).then(|| {
-            let size = intervals.len() / TPS_BATCHES.min(intervals.len());
-            intervals
-                .chunks_exact(size)
-                .take(TPS_BATCHES)
-                .map(|batch| {
-                    let mut h = IntervalHistogram::default();
-                    for i in batch {
-                        if let Some(Ok(ih)) = i
-                            .latency_histogram
-                            .as_deref()
-                            .map(IntervalHistogram::decode)
-                        {
-                            h.add(&ih);
-                        }
-                    }
-                    h
-                })
-                .collect()
-        });
-        Sample {
-            latency,
-            interval_tps: intervals.iter().map(|i| i.tps).collect(),
-            batches,
-        }
-    }
-}
-
-fn tps_change(a: &RunResult, b: &RunResult, samples: &[Sample; 2]) -> MetricChange {
-    let (sa, sb) = (&samples[0].interval_tps, &samples[1].interval_tps);
-    let mut change = MetricChange {
-        metric: Metric::Tps,
-        baseline: Some(a.tps),
-        candidate: Some(b.tps),
-        change: None,
-        method: String::new(),
-        outcome: Outcome::Undetermined,
-    };
-    if a.tps <= 0.0 {
-        change.method = "the baseline committed nothing".to_owned();
-        return change;
-    }
-    if sa.len() < MIN_INTERVALS || sb.len() < MIN_INTERVALS {
-        change.method = format!(
-            "too few whole intervals for an interval ({} and {}; at least {MIN_INTERVALS} a side)",
-            sa.len(),
-            sb.len()
-        );
-        return change;
-    }
-    let (ba, bb) = (
-        stats::batch_means(sa, TPS_BATCHES),
-        stats::batch_means(sb, TPS_BATCHES),
-    );
-    let Some(w) = stats::welch(&ba, &bb, CONFIDENCE) else {
-        change.method = "too few batches for an interval".to_owned();
-        return change;
-    };
-    let value = b.tps / a.tps - 1.0;
-    let half = (w.difference.high - w.difference.low) / 2.0 / a.tps;
-    change.change = Some(Estimate {
-        value,
-        low: value - half,
-        high: value + half,
-    });
-    change.method = format!(
-        "Welch t over batch means: {} and {}",
-        batches(a, sa.len(), ba.len()),
-        batches(b, sb.len(), bb.len())
-    );
-    change
-}
-
-/// "N batches of S s" for `batches` batches of `intervals` whole intervals.
-fn batches(r: &RunResult, intervals: usize, batches: usize) -> String {
-    let seconds = (intervals / batches.max(1)) as f64 * r.series.width_us as f64 / 1e6;
-    format!("{batches} batches of {seconds} s")
-}
-
-fn percentile_change(metric: Metric, q: f64, samples: &[Sample; 2]) -> MetricChange {
-    let [a, b] = samples;
-    let ms = |s: &Sample| s.latency.quantile(q).map(|v| v as f64 / 1000.0);
-    let mut change = MetricChange {
-        metric,
-        baseline: ms(a),
-        candidate: ms(b),
-        change: None,
-        method: "a side committed no transaction".to_owned(),
-        outcome: Outcome::Undetermined,
-    };
-    let Some(boot) = stats::bootstrap_quantile_ratio(
-        &a.latency,
-        &b.latency,
-        q,
-        REPLICATES,
-        CONFIDENCE,
-        BOOTSTRAP_SEED,
-    ) else {
-        return change;
-    };
-    let bootstrap = format!("a percentile bootstrap ({REPLICATES} resamples of each histogram)");
-    let percentiles = |batches: &[IntervalHistogram]| -> Vec<f64> {
-        batches
+        runs: runs.len(),
+        tps: runs.iter().map(|r| r.tps).sum::<f64>() / runs.len().max(1) as f64,
+        committed: runs.iter().map(|r| r.counts.counters.committed).sum(),
+        failed: runs.iter().map(|r| r.counts.failed).sum(),
+        duration_s: runs
             .iter()
-            .filter(|h| !h.is_empty())
-            .map(|h| h.quantiles([q])[0] as f64)
-            .collect()
-    };
-    let by_batches = match (&a.batches, &b.batches) {
-        (Some(ba), Some(bb)) => {
-            let (pa, pb) = (percentiles(ba), percentiles(bb));
-            stats::batch_quantile_ratio(&pa, &pb, boot.value, CONFIDENCE)
-                .map(|e| (e, pa.len(), pb.len()))
-        }
-        _ => None,
-    };
-    let (low, high) = match by_batches {
-        Some((e, na, nb)) => {
-            change.method = format!(
-                "the wider of {bootstrap} and Welch t over the percentiles of {na} and {nb} batches of intervals"
-            );
-            (boot.low.min(e.low), boot.high.max(e.high))
-        }
-        None => {
-            change.method = format!(
-                "{bootstrap} only, transactions taken as independent (no per-interval histograms, or too few intervals): narrower than the run's variation over time"
-            );
-            (boot.low, boot.high)
-        }
-    };
-    change.change = Some(Estimate {
-        value: boot.value - 1.0,
-        low: low - 1.0,
-        high: high - 1.0,
-    });
-    change
-}
-
-/// A change counts when its interval excludes zero and its estimate is
-/// beyond the threshold.
-fn outcome(metric: Metric, change: Option<Estimate>, threshold: f64) -> Outcome {
-    let Some(c) = change else {
-        return Outcome::Undetermined;
-    };
-    if c.low <= 0.0 && c.high >= 0.0 {
-        return Outcome::NoSignificantChange;
-    }
-    if c.value.abs() < threshold {
-        return Outcome::WithinThreshold;
-    }
-    if (c.value > 0.0) == metric.higher_is_better() {
-        Outcome::Improved
-    } else {
-        Outcome::Regressed
-    }
-}
-
-fn verdict(metrics: &[MetricChange], chosen: &[Metric]) -> Verdict {
-    let outcomes: Vec<Outcome> = metrics
-        .iter()
-        .filter(|m| chosen.contains(&m.metric))
-        .map(|m| m.outcome)
-        .collect();
-    if outcomes.contains(&Outcome::Regressed) {
-        Verdict::Regressed
-    } else if outcomes.contains(&Outcome::Improved) {
-        Verdict::Improved
-    } else if !outcomes.is_empty() && outcomes.iter().all(|o| *o == Outcome::Undetermined) {
-        Verdict::Undetermined
-    } else {
-        Verdict::NoSignificantChange
+            .map(|r| r.timings.bench_duration_us as f64 / 1e6)
+            .sum(),
+        aborted: runs.iter().any(|r| r.aborted),
     }
 }
 

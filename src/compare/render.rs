@@ -5,6 +5,7 @@
 
 use std::fmt::Write;
 
+use super::likeness::Difference;
 use super::{Comparison, Metric, MetricChange};
 
 /// The terminal report.
@@ -22,13 +23,7 @@ pub fn render_text(c: &Comparison) -> String {
         c.candidate.source,
         side_summary(&c.candidate)
     );
-    if !c.differences.is_empty() {
-        let _ = writeln!(out, "differences between the runs:");
-        for d in &c.differences {
-            let _ = writeln!(out, "  {}: {} -> {}", d.what, d.baseline, d.candidate);
-        }
-    }
-    let rows: Vec<[String; 6]> = c.metrics.iter().map(row).collect();
+    differences_text(&mut out, "runs", &c.differences);
     let header = [
         "metric",
         "baseline",
@@ -38,27 +33,10 @@ pub fn render_text(c: &Comparison) -> String {
         "outcome",
     ]
     .map(str::to_owned);
-    let widths: Vec<usize> = (0..6)
-        .map(|i| {
-            rows.iter()
-                .map(|r| r[i].chars().count())
-                .chain([header[i].len()])
-                .max()
-                .unwrap_or(0)
-        })
+    let rows: Vec<Vec<String>> = std::iter::once(header.to_vec())
+        .chain(c.metrics.iter().map(|m| row(m).to_vec()))
         .collect();
-    for r in std::iter::once(&header).chain(&rows) {
-        let mut line = String::new();
-        for (i, cell) in r.iter().enumerate() {
-            let pad = widths[i] - cell.chars().count();
-            if i == 0 || i == 5 {
-                let _ = write!(line, "{cell}{}  ", " ".repeat(pad));
-            } else {
-                let _ = write!(line, "{}{cell}  ", " ".repeat(pad));
-            }
-        }
-        let _ = writeln!(out, "{}", line.trim_end());
-    }
+    out.push_str(&aligned(&rows, &[0, 5]));
     if let Some(d) = &c.latency_distribution {
         let _ = writeln!(out, "{}", distribution_line(d));
     }
@@ -66,6 +44,35 @@ pub fn render_text(c: &Comparison) -> String {
         let _ = writeln!(out, "{line}");
     }
     let _ = writeln!(out, "{}", verdict_line(c));
+    out
+}
+
+/// `rows` (the header first) as columns padded to their widest cell:
+/// the columns in `left` aligned to the left, the others to the right.
+pub(super) fn aligned(rows: &[Vec<String>], left: &[usize]) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|i| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| c.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for r in rows {
+        let mut line = String::new();
+        for (i, cell) in r.iter().enumerate() {
+            let pad = " ".repeat(widths[i] - cell.chars().count());
+            if left.contains(&i) {
+                let _ = write!(line, "{cell}{pad}  ");
+            } else {
+                let _ = write!(line, "{pad}{cell}  ");
+            }
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
     out
 }
 
@@ -85,18 +92,7 @@ pub fn render_markdown(c: &Comparison) -> String {
         code(&c.candidate.source),
         side_summary(&c.candidate)
     );
-    if !c.differences.is_empty() {
-        let _ = writeln!(out, "\n**Differences between the runs**\n");
-        for d in &c.differences {
-            let _ = writeln!(
-                out,
-                "- {}: `{}` → `{}`",
-                cell(&d.what),
-                code(&d.baseline),
-                code(&d.candidate)
-            );
-        }
-    }
+    differences_markdown(&mut out, "runs", &c.differences);
     let _ = writeln!(
         out,
         "\n| metric | baseline | candidate | change | 95% interval | outcome |"
@@ -120,10 +116,42 @@ pub fn render_markdown(c: &Comparison) -> String {
     out
 }
 
-/// One side in a line: its TPS, counts and length.
+/// The differences between the `what` (runs, sweeps) as text lines.
+pub(super) fn differences_text(out: &mut String, what: &str, differences: &[Difference]) {
+    if !differences.is_empty() {
+        let _ = writeln!(out, "differences between the {what}:");
+        for d in differences {
+            let _ = writeln!(out, "  {}: {} -> {}", d.what, d.baseline, d.candidate);
+        }
+    }
+}
+
+/// The differences between the `what` (runs, sweeps) as a Markdown list.
+pub(super) fn differences_markdown(out: &mut String, what: &str, differences: &[Difference]) {
+    if !differences.is_empty() {
+        let _ = writeln!(out, "\n**Differences between the {what}**\n");
+        for d in differences {
+            let _ = writeln!(
+                out,
+                "- {}: `{}` → `{}`",
+                cell(&d.what),
+                code(&d.baseline),
+                code(&d.candidate)
+            );
+        }
+    }
+}
+
+/// One side in a line: its TPS, counts and length (the mean TPS and the
+/// totals of a step's repeats).
 pub fn side_summary(s: &super::Side) -> String {
+    let runs = if s.runs > 1 {
+        format!(" over {} runs (tps: their mean)", s.runs)
+    } else {
+        String::new()
+    };
     format!(
-        "{:.1} tps, {} committed, {} failed in {:.1} s{}",
+        "{:.1} tps, {} committed, {} failed in {:.1} s{runs}{}",
         s.tps,
         s.committed,
         s.failed,
@@ -161,11 +189,11 @@ pub fn row(m: &MetricChange) -> [String; 6] {
     ]
 }
 
-fn percent(v: f64) -> String {
+pub(super) fn percent(v: f64) -> String {
     format!("{:+.1}%", v * 100.0)
 }
 
-fn distribution_line(d: &super::DistributionChange) -> String {
+pub(super) fn distribution_line(d: &super::DistributionChange) -> String {
     format!(
         "latency distribution: a candidate transaction is slower than a baseline one \
          with probability {:.3} (0.5: no difference; Cliff's delta {:+.3}; Mann-Whitney p {})",
@@ -175,7 +203,7 @@ fn distribution_line(d: &super::DistributionChange) -> String {
     )
 }
 
-fn p_value(p: f64) -> String {
+pub(super) fn p_value(p: f64) -> String {
     if p < 1e-4 {
         "< 0.0001".to_owned()
     } else {
@@ -214,11 +242,11 @@ fn verdict_line(c: &Comparison) -> String {
 
 /// Text for a Markdown table cell or list item: `|` would end a cell and
 /// `<` could open HTML.
-fn cell(text: &str) -> String {
+pub(super) fn cell(text: &str) -> String {
     text.replace('|', "\\|").replace('<', "&lt;")
 }
 
 /// Text inside backticks: a backtick would end the span.
-fn code(text: &str) -> String {
+pub(super) fn code(text: &str) -> String {
     text.replace('`', "'")
 }

@@ -88,24 +88,24 @@ fn run_with(tps: &[f64], latency_us: impl Fn(usize) -> Vec<(i64, u64)>) -> RunRe
 }
 
 /// A run whose every interval has the latencies `latency_us`.
-fn run(tps: &[f64], latency_us: &[(i64, u64)]) -> RunResult {
+pub(super) fn run(tps: &[f64], latency_us: &[(i64, u64)]) -> RunResult {
     run_with(tps, |_| latency_us.to_vec())
 }
 
 /// Throughput around `level` with a deterministic wobble of about 2%.
-fn wobbly(level: f64, seconds: usize) -> Vec<f64> {
+pub(super) fn wobbly(level: f64, seconds: usize) -> Vec<f64> {
     (0..seconds)
         .map(|i| level * (1.0 + 0.02 * ((i * 7919 % 13) as f64 / 6.0 - 1.0)))
         .collect()
 }
 
-fn latencies(scale: i64) -> Vec<(i64, u64)> {
+pub(super) fn latencies(scale: i64) -> Vec<(i64, u64)> {
     (1..=200)
         .map(|v| (v * 10 * scale, (v as u64 * 31) % 17 + 1))
         .collect()
 }
 
-fn options(metrics: &[Metric]) -> CompareOptions {
+pub(super) fn options(metrics: &[Metric]) -> CompareOptions {
     CompareOptions {
         threshold: 0.03,
         metrics: metrics.to_vec(),
@@ -118,7 +118,11 @@ fn compared(a: &RunResult, b: &RunResult, metrics: &[Metric]) -> Comparison {
 }
 
 fn metric(c: &Comparison, m: Metric) -> &MetricChange {
-    c.metrics.iter().find(|x| x.metric == m).expect("metric")
+    metric_of(&c.metrics, m)
+}
+
+fn metric_of(metrics: &[MetricChange], m: Metric) -> &MetricChange {
+    metrics.iter().find(|x| x.metric == m).expect("metric")
 }
 
 #[test]
@@ -200,8 +204,8 @@ fn latency_drifting_over_time_widens_the_percentile_interval() {
     assert!(e.low < 0.0 && e.high > 0.0, "{e:?}");
     assert_eq!(p50.outcome, Outcome::NoSignificantChange);
     let boot = stats::bootstrap_quantile_ratio(
-        &Sample::new(&a).latency,
-        &Sample::new(&b).latency,
+        &changes::Sample::new(&[&a]).latency,
+        &changes::Sample::new(&[&b]).latency,
         0.5,
         REPLICATES,
         CONFIDENCE,
@@ -297,4 +301,66 @@ fn renderings_carry_the_figures_and_the_verdict() {
         md.contains("a\\|b.json") || md.contains("`a|b.json`"),
         "{md}"
     );
+}
+
+fn refs(runs: &[RunResult]) -> Vec<&RunResult> {
+    runs.iter().collect()
+}
+
+/// Runs at these TPS (their series and histograms alike).
+fn repeats(tps: &[f64]) -> Vec<RunResult> {
+    tps.iter()
+        .map(|&t| {
+            let mut r = run(&wobbly(1000.0, 10), &latencies(1));
+            r.tps = t;
+            r
+        })
+        .collect()
+}
+
+#[test]
+fn repeats_give_welchs_interval_over_their_tps_relative_to_the_baselines_mean() {
+    let (ta, tb) = ([1000.0, 1150.0, 900.0], [1100.0, 1180.0, 1010.0]);
+    let (a, b) = (repeats(&ta), repeats(&tb));
+    let c = changes::changes(&refs(&a), &refs(&b), 0.03, &[Metric::Tps]);
+    let tps = metric_of(&c.metrics, Metric::Tps);
+    assert_eq!(tps.method, "Welch t over repeats: 3 and 3 runs");
+    let w = stats::welch(&ta, &tb, CONFIDENCE).expect("two samples");
+    let mean_a = ta.iter().sum::<f64>() / 3.0;
+    let e = tps.change.expect("interval");
+    let value = tb.iter().sum::<f64>() / ta.iter().sum::<f64>() - 1.0;
+    assert!((e.value - value).abs() < 1e-12, "{e:?}");
+    let half = (w.difference.high - w.difference.low) / 2.0 / mean_a;
+    assert!((e.high - (value + half)).abs() < 1e-12, "{e:?}");
+    assert!((e.low - (value - half)).abs() < 1e-12, "{e:?}");
+    assert_eq!(tps.baseline, Some(mean_a));
+}
+
+#[test]
+fn a_throughput_interval_wider_than_everything_stops_at_minus_100_percent() {
+    let (a, b) = (repeats(&[100.0, 1000.0]), repeats(&[50.0, 60.0]));
+    let c = changes::changes(&refs(&a), &refs(&b), 0.03, &[Metric::Tps]);
+    let e = metric_of(&c.metrics, Metric::Tps).change.expect("interval");
+    assert_eq!(e.low, -1.0);
+    assert!(e.high > 0.0, "{e:?}");
+}
+
+#[test]
+fn verdicts_combine_worst_first() {
+    use Verdict::*;
+    let cases: [(&[Verdict], Verdict); 6] = [
+        (&[Improved, Regressed, NoSignificantChange], Regressed),
+        (&[Improved, NoSignificantChange], Improved),
+        (&[NoSignificantChange, Undetermined], NoSignificantChange),
+        (&[Undetermined, Undetermined], Undetermined),
+        (&[], Undetermined),
+        (&[Improved, Undetermined], Improved),
+    ];
+    for (verdicts, expected) in cases {
+        assert_eq!(
+            changes::combine(verdicts.iter().copied()),
+            expected,
+            "{verdicts:?}"
+        );
+    }
 }

@@ -30,14 +30,33 @@ pub const STALL_MEDIANS: f64 = 10.0;
 pub const MIN_STALL_INTERVALS: usize = 6;
 /// Share of the machine's CPU the client may take beside a local server.
 pub const SHARED_MACHINE_SHARE: f64 = 0.25;
+/// Under `-R`: the schedule lag's p99, in client intervals (clients /
+/// rate, the mean time between one client's scheduled starts), above
+/// which the schedule was not kept ...
+pub const LAG_WARNING_INTERVALS: f64 = 1.0;
+/// ... and above which it was lost for good.
+pub const LAG_CRITICAL_INTERVALS: f64 = 10.0;
+/// Share of the time the clients spent in transactions from which a late
+/// schedule is the server's (or too few clients'), not the client
+/// machine's.
+pub const LAG_CLIENTS_BUSY: f64 = 0.9;
+/// A service time p99 at least this fraction of the lag's p99 makes slow
+/// transactions the lag's cause.
+pub const LAG_SLOW_FRACTION: f64 = 0.5;
+/// Share of the run a worker thread waited for a CPU from which a late
+/// schedule is the client machine's.
+pub const LAG_THREAD_RUNQUEUE: f64 = 0.10;
+/// Event times a finding's summary lists.
+const TIMES_LISTED: usize = 4;
 
 const TPCB_LIKE: &str = "<builtin: TPC-B (sort of)>";
 const SIMPLE_UPDATE: &str = "<builtin: simple update>";
 
 /// Every finding that applies to `r`, most severe first.
 pub fn findings(r: &RunResult) -> Vec<Finding> {
-    let checks: [fn(&RunResult) -> Option<Finding>; 10] = [
+    let checks: [fn(&RunResult) -> Option<Finding>; 11] = [
         client_saturated,
+        schedule_lag,
         shared_machine,
         run_too_short,
         too_few_transactions,
@@ -244,20 +263,54 @@ fn scale_below_clients(r: &RunResult) -> Option<Finding> {
     )
 }
 
+/// When the server's events of `kinds` happened, in seconds on the
+/// report's time axis (from the start of the run): the first's time (NaN
+/// when the monitor placed none) and the summary's words (` at 2.1 s,
+/// 30.4 s`, empty when none was placed).
+fn event_times(r: &RunResult, kinds: &[&str]) -> (f64, String) {
+    let Some(d) = r.diagnosis.as_ref() else {
+        return (f64::NAN, String::new());
+    };
+    let origin = r.context.started_us.unwrap_or(r.series.start_us);
+    let times: Vec<f64> = d
+        .events
+        .iter()
+        .filter(|e| kinds.contains(&e.kind.as_str()))
+        .map(|e| (e.at_us - origin) as f64 / 1e6)
+        .collect();
+    let Some(&first) = times.first() else {
+        return (f64::NAN, String::new());
+    };
+    let mut words: Vec<String> = times
+        .iter()
+        .take(TIMES_LISTED)
+        .map(|t| format!("{t:.1} s"))
+        .collect();
+    if times.len() > TIMES_LISTED {
+        words.push("...".to_owned());
+    }
+    (first, format!(" at {}", words.join(", ")))
+}
+
 fn checkpoint(r: &RunResult) -> Option<Finding> {
     let c = r.diagnosis.as_ref()?.counters.as_ref()?.checkpoints?;
     let n = c.timed + c.requested;
     if n <= 0 {
         return None;
     }
+    let (first, at) = event_times(r, &["checkpoint"]);
+    let mut figures = vec![("requested", c.requested as f64), ("timed", c.timed as f64)];
+    if first.is_finite() {
+        figures.push(("first_at_s", first));
+    }
     let f = finding(
         "checkpoint",
         Severity::Warning,
         format!(
-            "{n} checkpoint(s) during the run ({} requested, {} timed)",
+            "{n} checkpoint(s) during the run ({} requested, {} timed){at}",
             c.requested, c.timed
         ),
-        &[("requested", c.requested as f64), ("timed", c.timed as f64)],
+        &figures,
     );
     explained(
         f,
@@ -287,11 +340,16 @@ fn vacuum(r: &RunResult) -> Option<Finding> {
     } else {
         Severity::Info
     };
+    let (first, at) = event_times(r, &["vacuum", "autovacuum", "analyze", "autoanalyze"]);
+    let mut figures = vec![("vacuums", vacuums as f64), ("analyzes", analyzes as f64)];
+    if first.is_finite() {
+        figures.push(("first_at_s", first));
+    }
     let f = finding(
         "vacuum",
         severity,
-        format!("vacuum or analyze during the run: {}", parts.join(", ")),
-        &[("vacuums", vacuums as f64), ("analyzes", analyzes as f64)],
+        format!("vacuum or analyze during the run: {}{at}", parts.join(", ")),
+        &figures,
     );
     explained(
         f,
@@ -411,4 +469,112 @@ fn stall(r: &RunResult) -> Option<Finding> {
         "the tail percentiles describe one event, not the run's usual latency",
         "look at what happened then (a lock, a checkpoint, the machine) and repeat the run",
     )
+}
+
+/// Why the schedule lagged: a short cause, why it matters, what to do,
+/// and whether the cause keeps it a warning whatever the lag (a stall
+/// that passed, the schedule's own queueing).
+struct LagCause {
+    cause: &'static str,
+    why: &'static str,
+    action: &'static str,
+    warning_only: bool,
+}
+
+/// Whose fault the lag is: a saturated client thread; else clients in
+/// transactions nearly all the time (the server, or too few clients for
+/// the rate); else a transaction slow enough to hold up the ones after it
+/// (a stall); else a client machine that did not run pgbolt on time (its
+/// threads waited for a CPU); else the random schedule's own queueing.
+fn lag_cause(r: &RunResult, busy: f64, lag_p99_ms: f64) -> LagCause {
+    // Slow transactions explain the lag when they are common enough to
+    // make its tail, or crowd in one moment (a stall) and are about as
+    // slow as the lag (else the stall was pgbolt's, not the server's).
+    let enough = |ms: f64| ms >= LAG_SLOW_FRACTION * lag_p99_ms;
+    let slow = r
+        .service_time
+        .percentiles
+        .is_some_and(|p| enough(p.p99) || (enough(p.max) && stall(r).is_some()));
+    let wall = window_s(r);
+    let queued = r.diagnosis.as_ref().map_or(0.0, |d| {
+        d.client
+            .thread_runqueue_s
+            .iter()
+            .fold(0.0, |m: f64, s| m.max(s / wall))
+    });
+    if client_saturated(r).is_some() {
+        LagCause {
+            cause: "the client could not keep up",
+            why: "a saturated client thread starts transactions late, so the server got less load than the rate asked for",
+            action: "use more threads (-j) or more load machines, or a lower rate",
+            warning_only: false,
+        }
+    } else if busy >= LAG_CLIENTS_BUSY {
+        LagCause {
+            cause: "the server could not keep up with these clients",
+            why: "every client was inside a transaction when its next one was due: the server (or this number of clients) cannot serve this rate, and the latency reported is mostly waiting in line",
+            action: "lower the rate (-R), or add clients (-c) if the server has capacity to spare",
+            warning_only: false,
+        }
+    } else if slow {
+        LagCause {
+            cause: "slow transactions held up the next ones",
+            why: "some transactions took as long as the lag (a lock, a checkpoint, a stall of the server or of this machine), and the transactions due meanwhile started late: the tail latency describes those moments",
+            action: "look at what happened then (the stall finding, the checkpoints and vacuums on the timeline) and repeat the run",
+            warning_only: true,
+        }
+    } else if queued >= LAG_THREAD_RUNQUEUE {
+        LagCause {
+            cause: "pgbolt's threads waited for a CPU",
+            why: "the clients had time between transactions yet started late: pgbolt's threads did not get a CPU on time (other load on this machine, CPU limits)",
+            action: "run the client on a quieter machine or with more threads, and check its CPU limits",
+            warning_only: false,
+        }
+    } else {
+        LagCause {
+            cause: "due transactions queued for a free client",
+            why: "-R draws start times at random, so several fall due together now and then; with few clients for the rate, the later ones wait for a client, and the latency under -R rightly includes that wait",
+            action: "add clients (-c) if the latency should measure the server alone",
+            warning_only: true,
+        }
+    }
+}
+
+fn schedule_lag(r: &RunResult) -> Option<Finding> {
+    let rate = r.options.rate.filter(|r| *r > 0.0)?;
+    let lag = r.lag.percentiles?;
+    let clients = f64::from(r.options.clients);
+    let interval_ms = clients / rate * 1000.0;
+    let behind = lag.p99 / interval_ms;
+    if behind <= LAG_WARNING_INTERVALS {
+        return None;
+    }
+    let busy = r.tps * r.service_time.average_ms.unwrap_or(0.0) / 1000.0 / clients;
+    let c = lag_cause(r, busy, lag.p99);
+    let severity = if behind > LAG_CRITICAL_INTERVALS && !c.warning_only {
+        Severity::Critical
+    } else {
+        Severity::Warning
+    };
+    let f = finding(
+        "schedule-lag",
+        severity,
+        format!(
+            "schedule lag p99 {:.3} ms, max {:.3} ms, {behind:.1} client intervals of {interval_ms:.3} ms: {} (clients busy {:.0}% of the time)",
+            lag.p99,
+            lag.max,
+            c.cause,
+            busy * 100.0
+        ),
+        &[
+            ("lag_p99_ms", lag.p99),
+            ("lag_max_ms", lag.max),
+            ("client_interval_ms", interval_ms),
+            ("intervals_behind", behind),
+            ("clients_busy", busy),
+            ("rate", rate),
+            ("tps", r.tps),
+        ],
+    );
+    explained(f, c.why, c.action)
 }

@@ -69,6 +69,9 @@ pub fn render_text(r: &RunResult) -> String {
     if let Some(line) = counters_line(d) {
         let _ = writeln!(out, "  server: {line}");
     }
+    if let Some(line) = io_line(d) {
+        let _ = writeln!(out, "  server I/O: {line}");
+    }
     if let Some(s) = d.statements.first() {
         let _ = writeln!(
             out,
@@ -128,6 +131,32 @@ fn counters_line(d: &Diagnosis) -> Option<String> {
         parts.push(format!("{} checkpoints", k.timed + k.requested));
     }
     (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+/// Backend types with I/O, most first.
+const IO_TYPES: usize = 3;
+
+/// The server's I/O per backend type (`pg_stat_io`), the busiest first.
+fn io_line(d: &Diagnosis) -> Option<String> {
+    let sums = crate::observe::io::by_backend_type(&d.counters.as_ref()?.io);
+    let mb = |b: i64| b as f64 / 1e6;
+    let parts: Vec<String> = sums
+        .iter()
+        .take(IO_TYPES)
+        .map(|(kind, [read, written, extended, fsyncs])| {
+            let mut p = vec![];
+            for (bytes, what) in [(read, "read"), (written, "written"), (extended, "extended")] {
+                if *bytes != 0 {
+                    p.push(format!("{:.1} MB {what}", mb(*bytes)));
+                }
+            }
+            if *fsyncs != 0 {
+                p.push(format!("{fsyncs} fsyncs"));
+            }
+            format!("{kind} {}", p.join(", "))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 fn client_line(r: &RunResult, d: &Diagnosis) -> String {

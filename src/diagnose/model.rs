@@ -22,6 +22,9 @@ pub struct Diagnosis {
     /// Changes of the `pgbench_*` tables' counters over the window.
     #[serde(default)]
     pub tables: Vec<TableCounters>,
+    /// Checkpoints, vacuums and analyzes during the window, oldest first.
+    #[serde(default)]
+    pub events: Vec<ServerEvent>,
     /// The statements that took the most server time during the run,
     /// from `pg_stat_statements` (empty when it is not installed).
     #[serde(default)]
@@ -121,6 +124,71 @@ pub struct ServerCounters {
     pub wal: Option<WalCounters>,
     /// `pg_stat_checkpointer` (17 and newer) or `pg_stat_bgwriter`.
     pub checkpoints: Option<CheckpointCounters>,
+    /// `pg_stat_io` (16 and newer): the rows that changed.
+    #[serde(default)]
+    pub io: Vec<IoCounters>,
+}
+
+/// One `pg_stat_io` row's changes: a backend type's I/O on one kind of
+/// object in one context. Bytes are `op_bytes` times the operations
+/// before PostgreSQL 18, which counts them itself (its reads may span
+/// several blocks).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct IoCounters {
+    /// `client backend`, `checkpointer`, `autovacuum worker`, ...
+    pub backend_type: String,
+    /// `relation`, `temp relation`, `wal` (18 and newer).
+    pub object: String,
+    /// `normal`, `vacuum`, `bulkread`, `bulkwrite`, `init` (18, WAL).
+    pub context: String,
+    pub reads: i64,
+    pub read_bytes: i64,
+    pub writes: i64,
+    pub write_bytes: i64,
+    pub extends: i64,
+    pub extend_bytes: i64,
+    /// Blocks found in shared buffers.
+    pub hits: i64,
+    pub evictions: i64,
+    pub writebacks: i64,
+    pub fsyncs: i64,
+}
+
+/// A checkpoint, vacuum or analyze the monitor saw happen.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerEvent {
+    /// `checkpoint`, `vacuum`, `autovacuum`, `analyze` or `autoanalyze`.
+    pub kind: String,
+    /// A checkpoint's cause: `timed` or `requested`.
+    pub cause: Option<String>,
+    /// The table a vacuum or an analyze was of.
+    pub table: Option<String>,
+    /// How many: a counter can move by more than one between readings.
+    pub count: i64,
+    /// When a vacuum or an analyze ended, or a checkpoint started, µs
+    /// since the Unix epoch on pgbolt's clock.
+    pub at_us: i64,
+    /// How uncertain `at_us` is: the event happened in the `within_ms`
+    /// before it (0 when the server stamped it, as it does a vacuum's or
+    /// an analyze's end).
+    pub within_ms: i64,
+}
+
+impl ServerEvent {
+    /// `checkpoint (requested)`, `autovacuum of pgbench_accounts`.
+    pub fn label(&self) -> String {
+        let mut label = self.kind.clone();
+        if let Some(c) = &self.cause {
+            label = format!("{label} ({c})");
+        }
+        if let Some(t) = &self.table {
+            label = format!("{label} of {t}");
+        }
+        if self.count > 1 {
+            label = format!("{label} ×{}", self.count);
+        }
+        label
+    }
 }
 
 /// `pg_stat_database` deltas.

@@ -284,3 +284,113 @@ fn the_text_section_has_the_shares_and_one_line_per_finding() {
     assert!(text.contains("warning: TPS × mean latency"), "{text}");
     assert!(text.lines().count() <= 15);
 }
+
+/// A schedule the clients could not keep, busy in transactions all the
+/// time (4 clients at 4000 TPS of 1 ms each), is the server's; a lag
+/// under one client interval is nothing.
+#[test]
+fn a_schedule_lag_beyond_a_client_interval_is_found_with_its_cause() {
+    let mut r = clean();
+    r.options.rate = Some(4000.0);
+    assert!(ids(&r).is_empty(), "{:?}", ids(&r));
+    let late = run(SELECT_ONLY, 4, 100, |_| vec![(30_000, 4000)]);
+    r.lag = late.lag.clone();
+    let f = findings(&r);
+    assert_eq!(f[0].id, "schedule-lag");
+    assert_eq!(f[0].severity, Severity::Critical);
+    assert!((f[0].figures["client_interval_ms"] - 1.0).abs() < 1e-9);
+    assert!(
+        f[0].summary.contains("the server could not keep up"),
+        "{}",
+        f[0].summary
+    );
+    r.lag = run(SELECT_ONLY, 4, 100, |_| vec![(30_000, 4000)]).lag;
+    r.service_time = run(SELECT_ONLY, 4, 100, |_| vec![(100, 4000)]).service_time;
+    let f = findings(&r);
+    assert_eq!(f[0].severity, Severity::Warning);
+    assert!(
+        f[0].summary.contains("queued for a free client"),
+        "{}",
+        f[0].summary
+    );
+    diagnosis(&mut r).client.thread_runqueue_s = vec![1.0, 20.0];
+    let f = findings(&r);
+    assert_eq!(f[0].severity, Severity::Critical);
+    assert!(
+        f[0].summary.contains("threads waited for a CPU"),
+        "{}",
+        f[0].summary
+    );
+}
+
+/// A lag that slow transactions explain (their p99 at least half the
+/// lag's) is a stall's: a warning however far behind, since it passed.
+#[test]
+fn a_lag_that_slow_transactions_explain_is_a_passing_stall() {
+    let mut r = clean();
+    r.options.rate = Some(4000.0);
+    r.lag = run(SELECT_ONLY, 4, 100, |_| vec![(100, 3880), (30_000, 120)]).lag;
+    r.service_time = run(SELECT_ONLY, 4, 100, |_| vec![(100, 3920), (20_000, 80)]).service_time;
+    let f = findings(&r);
+    assert_eq!(f[0].id, "schedule-lag");
+    assert_eq!(f[0].severity, Severity::Warning);
+    assert!(
+        f[0].summary.contains("slow transactions held up"),
+        "{}",
+        f[0].summary
+    );
+}
+
+#[test]
+fn checkpoints_and_vacuums_say_when() {
+    let mut r = clean();
+    r.context.started_us = Some(10_000_000);
+    let d = diagnosis(&mut r);
+    d.counters = Some(ServerCounters {
+        checkpoints: Some(CheckpointCounters {
+            timed: 1,
+            requested: 0,
+        }),
+        ..ServerCounters::default()
+    });
+    d.events = vec![ServerEvent {
+        kind: "checkpoint".to_owned(),
+        cause: Some("timed".to_owned()),
+        count: 1,
+        at_us: 42_500_000,
+        within_ms: 1000,
+        ..ServerEvent::default()
+    }];
+    let f = findings(&r);
+    assert!(f[0].summary.ends_with(" at 32.5 s"), "{}", f[0].summary);
+    assert_eq!(f[0].figures["first_at_s"], 32.5);
+}
+
+/// A stall whose transactions were fast on the server (the lag far above
+/// their slowest) was pgbolt's own, on a machine that kept its threads
+/// waiting for a CPU.
+#[test]
+fn a_stall_of_pgbolt_itself_is_not_put_on_slow_transactions() {
+    let mut r = run(SELECT_ONLY, 4, 100, |i| {
+        if i == 42 {
+            vec![(1000, 3000), (900_000, 100)]
+        } else {
+            vec![(1000, 4000)]
+        }
+    });
+    r.options.rate = Some(4000.0);
+    r.lag = run(SELECT_ONLY, 4, 100, |_| vec![(100, 3880), (30_000, 120)]).lag;
+    r.service_time = run(SELECT_ONLY, 4, 100, |_| vec![(100, 4000)]).service_time;
+    diagnosis(&mut r).client.thread_runqueue_s = vec![20.0];
+    let f = findings(&r);
+    let lag = f
+        .iter()
+        .find(|f| f.id == "schedule-lag")
+        .expect("lag found");
+    assert!(
+        lag.summary.contains("threads waited for a CPU"),
+        "{}",
+        lag.summary
+    );
+    assert!(f.iter().any(|f| f.id == "stall"));
+}

@@ -24,7 +24,7 @@ use super::pacing::{Outcome, Pacer};
 use super::pool::Pool;
 use super::progress::Progress;
 use super::spin::SpinMode;
-use super::timer::PreciseTimer;
+use super::timer::Sleeper;
 use super::uring::Ring;
 
 /// Opens client `idx`'s connection request again on a new socket when
@@ -74,9 +74,8 @@ pub struct ThreadEnv {
     pub ring: Option<Ring>,
     /// How the thread waits under `--busy-poll` (epoll only).
     pub spin: SpinMode,
-    /// Wakes the epoll loop on time for waits shorter than its
-    /// millisecond timeouts can express.
-    pub precise_timer: PreciseTimer,
+    /// How the epoll loop sleeps until its nearest timer.
+    pub sleeper: Sleeper,
     /// Connections of clients aborted inside a pipeline, ended with
     /// Terminate and kept open (see [`ThreadEnv::close`]).
     pub lingering: Lingering,

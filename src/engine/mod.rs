@@ -104,6 +104,7 @@ use monitor::{diagnosis, start_monitor, ThreadTimes};
 use plan::Plan;
 use result_file::ResultFile;
 use shared::Shared;
+pub use signals::{install_between, received_between};
 use spin::SpinMode;
 use worker::WorkerResult;
 
@@ -140,11 +141,40 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
         }
         None => None,
     };
-    let prepared = prepare(config, bench, &StepSetup::pgbench())?;
-    match execute(config, &prepared, bench)? {
-        Executed::Ended(ended) => report(&prepared, bench, *ended, [json_file, html_file]),
+    let mut setup = StepSetup::pgbench();
+    let mut measured = std::borrow::Cow::Borrowed(bench);
+    if bench.warmup_s > 0 {
+        let done = run_step(config, &warmup_of(bench), &setup)?;
+        match done.result {
+            Some(result) if done.status == 0 => crate::cli::ewriteln!(
+                "warm-up: {} s, {:.1} tps, not counted",
+                bench.warmup_s,
+                result.tps
+            ),
+            _ => {
+                log::error(format_args!("the warm-up failed; nothing was measured"));
+                return Ok(done.status);
+            }
+        }
+        setup.announce = false;
+        measured.to_mut().vacuum = crate::cli::VacuumBeforeRun::Skip;
+    }
+    let prepared = prepare(config, &measured, &setup)?;
+    match execute(config, &prepared, &measured)? {
+        Executed::Ended(ended) => report(&prepared, &measured, *ended, [json_file, html_file]),
         Executed::Aborted => Ok(2),
     }
+}
+
+/// The unmeasured run before `bench` (`--warmup`): its clients and
+/// threads for the warm-up's seconds, without progress lines, logs or a
+/// result file.
+pub fn warmup_of(bench: &Benchmark) -> Benchmark {
+    let mut warmup = bench.clone();
+    warmup.length = RunLength::Duration(bench.warmup_s);
+    warmup.progress = None;
+    warmup.log = None;
+    warmup
 }
 
 /// How a sweep's step differs from a plain run before its clients connect.
@@ -185,7 +215,16 @@ pub fn run_step(
     bench: &Benchmark,
     setup: &StepSetup,
 ) -> Result<Step, EngineError> {
-    let prepared = prepare(config, bench, setup)?;
+    let prepared = prepare(config, bench, setup);
+    // A signal during the set-up (it cancels the set-up's statement, so
+    // `prepare` may have failed because of it) ends the step unrun.
+    if let Some(signo) = signals::received_between() {
+        return Ok(Step {
+            result: None,
+            status: 128 + signo,
+        });
+    }
+    let prepared = prepared?;
     let ended = match execute(config, &prepared, bench)? {
         Executed::Ended(ended) => *ended,
         Executed::Aborted => {
@@ -566,14 +605,19 @@ fn choose_io(io: IoMethod) -> Result<bool, EngineError> {
 /// faster (see [`spin`]), when the threads plus one server backend per
 /// connection (per client, or per pooled connection) fit the CPUs available
 /// to this process, so the spinning never takes a core the server needs
-/// when it runs on this machine.
+/// when it runs on this machine. Never under
+/// `-R`: the rate is fixed, so spinning cannot raise it; it only trades
+/// the client's CPU (1.5x pgbench's per transaction at `-c 1 -R 1000`)
+/// for its own wake-up, and a rate-limited run is where the client's own
+/// load matters most.
 fn choose_spin(mode: BusyPoll, plan: &Plan) -> SpinMode {
     match mode {
         BusyPoll::On => SpinMode::Always,
         BusyPoll::Off => SpinMode::Never,
         BusyPoll::Auto => {
             let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-            if fits_spare_cpus(plan.threads, plan.connections(), cpus) {
+            let throttled = plan.throttle_delay_us > 0.0;
+            if !throttled && fits_spare_cpus(plan.threads, plan.connections(), cpus) {
                 SpinMode::Adaptive
             } else {
                 SpinMode::Never
@@ -602,8 +646,7 @@ fn thread_parts(
         )
         .map_err(EngineError::Poll)?;
     let registry = poll.registry().try_clone().map_err(EngineError::Poll)?;
-    let precise_timer =
-        timer::PreciseTimer::new(&registry, worker::TIMER).map_err(EngineError::Poll)?;
+    let sleeper = timer::Sleeper::new(&registry, worker::TIMER).map_err(EngineError::Poll)?;
     let per_script = plan.commands_per_script();
     let clients: Vec<Client> = t
         .range
@@ -669,7 +712,7 @@ fn thread_parts(
         end_us: t.end_us,
         io_uring: t.io_uring,
         spin: t.spin,
-        precise_timer,
+        sleeper,
         ring: None,
         lingering: Lingering::default(),
         pool,
@@ -800,6 +843,7 @@ fn run_options(prepared: &Prepared, bench: &Benchmark) -> RunOptions {
         failures_detailed: bench.failures_detailed,
         report_per_command: plan.report_per_command,
         continue_on_error: plan.continue_on_error,
+        warmup_s: bench.warmup_s,
     }
 }
 

@@ -49,7 +49,7 @@ pub fn start_monitor(prepared: &Prepared, bench: &Benchmark, shared: &Arc<Shared
         &prepared.connector,
         interval_ms,
         prepared.database_start.clone(),
-        move || shared.wait_opened(),
+        move || shared.wait_window_start(),
     ))
 }
 
@@ -67,6 +67,7 @@ pub fn diagnosis(
         activity: view.activity,
         counters: view.counters,
         tables: view.tables,
+        events: view.events,
         statements: view.statements,
         client: crate::diagnose::ClientLoad {
             thread_cpu_s: threads.iter().map(|t| t.cpu_us as f64 / 1e6).collect(),

@@ -13,6 +13,11 @@
 //! stops the server anyway: the handler then sends nothing (the main
 //! thread would only report the cancelled statement while the clean-up
 //! starts). It acts once, whichever of the two signals comes first.
+//!
+//! In a study the previous action is the handler that remembers a signal
+//! between runs ([`super::signals::install_between`]): the handler then
+//! sends the cancel and passes the signal on to it, so the study stops
+//! after this step's set-up and still reports the steps it ran.
 
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
@@ -91,7 +96,9 @@ extern "C" fn on_signal(signo: libc::c_int) {
             .iter()
             .position(|&s| s == signo)
             .map(|i| &request.previous[i]);
-        if previous.map_or(true, |p| p.sa_sigaction == libc::SIG_DFL) {
+        if previous.map_or(true, |p| {
+            p.sa_sigaction == libc::SIG_DFL || super::signals::is_between_handler(p)
+        }) {
             send(request);
         }
         if let Some(previous) = previous {

@@ -162,6 +162,18 @@ impl Shared {
         !gate.failed
     }
 
+    /// Waits like [`Self::wait_opened`], then gives when the measured
+    /// window opens (µs since the epoch): `--start-at`, or when every
+    /// client was connected if that was later or there is none. `None`
+    /// when the run does not start.
+    pub fn wait_window_start(&self) -> Option<i64> {
+        if !self.wait_opened() {
+            return None;
+        }
+        let ready = self.ready_us()?;
+        Some(self.start_at.map_or(ready, |at| at.max(ready)))
+    }
+
     /// Reports a failure before the start; the first one is kept.
     pub fn fail_start(&self, error: EngineError) {
         if let Ok(mut gate) = self.gate.lock() {

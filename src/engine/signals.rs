@@ -5,6 +5,13 @@
 //! whose read end every worker's poller watches, so a thread asleep in
 //! `epoll_wait` wakes at once. The previous handlers come back when the
 //! run ends.
+//!
+//! A study (a sweep) runs many such runs in one process, with set-up work
+//! and reporting between them. For the whole study [`install_between`]
+//! keeps a handler that only remembers the signal: the study then ends
+//! after the step under way, and reports the steps done. A signal during a
+//! step's set-up also cancels the set-up connection's statement (see
+//! `setup_stop`, which recognizes this handler by [`is_between_handler`]).
 
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -90,6 +97,40 @@ impl Drop for Guard {
             libc::close(self.write_fd);
         }
     }
+}
+
+/// A signal received outside a run while a study goes on.
+static BETWEEN: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal_between(signo: libc::c_int) {
+    BETWEEN.store(signo, Ordering::SeqCst);
+}
+
+/// The handler between a study's runs, installed until dropped.
+pub struct BetweenGuard {
+    _handlers: crate::sigstop::Installed,
+}
+
+/// Installs the handler that remembers a signal between a study's runs
+/// (and forgets any remembered before).
+pub fn install_between() -> BetweenGuard {
+    BETWEEN.store(0, Ordering::SeqCst);
+    BetweenGuard {
+        _handlers: crate::sigstop::install(on_signal_between),
+    }
+}
+
+/// The signal that asked the study to stop outside a run, if any.
+pub fn received_between() -> Option<i32> {
+    match BETWEEN.load(Ordering::SeqCst) {
+        0 => None,
+        s => Some(s),
+    }
+}
+
+/// Whether `action` is the handler of [`install_between`].
+pub fn is_between_handler(action: &libc::sigaction) -> bool {
+    action.sa_sigaction == on_signal_between as extern "C" fn(libc::c_int) as usize
 }
 
 /// Ends the process by SIGPIPE, as a C program that wrote to a pipe

@@ -8,8 +8,9 @@
 //! [`ThreadEnv`] (module `env`). Sockets are registered once, edge-triggered, for reading;
 //! writability is added only while a write is incomplete (a socket
 //! watched for it would report every time its peer reads), so a client
-//! waiting for results never re-registers. The loop: wait (no longer than
-//! the nearest timer, not at all when a client is ready to run), advance
+//! waiting for results never re-registers. The loop: wait (in
+//! `epoll_pwait2`, see [`super::timer`]; no longer than the nearest timer,
+//! not at all when a client is ready to run), advance
 //! the clients that have events, then those whose timers are due, then
 //! those that yielded; clock read once per turn.
 
@@ -20,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mio::unix::SourceFd;
-use mio::{Events, Interest, Poll, Token};
+use mio::{Interest, Poll, Token};
 use pgwire::ConnectProgress;
 
 use crate::stats::ThreadStats;
@@ -34,11 +35,12 @@ use super::pacing::Outcome;
 use super::plan::Plan;
 use super::shared::Shared;
 use super::spin::{SpinMode, SpinTrials};
+use super::timer::Ready;
 use super::uring::{Done, Ring};
 
 /// Token of the stop signal's pipe.
 pub const SIGNAL: Token = Token(usize::MAX - 1);
-/// Token of the thread's [`PreciseTimer`].
+/// Token of the thread's timerfd (see [`super::timer::Sleeper`]).
 pub const TIMER: Token = Token(usize::MAX - 2);
 
 /// What a worker hands back when it is done.
@@ -68,7 +70,7 @@ pub fn run(
     mut env: ThreadEnv,
     mut poll: Poll,
 ) -> Option<WorkerResult> {
-    let mut events = Events::with_capacity(clients.len() * 2 + 4);
+    let mut events = Ready::with_capacity(clients.len() * 2 + 4);
     if env.io_uring {
         // A ring that cannot be made leaves the thread on epoll.
         env.ring = Ring::new(clients.len(), poll.as_raw_fd()).ok();
@@ -177,7 +179,7 @@ pub fn run(
 fn wait(
     env: &mut ThreadEnv,
     poll: &mut Poll,
-    events: &mut Events,
+    events: &mut Ready,
     clients: &mut [Client],
     shared: &Shared,
     timeout: Option<Duration>,
@@ -191,7 +193,9 @@ fn wait(
             let done = ring.take_done();
             events.clear();
             if done.iter().any(|d| matches!(d, Done::Epoll)) {
-                let _ = poll.poll(events, Some(Duration::ZERO));
+                let _ = env
+                    .sleeper
+                    .wait(poll.as_raw_fd(), events, Some(Duration::ZERO));
             }
             Some(done)
         }
@@ -213,11 +217,11 @@ fn wait(
 
 /// Waits for events or the timeout on epoll: spinning first when
 /// `spinning` (see [`SpinMode`]) and some client awaits an answer (not
-/// while every client sleeps until a timer), arming the precise timer for
-/// a short timeout. An interrupted wait returns no events.
+/// while every client sleeps until a timer). An interrupted wait returns
+/// no events.
 fn wait_epoll(
     poll: &mut Poll,
-    events: &mut Events,
+    events: &mut Ready,
     env: &ThreadEnv,
     clients: &[Client],
     spinning: bool,
@@ -225,7 +229,7 @@ fn wait_epoll(
 ) -> std::io::Result<()> {
     if spinning && clients.iter().any(|c| c.state.waits_for_io()) {
         let started = Instant::now();
-        if spin(poll, events, timeout) {
+        if spin(poll, events, env, timeout) {
             return Ok(());
         }
         // The spin used part of the wait; a timer is not pushed back by it.
@@ -235,16 +239,7 @@ fn wait_epoll(
             return Ok(());
         }
     }
-    if let Some(t) = timeout {
-        env.precise_timer.arm_if_short(t);
-    }
-    match poll.poll(events, timeout) {
-        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
-            events.clear();
-            Ok(())
-        }
-        other => other,
-    }
+    env.sleeper.wait(poll.as_raw_fd(), events, timeout)
 }
 
 /// The longest a thread polls without sleeping before it sleeps in
@@ -255,14 +250,17 @@ pub const SPIN_BUDGET: Duration = Duration::from_micros(200);
 /// Polls without sleeping until an event arrives (true), the spin budget
 /// is spent or the loop's own timeout is reached (false, nothing
 /// collected). A zero timeout means the loop has work: nothing to spin for.
-fn spin(poll: &mut Poll, events: &mut Events, timeout: Option<Duration>) -> bool {
+fn spin(poll: &mut Poll, events: &mut Ready, env: &ThreadEnv, timeout: Option<Duration>) -> bool {
     let budget = timeout.map_or(SPIN_BUDGET, |t| t.min(SPIN_BUDGET));
     if budget.is_zero() {
         return false;
     }
     let start = Instant::now();
     loop {
-        if poll.poll(events, Some(Duration::ZERO)).is_ok() && !events.is_empty() {
+        let polled = env
+            .sleeper
+            .wait(poll.as_raw_fd(), events, Some(Duration::ZERO));
+        if polled.is_ok() && !events.is_empty() {
             return true;
         }
         if start.elapsed() >= budget {
@@ -325,7 +323,7 @@ struct Turn<'a> {
 }
 
 impl Turn<'_> {
-    fn run(&mut self, done: &[Done], events: &Events, now: i64) {
+    fn run(&mut self, done: &[Done], events: &Ready, now: i64) {
         for &d in done {
             let Done::Client(idx) = d else {
                 continue;
@@ -531,7 +529,7 @@ fn connect_clients(
     clients: &mut [Client],
     env: &mut ThreadEnv,
     poll: &mut Poll,
-    events: &mut Events,
+    events: &mut Ready,
 ) -> Result<(), EngineError> {
     let Some(size) = env.pool.as_ref().map(|p| p.size) else {
         return connect_all(clients, env, poll, events);
@@ -560,7 +558,7 @@ fn connect_all(
     clients: &mut [Client],
     env: &mut ThreadEnv,
     poll: &mut Poll,
-    events: &mut Events,
+    events: &mut Ready,
 ) -> Result<(), EngineError> {
     let n = clients.len();
     let mut pending: Vec<Option<pgwire::Connecting>> = (0..n).map(|_| None).collect();
@@ -601,11 +599,9 @@ fn connect_all(
             }
         }
         let timeout = wake.map(|t| Duration::from_micros((t - env.clock.now_us()).max(0) as u64));
-        if let Err(e) = poll.poll(events, timeout) {
-            if e.kind() != std::io::ErrorKind::Interrupted {
-                return Err(EngineError::Poll(e));
-            }
-        }
+        env.sleeper
+            .wait(poll.as_raw_fd(), events, timeout)
+            .map_err(EngineError::Poll)?;
         ready.extend(events.iter().map(|e| e.token().0).filter(|&t| t < n));
         let now = env.clock.now_us();
         while let Some(Reverse((t, idx))) = wakeups.peek().copied() {
@@ -682,7 +678,7 @@ mod tests {
     use std::os::unix::net::UnixStream;
 
     use mio::unix::SourceFd;
-    use mio::Interest;
+    use mio::{Events, Interest};
 
     use super::*;
 

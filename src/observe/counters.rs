@@ -1,6 +1,9 @@
 //! The counters read at the start and the end of the measured window, and
 //! their differences. Each view is read by a query of its own, so a view
 //! this server lacks or this role may not read costs only its own figures.
+//! The checkpoint and table counters are also read every second in
+//! between ([`read_events`]) to place checkpoints and vacuums on the
+//! timeline (see `events`).
 
 use std::collections::BTreeMap;
 
@@ -14,19 +17,33 @@ const DATABASE: &str = "select xact_commit, xact_rollback, blks_read, blks_hit, 
     temp_bytes, deadlocks, conflicts, tup_inserted + tup_updated + tup_deleted \
     from pg_catalog.pg_stat_database where datname = pg_catalog.current_database()";
 const WAL: &str = "select wal_records, wal_fpi, wal_bytes from pg_catalog.pg_stat_wal";
-const CHECKPOINTER: &str = "select num_timed, num_requested from pg_catalog.pg_stat_checkpointer";
-const BGWRITER: &str = "select checkpoints_timed, checkpoints_req from pg_catalog.pg_stat_bgwriter";
+/// The checkpoint counters, with the server's clock (µs since the epoch)
+/// to place the tables' time stamps on pgbolt's.
+const CHECKPOINTER: &str = "select num_timed, num_requested, \
+    extract(epoch from pg_catalog.clock_timestamp()) * 1e6 from pg_catalog.pg_stat_checkpointer";
+const BGWRITER: &str = "select checkpoints_timed, checkpoints_req, \
+    extract(epoch from pg_catalog.clock_timestamp()) * 1e6 from pg_catalog.pg_stat_bgwriter";
 const TABLES: &str = "select relname, n_dead_tup, autovacuum_count, autoanalyze_count, \
-    vacuum_count, analyze_count from pg_catalog.pg_stat_user_tables \
+    vacuum_count, analyze_count, extract(epoch from last_autovacuum) * 1e6, \
+    extract(epoch from last_autoanalyze) * 1e6, extract(epoch from last_vacuum) * 1e6, \
+    extract(epoch from last_analyze) * 1e6 from pg_catalog.pg_stat_user_tables \
     where relname like 'pgbench\\_%' order by relname";
 
 /// One reading of every counter the role could read.
 #[derive(Debug, Clone, Default)]
 pub struct Reading {
-    database: Option<Vec<i64>>,
-    wal: Option<Vec<i64>>,
-    checkpoints: Option<Vec<i64>>,
-    tables: BTreeMap<String, Vec<i64>>,
+    pub(super) database: Option<Vec<i64>>,
+    pub(super) wal: Option<Vec<i64>>,
+    /// Timed and requested.
+    pub(super) checkpoints: Option<Vec<i64>>,
+    /// Per table: dead tuples, autovacuums, autoanalyzes, vacuums,
+    /// analyzes, then the last of each as µs since the epoch (0: never).
+    pub(super) tables: BTreeMap<String, Vec<i64>>,
+    pub(super) io: Option<super::io::Reading>,
+    /// The server's clock as it read the checkpoint counters.
+    pub(super) server_clock_us: Option<i64>,
+    /// pgbolt's clock then, µs since the epoch.
+    pub(super) taken_us: i64,
 }
 
 /// Runs the queries on `client`; what failed is named in `missing` (once:
@@ -38,37 +55,53 @@ pub fn read(
     missing: &mut Vec<String>,
     queries: &mut i64,
 ) -> Reading {
-    let mut run = |sql: &str, what: &str, missing: &mut Vec<String>| -> Option<Vec<Row>> {
-        match client.simple_query(sql) {
-            Ok(rows) => {
-                *queries += 1;
-                Some(rows)
-            }
-            Err(e) => {
-                let line = format!("{what}: {}", super::why(&e));
-                if !missing.contains(&line) {
-                    missing.push(line);
-                }
-                None
-            }
-        }
-    };
-    let first = |rows: Option<Vec<Row>>| rows.and_then(|r| r.into_iter().next()).map(numbers);
-    let mut reading = Reading {
-        database: first(run(DATABASE, "pg_stat_database", missing)),
-        ..Reading::default()
-    };
+    let mut reading = read_events(client, version_num, missing, queries);
+    let mut run =
+        |sql: &str, what: &str, missing: &mut Vec<String>| run(client, sql, what, missing, queries);
+    reading.database = first(run(DATABASE, "pg_stat_database", missing));
     if version_num >= 140_000 {
         reading.wal = first(run(WAL, "pg_stat_wal", missing));
     } else {
         super::note(missing, "pg_stat_wal: needs PostgreSQL 14 or newer");
     }
-    reading.checkpoints = if version_num >= 170_000 {
-        first(run(CHECKPOINTER, "pg_stat_checkpointer", missing))
+    match super::io::sql(version_num) {
+        Some(sql) => reading.io = run(sql, "pg_stat_io", missing).map(super::io::reading),
+        None => super::note(missing, "pg_stat_io: needs PostgreSQL 16 or newer"),
+    }
+    reading
+}
+
+/// The counters that make events (checkpoints, the tables' vacuums and
+/// analyzes) and the server's clock, with pgbolt's time of the reading.
+pub fn read_events(
+    client: &mut Client,
+    version_num: u32,
+    missing: &mut Vec<String>,
+    queries: &mut i64,
+) -> Reading {
+    let before = crate::fleet::wall_clock_us();
+    let checkpoints = if version_num >= 170_000 {
+        first(run(
+            client,
+            CHECKPOINTER,
+            "pg_stat_checkpointer",
+            missing,
+            queries,
+        ))
     } else {
-        first(run(BGWRITER, "pg_stat_bgwriter", missing))
+        first(run(client, BGWRITER, "pg_stat_bgwriter", missing, queries))
     };
-    for row in run(TABLES, "pg_stat_user_tables", missing).unwrap_or_default() {
+    let after = crate::fleet::wall_clock_us();
+    let mut reading = Reading {
+        server_clock_us: checkpoints.as_ref().and_then(|c| c.get(2).copied()),
+        checkpoints: checkpoints.map(|mut c| {
+            c.truncate(2);
+            c
+        }),
+        taken_us: before + (after - before) / 2,
+        ..Reading::default()
+    };
+    for row in run(client, TABLES, "pg_stat_user_tables", missing, queries).unwrap_or_default() {
         if let Some(Some(name)) = row.first() {
             reading
                 .tables
@@ -76,6 +109,32 @@ pub fn read(
         }
     }
     reading
+}
+
+/// Runs `sql`; on an error notes `what` and why in `missing` (once) and
+/// gives `None`.
+fn run(
+    client: &mut Client,
+    sql: &str,
+    what: &str,
+    missing: &mut Vec<String>,
+    queries: &mut i64,
+) -> Option<Vec<Row>> {
+    match client.simple_query(sql) {
+        Ok(rows) => {
+            *queries += 1;
+            Some(rows)
+        }
+        Err(e) => {
+            super::note(missing, &format!("{what}: {}", super::why(&e)));
+            None
+        }
+    }
+}
+
+/// The first row's values as numbers.
+fn first(rows: Option<Vec<Row>>) -> Option<Vec<i64>> {
+    rows.and_then(|r| r.into_iter().next()).map(numbers)
 }
 
 /// The database counters alone, read on the set-up connection before the
@@ -122,7 +181,7 @@ impl Reading {
 }
 
 /// A row's values as integers (0 for a null or a non-number).
-fn numbers(row: Row) -> Vec<i64> {
+pub(super) fn numbers(row: Row) -> Vec<i64> {
     row.into_iter()
         .map(|v| {
             v.as_deref()
@@ -173,6 +232,10 @@ pub fn changes(
             timed: at(&d, 0),
             requested: at(&d, 1),
         }),
+        io: match (&start.io, &end.io) {
+            (Some(s), Some(e)) => super::io::changes(s, e),
+            _ => Vec::new(),
+        },
     };
     let tables = end
         .tables
@@ -208,12 +271,14 @@ mod tests {
             wal: None,
             checkpoints: Some(vec![3, 4]),
             tables: BTreeMap::from([("pgbench_branches".to_owned(), vec![9, 1, 1, 0, 0])]),
+            ..Reading::default()
         };
         let end = Reading {
             database: Some(vec![110, 3, 6, 300, 1, 8192, 0, 0, 57]),
             wal: Some(vec![1, 2, 3]),
             checkpoints: Some(vec![3, 5]),
             tables: BTreeMap::from([("pgbench_branches".to_owned(), vec![2, 2, 1, 1, 0])]),
+            ..Reading::default()
         };
         let (c, t) = changes(&start, &end, 12);
         let db = c.database.expect("database");

@@ -23,19 +23,34 @@
 //!   server, no permission) becomes a line of [`MonitorStatus::missing`],
 //!   never an error of the run.
 //!
-//! # When the counters are read
-//! `pg_stat_database` and `pg_stat_statements` are first read on the
-//! set-up connection, before the clients start ([`read_database`]), so that
-//! a monitor that connects late still covers every commit and statement of
-//! the run; the other views as soon as the monitor connects (a few ms after
-//! the clients start). The end reading comes after the workers closed
-//! their connections and their backends left (waiting at most 2 s), since
-//! a backend flushes its statistics for good only as it exits, and after
-//! `pg_stat_force_next_flush()` (PostgreSQL 15+) for the monitor's own.
+//! # The window it covers
+//! The measured window opens when the workers pass their start gate: once
+//! every client is connected, or at `--start-at`. The engine hands the
+//! monitor that time, and nothing before it is sampled or counted:
+//! - When the monitor is connected before the window opens (under
+//!   `--start-at` it connects during the wait), it takes its start
+//!   reading of every view in the [`START_LEAD`] before the start, then
+//!   waits for it, so the wait is left out.
+//! - Otherwise `pg_stat_database` and `pg_stat_statements` come from the
+//!   set-up connection's reading just before the clients connected
+//!   ([`read_database`]), so that a monitor that connects late still
+//!   covers every commit and statement of the run (connecting commits
+//!   nothing), and the other views are read as soon as the monitor
+//!   connects (a few ms after the clients start).
+//!
+//! The samples' one-second buckets start with the window, so they line
+//! up with the run's own intervals. The end reading comes after the
+//! workers closed their connections and their backends left (waiting at
+//! most 2 s), since a backend flushes its statistics for good only as it
+//! exits, and after `pg_stat_force_next_flush()` (PostgreSQL 15+) for the
+//! monitor's own. Checkpoints and vacuums are placed on the timeline from
+//! readings every second in between (`events`).
 
 mod activity;
 mod counters;
 pub mod cpu;
+mod events;
+pub mod io;
 mod statements;
 
 pub use counters::{read_database, DatabaseStart};
@@ -48,8 +63,10 @@ use pgwire::conninfo::HostKind;
 use pgwire::Connector;
 
 use crate::diagnose::{
-    Activity, MonitorStatus, ServerCounters, ServerCpu, StateCounts, StatementTime, TableCounters,
+    Activity, MonitorStatus, ServerCounters, ServerCpu, ServerEvent, StateCounts, StatementTime,
+    TableCounters,
 };
+use crate::fleet::wall_clock_us;
 
 pub use activity::classify;
 
@@ -59,6 +76,10 @@ pub const MONITOR_APPLICATION_NAME: &str = "pgbolt-monitor";
 /// How long the end waits for pgbolt's backends to leave.
 const BACKENDS_EXIT_WAIT: Duration = Duration::from_secs(2);
 
+/// How long before the window opens a monitor that is connected by then
+/// takes its start reading (a few queries of a few ms each).
+pub const START_LEAD: Duration = Duration::from_millis(50);
+
 /// What the monitor saw.
 #[derive(Debug, Clone, Default)]
 pub struct ServerView {
@@ -66,6 +87,7 @@ pub struct ServerView {
     pub activity: Option<Activity>,
     pub counters: Option<ServerCounters>,
     pub tables: Vec<TableCounters>,
+    pub events: Vec<ServerEvent>,
     pub statements: Vec<StatementTime>,
     pub server_cpu: Option<ServerCpu>,
 }
@@ -89,6 +111,8 @@ struct Settings<'a> {
     clients_name: &'a str,
     interval: Duration,
     database_start: Option<DatabaseStart>,
+    /// When the measured window opens, µs since the epoch.
+    window_start_us: i64,
 }
 
 /// Adds `line` to `missing` unless it is there already.
@@ -120,14 +144,16 @@ fn literal(text: &str) -> String {
 }
 
 impl Monitor {
-    /// Starts the monitor thread: it calls `opened` (which returns false
-    /// when the run does not start), connects with the clients' options
-    /// under its own application name, and samples every `interval_ms`.
+    /// Starts the monitor thread: it calls `opened` (which waits until
+    /// every client is connected and gives when the measured window opens,
+    /// or `None` when the run does not start), connects with the clients'
+    /// options under its own application name, and samples every
+    /// `interval_ms` from the window's start.
     pub fn start(
         connector: &Connector,
         interval_ms: u32,
         database_start: Option<DatabaseStart>,
-        opened: impl FnOnce() -> bool + Send + 'static,
+        opened: impl FnOnce() -> Option<i64> + Send + 'static,
     ) -> Monitor {
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
         let (sender, view) = mpsc::channel();
@@ -143,15 +169,16 @@ impl Monitor {
         let started = std::thread::Builder::new()
             .name("pgbolt-monitor".to_owned())
             .spawn(move || {
-                if !opened() {
+                let Some(window_start_us) = opened() else {
                     return;
-                }
+                };
                 let view = match connector {
                     Ok(connector) => {
                         let session = Settings {
                             clients_name: &clients_name,
                             interval,
                             database_start,
+                            window_start_us,
                         };
                         Session::run(&connector, session, &flag)
                     }
@@ -202,6 +229,14 @@ impl ServerView {
             ..ServerView::default()
         }
     }
+}
+
+/// What the start reading found.
+struct Begun {
+    started: Instant,
+    cpu_start: Option<cpu::ServerReading>,
+    counters: counters::Reading,
+    statements: Option<statements::Reading>,
 }
 
 /// The monitor's connection and what it gathers.
@@ -262,19 +297,60 @@ impl Session {
         settings: Settings<'_>,
         stop: &(Mutex<bool>, Condvar),
     ) -> ServerView {
+        let interval = settings.interval;
+        let window_start = settings.window_start_us;
+        let Some(begun) = self.begin(&server, settings, stop) else {
+            return ServerView::missing("monitor: the run ended before it started".to_owned());
+        };
+        let mut timeline = events::Timeline::default();
+        timeline.see(begun.counters.clone());
+        let (activity, samples, lost) =
+            self.sample_until_stopped(interval, window_start, &mut timeline, stop);
+        let mut view = ServerView::default();
+        view.status.samples = samples;
+        view.status.ran = true;
+        view.activity = activity;
+        if let Some(lost) = lost {
+            self.missing.push(lost);
+            self.missing.push("counters: no end reading".to_owned());
+            view.status.missing = self.missing;
+            view.events = timeline.finish();
+            return view;
+        }
+        self.end(begun, server, timeline, view)
+    }
+
+    /// The start reading: at the window's start, or as soon as connected
+    /// when that is later (with the set-up connection's database and
+    /// statements readings, taken before the clients connected). `None`
+    /// when the run stopped before its start.
+    fn begin(
+        &mut self,
+        server: &Result<cpu::LocalServer, String>,
+        settings: Settings<'_>,
+        stop: &(Mutex<bool>, Condvar),
+    ) -> Option<Begun> {
+        let window_start = settings.window_start_us;
+        let lead = START_LEAD.as_micros() as i64;
+        // Connected before the window opens: the start reading just
+        // before it, so that the wait for it is not counted.
+        let early = wall_clock_us() + lead <= window_start;
+        if early && pause_until(stop, window_start - lead) {
+            return None;
+        }
         let started = Instant::now();
         let cpu_start = server.as_ref().ok().and_then(cpu::LocalServer::read);
-        let mut start = counters::read(
+        let mut counters = counters::read(
             &mut self.client,
             self.version_num,
             &mut self.missing,
             &mut self.queries,
         );
-        let statements_start = match settings.database_start {
+        let statements = match settings.database_start.filter(|_| !early) {
             Some(before) => {
                 // The set-up connection's reading, before the clients
                 // started: its own transaction is in the window too.
-                start = start.with_database(&before);
+                counters = counters.with_database(&before);
                 self.queries += 1;
                 for m in &before.missing {
                     note(&mut self.missing, m);
@@ -288,17 +364,26 @@ impl Session {
                 &mut self.queries,
             ),
         };
-        let (activity, samples, lost) = self.sample_until_stopped(settings.interval, stop);
-        let mut view = ServerView::default();
-        view.status.samples = samples;
-        view.status.ran = true;
-        view.activity = activity;
-        if let Some(lost) = lost {
-            self.missing.push(lost);
-            self.missing.push("counters: no end reading".to_owned());
-            view.status.missing = self.missing;
-            return view;
+        if early && pause_until(stop, window_start) {
+            return None;
         }
+        Some(Begun {
+            started,
+            cpu_start,
+            counters,
+            statements,
+        })
+    }
+
+    /// The end reading, once the clients' backends have left, and the
+    /// changes since `begun` into `view`.
+    fn end(
+        mut self,
+        begun: Begun,
+        server: Result<cpu::LocalServer, String>,
+        mut timeline: events::Timeline,
+        mut view: ServerView,
+    ) -> ServerView {
         self.wait_for_backends_to_leave();
         if self.version_num >= 150_000
             && self
@@ -317,10 +402,12 @@ impl Session {
             &mut self.missing,
             &mut self.queries,
         );
-        let (server_counters, tables) = counters::changes(&start, &end, own);
+        let (server_counters, tables) = counters::changes(&begun.counters, &end, own);
+        timeline.see(end);
+        view.events = timeline.finish();
         view.counters = Some(server_counters);
         view.tables = tables;
-        if let Some(first) = statements_start {
+        if let Some(first) = begun.statements {
             if let Some(last) = statements::read(
                 &mut self.client,
                 self.version_num,
@@ -330,13 +417,13 @@ impl Session {
                 view.statements = statements::top(&first, &last);
             }
         }
-        view.server_cpu = match (&server, cpu_start) {
+        view.server_cpu = match (&server, begun.cpu_start) {
             (Ok(s), Some(first)) => s.read().map(|last| {
                 let (cpu_s, monitor_backend_cpu_s) = cpu::server_cpu_between(&first, &last);
                 ServerCpu {
                     cpu_s,
                     monitor_backend_cpu_s,
-                    wall_s: started.elapsed().as_secs_f64(),
+                    wall_s: begun.started.elapsed().as_secs_f64(),
                 }
             }),
             _ => None,
@@ -349,21 +436,26 @@ impl Session {
         view
     }
 
-    /// Samples every `interval` until the stop: the activity seen (none
-    /// without a sample), the number of samples, and why the connection
-    /// was lost if it was.
+    /// Samples every `interval` until the stop, in buckets from
+    /// `window_start`, and reads the event counters every
+    /// [`events::TICK`] into `timeline`: the activity seen (none without
+    /// a sample), the number of samples, and why the connection was lost
+    /// if it was.
     fn sample_until_stopped(
         &mut self,
         interval: Duration,
+        window_start: i64,
+        timeline: &mut events::Timeline,
         stop: &(Mutex<bool>, Condvar),
     ) -> (Option<Activity>, u64, Option<String>) {
-        let mut log = activity::ActivityLog::new(crate::report::html::now_us());
+        let mut log = activity::ActivityLog::new(window_start);
         let mut samples = 0;
         let mut lost = None;
+        let mut next_tick = Instant::now() + events::TICK;
         while !stopped(stop, interval) {
             match self.sample() {
                 Ok(sample) => {
-                    log.add(crate::report::html::now_us(), &sample);
+                    log.add(wall_clock_us(), &sample);
                     samples += 1;
                 }
                 Err(e) => {
@@ -373,6 +465,18 @@ impl Session {
                     ));
                     break;
                 }
+            }
+            if Instant::now() >= next_tick {
+                next_tick = Instant::now() + events::TICK;
+                // A view this role cannot read was noted by the start
+                // reading; a lost connection is the next sample's to
+                // report.
+                timeline.see(counters::read_events(
+                    &mut self.client,
+                    self.version_num,
+                    &mut Vec::new(),
+                    &mut self.queries,
+                ));
             }
         }
         ((samples > 0).then(|| log.finish()), samples, lost)
@@ -416,6 +520,20 @@ impl Session {
             "pgbolt's backends were still there 2 s after the run: the end counters may miss some of their work"
                 .to_owned(),
         );
+    }
+}
+
+/// Waits until `at_us` (µs since the epoch) or the stop, whichever comes
+/// first; true once stopped.
+fn pause_until(stop: &(Mutex<bool>, Condvar), at_us: i64) -> bool {
+    loop {
+        let left = at_us - wall_clock_us();
+        if left <= 0 {
+            return false;
+        }
+        if stopped(stop, Duration::from_micros(left as u64)) {
+            return true;
+        }
     }
 }
 

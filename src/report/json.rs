@@ -243,6 +243,7 @@ mod tests {
             failures_detailed: false,
             report_per_command: false,
             continue_on_error: false,
+            warmup_s: 0,
         };
         let timings = Timings {
             bench_duration_us: 5_000_000,

@@ -84,6 +84,10 @@ pub struct RunOptions {
     pub report_per_command: bool,
     /// `--continue-on-error`.
     pub continue_on_error: bool,
+    /// `--warmup` in seconds: how long the same clients ran, unmeasured,
+    /// just before the measured run (0 without).
+    #[serde(default)]
+    pub warmup_s: u32,
 }
 
 impl RunOptions {
@@ -113,6 +117,7 @@ impl RunOptions {
             failures_detailed: false,
             report_per_command: false,
             continue_on_error: false,
+            warmup_s: 0,
         }
     }
 

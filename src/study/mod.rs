@@ -22,6 +22,14 @@
 //!   comes.
 //! - Threads default per step to min(clients, CPUs), or min(`-j`, clients)
 //!   when `-j` was given.
+//! - `-l` writes each step's transaction log under a prefix of its own,
+//!   the step's number appended (`pgbench_log.step3.PID`); the warm-up
+//!   writes none.
+//! - SIGINT or SIGTERM at any moment ends the sweep with its report: a
+//!   signal during a step's run stops it as it stops a plain run; one
+//!   during a set-up cancels the set-up's statement
+//!   ([`crate::engine::install_between`]). Either way that step is left
+//!   out, and the exit status is 128 plus the signal's number.
 //!
 //! The answers ([`result`]) come from the steps' results alone, so a saved
 //! sweep gives the same answers when read back. The USL fit is in [`usl`].
@@ -33,9 +41,13 @@ pub mod usl;
 
 use std::io::Write;
 
-pub use spec::{parse_reset, parse_slo, parse_sweep, Dimension, Reset, Slo, Study, Sweep, Values};
+pub use spec::{
+    parse_order, parse_reset, parse_slo, parse_sweep, Dimension, Order, Reset, Slo, Study, Sweep,
+    Values,
+};
+pub use text::value;
 
-use crate::cli::{Benchmark, Config, RunLength, VacuumBeforeRun};
+use crate::cli::{Benchmark, Config, VacuumBeforeRun};
 use crate::engine::{EngineError, StepSetup};
 use result::{StepResult, SweepInfo, SweepResult};
 
@@ -75,10 +87,12 @@ pub fn run(config: &Config, bench: &Benchmark, study: &Study) -> Result<i32, Eng
         stopped: None,
         announced: false,
     };
+    let between = crate::engine::install_between();
     let status = match &study.sweep.values {
         Values::List(values) => sweeper.run_list(values)?,
         Values::Auto => sweeper.run_auto()?,
     };
+    drop(between);
     let summary = result::summarize(study.sweep.dimension, &sweeper.steps, &study.slo);
     let result = SweepResult {
         schema_version: crate::report::SCHEMA_VERSION,
@@ -88,8 +102,9 @@ pub fn run(config: &Config, bench: &Benchmark, study: &Study) -> Result<i32, Eng
         sweep: SweepInfo {
             dimension: study.sweep.dimension.name().to_owned(),
             auto: study.sweep.values == Values::Auto,
-            warmup_s: study.warmup_s,
+            warmup_s: bench.warmup_s,
             repeat: study.repeat,
+            order: study.order.name().to_owned(),
             reset: match study.reset {
                 Reset::Vacuum => "vacuum",
                 Reset::Checkpoint => "checkpoint",
@@ -180,17 +195,24 @@ struct Sweeper<'a> {
 impl Sweeper<'_> {
     /// A list: every value, repeats interleaved; a failed step ends it.
     fn run_list(&mut self, values: &[f64]) -> Result<i32, EngineError> {
-        let order = interleaved(values, self.study.repeat);
+        let order = match self.study.order {
+            Order::Alternate => interleaved(values, self.study.repeat),
+            Order::Shuffle => {
+                let seed = self
+                    .bench
+                    .random_seed
+                    .unwrap_or(crate::random::RandomSeed::Time)
+                    .resolve()
+                    .map_err(EngineError::Seed)?;
+                shuffled(values, self.study.repeat, seed)
+            }
+        };
         let largest = self.study.largest_clients();
         for (i, &(value, repeat)) in order.iter().enumerate() {
             let preflight = if i == 0 { largest } else { None };
             let status = self.step(value, repeat, (i + 1, order.len()), preflight)?;
             if status != 0 {
-                self.stopped = Some(format!(
-                    "step {} of {} failed (exit status {status}) and is left out",
-                    i + 1,
-                    order.len()
-                ));
+                self.stopped = Some(left_out(status, i + 1, order.len()));
                 return Ok(status);
             }
         }
@@ -215,9 +237,7 @@ impl Sweeper<'_> {
                     other => other?,
                 };
                 if status != 0 {
-                    self.stopped = Some(format!(
-                        "step {index} failed (exit status {status}) and is left out"
-                    ));
+                    self.stopped = Some(left_out(status, index, 0));
                     return Ok(status);
                 }
             }
@@ -260,17 +280,23 @@ impl Sweeper<'_> {
         (index, count): (usize, usize),
         preflight_clients: Option<u32>,
     ) -> Result<i32, EngineError> {
+        if let Some(signo) = crate::engine::received_between() {
+            return Ok(128 + signo);
+        }
         let mut bench = self.step_bench(value);
+        // Each step's transaction logs have names of their own:
+        // `pgbench_log.step3.PID` and so on.
+        if let Some(log) = &mut bench.log {
+            log.prefix.push(format!(".step{index}"));
+        }
         let setup = StepSetup {
             announce: !self.announced,
             preflight_clients,
             checkpoint: self.study.reset == Reset::Checkpoint,
         };
         self.announced = true;
-        if self.study.warmup_s > 0 {
-            let mut warmup = bench.clone();
-            warmup.length = RunLength::Duration(self.study.warmup_s);
-            warmup.progress = None;
+        if self.bench.warmup_s > 0 {
+            let warmup = crate::engine::warmup_of(&bench);
             let done = crate::engine::run_step(self.config, &warmup, &setup)?;
             if done.status != 0 {
                 return Ok(done.status);
@@ -278,7 +304,7 @@ impl Sweeper<'_> {
             bench.vacuum = VacuumBeforeRun::Skip;
         }
         let setup = StepSetup {
-            checkpoint: setup.checkpoint && self.study.warmup_s == 0,
+            checkpoint: setup.checkpoint && self.bench.warmup_s == 0,
             announce: false,
             ..setup
         };
@@ -331,6 +357,37 @@ impl Sweeper<'_> {
     }
 }
 
+/// Why the sweep ended at step `index` of `count` (0 for `auto`'s open
+/// count), whose exit status was `status`.
+fn left_out(status: i32, index: usize, count: usize) -> String {
+    let step = if count > 0 {
+        format!("step {index} of {count}")
+    } else {
+        format!("step {index}")
+    };
+    match status - 128 {
+        libc::SIGINT => format!("interrupted by SIGINT during {step}, which is left out"),
+        libc::SIGTERM => format!("interrupted by SIGTERM during {step}, which is left out"),
+        _ => format!("{step} failed (exit status {status}) and is left out"),
+    }
+}
+
+/// The order of the steps: `repeat` passes over the values, each a
+/// permutation drawn from `seed` (Fisher–Yates on pgbench's generator);
+/// each step with its repetition number.
+pub fn shuffled(values: &[f64], repeat: u32, seed: u64) -> Vec<(f64, u32)> {
+    let mut random = crate::random::PrngState::seeded(seed);
+    (1..=repeat)
+        .flat_map(|r| {
+            let mut pass: Vec<(f64, u32)> = values.iter().map(|&v| (v, r)).collect();
+            for i in (1..pass.len()).rev() {
+                pass.swap(i, random.u64_range(0, i as u64) as usize);
+            }
+            pass
+        })
+        .collect()
+}
+
 /// The order of the steps: the values, then the values reversed, and so
 /// on, `repeat` times; each with its repetition number.
 pub fn interleaved(values: &[f64], repeat: u32) -> Vec<(f64, u32)> {
@@ -348,7 +405,26 @@ pub fn interleaved(values: &[f64], repeat: u32) -> Vec<(f64, u32)> {
 
 #[cfg(test)]
 mod tests {
-    use super::interleaved;
+    use super::{interleaved, shuffled};
+
+    #[test]
+    fn shuffled_passes_are_permutations_fixed_by_the_seed() {
+        let values = [1.0, 2.0, 4.0, 8.0, 16.0];
+        let order = shuffled(&values, 3, 7);
+        assert_eq!(order, shuffled(&values, 3, 7));
+        assert_ne!(order, shuffled(&values, 3, 8));
+        for (r, pass) in order.chunks(values.len()).enumerate() {
+            let mut seen: Vec<f64> = pass.iter().map(|s| s.0).collect();
+            seen.sort_by(f64::total_cmp);
+            assert_eq!(seen, values);
+            assert!(pass.iter().all(|s| s.1 == r as u32 + 1));
+        }
+        let passes: Vec<Vec<f64>> = order
+            .chunks(values.len())
+            .map(|p| p.iter().map(|s| s.0).collect())
+            .collect();
+        assert!(passes.iter().any(|p| p[..] != values[..]), "{passes:?}");
+    }
 
     #[test]
     fn repeats_alternate_their_order() {

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::spec::{Dimension, Slo};
 use super::usl::{self, Fit};
+use crate::diagnose::{Severity, StateCounts};
 use crate::report::RunResult;
 use crate::stats::histogram::LatencyHistogram;
 
@@ -38,11 +39,18 @@ pub struct SweepInfo {
     pub auto: bool,
     pub warmup_s: u32,
     pub repeat: u32,
+    /// `alternate` or `shuffle`: the order of each pass over the values.
+    #[serde(default = "alternate")]
+    pub order: String,
     /// `vacuum` or `checkpoint`.
     pub reset: String,
     pub slo: Vec<SloInfo>,
     /// Why the sweep ended before its last step, if it did.
     pub stopped: Option<String>,
+}
+
+fn alternate() -> String {
+    "alternate".to_owned()
 }
 
 /// One latency objective.
@@ -122,6 +130,69 @@ pub struct Point {
     pub slo_ms: Vec<f64>,
     /// Whether every SLO was met (null without `--slo`).
     pub slo_met: Option<bool>,
+    /// The busiest pgbolt worker thread's CPU over the measured window,
+    /// as a share of it (mean over the repeats; null when the diagnosis
+    /// has no thread figures).
+    #[serde(default)]
+    pub client_cpu: Option<f64>,
+    /// pgbolt's backends' states, the repeats' samples pooled (null
+    /// without the monitor).
+    #[serde(default)]
+    pub backends: Option<BackendShares>,
+    /// The diagnosis's warnings and critical findings of any repeat, by
+    /// id, sorted.
+    #[serde(default)]
+    pub findings: Vec<String>,
+}
+
+/// Shares of the backend-samples (see [`crate::diagnose::StateCounts`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BackendShares {
+    pub on_cpu: f64,
+    /// Waiting on the server, whatever for.
+    pub waiting: f64,
+    /// Waiting for the client.
+    pub client: f64,
+    pub idle_in_transaction: f64,
+}
+
+/// The load figures of a point, from its runs' diagnoses.
+fn load(runs: &[&RunResult]) -> (Option<f64>, Option<BackendShares>, Vec<String>) {
+    let busiest: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| {
+            let wall = r.timings.bench_duration_us as f64 / 1e6;
+            let cpu = &r.diagnosis.as_ref()?.client.thread_cpu_s;
+            (wall > 0.0)
+                .then(|| cpu.iter().copied().reduce(f64::max))
+                .flatten()
+                .map(|s| s / wall)
+        })
+        .collect();
+    let client_cpu =
+        (!busiest.is_empty()).then(|| busiest.iter().sum::<f64>() / busiest.len() as f64);
+    let mut states = StateCounts::default();
+    let mut findings = Vec::new();
+    for d in runs.iter().filter_map(|r| r.diagnosis.as_ref()) {
+        if let Some(activity) = &d.activity {
+            states.add(&activity.total);
+        }
+        findings.extend(
+            d.findings
+                .iter()
+                .filter(|f| f.severity >= Severity::Warning)
+                .map(|f| f.id.clone()),
+        );
+    }
+    findings.sort();
+    findings.dedup();
+    let backends = (states.total() > 0).then(|| BackendShares {
+        on_cpu: states.share(states.on_cpu),
+        waiting: states.share(states.waiting_total()),
+        client: states.share(states.client),
+        idle_in_transaction: states.share(states.idle_in_transaction),
+    });
+    (client_cpu, backends, findings)
 }
 
 /// Pools a value's repeats into a point; `None` without results.
@@ -153,6 +224,7 @@ pub fn point(value: f64, runs: &[&RunResult], slo: &[Slo]) -> Option<Point> {
         .sum::<f64>()
         / runs.len() as f64;
     let slo_ms: Vec<f64> = slo.iter().map(|s| at(s.quantile)).collect();
+    let (client_cpu, backends, findings) = load(runs);
     let slo_met = (!slo.is_empty())
         .then(|| !histogram.is_empty() && slo.iter().zip(&slo_ms).all(|(s, v)| *v < s.limit_ms));
     Some(Point {
@@ -179,6 +251,9 @@ pub fn point(value: f64, runs: &[&RunResult], slo: &[Slo]) -> Option<Point> {
         little_ratio: in_flight / f64::from(first.options.clients.max(1)),
         slo_ms,
         slo_met,
+        client_cpu,
+        backends,
+        findings,
     })
 }
 

@@ -188,14 +188,42 @@ pub fn parse_reset(text: &str) -> Result<Reset, String> {
     }
 }
 
+/// The order of the values in each pass of `--repeat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// As given, then reversed, and so on.
+    Alternate,
+    /// A new permutation for every pass, drawn from the seed.
+    Shuffle,
+}
+
+impl Order {
+    /// The word on the command line and in the result file.
+    pub fn name(self) -> &'static str {
+        match self {
+            Order::Alternate => "alternate",
+            Order::Shuffle => "shuffle",
+        }
+    }
+}
+
+/// Parses `--repeat-order`.
+pub fn parse_order(text: &str) -> Result<Order, String> {
+    match text {
+        "alternate" => Ok(Order::Alternate),
+        "shuffle" => Ok(Order::Shuffle),
+        _ => Err("expected alternate or shuffle".into()),
+    }
+}
+
 /// Everything a study was asked for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Study {
     pub sweep: Sweep,
-    /// Seconds run before each step, not measured.
-    pub warmup_s: u32,
     /// Times each step is measured.
     pub repeat: u32,
+    /// The order of the values in the passes.
+    pub order: Order,
     pub reset: Reset,
     pub slo: Vec<Slo>,
     /// `-j` as given, which caps each step's threads.

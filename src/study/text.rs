@@ -31,7 +31,7 @@ pub fn render(result: &SweepResult, bench: &Benchmark) -> String {
         result.steps.len()
     );
     if info.repeat > 1 {
-        let _ = write!(out, ", {} repeats", info.repeat);
+        let _ = write!(out, ", {} repeats ({} order)", info.repeat, info.order);
     }
     if info.warmup_s > 0 {
         let _ = write!(out, ", warm-up {} s each", info.warmup_s);
@@ -45,51 +45,98 @@ pub fn render(result: &SweepResult, bench: &Benchmark) -> String {
     out
 }
 
-fn table(out: &mut String, result: &SweepResult) {
-    let slo = !result.sweep.slo.is_empty();
-    let _ = write!(
-        out,
-        "{:>8} {:>7} {:>9} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>6}",
-        "clients",
-        "threads",
-        "rate",
-        "tps",
-        "± stddev",
-        "p50 ms",
-        "p90 ms",
-        "p99 ms",
-        "p99.9 ms",
-        "failed",
-        "L/N"
-    );
-    out.push_str(if slo { "  SLO\n" } else { "\n" });
-    for p in &result.summary.points {
-        row(out, p);
-    }
+/// Which of the optional columns the table has.
+struct Columns {
+    rate: bool,
+    client_cpu: bool,
+    backends: bool,
+    slo: bool,
 }
 
-fn row(out: &mut String, p: &Point) {
-    let rate = p.rate.map_or("-".to_owned(), |r| format!("{r:.0}"));
+fn table(out: &mut String, result: &SweepResult) {
+    let points = &result.summary.points;
+    let columns = Columns {
+        rate: points.iter().any(|p| p.rate.is_some()),
+        client_cpu: points.iter().any(|p| p.client_cpu.is_some()),
+        backends: points.iter().any(|p| p.backends.is_some()),
+        slo: !result.sweep.slo.is_empty(),
+    };
+    let _ = write!(out, "{:>8} {:>7}", "clients", "threads");
+    if columns.rate {
+        let _ = write!(out, " {:>9}", "rate");
+    }
+    let _ = write!(
+        out,
+        " {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>5}",
+        "tps", "± stddev", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "failed", "L/N"
+    );
+    if columns.client_cpu {
+        let _ = write!(out, " {:>7}", "cli cpu");
+    }
+    if columns.backends {
+        let _ = write!(out, " {:>12}", "cpu/wait/cli");
+    }
+    out.push_str(if columns.slo { "  SLO\n" } else { "\n" });
+    for p in points {
+        row(out, p, &columns);
+    }
+    findings(out, result);
+}
+
+fn row(out: &mut String, p: &Point, columns: &Columns) {
+    let _ = write!(out, "{:>8} {:>7}", p.clients, p.threads);
+    if columns.rate {
+        let rate = p.rate.map_or("-".to_owned(), |r| format!("{r:.0}"));
+        let _ = write!(out, " {rate:>9}");
+    }
     let spread = p.tps_stddev.map_or("-".to_owned(), |s| format!("{s:.1}"));
     let _ = write!(
         out,
-        "{:>8} {:>7} {:>9} {:>11.1} {:>9} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>7} {:>6.2}",
-        p.clients,
-        p.threads,
-        rate,
-        p.tps,
-        spread,
-        p.p50_ms,
-        p.p90_ms,
-        p.p99_ms,
-        p.p99_9_ms,
-        p.failed,
-        p.little_ratio
+        " {:>11.1} {:>9} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>7} {:>5.2}",
+        p.tps, spread, p.p50_ms, p.p90_ms, p.p99_ms, p.p99_9_ms, p.failed, p.little_ratio
     );
+    if columns.client_cpu {
+        let cpu = p
+            .client_cpu
+            .map_or("-".to_owned(), |c| format!("{:.0}%", c * 100.0));
+        let _ = write!(out, " {cpu:>7}");
+    }
+    if columns.backends {
+        let shares = p.backends.map_or("-".to_owned(), |b| {
+            format!(
+                "{:.0}/{:.0}/{:.0}",
+                b.on_cpu * 100.0,
+                b.waiting * 100.0,
+                b.client * 100.0
+            )
+        });
+        let _ = write!(out, " {shares:>12}");
+    }
     match p.slo_met {
         Some(true) => out.push_str("  met\n"),
         Some(false) => out.push_str("  FAILED\n"),
         None => out.push('\n'),
+    }
+}
+
+/// One line per finding of the diagnosis, with the values where it came up.
+fn findings(out: &mut String, result: &SweepResult) {
+    let points = &result.summary.points;
+    let mut ids: Vec<&String> = points.iter().flat_map(|p| &p.findings).collect();
+    ids.sort();
+    ids.dedup();
+    for id in ids {
+        let at: Vec<String> = points
+            .iter()
+            .filter(|p| p.findings.contains(id))
+            .map(|p| value(p.value))
+            .collect();
+        let where_ = if at.len() == points.len() {
+            "every step".to_owned()
+        } else {
+            format!("{} {}", at.join(", "), result.sweep.dimension)
+        };
+        let _ = writeln!(out, "finding {id} at {where_}");
     }
 }
 
@@ -166,4 +213,10 @@ fn answers(out: &mut String, result: &SweepResult) {
         }
     }
     out.push_str("L/N: throughput x mean latency over the clients (Little's law; 1 when\nevery client is always in a transaction)\n");
+    if s.points
+        .iter()
+        .any(|p| p.client_cpu.is_some() || p.backends.is_some())
+    {
+        out.push_str("cli cpu: the busiest pgbolt thread's CPU share of the step; cpu/wait/cli:\n% of the backends' samples on CPU, waiting, and waiting for the client\n");
+    }
 }

@@ -76,6 +76,7 @@ pub const DOCUMENTED: &[(&str, &[&str])] = &[
             "activity",
             "counters",
             "tables",
+            "events",
             "statements",
             "client",
             "server_cpu",

@@ -16,6 +16,8 @@ use serde::Serialize;
 use super::escape::esc;
 use super::svg::{Axis, Chart, Line};
 use super::{distribution, page_end, page_start, time};
+use crate::compare::likeness::Difference;
+use crate::compare::stats::Estimate;
 use crate::compare::{Comparison, MetricChange};
 use crate::report::model::{ReportError, RunResult};
 
@@ -78,12 +80,29 @@ fn header(out: &mut String, c: &Comparison) {
         c.threshold * 100.0,
         c.confidence * 100.0
     );
-    out.push_str("<section><h2>Differences between the runs</h2>");
-    if c.differences.is_empty() {
-        out.push_str("<p class=\"note\">None: same scripts, options, server version and recorded settings.</p>");
+    differences_section(
+        out,
+        "runs",
+        &c.differences,
+        "None: same scripts, options, server version and recorded settings.",
+    );
+    out.push_str("</section>");
+}
+
+/// The section of the differences between the `what` (runs, sweeps), or
+/// `none` when there are none; left open for more.
+pub(super) fn differences_section(
+    out: &mut String,
+    what: &str,
+    differences: &[Difference],
+    none: &str,
+) {
+    let _ = write!(out, "<section><h2>Differences between the {what}</h2>");
+    if differences.is_empty() {
+        let _ = write!(out, "<p class=\"note\">{}</p>", esc(none));
     } else {
         out.push_str("<table><tr><th>what</th><th>baseline</th><th>candidate</th></tr>");
-        for d in &c.differences {
+        for d in differences {
             let _ = write!(
                 out,
                 "<tr><td class=\"text\">{}</td><td>{}</td><td>{}</td></tr>",
@@ -94,7 +113,6 @@ fn header(out: &mut String, c: &Comparison) {
         }
         out.push_str("</table>");
     }
-    out.push_str("</section>");
 }
 
 /// The table of changes and the chart of their intervals.
@@ -115,7 +133,7 @@ fn changes(out: &mut String, c: &Comparison) {
         );
     }
     out.push_str("</table>");
-    out.push_str(&interval_chart(&c.metrics, c.threshold));
+    out.push_str(&metrics_chart(&c.metrics, c.threshold));
     if let Some(d) = &c.latency_distribution {
         let _ = write!(
             out,
@@ -137,12 +155,20 @@ fn changes(out: &mut String, c: &Comparison) {
 
 /// Each metric's change as a point with its interval, against the
 /// threshold on either side of no change.
-fn interval_chart(metrics: &[MetricChange], threshold: f64) -> String {
-    let known: Vec<&MetricChange> = metrics.iter().filter(|m| m.change.is_some()).collect();
-    let reach = known
+fn metrics_chart(metrics: &[MetricChange], threshold: f64) -> String {
+    let rows: Vec<(String, Estimate)> = metrics
         .iter()
-        .filter_map(|m| m.change)
-        .flat_map(|e| [e.low.abs(), e.high.abs()])
+        .filter_map(|m| m.change.map(|e| (m.metric.name().to_owned(), e)))
+        .collect();
+    interval_chart("Each change with its 95% interval", &rows, threshold)
+}
+
+/// Changes as points with their intervals, one row each (labelled),
+/// against the threshold on either side of no change.
+pub(super) fn interval_chart(title: &str, rows: &[(String, Estimate)], threshold: f64) -> String {
+    let reach = rows
+        .iter()
+        .flat_map(|(_, e)| [e.low.abs(), e.high.abs()])
         .fold(threshold * 2.0, f64::max)
         * 100.0;
     let mut x = Axis::linear(-reach, reach, "change (%)");
@@ -152,26 +178,24 @@ fn interval_chart(metrics: &[MetricChange], threshold: f64) -> String {
         .collect();
     x.min = x.ticks.first().map_or(-reach, |t| t.0);
     x.max = x.ticks.last().map_or(reach, |t| t.0);
-    let mut y = Axis::linear(0.0, known.len() as f64 + 1.0, "");
-    y.ticks = known
+    let mut y = Axis::linear(0.0, rows.len() as f64 + 1.0, "");
+    y.ticks = rows
         .iter()
         .enumerate()
-        .map(|(i, m)| ((known.len() - i) as f64, m.metric.name().to_owned()))
+        .map(|(i, (label, _))| ((rows.len() - i) as f64, label.clone()))
         .collect();
-    let mut chart = Chart::new("Each change with its 95% interval", x, y);
-    for (i, m) in known.iter().enumerate() {
-        if let Some(e) = m.change {
-            let row = (known.len() - i) as f64;
-            chart.line(Line {
-                class: super::svg::SERIES_CLASSES[i % super::svg::SERIES_CLASSES.len()],
-                label: m.metric.name().to_owned(),
-                points: vec![
-                    (e.low * 100.0, row),
-                    (e.value * 100.0, row),
-                    (e.high * 100.0, row),
-                ],
-            });
-        }
+    let mut chart = Chart::new(title, x, y);
+    for (i, (label, e)) in rows.iter().enumerate() {
+        let row = (rows.len() - i) as f64;
+        chart.line(Line {
+            class: super::svg::SERIES_CLASSES[i % super::svg::SERIES_CLASSES.len()],
+            label: label.clone(),
+            points: vec![
+                (e.low * 100.0, row),
+                (e.value * 100.0, row),
+                (e.high * 100.0, row),
+            ],
+        });
     }
     chart.marker(-threshold * 100.0, "");
     chart.marker(

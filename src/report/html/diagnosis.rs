@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use super::escape::esc;
 use super::svg::{Axis, Chart, Line};
 use super::time::time_axis;
+use crate::diagnose::ServerEvent;
 use crate::diagnose::{Diagnosis, StateCounts};
 use crate::report::model::{ReportError, RunResult};
 
@@ -42,6 +43,30 @@ pub fn findings(r: &RunResult) -> Result<Option<String>, ReportError> {
     Ok(Some(out))
 }
 
+/// Rows the markers' labels take turns on.
+const MARKER_ROWS: usize = 3;
+
+/// The server's events that fall on the time axis `axis_max` s long,
+/// each with its time in s from the start of the series.
+fn events_on_axis(r: &RunResult, axis_max: f64) -> Vec<(f64, &ServerEvent)> {
+    let Some(d) = &r.diagnosis else {
+        return Vec::new();
+    };
+    d.events
+        .iter()
+        .map(|e| ((e.at_us - r.series.start_us) as f64 / 1e6, e))
+        .filter(|(t, _)| (0.0..=axis_max).contains(t))
+        .collect()
+}
+
+/// Marks the checkpoints, vacuums and analyzes on a chart of the run's
+/// time axis (`axis_max` s long).
+pub(super) fn mark_events(r: &RunResult, axis_max: f64, chart: &mut Chart) {
+    for (i, (t, e)) in events_on_axis(r, axis_max).into_iter().enumerate() {
+        chart.marker_row(t, &e.kind, i % MARKER_ROWS);
+    }
+}
+
 /// One class of backend-samples.
 type StateCount = fn(&StateCounts) -> u64;
 
@@ -59,11 +84,14 @@ pub fn backend_states(r: &RunResult) -> Result<Option<String>, ReportError> {
         ("s2", "waiting for the client", |c| c.client),
         ("s1", "idle in transaction", |c| c.idle_in_transaction),
     ];
+    let axis = time_axis(r);
+    let axis_max = axis.max;
     let mut chart = Chart::new(
         title,
-        time_axis(r),
+        axis,
         Axis::linear(0.0, 100.0, "share of samples (%)"),
     );
+    mark_events(r, axis_max, &mut chart);
     for (class, label, count) in classes {
         let points = a
             .intervals
@@ -133,6 +161,7 @@ pub fn counters(r: &RunResult) -> Result<Option<String>, ReportError> {
         );
     }
     out.push_str("</table>");
+    events_table(r, &mut out);
     if !d.statements.is_empty() {
         out.push_str("<h3>Top statements (pg_stat_statements)</h3><table><tr><th>calls</th><th>mean ms</th><th>total ms</th><th>statement</th></tr>");
         for s in &d.statements {
@@ -149,6 +178,29 @@ pub fn counters(r: &RunResult) -> Result<Option<String>, ReportError> {
     }
     out.push_str("</section>");
     Ok(Some(out))
+}
+
+/// The checkpoints, vacuums and analyzes with their times.
+fn events_table(r: &RunResult, out: &mut String) {
+    let events = events_on_axis(r, f64::INFINITY);
+    if events.is_empty() {
+        return;
+    }
+    out.push_str("<h3>Checkpoints, vacuums and analyzes</h3><table><tr><th>at (s)</th><th>event</th><th>time known to</th></tr>");
+    for (t, e) in events {
+        let known = if e.within_ms > 0 {
+            format!("happened in the {} ms before", e.within_ms)
+        } else {
+            "the server's time stamp".to_owned()
+        };
+        let _ = write!(
+            out,
+            "<tr><td>{t:.1}</td><td class=\"text\">{}</td><td class=\"text\">{}</td></tr>",
+            esc(&e.label()),
+            esc(&known)
+        );
+    }
+    out.push_str("</table>");
 }
 
 fn counter_rows(d: &Diagnosis, rows: &mut Vec<(String, String)>) {
@@ -183,6 +235,27 @@ fn counter_rows(d: &Diagnosis, rows: &mut Vec<(String, String)>) {
             add(
                 "checkpoints timed / requested",
                 format!("{} / {}", k.timed, k.requested),
+            );
+        }
+        for io in &c.io {
+            add(
+                &format!(
+                    "I/O of {}, {}, {}: reads / writes / extends (MB), hits, evictions, writebacks, fsyncs",
+                    io.backend_type, io.object, io.context
+                ),
+                format!(
+                    "{} / {} / {} ({:.1} / {:.1} / {:.1}), {}, {}, {}, {}",
+                    io.reads,
+                    io.writes,
+                    io.extends,
+                    io.read_bytes as f64 / 1e6,
+                    io.write_bytes as f64 / 1e6,
+                    io.extend_bytes as f64 / 1e6,
+                    io.hits,
+                    io.evictions,
+                    io.writebacks,
+                    io.fsyncs
+                ),
             );
         }
     }

@@ -35,6 +35,7 @@ pub mod escape;
 mod summary;
 pub mod svg;
 mod sweep;
+mod sweep_comparison;
 mod tables;
 mod time;
 
@@ -44,6 +45,7 @@ use super::model::{ReportError, RunResult};
 
 pub use comparison::render_comparison_html;
 pub use sweep::render_sweep_html;
+pub use sweep_comparison::render_sweep_comparison_html;
 
 /// A section of the page: its HTML, or nothing when it does not apply.
 type Section = fn(&RunResult) -> Result<Option<String>, ReportError>;

@@ -229,13 +229,19 @@ impl Chart {
 
     /// A vertical marker line at `x` with a label at its top.
     pub fn marker(&mut self, x: f64, label: &str) {
+        self.marker_row(x, label, 0);
+    }
+
+    /// A marker whose label is on line `row` from the top, so the labels
+    /// of markers close together do not overlap.
+    pub fn marker_row(&mut self, x: f64, label: &str, row: usize) {
         let px = self.px(x);
         let _ = write!(
             self.body,
             "<line class=\"mark\" x1=\"{px:.1}\" y1=\"{TOP}\" x2=\"{px:.1}\" y2=\"{:.1}\"/><text class=\"mark\" x=\"{:.1}\" y=\"{:.1}\">{}</text>",
             HEIGHT - BOTTOM,
             px + 3.0,
-            TOP + 10.0,
+            TOP + 10.0 + 11.0 * row as f64,
             esc(label)
         );
     }

@@ -119,8 +119,13 @@ pub fn throughput(r: &RunResult) -> Result<Option<String>, ReportError> {
     }
     let _ = write!(
         out,
-        "<p class=\"note\">Per interval of {} s.</p></section>",
-        super::svg::number(r.series.width_us as f64 / 1e6)
+        "<p class=\"note\">Per interval of {} s.{}</p></section>",
+        super::svg::number(r.series.width_us as f64 / 1e6),
+        if r.diagnosis.as_ref().is_some_and(|d| !d.events.is_empty()) {
+            " Dashed lines mark the checkpoints, vacuums and analyzes the monitor saw (listed with the counters)."
+        } else {
+            ""
+        }
     );
     Ok(Some(out))
 }
@@ -144,14 +149,17 @@ fn chart(label: &str, r: &RunResult, lines: Vec<Line>) -> String {
         .iter()
         .flat_map(|l| l.points.iter().map(|p| p.1))
         .fold(0.0, f64::max);
+    let axis = time_axis(r);
+    let axis_max = axis.max;
     let mut chart = Chart::new(
         label,
-        time_axis(r),
+        axis,
         Axis::linear(0.0, top, "transactions per second"),
     );
     for line in lines {
         chart.line(line);
     }
+    super::diagnosis::mark_events(r, axis_max, &mut chart);
     chart.finish()
 }
 
@@ -189,7 +197,10 @@ pub fn latency(r: &RunResult) -> Result<Option<String>, ReportError> {
     }
     let all: Vec<(f64, f64)> = points.iter().flatten().copied().collect();
     let (lo, hi) = range(&all);
-    let mut chart = Chart::new(title, time_axis(r), Axis::log(lo, hi, "latency (ms)"));
+    let axis = time_axis(r);
+    let axis_max = axis.max;
+    let mut chart = Chart::new(title, axis, Axis::log(lo, hi, "latency (ms)"));
+    super::diagnosis::mark_events(r, axis_max, &mut chart);
     let [p50, p90, p99, max] = points;
     for (class, label, points) in [
         ("s3", "max", max),

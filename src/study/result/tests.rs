@@ -130,3 +130,62 @@ fn a_plateau_is_no_gain_over_3_steps_or_under_2_percent_over_5() {
     assert!(plateau(&[100.0, 200.0, 201.0, 202.0, 202.5, 203.0, 203.5]));
     assert!(!plateau(&[100.0, 200.0, 201.0, 202.0, 202.5, 203.0, 205.0]));
 }
+
+/// A diagnosis with the busiest thread at `cpu_s` over a 2 s window, the
+/// backends' samples `on_cpu` and `client`, and findings of `severities`.
+fn diagnosed(cpu_s: f64, on_cpu: u64, client: u64, severities: &[(&str, Severity)]) -> RunResult {
+    use crate::diagnose::{Activity, Diagnosis, Finding};
+    let mut r = run(2, 100.0, 1000, 0);
+    r.timings.bench_duration_us = 2_000_000;
+    let mut d = Diagnosis::default();
+    d.client.thread_cpu_s = vec![0.1, cpu_s];
+    d.activity = Some(Activity {
+        total: StateCounts {
+            on_cpu,
+            client,
+            ..StateCounts::default()
+        },
+        ..Activity::default()
+    });
+    d.findings = severities
+        .iter()
+        .map(|&(id, severity)| Finding {
+            id: id.to_owned(),
+            severity,
+            summary: String::new(),
+            figures: Default::default(),
+            why: String::new(),
+            action: String::new(),
+        })
+        .collect();
+    r.diagnosis = Some(d);
+    r
+}
+
+#[test]
+fn a_point_carries_its_load_from_the_repeats_diagnoses() {
+    let a = diagnosed(1.0, 10, 30, &[("client-saturated", Severity::Warning)]);
+    let b = diagnosed(
+        1.8,
+        30,
+        30,
+        &[
+            ("short-run", Severity::Info),
+            ("checkpoint", Severity::Warning),
+        ],
+    );
+    let p = point(2.0, &[&a, &b], &[]).unwrap();
+    // The busiest thread: 50% and 90% of the 2 s window.
+    assert!((p.client_cpu.unwrap() - 0.7).abs() < 1e-12);
+    // 40 of 100 samples on CPU, 60 waiting for the client.
+    let shares = p.backends.unwrap();
+    assert!((shares.on_cpu - 0.4).abs() < 1e-12);
+    assert!((shares.client - 0.6).abs() < 1e-12);
+    assert_eq!(shares.waiting, 0.0);
+    // Warnings and worse, each once; information is left out.
+    assert_eq!(p.findings, ["checkpoint", "client-saturated"]);
+    // Without diagnoses there is nothing to show.
+    let plain = point(2.0, &[&run(2, 100.0, 1000, 0)], &[]).unwrap();
+    assert_eq!((plain.client_cpu, plain.backends), (None, None));
+    assert!(plain.findings.is_empty());
+}
