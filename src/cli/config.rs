@@ -189,6 +189,12 @@ pub struct Benchmark {
     /// The monitor's sampling interval in ms, or `None` under
     /// `--no-monitor`.
     pub monitor: Option<u32>,
+    /// `--target=NAME=CONNINFO`, in order: the run (or each step of a
+    /// sweep) once per target. Empty: the command line's connection.
+    pub targets: Vec<crate::pool::Target>,
+    /// `--pool-size`: server connections of the pooler (the throwaway
+    /// PgBouncer's `default_pool_size`).
+    pub pool_size: Option<u32>,
 }
 
 impl Benchmark {
@@ -338,6 +344,8 @@ pub struct TempInstance {
     pub settings: Vec<(String, String)>,
     /// `--temp-instance-keep`: leave the instance's directory behind.
     pub keep: bool,
+    /// `--temp-pgbouncer[=MODE]`: a throwaway PgBouncer in front of it.
+    pub pgbouncer: Option<crate::tempdb::PoolMode>,
 }
 
 /// What validation may consult besides the arguments; captured once so that

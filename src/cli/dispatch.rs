@@ -194,6 +194,9 @@ fn run_benchmark(config: &Config, benchmark: &Benchmark) -> Result<i32, RunError
     if config.busy_poll == BusyPoll::On && config.io == IoMethod::Uring {
         return Err(RunError::Unsupported("--busy-poll=on with --io=uring"));
     }
+    if !benchmark.targets.is_empty() {
+        return crate::pool::run(config, benchmark).map_err(|e| RunError::Engine(e.to_string()));
+    }
     match &benchmark.study {
         Some(study) => crate::study::run(config, benchmark, study),
         None => crate::engine::run(config, benchmark),

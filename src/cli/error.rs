@@ -162,6 +162,15 @@ pub enum CliError {
     UnsupportedWithSweep(&'static str),
     /// `--warmup` in a plain run.
     WarmupWithoutSweep,
+    /// A bad `--target`, shown with its passwords replaced.
+    InvalidTarget {
+        value: String,
+        reason: String,
+    },
+    /// An option the targets cannot honour yet.
+    UnsupportedWithTargets(&'static str),
+    /// `--pool-size` without a pooler of pgbolt's own.
+    PoolSizeWithoutPooler,
 }
 
 impl CliError {
@@ -199,6 +208,7 @@ impl CliError {
                 | CliError::InvalidStudyValue { .. }
                 | CliError::RequiresSweep(_)
                 | CliError::SweptOption(..)
+                | CliError::InvalidTarget { .. }
         )
     }
 
@@ -498,6 +508,16 @@ impl fmt::Display for CliError {
             CliError::UnsupportedWithSweep(option) => {
                 write!(f, "{option} with --sweep is not supported yet")
             }
+            CliError::InvalidTarget { value, reason } => {
+                write!(f, "invalid value \"{value}\" for option --target: {reason}")
+            }
+            CliError::UnsupportedWithTargets(option) => {
+                write!(f, "{option} with --target or --temp-pgbouncer is not supported yet")
+            }
+            CliError::PoolSizeWithoutPooler => write!(
+                f,
+                "--pool-size without --temp-pgbouncer (a pool inside pgbolt) is not supported yet"
+            ),
             CliError::RequiresTempInstance(option) => {
                 write!(f, "{option} can only be used with --temp-instance")
             }

@@ -86,6 +86,10 @@ pub struct Gathered {
     pub temp_instance: bool,
     pub temp_instance_settings: Vec<(String, String)>,
     pub temp_instance_keep: bool,
+    /// `--temp-pgbouncer[=MODE]`.
+    pub temp_pgbouncer: Option<crate::tempdb::PoolMode>,
+    pub pool_size: Option<u32>,
+    pub targets: Vec<crate::pool::Target>,
     pub io: Option<IoMethod>,
     pub busy_poll: Option<BusyPoll>,
     pub sweep: Option<crate::study::Sweep>,
@@ -575,6 +579,42 @@ pub fn temp_instance_setting(g: &mut Gathered, value: &OsStr) -> Result<(), CliE
 
 pub fn temp_instance_keep(g: &mut Gathered) {
     g.temp_instance_keep = true;
+}
+
+pub fn temp_pgbouncer(g: &mut Gathered, value: Option<&OsStr>) -> Result<(), CliError> {
+    let mode = match value {
+        None => crate::tempdb::PoolMode::Transaction,
+        Some(value) => crate::tempdb::PoolMode::parse(&text(value)).ok_or_else(|| {
+            study_value(
+                "--temp-pgbouncer",
+                value,
+                "expected session, transaction or statement".into(),
+            )
+        })?,
+    };
+    g.temp_pgbouncer = Some(mode);
+    Ok(())
+}
+
+pub fn pool_size(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    g.pool_size = Some(values::option_int(&text(value), "--pool-size", 1, 10_000)? as u32);
+    Ok(())
+}
+
+pub fn target(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let target =
+        crate::pool::parse_target(&text(value)).map_err(|reason| CliError::InvalidTarget {
+            value: pgwire::conninfo::redact(&text(value)),
+            reason: pgwire::conninfo::redact(&reason),
+        })?;
+    if g.targets.iter().any(|t| t.name == target.name) {
+        return Err(CliError::InvalidTarget {
+            value: pgwire::conninfo::redact(&text(value)),
+            reason: format!("target \"{}\" is named twice", target.name),
+        });
+    }
+    g.targets.push(target);
+    Ok(())
 }
 
 /// The value of an option that takes one of a few exact words.

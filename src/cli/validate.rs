@@ -153,6 +153,7 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
         return Err(CliError::UnlimitedTriesWithoutBound);
     }
 
+    targets(g)?;
     let study = study(g)?;
     let mut clients = g.clients.unwrap_or(1);
     if let Some(largest) = study.as_ref().and_then(|s| s.largest_clients()) {
@@ -207,7 +208,44 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
         run_id: g.run_id.take(),
         study,
         monitor: (!g.no_monitor).then(|| g.monitor_interval.unwrap_or(100)),
+        targets: std::mem::take(&mut g.targets),
+        pool_size: g.pool_size,
     })
+}
+
+/// `--target`, `--temp-pgbouncer` and `--pool-size`, checked against what
+/// a comparison of targets cannot honour yet.
+fn targets(g: &Gathered) -> Result<(), CliError> {
+    if g.temp_pgbouncer.is_some() && !g.temp_instance {
+        return Err(CliError::RequiresTempInstance("--temp-pgbouncer"));
+    }
+    if g.pool_size.is_some() && g.temp_pgbouncer.is_none() {
+        return Err(CliError::PoolSizeWithoutPooler);
+    }
+    if g.temp_instance && !g.targets.is_empty() {
+        return Err(CliError::TempInstanceWithServer("--target"));
+    }
+    if g.targets.is_empty() && g.temp_pgbouncer.is_none() {
+        return Ok(());
+    }
+    let unsupported = [
+        ("-l/--log", g.log),
+        ("--pgbench-output", g.pgbench_output),
+        (
+            "--generator",
+            g.generator.is_some() || g.generators.is_some(),
+        ),
+        ("--start-at", g.start_at.is_some()),
+        (
+            "--sweep=clients:auto",
+            matches!(&g.sweep, Some(s) if s.values == crate::study::Values::Auto),
+        ),
+        ("--html", g.html.is_some()),
+    ];
+    match unsupported.into_iter().find(|(_, given)| *given) {
+        Some((option, _)) => Err(CliError::UnsupportedWithTargets(option)),
+        None => Ok(()),
+    }
 }
 
 /// `--sweep` and its companions, checked against the options a sweep sets
@@ -378,6 +416,7 @@ fn temp_instance(g: &mut Gathered) -> Result<Option<TempInstance>, CliError> {
     Ok(Some(TempInstance {
         settings: std::mem::take(&mut g.temp_instance_settings),
         keep: g.temp_instance_keep,
+        pgbouncer: g.temp_pgbouncer,
     }))
 }
 

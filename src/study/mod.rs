@@ -28,7 +28,7 @@
 
 pub mod result;
 mod spec;
-mod text;
+pub(crate) mod text;
 pub mod usl;
 
 use std::io::Write;
@@ -65,42 +65,12 @@ pub fn run(config: &Config, bench: &Benchmark, study: &Study) -> Result<i32, Eng
         })?),
         None => None,
     };
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
-    let mut sweeper = Sweeper {
-        config,
-        bench,
-        study,
-        cpus,
-        steps: Vec::new(),
-        stopped: None,
-        announced: false,
-    };
+    let mut sweeper = Sweeper::new(config, bench, study, None);
     let status = match &study.sweep.values {
         Values::List(values) => sweeper.run_list(values)?,
         Values::Auto => sweeper.run_auto()?,
     };
-    let summary = result::summarize(study.sweep.dimension, &sweeper.steps, &study.slo);
-    let result = SweepResult {
-        schema_version: crate::report::SCHEMA_VERSION,
-        kind: result::KIND.to_owned(),
-        tool: "pgbolt".to_owned(),
-        tool_version: env!("CARGO_PKG_VERSION").to_owned(),
-        sweep: SweepInfo {
-            dimension: study.sweep.dimension.name().to_owned(),
-            auto: study.sweep.values == Values::Auto,
-            warmup_s: study.warmup_s,
-            repeat: study.repeat,
-            reset: match study.reset {
-                Reset::Vacuum => "vacuum",
-                Reset::Checkpoint => "checkpoint",
-            }
-            .to_owned(),
-            slo: study.slo.iter().map(Into::into).collect(),
-            stopped: sweeper.stopped.clone(),
-        },
-        steps: sweeper.steps,
-        summary,
-    };
+    let result = sweeper.finish();
     let text = text::render(&result, bench);
     let mut failed = false;
     if to_stdout {
@@ -165,7 +135,7 @@ pub fn read_sweep(text: &str) -> Option<Result<SweepResult, String>> {
 }
 
 /// The state of a sweep under way.
-struct Sweeper<'a> {
+pub(crate) struct Sweeper<'a> {
     config: &'a Config,
     bench: &'a Benchmark,
     study: &'a Study,
@@ -175,9 +145,62 @@ struct Sweeper<'a> {
     stopped: Option<String>,
     /// Whether the version line has been printed.
     announced: bool,
+    /// The target whose steps these are, named in each step's line.
+    label: Option<String>,
 }
 
-impl Sweeper<'_> {
+impl<'a> Sweeper<'a> {
+    /// A sweep with no step run yet.
+    pub(crate) fn new(
+        config: &'a Config,
+        bench: &'a Benchmark,
+        study: &'a Study,
+        label: Option<String>,
+    ) -> Self {
+        Sweeper {
+            config,
+            bench,
+            study,
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()) as u32,
+            steps: Vec::new(),
+            stopped: None,
+            announced: false,
+            label,
+        }
+    }
+
+    /// Records why the sweep ended early.
+    pub(crate) fn stop(&mut self, why: String) {
+        self.stopped = Some(why);
+    }
+
+    /// The result of the steps run so far, with the answers.
+    pub(crate) fn finish(self) -> SweepResult {
+        let study = self.study;
+        let summary = result::summarize(study.sweep.dimension, &self.steps, &study.slo);
+        SweepResult {
+            schema_version: crate::report::SCHEMA_VERSION,
+            kind: result::KIND.to_owned(),
+            tool: "pgbolt".to_owned(),
+            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+            sweep: SweepInfo {
+                dimension: study.sweep.dimension.name().to_owned(),
+                auto: study.sweep.values == Values::Auto,
+                warmup_s: study.warmup_s,
+                repeat: study.repeat,
+                reset: match study.reset {
+                    Reset::Vacuum => "vacuum",
+                    Reset::Checkpoint => "checkpoint",
+                }
+                .to_owned(),
+                slo: study.slo.iter().map(Into::into).collect(),
+                stopped: self.stopped,
+            },
+            steps: self.steps,
+            summary,
+        }
+    }
+
     /// A list: every value, repeats interleaved; a failed step ends it.
     fn run_list(&mut self, values: &[f64]) -> Result<i32, EngineError> {
         let order = interleaved(values, self.study.repeat);
@@ -253,7 +276,7 @@ impl Sweeper<'_> {
 
     /// Runs one step (its warm-up first) and keeps its result; returns
     /// the run's exit status.
-    fn step(
+    pub(crate) fn step(
         &mut self,
         value: f64,
         repeat: u32,
@@ -291,8 +314,12 @@ impl Sweeper<'_> {
             } else {
                 String::new()
             };
+            let label = self
+                .label
+                .as_ref()
+                .map_or(String::new(), |l| format!(" ({l})"));
             crate::cli::ewriteln!(
-                "step {index}{of}: {} clients, {} threads{}: {:.1} tps, p99 {:.3} ms",
+                "step {index}{of}{label}: {} clients, {} threads{}: {:.1} tps, p99 {:.3} ms",
                 result.options.clients,
                 result.options.threads,
                 result
