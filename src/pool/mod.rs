@@ -244,12 +244,13 @@ fn preflight(
         };
         match &t.pooler {
             Some(pooler) => {
-                // pgbolt's own console session is a client too.
-                let needed = largest + 1;
+                // pgbolt's own console and monitor sessions are clients too.
+                let needed = largest + 1 + u32::from(bench.monitor.is_some());
                 if let Some(max) = pooler.max_client_conn.filter(|&m| m < needed) {
                     return Err(refuse(format!(
                         "its max_client_conn is {max}, below the {largest} clients of the \
-                         largest step (and pgbolt's console session): the pooler would refuse \
+                         largest step (and pgbolt's console and monitor sessions): the pooler \
+                         would refuse \
                          the rest with \"no more connections allowed\", which looks like a \
                          collapse. Raise max_client_conn to at least {needed} in pgbouncer.ini."
                     )));
