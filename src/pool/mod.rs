@@ -91,7 +91,9 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, Error> {
         .iter()
         .map(|t| prepare(config, t))
         .collect::<Result<Vec<_>, Error>>()?;
-    preflight(&prepared, bench, largest, config.preflight)?;
+    if config.preflight {
+        preflight(&prepared, bench, largest)?;
+    }
 
     let Values::List(values) = &study.sweep.values else {
         return Err(Error::Engine(EngineError::Report(
@@ -224,12 +226,7 @@ fn prepare(config: &Config, target: &Target) -> Result<Prepared, Error> {
 }
 
 /// The checks made before the first step (see the module's doc).
-fn preflight(
-    targets: &[Prepared],
-    bench: &Benchmark,
-    largest: u32,
-    server_check: bool,
-) -> Result<(), Error> {
+fn preflight(targets: &[Prepared], bench: &Benchmark, largest: u32) -> Result<(), Error> {
     // The throwaway PgBouncer's server connections take slots of the
     // server the direct target checks.
     let pooled: u32 = targets
@@ -261,7 +258,7 @@ fn preflight(
                     return Err(refuse(prepared_refusal(pooler)));
                 }
             }
-            None if server_check => {
+            None => {
                 crate::engine::preflight_only(&t.config, largest + pooled).map_err(|e| {
                     let counted = if pooled > 0 {
                         format!(
@@ -278,7 +275,6 @@ fn preflight(
                     ))
                 })?;
             }
-            None => {}
         }
     }
     Ok(())
