@@ -230,12 +230,16 @@ fn prepared_statements_are_refused_through_transaction_pooling_on_pgbouncer_1_18
     assert!(stdout(&out).contains("target pgbouncer: "));
 }
 
-/// The pooler killed in the middle of its step: the step is reported
-/// failed, the run ends with pgbench's status for errors during the run
-/// (2), the report of the steps done is printed, and the pooler's and
-/// the server's directories are gone, with nothing left running.
-#[test]
-fn a_pgbouncer_killed_mid_step_fails_the_step_and_is_torn_down() {
+/// Starts a run of one step per target (`-T 4`) and reads its standard
+/// error until the direct step is over: the pooler's step starts then.
+/// Returns pgbolt, the rest of its standard error, the pooler's
+/// directory and what was read.
+fn until_the_pooled_step() -> (
+    std::process::Child,
+    BufReader<std::process::ChildStderr>,
+    PathBuf,
+    String,
+) {
     let mut child = temp_pgbouncer(&["--temp-pgbouncer", "-S", "-c", "2", "-T", "4"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -250,7 +254,6 @@ fn a_pgbouncer_killed_mid_step_fails_the_step_and_is_torn_down() {
         if line.starts_with("pgbolt: throwaway PgBouncer") {
             dir = Some(pooler_dir(&line));
         }
-        // The direct step is over: the pooler's starts now.
         if line.starts_with("step 1 of 2 (direct)") {
             break;
         }
@@ -258,6 +261,48 @@ fn a_pgbouncer_killed_mid_step_fails_the_step_and_is_torn_down() {
     }
     let dir = dir.unwrap_or_else(|| panic!("no PgBouncer line:\n{errors}"));
     std::thread::sleep(Duration::from_millis(1500));
+    (child, reader, dir, errors)
+}
+
+/// The throwaway server's directory (its socket's), from the pooler's
+/// configuration.
+fn server_dir(pooler_dir: &Path) -> PathBuf {
+    let ini = std::fs::read_to_string(pooler_dir.join("pgbouncer.ini")).expect("pgbouncer.ini");
+    let host = ini
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("host="))
+        .expect("host= in pgbouncer.ini");
+    PathBuf::from(host)
+}
+
+/// Ctrl-C while the pooler's step runs, and pgbolt killed outright: the
+/// pooler and the server are stopped and their directories removed
+/// (by the signal's clean-up, then by the watchdogs).
+#[test]
+fn a_run_stopped_by_a_signal_leaves_no_pooler_behind() {
+    for signal in [libc::SIGINT, libc::SIGKILL] {
+        let (mut child, _reader, dir, errors) = until_the_pooled_step();
+        let server = server_dir(&dir);
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let status = child.wait().expect("pgbolt ends");
+        assert!(!status.success(), "signal {signal}: {errors}");
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while (dir.exists() || server.exists()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert_torn_down(&dir);
+        assert_torn_down(&server);
+    }
+}
+
+/// The pooler killed in the middle of its step: the step is reported
+/// failed, the run ends with pgbench's status for errors during the run
+/// (2), the report of the steps done is printed, and the pooler's and
+/// the server's directories are gone, with nothing left running.
+#[test]
+fn a_pgbouncer_killed_mid_step_fails_the_step_and_is_torn_down() {
+    let (child, mut reader, dir, mut errors) = until_the_pooled_step();
     let pids: Vec<i32> = processes_in(&dir)
         .iter()
         .filter(|p| p.contains("pgbouncer.ini"))
