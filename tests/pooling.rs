@@ -100,6 +100,7 @@ fn assert_torn_down(dir: &Path) {
 #[test]
 fn a_sweep_compares_direct_and_the_throwaway_pgbouncer() {
     let json = tempfile::NamedTempFile::new().expect("a temporary file");
+    let html = tempfile::NamedTempFile::new().expect("a temporary file");
     let out = run(&mut temp_pgbouncer(&[
         "--temp-pgbouncer",
         "--pool-size=3",
@@ -108,6 +109,7 @@ fn a_sweep_compares_direct_and_the_throwaway_pgbouncer() {
         "1",
         "--sweep=clients:2,12",
         &format!("--json={}", json.path().display()),
+        &format!("--html={}", html.path().display()),
     ]));
     let (text, errors) = (stdout(&out), stderr(&out));
     assert_eq!(out.status.code(), Some(0), "{errors}");
@@ -156,6 +158,21 @@ fn a_sweep_compares_direct_and_the_throwaway_pgbouncer() {
     assert!((1..=3).contains(&sv_active), "{busy}");
     assert!(busy["view"]["cpu_percent"].as_f64().is_some(), "{busy}");
     assert_torn_down(&pooler_dir(&errors));
+
+    // The page, written during the run and again from the JSON file.
+    let page = std::fs::read_to_string(html.path()).unwrap();
+    let again = tempfile::NamedTempFile::new().expect("a temporary file");
+    let rendered = run(Command::new(pgbolt_path()).args([
+        format!("--render={}", json.path().display()),
+        format!("--html={}", again.path().display()),
+    ]));
+    assert_eq!(rendered.status.code(), Some(0), "{}", stderr(&rendered));
+    let again = std::fs::read_to_string(again.path()).unwrap();
+    for page in [&page, &again] {
+        assert!(page.contains("<h1>Targets compared: direct, pgbouncer</h1>"));
+        assert!(page.contains("<h2>The pooler's view</h2>"));
+        assert!(page.contains("\"kind\":\"targets\""));
+    }
 }
 
 /// The server allows fewer connections than the direct target's largest

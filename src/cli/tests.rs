@@ -936,10 +936,6 @@ fn targets_and_poolers_refuse_what_they_cannot_honour() {
             "--temp-instance cannot be used with --target",
         ),
         (
-            &["--target=a=host=/tmp", "--html=x.html"],
-            "--html with --target or --temp-pgbouncer is not supported yet",
-        ),
-        (
             &["--target=a=host=/tmp", "--sweep=clients:auto"],
             "--sweep=clients:auto with --target or --temp-pgbouncer is not supported yet",
         ),

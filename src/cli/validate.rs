@@ -240,7 +240,6 @@ fn targets(g: &Gathered) -> Result<(), CliError> {
             "--sweep=clients:auto",
             matches!(&g.sweep, Some(s) if s.values == crate::study::Values::Auto),
         ),
-        ("--html", g.html.is_some()),
     ];
     match unsupported.into_iter().find(|(_, given)| *given) {
         Some((option, _)) => Err(CliError::UnsupportedWithTargets(option)),

@@ -30,7 +30,7 @@
 pub mod compare;
 pub mod console;
 pub mod target;
-mod text;
+pub(crate) mod text;
 
 use std::io::Write;
 use std::time::Duration;
@@ -86,6 +86,10 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, Error> {
     let study = bench.study.clone().unwrap_or_else(|| one_step(bench));
     let largest = study.largest_clients().unwrap_or(bench.clients);
     let json_file = open_json(bench)?;
+    let html_file = match &bench.html {
+        Some(path) => Some(create(path)?),
+        None => None,
+    };
     let prepared = bench
         .targets
         .iter()
@@ -185,7 +189,23 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, Error> {
         pooler_steps,
         stopped,
     };
-    let written = write_reports(&result, bench, json_file);
+    let mut written = write_reports(&result, bench, json_file);
+    if let (Some(path), Some(mut file)) = (&bench.html, html_file) {
+        let page = crate::report::html::render_targets_html(&result, crate::report::html::now_us())
+            .map_err(|e| e.to_string())
+            .and_then(|page| {
+                file.write_all(page.as_bytes())
+                    .map_err(|e| crate::oserror::os_message(&e))
+            });
+        if let Err(e) = page {
+            crate::cli::ewriteln!(
+                "{}: error: could not write \"{}\": {e}",
+                crate::cli::PROGRAM,
+                path.display()
+            );
+            written = false;
+        }
+    }
     Ok(if status == 0 && !written { 2 } else { status })
 }
 
@@ -295,17 +315,37 @@ pub fn prepared_refusal(pooler: &PoolerInfo) -> String {
 
 fn open_json(bench: &Benchmark) -> Result<Option<std::fs::File>, Error> {
     match &bench.json {
-        Some(path) if path.as_os_str() != "-" => {
-            std::fs::File::create(path).map(Some).map_err(|e| {
-                Error::Engine(EngineError::Report(format!(
-                    "could not open file \"{}\": {}",
-                    path.display(),
-                    crate::oserror::os_message(&e)
-                )))
-            })
-        }
+        Some(path) if path.as_os_str() != "-" => create(path).map(Some),
         _ => Ok(None),
     }
+}
+
+/// A result file, created before the first step so that a bad path fails
+/// before anything runs.
+fn create(path: &std::path::Path) -> Result<std::fs::File, Error> {
+    std::fs::File::create(path).map_err(|e| {
+        Error::Engine(EngineError::Report(format!(
+            "could not open file \"{}\": {}",
+            path.display(),
+            crate::oserror::os_message(&e)
+        )))
+    })
+}
+
+/// A targets' result read from `text` (its JSON file, or a page that
+/// embeds it); `None` when it is not a targets' result.
+pub fn read_targets(text: &str) -> Option<Result<TargetsResult, String>> {
+    let json = match crate::report::html::embedded_json(text) {
+        Some(json) if text.trim_start().starts_with('<') => json,
+        _ => text,
+    };
+    #[derive(serde::Deserialize)]
+    struct Kind {
+        kind: Option<String>,
+    }
+    let kind: Kind = serde_json::from_str(json).ok()?;
+    (kind.kind.as_deref() == Some(compare::KIND))
+        .then(|| serde_json::from_str(json).map_err(|e| format!("invalid targets' result: {e}")))
 }
 
 /// Prints the text report and writes the JSON; false when a write failed.
