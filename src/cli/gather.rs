@@ -604,12 +604,12 @@ pub fn pool_size(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
 pub fn target(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
     let target =
         crate::pool::parse_target(&text(value)).map_err(|reason| CliError::InvalidTarget {
-            value: pgwire::conninfo::redact(&text(value)),
-            reason: pgwire::conninfo::redact(&reason),
+            value: crate::pool::target::redact(&text(value)),
+            reason: crate::pool::target::redact(&reason),
         })?;
     if g.targets.iter().any(|t| t.name == target.name) {
         return Err(CliError::InvalidTarget {
-            value: pgwire::conninfo::redact(&text(value)),
+            value: crate::pool::target::redact(&text(value)),
             reason: format!("target \"{}\" is named twice", target.name),
         });
     }

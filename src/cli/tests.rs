@@ -947,6 +947,10 @@ fn targets_and_poolers_refuse_what_they_cannot_honour() {
             &["--target=bad name=host=/tmp password=s3cret"],
             "a target's name is 1 to 24 letters",
         ),
+        (
+            &["--target=bad name=postgresql://u:s3cret@h/db"],
+            "a target's name is 1 to 24 letters",
+        ),
     ] {
         let err = parse_err(args).to_string();
         assert!(err.contains(message), "{args:?}: {err}");

@@ -24,6 +24,18 @@ impl Target {
     }
 }
 
+/// `text` with every password hidden: a connection string or URI, or a
+/// target's `NAME=CONNINFO`, whose URI a connection string's parser
+/// would take for the value of a key named NAME.
+pub fn redact(text: &str) -> String {
+    if let Some((name, rest)) = text.split_once('=') {
+        if rest.starts_with("postgresql://") || rest.starts_with("postgres://") {
+            return format!("{name}={}", pgwire::conninfo::redact(rest));
+        }
+    }
+    pgwire::conninfo::redact(text)
+}
+
 /// Never the password.
 impl fmt::Debug for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
