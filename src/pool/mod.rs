@@ -98,115 +98,156 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, Error> {
     if config.preflight {
         preflight(&prepared, bench, largest)?;
     }
-
     let Values::List(values) = &study.sweep.values else {
         return Err(Error::Engine(EngineError::Report(
             "--sweep=clients:auto with targets is not supported yet".into(),
         )));
     };
-    let order = interleaved(values, study.repeat);
-    let total = order.len() * prepared.len();
-    let mut sweepers: Vec<Sweeper> = prepared
-        .iter()
-        .map(|p| Sweeper::new(&p.config, bench, &study, Some(p.target.name.clone())))
-        .collect();
-    let mut pooler_steps = Vec::new();
-    let mut stopped = None;
-    let mut status = 0;
-    let mut index = 0;
-    'steps: for (i, &(value, repeat)) in order.iter().enumerate() {
-        // The targets' order alternates, so that neither always runs
-        // right after the other.
-        let mut turn: Vec<usize> = (0..prepared.len()).collect();
-        if i % 2 == 1 {
-            turn.reverse();
-        }
-        for t in turn {
-            index += 1;
-            let p = &prepared[t];
-            let sampler = p.pooler.as_ref().and_then(|_| {
-                Console::open(&p.resolved).map(|c| Sampler::start(c, SAMPLE_EVERY, p.target.pid))
-            });
-            // Each target's first step checks for the largest.
-            let preflight_clients = (i == 0).then_some(largest);
-            let step = sweepers[t].step(value, repeat, (index, total), preflight_clients);
-            if let Some(view) = sampler.and_then(Sampler::finish) {
-                crate::cli::ewriteln!(
-                    "  {}: cl_active {}, cl_waiting {}, sv_active {}, maxwait {:.3} s{}{}",
-                    p.target.name,
-                    view.cl_active_max,
-                    view.cl_waiting_max,
-                    view.sv_active_max,
-                    view.maxwait_max_s,
-                    view.wait_us_per_xact
-                        .map_or(String::new(), |w| format!(", wait {w:.1} us/xact")),
-                    view.cpu_percent
-                        .map_or(String::new(), |c| format!(", pooler cpu {c:.0}%"))
-                );
-                pooler_steps.push(PoolerStep {
-                    target: p.target.name.clone(),
-                    value,
-                    repeat,
-                    view,
-                });
-            }
-            status = step?;
-            if status != 0 {
-                let why = format!(
-                    "step {index} of {total} ({}) failed (exit status {status}) and is left out",
-                    p.target.name
-                );
-                for s in &mut sweepers {
-                    s.stop(why.clone());
-                }
-                stopped = Some(why);
-                break 'steps;
-            }
-        }
-    }
-    let targets: Vec<TargetResult> = prepared
-        .iter()
-        .zip(sweepers)
-        .map(|(p, s)| TargetResult {
-            name: p.target.name.clone(),
-            conninfo: p.target.shown(),
-            pooler: p.pooler.clone(),
-            sweep: s.finish(),
-        })
-        .collect();
-    let points: Vec<(&str, &[crate::study::result::Point])> = targets
-        .iter()
-        .map(|t| (t.name.as_str(), t.sweep.summary.points.as_slice()))
-        .collect();
-    let comparison = compare::compare(&points);
-    let result = TargetsResult {
-        schema_version: crate::report::SCHEMA_VERSION,
-        kind: compare::KIND.to_owned(),
-        tool: "pgbolt".to_owned(),
-        tool_version: env!("CARGO_PKG_VERSION").to_owned(),
-        targets,
-        comparison,
-        pooler_steps,
-        stopped,
+    let mut runner = Runner {
+        targets: &prepared,
+        sweepers: prepared
+            .iter()
+            .map(|p| Sweeper::new(&p.config, bench, &study, Some(p.target.name.clone())))
+            .collect(),
+        pooler_steps: Vec::new(),
+        stopped: None,
     };
+    let status = runner.run(&interleaved(values, study.repeat), largest)?;
+    let result = runner.finish();
     let mut written = write_reports(&result, bench, json_file);
-    if let (Some(path), Some(mut file)) = (&bench.html, html_file) {
-        let page = crate::report::html::render_targets_html(&result, crate::report::html::now_us())
-            .map_err(|e| e.to_string())
-            .and_then(|page| {
-                file.write_all(page.as_bytes())
-                    .map_err(|e| crate::oserror::os_message(&e))
-            });
-        if let Err(e) = page {
-            crate::cli::ewriteln!(
-                "{}: error: could not write \"{}\": {e}",
-                crate::cli::PROGRAM,
-                path.display()
-            );
-            written = false;
-        }
+    if let (Some(path), Some(file)) = (&bench.html, html_file) {
+        written &= write_html(&result, path, file);
     }
     Ok(if status == 0 && !written { 2 } else { status })
+}
+
+/// The comparison under way: one sweep per target.
+struct Runner<'a> {
+    targets: &'a [Prepared],
+    sweepers: Vec<Sweeper<'a>>,
+    pooler_steps: Vec<PoolerStep>,
+    /// Why the comparison ended early.
+    stopped: Option<String>,
+}
+
+impl Runner<'_> {
+    /// Runs every step once per target, in `order`; a failed step ends
+    /// it. Returns the exit status.
+    fn run(&mut self, order: &[(f64, u32)], largest: u32) -> Result<i32, Error> {
+        let total = order.len() * self.targets.len();
+        let mut index = 0;
+        for (i, &(value, repeat)) in order.iter().enumerate() {
+            // The targets' order alternates, so that neither always runs
+            // right after the other.
+            let mut turn: Vec<usize> = (0..self.targets.len()).collect();
+            if i % 2 == 1 {
+                turn.reverse();
+            }
+            for t in turn {
+                index += 1;
+                // Each target's first step checks for the largest.
+                let preflight = (i == 0).then_some(largest);
+                let status = self.step(t, value, repeat, (index, total), preflight)?;
+                if status != 0 {
+                    let why = format!(
+                        "step {index} of {total} ({}) failed (exit status {status}) and is left out",
+                        self.targets[t].target.name
+                    );
+                    for s in &mut self.sweepers {
+                        s.stop(why.clone());
+                    }
+                    self.stopped = Some(why);
+                    return Ok(status);
+                }
+            }
+        }
+        Ok(0)
+    }
+
+    /// One step on target `t`, its pooler sampled meanwhile.
+    fn step(
+        &mut self,
+        t: usize,
+        value: f64,
+        repeat: u32,
+        at: (usize, usize),
+        preflight: Option<u32>,
+    ) -> Result<i32, Error> {
+        let p = &self.targets[t];
+        let sampler = p.pooler.as_ref().and_then(|_| {
+            Console::open(&p.resolved).map(|c| Sampler::start(c, SAMPLE_EVERY, p.target.pid))
+        });
+        let status = self.sweepers[t].step(value, repeat, at, preflight);
+        if let Some(view) = sampler.and_then(Sampler::finish) {
+            crate::cli::ewriteln!(
+                "  {}: cl_active {}, cl_waiting {}, sv_active {}, maxwait {:.3} s{}{}",
+                p.target.name,
+                view.cl_active_max,
+                view.cl_waiting_max,
+                view.sv_active_max,
+                view.maxwait_max_s,
+                view.wait_us_per_xact
+                    .map_or(String::new(), |w| format!(", wait {w:.1} us/xact")),
+                view.cpu_percent
+                    .map_or(String::new(), |c| format!(", pooler cpu {c:.0}%"))
+            );
+            self.pooler_steps.push(PoolerStep {
+                target: p.target.name.clone(),
+                value,
+                repeat,
+                view,
+            });
+        }
+        Ok(status?)
+    }
+
+    /// The result of the steps run, with the comparison.
+    fn finish(self) -> TargetsResult {
+        let targets: Vec<TargetResult> = self
+            .targets
+            .iter()
+            .zip(self.sweepers)
+            .map(|(p, s)| TargetResult {
+                name: p.target.name.clone(),
+                conninfo: p.target.shown(),
+                pooler: p.pooler.clone(),
+                sweep: s.finish(),
+            })
+            .collect();
+        let points: Vec<(&str, &[crate::study::result::Point])> = targets
+            .iter()
+            .map(|t| (t.name.as_str(), t.sweep.summary.points.as_slice()))
+            .collect();
+        let comparison = compare::compare(&points);
+        TargetsResult {
+            schema_version: crate::report::SCHEMA_VERSION,
+            kind: compare::KIND.to_owned(),
+            tool: "pgbolt".to_owned(),
+            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+            targets,
+            comparison,
+            pooler_steps: self.pooler_steps,
+            stopped: self.stopped,
+        }
+    }
+}
+
+/// Writes the page; false when that failed (and was said).
+fn write_html(result: &TargetsResult, path: &std::path::Path, mut file: std::fs::File) -> bool {
+    let page = crate::report::html::render_targets_html(result, crate::report::html::now_us())
+        .map_err(|e| e.to_string())
+        .and_then(|page| {
+            file.write_all(page.as_bytes())
+                .map_err(|e| crate::oserror::os_message(&e))
+        });
+    if let Err(e) = &page {
+        crate::cli::ewriteln!(
+            "{}: error: could not write \"{}\": {e}",
+            crate::cli::PROGRAM,
+            path.display()
+        );
+    }
+    page.is_ok()
 }
 
 /// A plain run as a sweep of one step: its clients.
