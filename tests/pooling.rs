@@ -93,6 +93,22 @@ fn assert_torn_down(dir: &Path) {
     assert!(!dir.exists(), "{} left behind", dir.display());
 }
 
+/// Without pgbouncer, `--temp-pgbouncer` says where it looked and which
+/// package brings it, before any server is made.
+#[test]
+fn a_missing_pgbouncer_names_the_package() {
+    let out = run(temp_pgbouncer(&["--temp-pgbouncer", "-S", "-t", "1"])
+        .env("PGBOLT_PGBOUNCER_DIRS", "/nonexistent/sbin"));
+    let errors = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{errors}");
+    assert_eq!(
+        errors,
+        "pgbolt: error: could not start the throwaway instance: pgbouncer was not found \
+         (searched /nonexistent/sbin); install the Debian package \"pgbouncer\" (apt-get \
+         install pgbouncer, or make deps)\n"
+    );
+}
+
 /// Direct against the throwaway PgBouncer over a sweep of clients: every
 /// step runs on both, the report compares them, the result file holds
 /// both sweeps, the comparison and the pooler's view, and nothing is

@@ -62,6 +62,10 @@ pub(super) fn run(
     mode: impl FnOnce(&Config, Option<&Init>) -> Result<i32, RunError>,
 ) -> Result<i32, RunError> {
     tempdb::install_signal_cleanup().map_err(start_error)?;
+    if temp.pgbouncer.is_some() {
+        // Missing, it is said before a server is made for nothing.
+        tempdb::find_pgbouncer().map_err(|e| RunError::TempInstance(e.to_string()))?;
+    }
     let db = builder(config, temp).start().map_err(start_error)?;
     match &config.mode {
         Mode::Run(b) if b.pgbench_output => {}
