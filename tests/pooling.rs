@@ -329,6 +329,58 @@ fn a_run_stopped_by_a_signal_leaves_no_pooler_behind() {
     }
 }
 
+/// `--connect-dimension`: each target also runs with `-C`, as `NAME-C`,
+/// and the comparison has four targets.
+#[test]
+fn the_connect_dimension_runs_each_target_with_and_without_c() {
+    let out = run(&mut temp_pgbouncer(&[
+        "--temp-pgbouncer",
+        "--connect-dimension",
+        "-S",
+        "-c",
+        "2",
+        "-T",
+        "1",
+        "--json=-",
+    ]));
+    let errors = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{errors}");
+    for step in [
+        "step 1 of 4 (direct)",
+        "step 2 of 4 (direct-C)",
+        "step 3 of 4 (pgbouncer)",
+        "step 4 of 4 (pgbouncer-C)",
+    ] {
+        assert!(errors.contains(step), "{step} missing:\n{errors}");
+    }
+    let result: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let connect: Vec<(&str, bool)> = result["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let step = &t["sweep"]["steps"][0]["result"]["options"];
+            (
+                t["name"].as_str().unwrap(),
+                step["connect_per_transaction"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        connect,
+        [
+            ("direct", false),
+            ("direct-C", true),
+            ("pgbouncer", false),
+            ("pgbouncer-C", true)
+        ]
+    );
+    assert_eq!(
+        result["comparison"]["crossovers"].as_array().unwrap().len(),
+        3
+    );
+}
+
 /// The pooler killed in the middle of its step: the step is reported
 /// failed, the run ends with pgbench's status for errors during the run
 /// (2), the report of the steps done is printed, and the pooler's and

@@ -192,6 +192,8 @@ pub struct Benchmark {
     /// `--target=NAME=CONNINFO`, in order: the run (or each step of a
     /// sweep) once per target. Empty: the command line's connection.
     pub targets: Vec<crate::pool::Target>,
+    /// `--connect-dimension`: each target also with `-C`, as `NAME-C`.
+    pub connect_dimension: bool,
     /// `--pool-size`: server connections of the pooler (the throwaway
     /// PgBouncer's `default_pool_size`).
     pub pool_size: Option<u32>,

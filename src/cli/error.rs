@@ -171,6 +171,10 @@ pub enum CliError {
     UnsupportedWithTargets(&'static str),
     /// `--pool-size` without a pooler of pgbolt's own.
     PoolSizeWithoutPooler,
+    /// An option that only means something with targets.
+    RequiresTargets(&'static str),
+    /// `-C` with `--connect-dimension`, which sets it per target.
+    ConnectDimensionWithConnect,
 }
 
 impl CliError {
@@ -209,6 +213,8 @@ impl CliError {
                 | CliError::RequiresSweep(_)
                 | CliError::SweptOption(..)
                 | CliError::InvalidTarget { .. }
+                | CliError::RequiresTargets(_)
+                | CliError::ConnectDimensionWithConnect
         )
     }
 
@@ -514,6 +520,13 @@ impl fmt::Display for CliError {
             CliError::UnsupportedWithTargets(option) => {
                 write!(f, "{option} with --target or --temp-pgbouncer is not supported yet")
             }
+            CliError::RequiresTargets(option) => {
+                write!(f, "{option} can only be used with --target or --temp-pgbouncer")
+            }
+            CliError::ConnectDimensionWithConnect => write!(
+                f,
+                "-C/--connect cannot be used with --connect-dimension, which runs each target both with and without it"
+            ),
             CliError::PoolSizeWithoutPooler => write!(
                 f,
                 "--pool-size without --temp-pgbouncer (a pool inside pgbolt) is not supported yet"

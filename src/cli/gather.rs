@@ -90,6 +90,7 @@ pub struct Gathered {
     pub temp_pgbouncer: Option<crate::tempdb::PoolMode>,
     pub pool_size: Option<u32>,
     pub targets: Vec<crate::pool::Target>,
+    pub connect_dimension: bool,
     pub io: Option<IoMethod>,
     pub busy_poll: Option<BusyPoll>,
     pub sweep: Option<crate::study::Sweep>,
@@ -594,6 +595,10 @@ pub fn temp_pgbouncer(g: &mut Gathered, value: Option<&OsStr>) -> Result<(), Cli
     };
     g.temp_pgbouncer = Some(mode);
     Ok(())
+}
+
+pub fn connect_dimension(g: &mut Gathered) {
+    g.connect_dimension = true;
 }
 
 pub fn pool_size(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {

@@ -325,6 +325,8 @@ pub static OPTIONS: &[OptionDef] = &[
         [line(P, 1, "run the benchmark (each step of a sweep) once per\ntarget, interleaved, and compare them (repeatable)")]),
     opt!(None, "temp-pgbouncer", "MODE", Benchmark, Pgbolt, OptionalValue(g::temp_pgbouncer),
         [line(P, 2, "with --temp-instance, also a throwaway PgBouncer\n(session, transaction (default) or statement\npooling): targets direct and pgbouncer")]),
+    opt!(None, "connect-dimension", "", Benchmark, Pgbolt, Flag(g::connect_dimension),
+        [line(P, 4, "run each target twice, with its connections kept\nand with one per transaction (-C), as NAME and\nNAME-C")]),
     opt!(None, "pool-size", "NUM", Benchmark, Pgbolt, Value(g::pool_size),
         [line(P, 3, "server connections of the throwaway PgBouncer\n(default: CPUs x 2)")]),
 ];

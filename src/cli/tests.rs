@@ -244,6 +244,12 @@ static CASES: &[Case] = &[
             == Some(crate::tempdb::PoolMode::Transaction)
     }),
     case(
+        "connect-dimension",
+        None,
+        &["--target=pool=host=/tmp port=6432"],
+        |c| bench(c).connect_dimension,
+    ),
+    case(
         "pool-size",
         Some("8"),
         &["--temp-instance", "--temp-pgbouncer"],
@@ -938,6 +944,14 @@ fn targets_and_poolers_refuse_what_they_cannot_honour() {
         (
             &["--target=a=host=/tmp", "--sweep=clients:auto"],
             "--sweep=clients:auto with --target or --temp-pgbouncer is not supported yet",
+        ),
+        (
+            &["--connect-dimension"],
+            "--connect-dimension can only be used with --target or --temp-pgbouncer",
+        ),
+        (
+            &["--target=a=host=/tmp", "--connect-dimension", "-C"],
+            "-C/--connect cannot be used with --connect-dimension",
         ),
         (
             &["--target=a=host=/tmp", "--target=a=host=/var/run"],

@@ -209,6 +209,7 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
         study,
         monitor: (!g.no_monitor).then(|| g.monitor_interval.unwrap_or(100)),
         targets: std::mem::take(&mut g.targets),
+        connect_dimension: g.connect_dimension,
         pool_size: g.pool_size,
     })
 }
@@ -226,7 +227,13 @@ fn targets(g: &Gathered) -> Result<(), CliError> {
         return Err(CliError::TempInstanceWithServer("--target"));
     }
     if g.targets.is_empty() && g.temp_pgbouncer.is_none() {
-        return Ok(());
+        return match g.connect_dimension {
+            true => Err(CliError::RequiresTargets("--connect-dimension")),
+            false => Ok(()),
+        };
+    }
+    if g.connect_dimension && g.connect {
+        return Err(CliError::ConnectDimensionWithConnect);
     }
     let unsupported = [
         ("-l/--log", g.log),

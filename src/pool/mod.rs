@@ -76,6 +76,8 @@ impl From<EngineError> for Error {
 struct Prepared {
     target: Target,
     config: Config,
+    /// The benchmark as this target runs it (`-C` or not).
+    bench: Benchmark,
     resolved: pgwire::conninfo::Config,
     pooler: Option<PoolerInfo>,
 }
@@ -90,10 +92,9 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, Error> {
         Some(path) => Some(create(path)?),
         None => None,
     };
-    let prepared = bench
-        .targets
-        .iter()
-        .map(|t| prepare(config, t))
+    let prepared = variants(bench)
+        .into_iter()
+        .map(|(target, bench)| prepare(config, target, bench))
         .collect::<Result<Vec<_>, Error>>()?;
     if config.preflight {
         preflight(&prepared, bench, largest)?;
@@ -107,7 +108,7 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, Error> {
         targets: &prepared,
         sweepers: prepared
             .iter()
-            .map(|p| Sweeper::new(&p.config, bench, &study, Some(p.target.name.clone())))
+            .map(|p| Sweeper::new(&p.config, &p.bench, &study, Some(p.target.name.clone())))
             .collect(),
         pooler_steps: Vec::new(),
         stopped: None,
@@ -265,9 +266,26 @@ fn one_step(bench: &Benchmark) -> Study {
     }
 }
 
+/// The targets as run: each once, or under `--connect-dimension` each
+/// with its connections kept and then as `NAME-C` with `-C`.
+fn variants(bench: &Benchmark) -> Vec<(Target, Benchmark)> {
+    let mut out = Vec::new();
+    for target in &bench.targets {
+        out.push((target.clone(), bench.clone()));
+        if bench.connect_dimension {
+            let mut with_c = target.clone();
+            with_c.name.push_str("-C");
+            let mut per_transaction = bench.clone();
+            per_transaction.connect_per_transaction = true;
+            out.push((with_c, per_transaction));
+        }
+    }
+    out
+}
+
 /// The target's configuration, resolved connection, and its pooler's
 /// console when it has one.
-fn prepare(config: &Config, target: &Target) -> Result<Prepared, Error> {
+fn prepare(config: &Config, target: Target, bench: Benchmark) -> Result<Prepared, Error> {
     let mut own = config.clone();
     own.connection = Connection {
         dbname: Some(target.conninfo.clone()),
@@ -279,8 +297,9 @@ fn prepare(config: &Config, target: &Target) -> Result<Prepared, Error> {
     })?;
     let pooler = Console::open(&resolved).and_then(|mut c| c.info());
     Ok(Prepared {
-        target: target.clone(),
+        target,
         config: own,
+        bench,
         resolved,
         pooler,
     })
@@ -290,11 +309,15 @@ fn prepare(config: &Config, target: &Target) -> Result<Prepared, Error> {
 fn preflight(targets: &[Prepared], bench: &Benchmark, largest: u32) -> Result<(), Error> {
     // The throwaway PgBouncer's server connections take slots of the
     // server the direct target checks.
-    let pooled: u32 = targets
+    // (Counted once per pooler: under `--connect-dimension` it is two
+    // targets.)
+    let mut poolers: Vec<(i32, u32)> = targets
         .iter()
-        .filter(|t| t.target.pid.is_some())
-        .filter_map(|t| t.pooler.as_ref().and_then(|p| p.default_pool_size))
-        .sum();
+        .filter_map(|t| Some((t.target.pid?, t.pooler.as_ref()?.default_pool_size?)))
+        .collect();
+    poolers.sort_unstable();
+    poolers.dedup();
+    let pooled: u32 = poolers.iter().map(|p| p.1).sum();
     for t in targets {
         let refuse = |reason: String| Error::Target {
             name: t.target.name.clone(),
