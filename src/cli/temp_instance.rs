@@ -141,11 +141,22 @@ fn start_pgbouncer(
     mode: tempdb::PoolMode,
 ) -> Result<tempdb::TempPgBouncer, tempdb::PgBouncerError> {
     let (default_pool_size, defaulted) = pool_size(benchmark);
+    // The largest step's clients, and room for pgbolt's own sessions
+    // (the set-up connection, the console, the monitor). With `-C`, twice
+    // the clients: PgBouncer counts a client that has just disconnected
+    // for a moment still, and refuses the reconnecting one (measured:
+    // 32 clients with `-C` hit a max_client_conn of 42).
+    let churn = if benchmark.connect_per_transaction || benchmark.connect_dimension {
+        2
+    } else {
+        1
+    };
     let spec = tempdb::PgBouncerSpec {
         pool_mode: mode,
-        // The largest step's clients, and room for pgbolt's own sessions
-        // (the set-up connection, the console).
-        max_client_conn: benchmark.clients.saturating_add(SPARE_CONNECTIONS),
+        max_client_conn: benchmark
+            .clients
+            .saturating_mul(churn)
+            .saturating_add(SPARE_CONNECTIONS),
         default_pool_size,
     };
     let bouncer = tempdb::TempPgBouncer::start(db, spec)?;

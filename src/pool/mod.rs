@@ -17,15 +17,19 @@
 //!   of the same server, which hold slots too).
 //! - The steps run interleaved: each step once per target, the targets'
 //!   order alternating from step to step, with the same scripts, options
-//!   and seed, so neither a drifting server nor the order favours one.
+//!   and random seed (drawn once when none was given), so neither a
+//!   drifting server nor the order favours one. `--connect-dimension` runs
+//!   each target twice, the second time with `-C`, as `NAME-C`.
 //!   Each target's steps make a sweep of their own ([`crate::study`]), with
 //!   all its answers; a failed step ends the whole comparison.
 //! - While a step runs against a PgBouncer, a thread samples its console
 //!   ([`console::Sampler`]): `SHOW POOLS` every 200 ms and `SHOW STATS`
 //!   at both ends, and the pooler's CPU from `/proc` when pgbolt started
 //!   it. The sample spans the step's warm-up too.
-//! - The report ([`compare`], [`text`]) puts the targets side by side per
-//!   step, with ratios against the first target and the crossover.
+//! - The report ([`compare`], [`text`], and the page of
+//!   [`crate::report::html::render_targets_html`]) puts the targets side
+//!   by side per step, with ratios against the first target and the
+//!   crossover.
 
 pub mod compare;
 pub mod console;
@@ -92,6 +96,17 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, Error> {
         Some(path) => Some(create(path)?),
         None => None,
     };
+    // One seed for every step of every target (drawn now when the user
+    // gave `time`, `rand` or none), so that they all run the same
+    // random sequences.
+    let seed = bench
+        .random_seed
+        .unwrap_or(crate::random::RandomSeed::Time)
+        .resolve()
+        .map_err(EngineError::Seed)?;
+    let mut bench = bench.clone();
+    bench.random_seed = Some(crate::random::RandomSeed::Value(seed));
+    let bench = &bench;
     let prepared = variants(bench)
         .into_iter()
         .map(|(target, bench)| prepare(config, target, bench))
