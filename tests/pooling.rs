@@ -375,10 +375,20 @@ fn the_connect_dimension_runs_each_target_with_and_without_c() {
             ("pgbouncer-C", true)
         ]
     );
-    assert_eq!(
-        result["comparison"]["crossovers"].as_array().unwrap().len(),
-        3
-    );
+    // Every pair: pgbouncer-C against direct-C among them.
+    let pairs: Vec<(&str, &str)> = result["comparison"]["crossovers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["baseline"].as_str().unwrap(),
+                c["target"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(pairs.len(), 6);
+    assert!(pairs.contains(&("direct-C", "pgbouncer-C")), "{pairs:?}");
 }
 
 /// The pooler killed in the middle of its step: the step is reported

@@ -58,7 +58,7 @@ pub struct Comparison {
     pub baseline: String,
     /// One per swept value, ascending.
     pub rows: Vec<Row>,
-    /// One per target besides the baseline.
+    /// One per pair of targets, the earlier one as the pair's baseline.
     pub crossovers: Vec<Crossover>,
 }
 
@@ -137,14 +137,21 @@ pub fn compare(targets: &[(&str, &[Point])]) -> Comparison {
             Row { value, cells }
         })
         .collect();
+    // Every pair, the earlier target as the baseline: with
+    // `--connect-dimension` the pair that matters may be `direct-C`
+    // against `pgbouncer-C`.
     let crossovers = targets
         .iter()
-        .skip(1)
-        .map(|&(name, points)| Crossover {
-            target: name.to_owned(),
-            baseline: baseline.to_owned(),
-            target_ahead_from: ahead_from(points, base_points),
-            baseline_ahead_from: ahead_from(base_points, points),
+        .enumerate()
+        .flat_map(|(i, &(base, base_points))| {
+            targets[i + 1..]
+                .iter()
+                .map(move |&(name, points)| Crossover {
+                    target: name.to_owned(),
+                    baseline: base.to_owned(),
+                    target_ahead_from: ahead_from(points, base_points),
+                    baseline_ahead_from: ahead_from(base_points, points),
+                })
         })
         .collect();
     Comparison {
@@ -240,6 +247,21 @@ mod tests {
         let c = compare(&[("b", &b), ("a", &a)]);
         assert_eq!(c.crossovers[0].target_ahead_from, Some(1.0));
         assert_eq!(c.crossovers[0].baseline_ahead_from, None);
+    }
+
+    #[test]
+    fn every_pair_of_targets_has_its_crossover() {
+        let a = [point(1.0, &[10.0], 1.0)];
+        let b = [point(1.0, &[5.0], 1.0)];
+        let c = [point(1.0, &[20.0], 1.0)];
+        let cmp = compare(&[("a", &a), ("b", &b), ("c", &c)]);
+        let pairs: Vec<(&str, &str)> = cmp
+            .crossovers
+            .iter()
+            .map(|x| (x.baseline.as_str(), x.target.as_str()))
+            .collect();
+        assert_eq!(pairs, [("a", "b"), ("a", "c"), ("b", "c")]);
+        assert_eq!(cmp.crossovers[2].target_ahead_from, Some(1.0));
     }
 
     #[test]

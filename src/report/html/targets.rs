@@ -128,7 +128,7 @@ fn throughput(r: &TargetsResult) -> String {
     for (i, name, pts) in points(r) {
         chart.line(Line {
             class: class(i),
-            label: format!("{name} (mean; whiskers: min to max of the repeats)"),
+            label: name.to_owned(),
             points: pts.iter().map(|p| (p.value, p.tps)).collect(),
         });
         chart.whiskers(
@@ -138,7 +138,11 @@ fn throughput(r: &TargetsResult) -> String {
                 .collect::<Vec<_>>(),
         );
     }
-    format!("<section><h2>Throughput</h2>{}</section>", chart.finish())
+    format!(
+        "<section><h2>Throughput</h2>{}<p>Lines join the means over the repeats; whiskers \
+         span the lowest repeat to the highest.</p></section>",
+        chart.finish()
+    )
 }
 
 fn p99(r: &TargetsResult) -> String {
