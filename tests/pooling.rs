@@ -1,7 +1,7 @@
 //! Targets and the throwaway PgBouncer (`--target`, `--temp-pgbouncer`)
 //! against real servers and Debian's real pgbouncer: the comparison and
-//! its result file, the checks made before the first step, and the
-//! teardown when the pooler dies in the middle of a step.
+//! its result file and page (opened in headless Chromium), the checks
+//! made before the first step, and the teardown on every way a run ends.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 #[path = "common/mod.rs"]
 mod common;
+mod html_support;
 
 use common::pgbouncer::{initialized_server, Bouncer, PoolMode};
 use common::{pgbolt_path, stderr, stdout};
@@ -116,7 +117,8 @@ fn a_missing_pgbouncer_names_the_package() {
 #[test]
 fn a_sweep_compares_direct_and_the_throwaway_pgbouncer() {
     let json = tempfile::NamedTempFile::new().expect("a temporary file");
-    let html = tempfile::NamedTempFile::new().expect("a temporary file");
+    let pages = tempfile::tempdir().expect("a temporary directory");
+    let html = pages.path().join("targets.html");
     let out = run(&mut temp_pgbouncer(&[
         "--temp-pgbouncer",
         "--pool-size=3",
@@ -125,7 +127,7 @@ fn a_sweep_compares_direct_and_the_throwaway_pgbouncer() {
         "1",
         "--sweep=clients:2,12",
         &format!("--json={}", json.path().display()),
-        &format!("--html={}", html.path().display()),
+        &format!("--html={}", html.display()),
     ]));
     let (text, errors) = (stdout(&out), stderr(&out));
     assert_eq!(out.status.code(), Some(0), "{errors}");
@@ -176,7 +178,8 @@ fn a_sweep_compares_direct_and_the_throwaway_pgbouncer() {
     assert_torn_down(&pooler_dir(&errors));
 
     // The page, written during the run and again from the JSON file.
-    let page = std::fs::read_to_string(html.path()).unwrap();
+    html_support::browse(&html).assert_clean("the targets' page");
+    let page = std::fs::read_to_string(&html).unwrap();
     let again = tempfile::NamedTempFile::new().expect("a temporary file");
     let rendered = run(Command::new(pgbolt_path()).args([
         format!("--render={}", json.path().display()),
