@@ -467,20 +467,36 @@ fn named_targets_are_checked_then_compared() {
     assert!(!errors.contains("step 1 of"), "{errors}");
 
     let mut command = bouncer.command(pgbolt_path());
-    command.args([&direct, &pooled, "-S", "-T", "1", "--sweep=clients:1,4"]);
+    command.args([
+        &direct,
+        &pooled,
+        "-S",
+        "-T",
+        "1",
+        "--sweep=clients:1,4",
+        "--json=-",
+    ]);
     let out = run(&mut command);
-    let (text, errors) = (stdout(&out), stderr(&out));
+    let (json, errors) = (stdout(&out), stderr(&out));
     assert_eq!(out.status.code(), Some(0), "{errors}");
+    let result: serde_json::Value = serde_json::from_str(&json).unwrap();
+    // A local pooler's CPU is found through its Unix socket.
+    let views = result["pooler_steps"].as_array().unwrap();
+    assert_eq!(views.len(), 2, "{views:?}");
+    assert!(
+        views
+            .iter()
+            .all(|v| v["target"] == "pool" && v["view"]["cpu_percent"].as_f64().is_some()),
+        "{views:?}"
+    );
+    let text = errors;
     assert!(
         text.contains("targets side by side (ratios against direct"),
         "{text}"
     );
     assert!(text.contains("target pool: host="), "{text}");
     for secret in [db.superuser_password(), "s3cret-unused"] {
-        assert!(
-            !text.contains(secret) && !errors.contains(secret),
-            "{text}{errors}"
-        );
+        assert!(!text.contains(secret) && !json.contains(secret), "{text}");
     }
 }
 

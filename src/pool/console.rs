@@ -231,6 +231,41 @@ impl Sampler {
     }
 }
 
+/// The process listening on the Unix socket `target` reaches first, when
+/// it runs on this host and we may see its descriptors (as root, or as
+/// its user): the listening socket's inode from `/proc/net/unix`, then
+/// the process holding it among `/proc/*/fd`. For the pooler's CPU.
+pub fn local_pid(target: &conninfo::Config) -> Option<i32> {
+    let host = target.hosts.first()?;
+    let conninfo::HostKind::Unix(dir) = &host.kind else {
+        return None;
+    };
+    let socket = dir.join(format!(".s.PGSQL.{}", host.port));
+    let socket = socket.to_str()?;
+    // Num RefCount Protocol Flags Type St Inode Path; a listening
+    // socket's flags have __SO_ACCEPTCON (0x10000).
+    let table = std::fs::read_to_string("/proc/net/unix").ok()?;
+    let inode = table.lines().skip(1).find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let listening = u32::from_str_radix(fields.get(3)?, 16).ok()? & 0x10000 != 0;
+        (listening && *fields.get(7)? == socket).then(|| fields[6].to_owned())
+    })?;
+    let wanted = format!("socket:[{inode}]");
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
+            std::fs::read_dir(entry.path().join("fd"))
+                .ok()?
+                .flatten()
+                .any(|fd| {
+                    std::fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == wanted.as_str())
+                })
+                .then_some(pid)
+        })
+}
+
 /// `utime + stime` of `pid` in clock ticks, from `/proc/PID/stat`.
 fn process_cpu_ticks(pid: i32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

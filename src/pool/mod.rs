@@ -24,8 +24,10 @@
 //!   all its answers; a failed step ends the whole comparison.
 //! - While a step runs against a PgBouncer, a thread samples its console
 //!   ([`console::Sampler`]): `SHOW POOLS` every 200 ms and `SHOW STATS`
-//!   at both ends, and the pooler's CPU from `/proc` when pgbolt started
-//!   it. The sample spans the step's warm-up too.
+//!   at both ends, and the pooler's CPU from `/proc` when it runs here
+//!   (pgbolt started it, or it listens on the Unix socket the target
+//!   names and its process is ours to see). The sample spans the step's
+//!   warm-up too.
 //! - The report ([`compare`], [`text`], and the page of
 //!   [`crate::report::html::render_targets_html`]) puts the targets side
 //!   by side per step, with ratios against the first target and the
@@ -84,6 +86,8 @@ struct Prepared {
     bench: Benchmark,
     resolved: pgwire::conninfo::Config,
     pooler: Option<PoolerInfo>,
+    /// The pooler's process when it runs here (for its CPU).
+    pooler_pid: Option<i32>,
 }
 
 /// Runs the benchmark (or each step of its sweep) once per target and
@@ -191,7 +195,7 @@ impl Runner<'_> {
     ) -> Result<i32, Error> {
         let p = &self.targets[t];
         let sampler = p.pooler.as_ref().and_then(|_| {
-            Console::open(&p.resolved).map(|c| Sampler::start(c, SAMPLE_EVERY, p.target.pid))
+            Console::open(&p.resolved).map(|c| Sampler::start(c, SAMPLE_EVERY, p.pooler_pid))
         });
         let status = self.sweepers[t].step(value, repeat, at, preflight);
         if let Some(view) = sampler.and_then(Sampler::finish) {
@@ -311,7 +315,12 @@ fn prepare(config: &Config, target: Target, bench: Benchmark) -> Result<Prepared
         reason: e.to_string(),
     })?;
     let pooler = Console::open(&resolved).and_then(|mut c| c.info());
+    let pooler_pid = match pooler {
+        Some(_) => target.pid.or_else(|| console::local_pid(&resolved)),
+        None => None,
+    };
     Ok(Prepared {
+        pooler_pid,
         target,
         config: own,
         bench,
