@@ -529,4 +529,31 @@ fn a_plain_prepared_run_through_transaction_pooling_is_warned_once() {
     let out = common::pgbouncer::run(&bouncer, pgbolt_path(), &args);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(!stderr(&out).contains("cannot work"), "{}", stderr(&out));
+
+    // Regression: a session pool of one server connection, which the
+    // set-up connection holds, made the second session's query wait for
+    // PgBouncer's query_wait_timeout; it is given up instead.
+    let bouncer = Bouncer::builder()
+        .pool_mode(PoolMode::Session)
+        .default_pool_size(1)
+        .setting("query_wait_timeout", "600")
+        .start(server());
+    let mut child = bouncer
+        .command(pgbolt_path())
+        .args(["-S", "-M", "prepared", "-c", "1", "-t", "5"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("pgbolt starts");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while child.try_wait().expect("pgbolt runs").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("pgbolt waited for the pool's only server connection");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = child.wait_with_output().expect("pgbolt ends");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("cannot work"), "{}", stderr(&out));
 }

@@ -163,12 +163,19 @@ pub fn behind_pooler(client: &mut Client) -> bool {
     backend_pid(client).is_some_and(|pid| pid != i64::from(client.connection().backend_pid()))
 }
 
+/// How long the second session of [`shares_server_connections`] may wait
+/// for a server connection (under session pooling with a full pool it
+/// would wait for PgBouncer's `query_wait_timeout`).
+const PROBE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Whether two sessions through the pooler get the same server
 /// connection, one after the other: never under session pooling, where a
 /// server connection belongs to one client for its whole session; as a
 /// rule under transaction or statement pooling, where the idle server
 /// connection used last is handed to the next transaction. No transaction
-/// is held open, so a pool of one server connection cannot wedge it.
+/// is held open, so a pool of one server connection cannot wedge it; the
+/// second session's query, which a full session pool makes wait, is given
+/// up after [`PROBE_WAIT`] by shutting its socket down.
 fn shares_server_connections(client: &mut Client, connector: &Connector) -> bool {
     let Some(first) = backend_pid(client) else {
         return false;
@@ -176,8 +183,23 @@ fn shares_server_connections(client: &mut Client, connector: &Connector) -> bool
     let Ok(mut other) = Client::connect_with(connector, &mut Vec::new()) else {
         return false;
     };
-    let second = backend_pid(&mut other);
-    other.close();
+    let fd = other.connection().fd();
+    let (answer, answered) = std::sync::mpsc::channel();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let probe = std::thread::spawn(move || {
+        let _ = answer.send(backend_pid(&mut other));
+        // The socket stays open until we are told, so that the shutdown
+        // below never meets a descriptor number reused meanwhile.
+        let _ = released.recv();
+        other.close();
+    });
+    let second = answered.recv_timeout(PROBE_WAIT).unwrap_or_else(|_| {
+        // SAFETY: `fd` is the probe's socket, open until `release`.
+        unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+        None
+    });
+    let _ = release.send(());
+    let _ = probe.join();
     second == Some(first)
 }
 
