@@ -16,6 +16,7 @@ pub mod fleet;
 pub mod init;
 pub mod observe;
 pub mod oserror;
+pub mod pool;
 mod prompt;
 pub mod random;
 pub mod report;

@@ -192,8 +192,15 @@ pub struct Benchmark {
     /// The monitor's sampling interval in ms, or `None` under
     /// `--no-monitor`.
     pub monitor: Option<u32>,
-    /// `--pool-size`: the clients share this many connections, each taking
-    /// one for a transaction (see `engine::pool`).
+    /// `--target=NAME=CONNINFO`, in order: the run (or each step of a
+    /// sweep) once per target. Empty: the command line's connection.
+    pub targets: Vec<crate::pool::Target>,
+    /// `--connect-dimension`: each target also with `-C`, as `NAME-C`.
+    pub connect_dimension: bool,
+    /// `--pool-size`: with `--temp-pgbouncer`, the throwaway PgBouncer's
+    /// `default_pool_size`; otherwise the clients share this many
+    /// connections inside pgbolt, each taking one for a transaction (see
+    /// `engine::pool`).
     pub pool_size: Option<u32>,
 }
 
@@ -345,6 +352,8 @@ pub struct TempInstance {
     pub settings: Vec<(String, String)>,
     /// `--temp-instance-keep`: leave the instance's directory behind.
     pub keep: bool,
+    /// `--temp-pgbouncer[=MODE]`: a throwaway PgBouncer in front of it.
+    pub pgbouncer: Option<crate::tempdb::PoolMode>,
 }
 
 /// What validation may consult besides the arguments; captured once so that

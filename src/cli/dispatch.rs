@@ -99,6 +99,15 @@ fn render_saved(render: &Render) -> Result<i32, RunError> {
     })?;
     let text = String::from_utf8_lossy(&text);
     let now = crate::report::html::now_us();
+    if let Some(targets) = crate::pool::read_targets(&text) {
+        let html = targets
+            .map_err(|e| RunError::Engine(format!("result file \"{source}\": {e}")))
+            .and_then(|targets| {
+                crate::report::html::render_targets_html(&targets, now)
+                    .map_err(|e| RunError::Engine(e.to_string()))
+            })?;
+        return write_page(render, &html);
+    }
     let html = match crate::study::read_sweep(&text) {
         Some(sweep) => sweep
             .map_err(|e| RunError::Engine(format!("result file \"{source}\": {e}")))
@@ -108,6 +117,12 @@ fn render_saved(render: &Render) -> Result<i32, RunError> {
             })?,
         None => render_run(&text, &source.to_string(), now)?,
     };
+    write_page(render, &html)
+}
+
+/// Writes the page `--render` made.
+fn write_page(render: &Render, html: &str) -> Result<i32, RunError> {
+    use crate::oserror::os_message;
     std::fs::write(&render.html, html).map_err(|e| {
         RunError::Engine(format!(
             "could not write HTML file \"{}\": {}",
@@ -193,6 +208,9 @@ fn initialize(config: &Config, init: &Init) -> Result<i32, RunError> {
 fn run_benchmark(config: &Config, benchmark: &Benchmark) -> Result<i32, RunError> {
     if config.busy_poll == BusyPoll::On && config.io == IoMethod::Uring {
         return Err(RunError::Unsupported("--busy-poll=on with --io=uring"));
+    }
+    if !benchmark.targets.is_empty() {
+        return crate::pool::run(config, benchmark).map_err(|e| RunError::Engine(e.to_string()));
     }
     match &benchmark.study {
         Some(study) => crate::study::run(config, benchmark, study),

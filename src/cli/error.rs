@@ -170,6 +170,17 @@ pub enum CliError {
     },
     /// `--pool-size` with an option an application-side pool cannot honour.
     PoolSizeWith(&'static str),
+    /// A bad `--target`, shown with its passwords replaced.
+    InvalidTarget {
+        value: String,
+        reason: String,
+    },
+    /// An option the targets cannot honour yet.
+    UnsupportedWithTargets(&'static str),
+    /// An option that only means something with targets.
+    RequiresTargets(&'static str),
+    /// `-C` with `--connect-dimension`, which sets it per target.
+    ConnectDimensionWithConnect,
 }
 
 impl CliError {
@@ -209,6 +220,9 @@ impl CliError {
                 | CliError::SweptOption(..)
                 | CliError::PoolSizeOutOfRange { .. }
                 | CliError::PoolSizeWith(_)
+                | CliError::InvalidTarget { .. }
+                | CliError::RequiresTargets(_)
+                | CliError::ConnectDimensionWithConnect
         )
     }
 
@@ -519,6 +533,19 @@ impl fmt::Display for CliError {
             CliError::PoolSizeWith(option) => {
                 write!(f, "--pool-size with {option} is not supported yet")
             }
+            CliError::InvalidTarget { value, reason } => {
+                write!(f, "invalid value \"{value}\" for option --target: {reason}")
+            }
+            CliError::UnsupportedWithTargets(option) => {
+                write!(f, "{option} with --target or --temp-pgbouncer is not supported yet")
+            }
+            CliError::RequiresTargets(option) => {
+                write!(f, "{option} can only be used with --target or --temp-pgbouncer")
+            }
+            CliError::ConnectDimensionWithConnect => write!(
+                f,
+                "-C/--connect cannot be used with --connect-dimension, which runs each target both with and without it"
+            ),
             CliError::RequiresTempInstance(option) => {
                 write!(f, "{option} can only be used with --temp-instance")
             }

@@ -87,6 +87,10 @@ pub struct Gathered {
     pub temp_instance: bool,
     pub temp_instance_settings: Vec<(String, String)>,
     pub temp_instance_keep: bool,
+    /// `--temp-pgbouncer[=MODE]`.
+    pub temp_pgbouncer: Option<crate::tempdb::PoolMode>,
+    pub targets: Vec<crate::pool::Target>,
+    pub connect_dimension: bool,
     pub io: Option<IoMethod>,
     pub busy_poll: Option<BusyPoll>,
     pub sweep: Option<crate::study::Sweep>,
@@ -582,6 +586,41 @@ pub fn temp_instance_setting(g: &mut Gathered, value: &OsStr) -> Result<(), CliE
 
 pub fn temp_instance_keep(g: &mut Gathered) {
     g.temp_instance_keep = true;
+}
+
+pub fn temp_pgbouncer(g: &mut Gathered, value: Option<&OsStr>) -> Result<(), CliError> {
+    let mode = match value {
+        None => crate::tempdb::PoolMode::Transaction,
+        Some(value) => crate::tempdb::PoolMode::parse(&text(value)).ok_or_else(|| {
+            study_value(
+                "--temp-pgbouncer",
+                value,
+                "expected session, transaction or statement".into(),
+            )
+        })?,
+    };
+    g.temp_pgbouncer = Some(mode);
+    Ok(())
+}
+
+pub fn connect_dimension(g: &mut Gathered) {
+    g.connect_dimension = true;
+}
+
+pub fn target(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let target =
+        crate::pool::parse_target(&text(value)).map_err(|reason| CliError::InvalidTarget {
+            value: crate::pool::target::redact(&text(value)),
+            reason: crate::pool::target::redact(&reason),
+        })?;
+    if g.targets.iter().any(|t| t.name == target.name) {
+        return Err(CliError::InvalidTarget {
+            value: crate::pool::target::redact(&text(value)),
+            reason: format!("target \"{}\" is named twice", target.name),
+        });
+    }
+    g.targets.push(target);
+    Ok(())
 }
 
 /// The value of an option that takes one of a few exact words.

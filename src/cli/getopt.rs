@@ -25,11 +25,14 @@ use super::options::{by_short, Action, OptionDef, Origin, OPTIONS};
 pub type RecordFlag = fn(&mut Gathered);
 /// Checks and records an option's value.
 pub type RecordValue = fn(&mut Gathered, &std::ffi::OsStr) -> Result<(), CliError>;
+/// Checks and records an option whose value is optional (`--name[=value]`).
+pub type RecordOptional = fn(&mut Gathered, Option<&std::ffi::OsStr>) -> Result<(), CliError>;
 
 /// One option or argument, in command-line order.
 pub enum Event {
     Flag(&'static OptionDef, RecordFlag),
     Value(&'static OptionDef, RecordValue, OsString),
+    Optional(&'static OptionDef, RecordOptional, Option<OsString>),
     Positional(OsString),
 }
 
@@ -68,7 +71,9 @@ impl Getopt {
                             .map_err(|_| CliError::MissingShortValue(c))?;
                         Ok(Some(Event::Value(def, record, value)))
                     }
-                    Action::FirstArgument => Err(CliError::InvalidShortOption(c)),
+                    Action::FirstArgument | Action::OptionalValue(_) => {
+                        Err(CliError::InvalidShortOption(c))
+                    }
                 }
             }
             Arg::Long(name) => {
@@ -106,6 +111,10 @@ impl Getopt {
                 Some(_) => Err(CliError::LongTakesNoValue(def.long)),
                 None => Ok(Event::Flag(def, record)),
             },
+            // As getopt's `optional_argument`: only an attached `=value`.
+            Action::OptionalValue(record) => {
+                Ok(Event::Optional(def, record, self.parser.optional_value()))
+            }
             Action::FirstArgument => Err(CliError::UnrecognizedOption(format!("--{name}"))),
         }
     }

@@ -1,6 +1,6 @@
 //! `--help` and `--version` texts, generated from the option table.
 
-use super::options::{HelpLine, OptionDef, Section, OPTIONS};
+use super::options::{Action, HelpLine, OptionDef, Section, OPTIONS};
 
 /// Width of the column that holds the option names.
 const NAME_COLUMN: usize = 27;
@@ -49,8 +49,14 @@ fn names(def: &OptionDef) -> String {
     names.push_str("--");
     names.push_str(def.long);
     if !def.value_name.is_empty() {
-        names.push('=');
-        names.push_str(def.value_name);
+        if matches!(def.action, Action::OptionalValue(_)) {
+            names.push_str("[=");
+            names.push_str(def.value_name);
+            names.push(']');
+        } else {
+            names.push('=');
+            names.push_str(def.value_name);
+        }
     }
     names
 }

@@ -119,6 +119,12 @@ where
                 }
                 def
             }
+            getopt::Event::Optional(def, record, value) => {
+                if let Err(error) = record(&mut gathered, value.as_deref()) {
+                    return Err(gathered.failure(error));
+                }
+                def
+            }
         };
         gathered.given.push((def.short, def.long));
         if let Some(mode) = gathered.early_exit.take() {

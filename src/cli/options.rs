@@ -17,7 +17,7 @@
 //! ambiguous there). See [`super::getopt`].
 
 use super::gather as g;
-use super::getopt::{RecordFlag, RecordValue};
+use super::getopt::{RecordFlag, RecordOptional, RecordValue};
 
 /// Which mode an option belongs to; pgbench refuses benchmarking options
 /// with `-i` and initialization options without it.
@@ -53,16 +53,18 @@ pub enum Section {
     Sweep,
     Compare,
     Fleet,
+    Pool,
 }
 
 impl Section {
-    pub const ALL: [Section; 8] = [
+    pub const ALL: [Section; 9] = [
         Section::Init,
         Section::Select,
         Section::Benchmarking,
         Section::Common,
         Section::Extensions,
         Section::Sweep,
+        Section::Pool,
         Section::Compare,
         Section::Fleet,
     ];
@@ -76,6 +78,7 @@ impl Section {
             Section::Extensions => "pgbolt options (not in pgbench):",
             Section::Fleet => "Several load generators (pgbolt):",
             Section::Sweep => "Sweeps (a series of runs, one per value):",
+            Section::Pool => "Targets and poolers (the same runs against each target):",
             Section::Compare => {
                 "Comparing two results (pgbolt --compare BASELINE.json CANDIDATE.json):"
             }
@@ -99,6 +102,8 @@ pub enum Action {
     Flag(RecordFlag),
     /// An option with a required value.
     Value(RecordValue),
+    /// A long option whose value is optional, attached with `=`.
+    OptionalValue(RecordOptional),
     /// `-?`/`--help` and `-V`/`--version`: recognised only as the very first
     /// argument, as pgbench does; elsewhere they are unknown options.
     FirstArgument,
@@ -146,10 +151,10 @@ macro_rules! opt {
     };
 }
 
-use Action::{FirstArgument, Flag, Value};
+use Action::{FirstArgument, Flag, OptionalValue, Value};
 use Section::{
     Benchmarking as B, Common as C, Compare as K, Extensions as X, Fleet as F, Init as I,
-    Select as S, Sweep as W,
+    Pool as P, Select as S, Sweep as W,
 };
 
 /// Every option pgbolt knows.
@@ -279,7 +284,8 @@ pub static OPTIONS: &[OptionDef] = &[
     opt!(None, "monitor-interval", "MS", Benchmark, Pgbolt, Value(g::monitor_interval),
         [line(X, 13, "sample the server's activity every MS ms\n(default: 100)")]),
     opt!(None, "pool-size", "NUM", Benchmark, Pgbolt, Value(g::pool_size),
-        [line(X, 14, "share NUM connections among the clients, each\ntaking one for a transaction (an application's pool)")]),
+        [line(X, 14, "share NUM connections among the clients, each\ntaking one for a transaction (an application's pool)"),
+         line(P, 3, "with --temp-pgbouncer: the throwaway PgBouncer's\nserver connections instead (default: CPUs x 2)")]),
     opt!(None, "html", "FILE", Benchmark, Pgbolt, Value(g::html),
         [line(X, 10, "also write the report to FILE as one HTML page")]),
     opt!(None, "render", "RESULT", Common, Pgbolt, Value(g::render),
@@ -320,6 +326,12 @@ pub static OPTIONS: &[OptionDef] = &[
         [line(F, 6, "with --merge, merge even when generators are\nmissing")]),
     opt!(None, "allow-different-scripts", "", Common, Pgbolt, Flag(g::allow_different_scripts),
         [line(K, 6, "compare results of different scripts anyway")]),
+    opt!(None, "target", "NAME=CONNINFO", Benchmark, Pgbolt, Value(g::target),
+        [line(P, 1, "run the benchmark (each step of a sweep) once per\ntarget, interleaved, and compare them (repeatable)")]),
+    opt!(None, "temp-pgbouncer", "MODE", Benchmark, Pgbolt, OptionalValue(g::temp_pgbouncer),
+        [line(P, 2, "with --temp-instance, also a throwaway PgBouncer\n(session, transaction (default) or statement\npooling): targets direct and pgbouncer")]),
+    opt!(None, "connect-dimension", "", Benchmark, Pgbolt, Flag(g::connect_dimension),
+        [line(P, 4, "run each target twice, with its connections kept\nand with one per transaction (-C), as NAME and\nNAME-C")]),
 ];
 
 /// The option with this short name, if getopt knows it.

@@ -19,7 +19,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::config::{Config, Connection, Init, InitStep, Mode, TempInstance};
+use super::config::{Benchmark, Config, Connection, Init, InitStep, Mode, TempInstance};
 use super::dispatch::RunError;
 use crate::tempdb::{self, TempDb};
 
@@ -62,6 +62,10 @@ pub(super) fn run(
     mode: impl FnOnce(&Config, Option<&Init>) -> Result<i32, RunError>,
 ) -> Result<i32, RunError> {
     tempdb::install_signal_cleanup().map_err(start_error)?;
+    if temp.pgbouncer.is_some() {
+        // Missing, it is said before a server is made for nothing.
+        tempdb::find_pgbouncer().map_err(|e| RunError::TempInstance(e.to_string()))?;
+    }
     let db = builder(config, temp).start().map_err(start_error)?;
     match &config.mode {
         Mode::Run(b) if b.pgbench_output => {}
@@ -81,6 +85,14 @@ pub(super) fn run(
     };
     // In a benchmark, `-s` is the scale of the tables created here; the run
     // then reads it back from them, as pgbench does without `-s`.
+    // Kept until the run is over; dropping it stops the pooler.
+    let _bouncer = match (&mut local.mode, temp.pgbouncer) {
+        (Mode::Run(benchmark), Some(mode)) => Some(
+            start_pgbouncer(&db, benchmark, mode)
+                .map_err(|e| RunError::TempInstance(format!("the throwaway PgBouncer: {e}")))?,
+        ),
+        _ => None,
+    };
     let tables = match &mut local.mode {
         Mode::Run(benchmark) => {
             let scale = benchmark.scale.take().unwrap_or(DEFAULT_SCALE);
@@ -108,6 +120,82 @@ pub(super) fn run(
     status
 }
 
+/// The throwaway PgBouncer's server connections: `--pool-size`, or twice
+/// the CPUs (a common starting point: a core's worth of backends running
+/// and as many waiting on I/O).
+fn pool_size(benchmark: &Benchmark) -> (u32, bool) {
+    match benchmark.pool_size {
+        Some(n) => (n, false),
+        None => {
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+            (cpus * 2, true)
+        }
+    }
+}
+
+/// Starts the throwaway PgBouncer in front of `db`, says how it is set
+/// up, and makes the benchmark's targets `direct` and `pgbouncer`.
+fn start_pgbouncer(
+    db: &TempDb,
+    benchmark: &mut Benchmark,
+    mode: tempdb::PoolMode,
+) -> Result<tempdb::TempPgBouncer, tempdb::PgBouncerError> {
+    let (default_pool_size, defaulted) = pool_size(benchmark);
+    // The largest step's clients, and room for pgbolt's own sessions
+    // (the set-up connection, the console, the monitor). With `-C`, twice
+    // the clients: PgBouncer counts a client that has just disconnected
+    // for a moment still, and refuses the reconnecting one (measured:
+    // 32 clients with `-C` hit a max_client_conn of 42).
+    let churn = if benchmark.connect_per_transaction || benchmark.connect_dimension {
+        2
+    } else {
+        1
+    };
+    let spec = tempdb::PgBouncerSpec {
+        pool_mode: mode,
+        max_client_conn: benchmark
+            .clients
+            .saturating_mul(churn)
+            .saturating_add(SPARE_CONNECTIONS),
+        default_pool_size,
+    };
+    let bouncer = tempdb::TempPgBouncer::start(db, spec)?;
+    // The size was the pooler's: the clients get no pool inside pgbolt.
+    benchmark.pool_size = None;
+    let (major, minor, patch) = bouncer.version();
+    let why = if defaulted {
+        " (CPUs x 2; --pool-size sets it)"
+    } else {
+        ""
+    };
+    crate::cli::ewriteln!(
+        "pgbolt: throwaway PgBouncer {major}.{minor}.{patch} in {}: {} pooling, \
+         default_pool_size {default_pool_size}{why}, max_client_conn {}",
+        bouncer.socket_dir().display(),
+        mode.name(),
+        spec.max_client_conn
+    );
+    let direct = format!(
+        "host={} port={} user={} dbname=postgres",
+        db.socket_dir().display(),
+        db.port(),
+        db.superuser()
+    );
+    benchmark.targets = vec![
+        crate::pool::Target {
+            name: "direct".into(),
+            conninfo: direct,
+            pid: None,
+        },
+        crate::pool::Target {
+            name: "pgbouncer".into(),
+            conninfo: bouncer.conninfo("postgres"),
+            pid: Some(bouncer.pid()),
+        },
+    ];
+    Ok(bouncer)
+}
+
 fn builder(config: &Config, temp: &TempInstance) -> tempdb::Builder {
     let mut builder = TempDb::builder().fast_settings(false);
     // Set but empty (`VAR=` in a script) means the standard search, not
@@ -123,7 +211,11 @@ fn builder(config: &Config, temp: &TempInstance) -> tempdb::Builder {
         .iter()
         .any(|(name, _)| name.eq_ignore_ascii_case("max_connections"));
     if let (Mode::Run(benchmark), false) = (&config.mode, sets_max_connections) {
-        let needed = benchmark.clients.saturating_add(SPARE_CONNECTIONS);
+        let pooled = temp.pgbouncer.map_or(0, |_| pool_size(benchmark).0);
+        let needed = benchmark
+            .clients
+            .saturating_add(SPARE_CONNECTIONS)
+            .saturating_add(pooled);
         if needed > 100 {
             builder = builder.max_connections(needed);
         }

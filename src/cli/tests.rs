@@ -239,6 +239,25 @@ static CASES: &[Case] = &[
             && bench(c).clients == 8
     }),
     case("warmup", Some("3"), &[], |c| bench(c).warmup_s == 3),
+    case("target", Some("pool=host=/tmp port=6432"), &[], |c| {
+        bench(c).targets.len() == 1 && bench(c).targets[0].name == "pool"
+    }),
+    case("temp-pgbouncer", None, &["--temp-instance"], |c| {
+        c.temp_instance.as_ref().and_then(|t| t.pgbouncer)
+            == Some(crate::tempdb::PoolMode::Transaction)
+    }),
+    case(
+        "connect-dimension",
+        None,
+        &["--target=pool=host=/tmp port=6432"],
+        |c| bench(c).connect_dimension,
+    ),
+    case(
+        "pool-size",
+        Some("8"),
+        &["--temp-instance", "--temp-pgbouncer"],
+        |c| bench(c).pool_size == Some(8),
+    ),
     case("repeat", Some("3"), SWEEP, |c| study(c).repeat == 3),
     case("repeat-order", Some("shuffle"), SWEEP, |c| {
         study(c).order == crate::study::Order::Shuffle
@@ -399,6 +418,8 @@ fn options_may_follow_the_database_name() {
                 && c.long != "show-script"
                 && c.long != "render"
                 && !c.long.starts_with("temp-instance")
+                && c.long != "temp-pgbouncer"
+                && c.long != "pool-size"
                 && c.context != COMPARE
                 && c.long != "compare"
                 && c.long != "merge"
@@ -503,7 +524,8 @@ fn abbreviations() {
             candidates: vec![
                 "temp-instance",
                 "temp-instance-setting",
-                "temp-instance-keep"
+                "temp-instance-keep",
+                "temp-pgbouncer"
             ],
         }
     );
@@ -848,7 +870,9 @@ fn options_md_row(long: &str) -> &'static str {
         .filter(|row| row.starts_with("| `"))
         .find(|row| {
             let names = row.split(" | ").next().unwrap_or_default();
-            names.contains(&format!("`--{long}`")) || names.contains(&format!("`--{long}="))
+            names.contains(&format!("`--{long}`"))
+                || names.contains(&format!("`--{long}="))
+                || names.contains(&format!("`--{long}[="))
         })
         .unwrap_or_else(|| panic!("--{long} has no row in docs/options.md"))
 }
@@ -921,4 +945,65 @@ fn help_and_docs_options_md_state_the_same_defaults() {
         let row = options_md_row(long);
         assert!(row.contains(in_docs), "docs/options.md on --{long}: {row}");
     }
+}
+
+#[test]
+fn targets_and_poolers_refuse_what_they_cannot_honour() {
+    for (args, message) in [
+        (
+            &["--temp-pgbouncer"][..],
+            "--temp-pgbouncer can only be used with --temp-instance",
+        ),
+        (
+            &["--temp-instance", "--temp-pgbouncer=pooled"],
+            "invalid value \"pooled\" for option --temp-pgbouncer: expected session, transaction or statement",
+        ),
+        (
+            &["--pool-size=8"],
+            "--pool-size without --temp-pgbouncer (a pool inside pgbolt) is not supported yet",
+        ),
+        (
+            &["--temp-instance", "--target=a=host=/tmp"],
+            "--temp-instance cannot be used with --target",
+        ),
+        (
+            &["--target=a=host=/tmp", "--sweep=clients:auto"],
+            "--sweep=clients:auto with --target or --temp-pgbouncer is not supported yet",
+        ),
+        (
+            &["--connect-dimension"],
+            "--connect-dimension can only be used with --target or --temp-pgbouncer",
+        ),
+        (
+            &["--target=a=host=/tmp", "--connect-dimension", "-C"],
+            "-C/--connect cannot be used with --connect-dimension",
+        ),
+        (
+            &["--target=a=host=/tmp", "--target=a=host=/var/run"],
+            "target \"a\" is named twice",
+        ),
+        (
+            &["--target=bad name=host=/tmp password=s3cret"],
+            "a target's name is 1 to 24 letters",
+        ),
+        (
+            &["--target=bad name=postgresql://u:s3cret@h/db"],
+            "a target's name is 1 to 24 letters",
+        ),
+    ] {
+        let err = parse_err(args).to_string();
+        assert!(err.contains(message), "{args:?}: {err}");
+        assert!(!err.contains("s3cret"), "{args:?}: {err}");
+    }
+    let modes = parse_ok(&["--temp-instance", "--temp-pgbouncer=session"]);
+    assert_eq!(
+        modes.temp_instance.and_then(|t| t.pgbouncer),
+        Some(crate::tempdb::PoolMode::Session)
+    );
+    // The value is attached or absent: a following word is the dbname.
+    assert_eq!(
+        parse_err(&["--temp-instance", "--temp-pgbouncer", "session"]).to_string(),
+        CliError::TempInstanceWithServer("a database name (-d/--dbname or an argument)")
+            .to_string()
+    );
 }

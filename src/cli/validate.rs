@@ -153,6 +153,7 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
         return Err(CliError::UnlimitedTriesWithoutBound);
     }
 
+    targets(g)?;
     let study = study(g)?;
     let mut clients = g.clients.unwrap_or(1);
     if let Some(largest) = study.as_ref().and_then(|s| s.largest_clients()) {
@@ -167,7 +168,8 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
         threads = share.threads;
         rate = rate.map(|r| share.rate(r));
     }
-    if let Some(pool) = g.pool_size {
+    // With --temp-pgbouncer the size is the pooler's, not pgbolt's.
+    if let (Some(pool), None) = (g.pool_size, &g.temp_pgbouncer) {
         pool_size_fits(g, pool, clients, threads)?;
     }
     let vacuum = if g.no_vacuum {
@@ -211,6 +213,8 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
         warmup_s: g.warmup.unwrap_or(0),
         study,
         monitor: (!g.no_monitor).then(|| g.monitor_interval.unwrap_or(100)),
+        targets: std::mem::take(&mut g.targets),
+        connect_dimension: g.connect_dimension,
         pool_size: g.pool_size,
     })
 }
@@ -223,10 +227,7 @@ fn pool_size_fits(g: &Gathered, pool: u32, clients: u32, threads: u32) -> Result
     let refused = [
         ("-C/--connect", g.connect),
         ("--sweep", g.sweep.is_some()),
-        (
-            "--generator",
-            g.generator.is_some() || g.generators.is_some(),
-        ),
+        ("--target", !g.targets.is_empty()),
         ("--io=uring", g.io == Some(IoMethod::Uring)),
     ];
     if let Some((option, _)) = refused.into_iter().find(|(_, given)| *given) {
@@ -240,6 +241,43 @@ fn pool_size_fits(g: &Gathered, pool: u32, clients: u32, threads: u32) -> Result
         });
     }
     Ok(())
+}
+
+/// `--target`, `--temp-pgbouncer` and `--pool-size`, checked against what
+/// a comparison of targets cannot honour yet.
+fn targets(g: &Gathered) -> Result<(), CliError> {
+    if g.temp_pgbouncer.is_some() && !g.temp_instance {
+        return Err(CliError::RequiresTempInstance("--temp-pgbouncer"));
+    }
+    if g.temp_instance && !g.targets.is_empty() {
+        return Err(CliError::TempInstanceWithServer("--target"));
+    }
+    if g.targets.is_empty() && g.temp_pgbouncer.is_none() {
+        return match g.connect_dimension {
+            true => Err(CliError::RequiresTargets("--connect-dimension")),
+            false => Ok(()),
+        };
+    }
+    if g.connect_dimension && g.connect {
+        return Err(CliError::ConnectDimensionWithConnect);
+    }
+    let unsupported = [
+        ("-l/--log", g.log),
+        ("--pgbench-output", g.pgbench_output),
+        (
+            "--generator",
+            g.generator.is_some() || g.generators.is_some(),
+        ),
+        ("--start-at", g.start_at.is_some()),
+        (
+            "--sweep=clients:auto",
+            matches!(&g.sweep, Some(s) if s.values == crate::study::Values::Auto),
+        ),
+    ];
+    match unsupported.into_iter().find(|(_, given)| *given) {
+        Some((option, _)) => Err(CliError::UnsupportedWithTargets(option)),
+        None => Ok(()),
+    }
 }
 
 /// `--sweep` and its companions, checked against the options a sweep sets
@@ -410,6 +448,7 @@ fn temp_instance(g: &mut Gathered) -> Result<Option<TempInstance>, CliError> {
     Ok(Some(TempInstance {
         settings: std::mem::take(&mut g.temp_instance_settings),
         keep: g.temp_instance_keep,
+        pgbouncer: g.temp_pgbouncer,
     }))
 }
 

@@ -247,6 +247,16 @@ pub fn run_step(
     })
 }
 
+/// The preflight alone, before a series of runs starts: connects as a
+/// run's set-up connection does and checks that the server can take
+/// `clients` more connections (nothing to check behind a pooler).
+pub fn preflight_only(config: &Config, clients: u32) -> Result<(), EngineError> {
+    let (_, mut client) = setup::connect(&config.connection)?;
+    let checked = setup::preflight(&mut client, clients, config.temp_instance.is_some());
+    client.close();
+    checked.map(drop)
+}
+
 /// How the threads finished.
 enum Executed {
     Ended(Box<Ended>),
@@ -482,6 +492,13 @@ fn prepare(config: &Config, bench: &Benchmark, step: &StepSetup) -> Result<Prepa
     } else {
         None
     };
+    if config.preflight
+        && bench.query_mode == crate::cli::QueryMode::Prepared
+        && step.announce
+        && setup::behind_pooler(&mut setup_client)
+    {
+        setup::warn_prepared_through_pooler(&mut setup_client, &connector);
+    }
     let server_settings = if config.preflight {
         setup::server_settings(&mut setup_client)
     } else {

@@ -366,14 +366,18 @@ where
 fn redact_argument(arg: &str) -> String {
     if let Some(rest) = arg.strip_prefix("--") {
         if let Some((name, value)) = rest.split_once('=') {
-            return format!("--{name}={}", pgwire::conninfo::redact(value));
+            return format!("--{name}={}", redact_value(value));
         }
         return arg.to_owned();
     }
     if arg.len() > 2 && arg.starts_with('-') && arg.is_char_boundary(2) {
-        return format!("{}{}", &arg[..2], pgwire::conninfo::redact(&arg[2..]));
+        return format!("{}{}", &arg[..2], redact_value(&arg[2..]));
     }
-    pgwire::conninfo::redact(arg)
+    redact_value(arg)
+}
+
+fn redact_value(value: &str) -> String {
+    crate::pool::target::redact(value)
 }
 
 fn shell_quote(word: &str) -> String {
@@ -621,6 +625,17 @@ mod tests {
             "it's.sql",
         ]);
         assert!(!line.contains("s3cret") && !line.contains(":pw@") && !line.contains("=x"));
+        let targets = redacted_command_line([
+            "pgbolt",
+            "--target=a=host=db password=s3cret",
+            "--target=b=postgresql://u:pw@h/db",
+            "--target",
+            "c=postgres://u:pw@h/db",
+        ]);
+        assert!(
+            !targets.contains("s3cret") && !targets.contains(":pw@"),
+            "{targets}"
+        );
         assert_eq!(
             line,
             "pgbolt -c 4 'host=db password=****' '--dbname=postgresql://u:****@h/db' '-dpassword=****' -f 'it'\\''s.sql'"

@@ -36,7 +36,7 @@
 
 pub mod result;
 mod spec;
-mod text;
+pub(crate) mod text;
 pub mod usl;
 
 use std::io::Write;
@@ -77,45 +77,14 @@ pub fn run(config: &Config, bench: &Benchmark, study: &Study) -> Result<i32, Eng
         })?),
         None => None,
     };
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
-    let mut sweeper = Sweeper {
-        config,
-        bench,
-        study,
-        cpus,
-        steps: Vec::new(),
-        stopped: None,
-        announced: false,
-    };
+    let mut sweeper = Sweeper::new(config, bench, study, None);
     let between = crate::engine::install_between();
     let status = match &study.sweep.values {
         Values::List(values) => sweeper.run_list(values)?,
         Values::Auto => sweeper.run_auto()?,
     };
     drop(between);
-    let summary = result::summarize(study.sweep.dimension, &sweeper.steps, &study.slo);
-    let result = SweepResult {
-        schema_version: crate::report::SCHEMA_VERSION,
-        kind: result::KIND.to_owned(),
-        tool: "pgbolt".to_owned(),
-        tool_version: env!("CARGO_PKG_VERSION").to_owned(),
-        sweep: SweepInfo {
-            dimension: study.sweep.dimension.name().to_owned(),
-            auto: study.sweep.values == Values::Auto,
-            warmup_s: bench.warmup_s,
-            repeat: study.repeat,
-            order: study.order.name().to_owned(),
-            reset: match study.reset {
-                Reset::Vacuum => "vacuum",
-                Reset::Checkpoint => "checkpoint",
-            }
-            .to_owned(),
-            slo: study.slo.iter().map(Into::into).collect(),
-            stopped: sweeper.stopped.clone(),
-        },
-        steps: sweeper.steps,
-        summary,
-    };
+    let result = sweeper.finish();
     let text = text::render(&result, bench);
     let mut failed = false;
     if to_stdout {
@@ -180,7 +149,7 @@ pub fn read_sweep(text: &str) -> Option<Result<SweepResult, String>> {
 }
 
 /// The state of a sweep under way.
-struct Sweeper<'a> {
+pub(crate) struct Sweeper<'a> {
     config: &'a Config,
     bench: &'a Benchmark,
     study: &'a Study,
@@ -190,29 +159,75 @@ struct Sweeper<'a> {
     stopped: Option<String>,
     /// Whether the version line has been printed.
     announced: bool,
+    /// The target whose steps these are, named in each step's line.
+    label: Option<String>,
 }
 
-impl Sweeper<'_> {
+impl<'a> Sweeper<'a> {
+    /// A sweep with no step run yet.
+    pub(crate) fn new(
+        config: &'a Config,
+        bench: &'a Benchmark,
+        study: &'a Study,
+        label: Option<String>,
+    ) -> Self {
+        Sweeper {
+            config,
+            bench,
+            study,
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()) as u32,
+            steps: Vec::new(),
+            stopped: None,
+            announced: false,
+            label,
+        }
+    }
+
+    /// Records why the sweep ended early.
+    pub(crate) fn stop(&mut self, why: String) {
+        self.stopped = Some(why);
+    }
+
+    /// The result of the steps run so far, with the answers.
+    pub(crate) fn finish(self) -> SweepResult {
+        let study = self.study;
+        let summary = result::summarize(study.sweep.dimension, &self.steps, &study.slo);
+        SweepResult {
+            schema_version: crate::report::SCHEMA_VERSION,
+            kind: result::KIND.to_owned(),
+            tool: "pgbolt".to_owned(),
+            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+            sweep: SweepInfo {
+                dimension: study.sweep.dimension.name().to_owned(),
+                auto: study.sweep.values == Values::Auto,
+                warmup_s: self.bench.warmup_s,
+                repeat: study.repeat,
+                order: study.order.name().to_owned(),
+                reset: match study.reset {
+                    Reset::Vacuum => "vacuum",
+                    Reset::Checkpoint => "checkpoint",
+                }
+                .to_owned(),
+                slo: study.slo.iter().map(Into::into).collect(),
+                stopped: self.stopped,
+            },
+            steps: self.steps,
+            summary,
+        }
+    }
+
     /// A list: every value, repeats interleaved; a failed step ends it.
     fn run_list(&mut self, values: &[f64]) -> Result<i32, EngineError> {
-        let order = match self.study.order {
-            Order::Alternate => interleaved(values, self.study.repeat),
-            Order::Shuffle => {
-                let seed = self
-                    .bench
-                    .random_seed
-                    .unwrap_or(crate::random::RandomSeed::Time)
-                    .resolve()
-                    .map_err(EngineError::Seed)?;
-                shuffled(values, self.study.repeat, seed)
-            }
-        };
+        let order = step_order(self.study, values, self.bench.random_seed)?;
         let largest = self.study.largest_clients();
         for (i, &(value, repeat)) in order.iter().enumerate() {
             let preflight = if i == 0 { largest } else { None };
             let status = self.step(value, repeat, (i + 1, order.len()), preflight)?;
             if status != 0 {
-                self.stopped = Some(left_out(status, i + 1, order.len()));
+                self.stopped = Some(left_out(
+                    status,
+                    &format!("step {} of {}", i + 1, order.len()),
+                ));
                 return Ok(status);
             }
         }
@@ -237,7 +252,7 @@ impl Sweeper<'_> {
                     other => other?,
                 };
                 if status != 0 {
-                    self.stopped = Some(left_out(status, index, 0));
+                    self.stopped = Some(left_out(status, &format!("step {index}")));
                     return Ok(status);
                 }
             }
@@ -273,7 +288,7 @@ impl Sweeper<'_> {
 
     /// Runs one step (its warm-up first) and keeps its result; returns
     /// the run's exit status.
-    fn step(
+    pub(crate) fn step(
         &mut self,
         value: f64,
         repeat: u32,
@@ -317,8 +332,12 @@ impl Sweeper<'_> {
             } else {
                 String::new()
             };
+            let label = self
+                .label
+                .as_ref()
+                .map_or(String::new(), |l| format!(" ({l})"));
             crate::cli::ewriteln!(
-                "step {index}{of}: {} clients, {} threads{}: {:.1} tps, p99 {:.3} ms",
+                "step {index}{of}{label}: {} clients, {} threads{}: {:.1} tps, p99 {:.3} ms",
                 result.options.clients,
                 result.options.threads,
                 result
@@ -357,19 +376,33 @@ impl Sweeper<'_> {
     }
 }
 
-/// Why the sweep ended at step `index` of `count` (0 for `auto`'s open
-/// count), whose exit status was `status`.
-fn left_out(status: i32, index: usize, count: usize) -> String {
-    let step = if count > 0 {
-        format!("step {index} of {count}")
-    } else {
-        format!("step {index}")
-    };
+/// Why a sweep ended at `step` (`step 3 of 7`, and its target if any),
+/// whose exit status was `status`.
+pub(crate) fn left_out(status: i32, step: &str) -> String {
     match status - 128 {
         libc::SIGINT => format!("interrupted by SIGINT during {step}, which is left out"),
         libc::SIGTERM => format!("interrupted by SIGTERM during {step}, which is left out"),
         _ => format!("{step} failed (exit status {status}) and is left out"),
     }
+}
+
+/// The order of the steps of `study` over `values`: interleaved, or
+/// shuffled with `seed` (drawn now when it is not a number).
+pub(crate) fn step_order(
+    study: &Study,
+    values: &[f64],
+    seed: Option<crate::random::RandomSeed>,
+) -> Result<Vec<(f64, u32)>, EngineError> {
+    Ok(match study.order {
+        Order::Alternate => interleaved(values, study.repeat),
+        Order::Shuffle => {
+            let seed = seed
+                .unwrap_or(crate::random::RandomSeed::Time)
+                .resolve()
+                .map_err(EngineError::Seed)?;
+            shuffled(values, study.repeat, seed)
+        }
+    })
 }
 
 /// The order of the steps: `repeat` passes over the values, each a

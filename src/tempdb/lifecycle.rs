@@ -20,21 +20,23 @@ use super::Error;
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The watchdog: a tiny shell process that outlives us if we die. It reads
-/// `pid N` (the postmaster to stop) and `done` (clean-up already happened,
+/// `pid N` (the postmaster to stop; `pid N KILL` for a pooler, which has
+/// nothing to save and whose versions disagree on what SIGQUIT means) and `done` (clean-up already happened,
 /// exit quietly) from a pipe whose only writer is this process. End of file
 /// means this process died without cleaning up, so it stops the server and
 /// removes the directory (its first argument). The server is gone when its
 /// `postmaster.pid` is (the postmaster removes it last); `kill -0` alone
 /// would wait on a zombie nobody reaps.
 const WATCHDOG_SCRIPT: &str = r#"pid=0
-while read -r cmd arg; do
+sig=QUIT
+while read -r cmd arg how; do
   case "$cmd" in
-    pid) pid=$arg ;;
+    pid) pid=$arg; sig=${how:-QUIT} ;;
     done) exit 0 ;;
   esac
 done
 if [ "$pid" -gt 0 ]; then
-  kill -QUIT "$pid" 2>/dev/null
+  kill -"$sig" "$pid" 2>/dev/null
   n=0
   while [ -e "$1/data/postmaster.pid" ] && kill -0 "$pid" 2>/dev/null && [ "$n" -lt 100 ]; do
     sleep 0.1
@@ -53,6 +55,9 @@ struct Watchdog {
 struct Live {
     id: u64,
     pid: i32,
+    /// The signal that stops `pid`: SIGQUIT for a postmaster (immediate
+    /// shutdown), SIGKILL for a pooler.
+    stop_signal: i32,
     root: PathBuf,
     watchdog: Option<Watchdog>,
 }
@@ -81,6 +86,7 @@ pub(crate) fn register(root: PathBuf) -> u64 {
     registry().push(Live {
         id,
         pid: 0,
+        stop_signal: libc::SIGQUIT,
         root,
         watchdog,
     });
@@ -108,13 +114,31 @@ fn spawn_watchdog(root: &Path) -> Option<Watchdog> {
 /// Records the postmaster of entry `id`. Returns false if the entry is gone
 /// (a signal cleaned everything up meanwhile): the caller must stop `pid`.
 pub(crate) fn set_pid(id: u64, pid: i32) -> bool {
+    set_process(id, pid, libc::SIGQUIT)
+}
+
+/// Records a pooler of entry `id`, stopped with SIGKILL: a throwaway
+/// pooler holds nothing worth a clean shutdown, and SIGKILL means the same
+/// to every version (PgBouncer 1.18 ignores SIGQUIT, which 1.23 made its
+/// immediate shutdown). Returns false as [`set_pid`] does.
+pub(crate) fn set_pooler_pid(id: u64, pid: i32) -> bool {
+    set_process(id, pid, libc::SIGKILL)
+}
+
+fn set_process(id: u64, pid: i32, stop_signal: i32) -> bool {
     let mut reg = registry();
     let Some(live) = reg.iter_mut().find(|l| l.id == id) else {
         return false;
     };
     live.pid = pid;
+    live.stop_signal = stop_signal;
     if let Some(w) = &mut live.watchdog {
-        let _ = writeln!(w.stdin, "pid {pid}");
+        let how = if stop_signal == libc::SIGKILL {
+            " KILL"
+        } else {
+            ""
+        };
+        let _ = writeln!(w.stdin, "pid {pid}{how}");
     }
     true
 }
@@ -176,7 +200,7 @@ extern "C" fn cleanup_at_exit() {
 
 fn cleanup(live: Live) {
     if live.pid > 0 {
-        stop_postmaster(live.pid);
+        stop_process(live.pid, live.stop_signal);
     }
     let _ = std::fs::remove_dir_all(&live.root);
     dismiss(live.watchdog);
@@ -192,8 +216,13 @@ fn dismiss(watchdog: Option<Watchdog>) {
 
 /// Immediate shutdown: SIGQUIT, wait, SIGKILL if it hangs. Reaps the process.
 pub(crate) fn stop_postmaster(pid: i32) {
+    stop_process(pid, libc::SIGQUIT);
+}
+
+/// Sends `signal`, waits, SIGKILL if it hangs. Reaps the process.
+fn stop_process(pid: i32, signal: i32) {
     // SAFETY: kill has no memory-safety preconditions.
-    unsafe { libc::kill(pid, libc::SIGQUIT) };
+    unsafe { libc::kill(pid, signal) };
     if wait_exit(pid, STOP_TIMEOUT) {
         return;
     }

@@ -54,6 +54,9 @@
 //!   removes the directory. (The postmaster itself also shuts down within a
 //!   minute when its `postmaster.pid` disappears.)
 //!
+//! A throwaway PgBouncer ([`TempPgBouncer`], `--temp-pgbouncer`) lives
+//! beside the servers and is cleaned up by the same registry.
+//!
 //! [`TempDb::keep`] is the one way out of all this: the server keeps running
 //! and the caller gets the commands to connect and to stop it.
 //!
@@ -80,6 +83,7 @@ mod error;
 mod instance;
 mod lifecycle;
 mod os;
+mod pgbouncer;
 mod ssl;
 
 use std::sync::OnceLock;
@@ -89,6 +93,10 @@ pub use builder::{AuthMethod, Builder, PasswordEncryption};
 pub use error::{Error, StartFailure};
 pub use instance::{KeptInstance, TempDb};
 pub use lifecycle::install_signal_cleanup;
+pub use pgbouncer::{
+    find_pgbouncer, parse_version, PgBouncerError, PgBouncerSpec, PoolMode, TempPgBouncer,
+    PGBOUNCER_DIRS_ENV,
+};
 pub use ssl::{CertFiles, ServerCert, SslFiles};
 
 /// One default instance per process (Unix socket and 127.0.0.1, `trust`),

@@ -9,15 +9,17 @@
 //! let out = bouncer.command(pgbench_path()).args(["-S", "-t", "10"]).output()?;
 //! ```
 //!
-//! # Why here and not in `src/tempdb`
-//! `src/tempdb` is product code: `pgbolt --temp-instance` uses it, which is
-//! why it guards every way a process can end (an `atexit` registry, signal
-//! handlers, a watchdog). pgbolt never starts a pooler of its own, so a
-//! pooler type there would be library code only tests use, and tests need
-//! none of that machinery: a pgbouncer runs as a child of the test process,
-//! stopped by `Drop` (which also runs while a failing test unwinds). A test
-//! binary killed outright leaves the pgbouncer running; its directory under
-//! `$TMPDIR` tells which one it is.
+//! # Why here and not `src/tempdb`'s
+//! `src/tempdb` has a throwaway PgBouncer of its own
+//! (`pgbolt::tempdb::TempPgBouncer`, for `--temp-pgbouncer`), set up the
+//! one way pgbolt needs it and guarded like the servers (an exit hook,
+//! signal handlers, a watchdog). The tests here need what the product
+//! never writes: TCP listening, more users, a raised open-file limit,
+//! any line of `pgbouncer.ini`, and PgBouncer's own defaults for the
+//! sizes. So they keep this harness, with a pgbouncer that runs as a
+//! child of the test process, stopped by `Drop` (which also runs while a
+//! failing test unwinds). A test binary killed outright leaves the
+//! pgbouncer running; its directory under `$TMPDIR` tells which one it is.
 //!
 //! # How it runs
 //! pgbouncer comes from Debian's package (`make deps` installs it); a test

@@ -199,6 +199,23 @@ impl Client {
         Ok(rows)
     }
 
+    /// Runs one statement with the simple protocol and returns its column
+    /// names with its rows (for results whose columns vary between server
+    /// versions, such as a pooler's `SHOW` commands).
+    pub fn simple_query_named(&mut self, sql: &str) -> Result<(Vec<String>, Vec<Row>), Error> {
+        self.conn.query(sql)?;
+        self.send()?;
+        let mut names = Vec::new();
+        let mut rows = Vec::new();
+        self.receive(|msg| {
+            if let Message::RowDescription(desc) = &msg {
+                names = desc.column_names().map(|n| n.into_owned()).collect();
+            }
+            collect_row(msg, &mut rows)
+        })?;
+        Ok((names, rows))
+    }
+
     /// Runs `sql` and returns the row count of its last command (`INSERT 0
     /// 5` gives 5; commands without a count give 0).
     pub fn execute(&mut self, sql: &str) -> Result<u64, Error> {

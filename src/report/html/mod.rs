@@ -37,6 +37,7 @@ pub mod svg;
 mod sweep;
 mod sweep_comparison;
 mod tables;
+mod targets;
 mod time;
 
 use std::fmt::Write as _;
@@ -46,6 +47,7 @@ use super::model::{ReportError, RunResult};
 pub use comparison::render_comparison_html;
 pub use sweep::render_sweep_html;
 pub use sweep_comparison::render_sweep_comparison_html;
+pub use targets::render_targets_html;
 
 /// A section of the page: its HTML, or nothing when it does not apply.
 type Section = fn(&RunResult) -> Result<Option<String>, ReportError>;

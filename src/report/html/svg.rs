@@ -209,6 +209,20 @@ impl Chart {
         self.legend.push((line.class, line.label));
     }
 
+    /// A vertical stroke at each `x` from `low` to `high` (a spread),
+    /// in the series' colour, with no legend entry of its own.
+    pub fn whiskers(&mut self, class: &'static str, spans: &[(f64, f64, f64)]) {
+        for &(x, low, high) in spans.iter().filter(|s| s.2 > s.1) {
+            let px = self.px(x);
+            let _ = write!(
+                self.body,
+                "<polyline class=\"{class}\" points=\"{px:.0},{:.0} {px:.0},{:.0}\"/>",
+                self.py(low),
+                self.py(high)
+            );
+        }
+    }
+
     /// Bars from `x0` to `x1` of height `y` each.
     pub fn bars(&mut self, class: &'static str, label: &str, bars: &[(f64, f64, f64)]) {
         let base = self.py(self.y.min);

@@ -1,0 +1,278 @@
+//! The targets' result file and the comparison drawn from it: per step,
+//! each target's throughput and percentiles beside the first target's
+//! (the baseline), their ratios, and the crossover. Pure functions over
+//! the sweeps' points, so a saved file gives the same answers.
+
+use serde::{Deserialize, Serialize};
+
+use super::console::{PoolerInfo, PoolerView};
+use crate::study::result::{Point, SweepResult};
+
+/// The `kind` of a targets' result file.
+pub const KIND: &str = "targets";
+
+/// The result file of a run or sweep over several targets.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TargetsResult {
+    pub schema_version: u32,
+    /// [`KIND`].
+    pub kind: String,
+    pub tool: String,
+    pub tool_version: String,
+    /// In the order given; the first is the baseline of the ratios.
+    pub targets: Vec<TargetResult>,
+    pub comparison: Comparison,
+    /// The pooler's view of each step, for targets that are PgBouncers
+    /// whose console answers.
+    pub pooler_steps: Vec<PoolerStep>,
+    /// Why the run ended before its last step, if it did.
+    pub stopped: Option<String>,
+}
+
+/// One target's steps.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TargetResult {
+    pub name: String,
+    /// Its connection string with passwords replaced.
+    pub conninfo: String,
+    /// What its admin console said, when it is a PgBouncer.
+    pub pooler: Option<PoolerInfo>,
+    /// Every step's full result and the sweep's answers, as a sweep's
+    /// result file holds them.
+    pub sweep: SweepResult,
+}
+
+/// The pooler's view of one step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PoolerStep {
+    pub target: String,
+    pub value: f64,
+    pub repeat: u32,
+    pub view: PoolerView,
+}
+
+/// The targets side by side.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// The target the ratios are against.
+    pub baseline: String,
+    /// One per swept value, ascending.
+    pub rows: Vec<Row>,
+    /// One per pair of targets, the earlier one as the pair's baseline.
+    pub crossovers: Vec<Crossover>,
+}
+
+/// One swept value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub value: f64,
+    /// One per target, in the targets' order; `None` where the target
+    /// has no result at this value (a step that failed).
+    pub cells: Vec<Option<Cell>>,
+}
+
+/// One target at one value, repeats pooled.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    pub tps: f64,
+    pub tps_min: f64,
+    pub tps_max: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub failed: u64,
+    /// This target's TPS over the baseline's.
+    pub tps_ratio: Option<f64>,
+    /// This target's p99 over the baseline's.
+    pub p99_ratio: Option<f64>,
+}
+
+/// Where one target and the baseline trade places.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Crossover {
+    pub target: String,
+    pub baseline: String,
+    /// The smallest value from which the target's TPS is above the
+    /// baseline's beyond the repeats' spread (its lowest repeat above the
+    /// baseline's highest) at every larger value measured.
+    pub target_ahead_from: Option<f64>,
+    /// The same for the baseline.
+    pub baseline_ahead_from: Option<f64>,
+}
+
+/// The comparison of `targets` (each with its sweep's points); the first
+/// is the baseline.
+pub fn compare(targets: &[(&str, &[Point])]) -> Comparison {
+    let Some(&(baseline, base_points)) = targets.first() else {
+        return Comparison::default();
+    };
+    let mut values: Vec<f64> = targets
+        .iter()
+        .flat_map(|(_, points)| points.iter().map(|p| p.value))
+        .collect();
+    values.sort_by(f64::total_cmp);
+    values.dedup();
+    let at = |points: &[Point], v: f64| points.iter().find(|p| p.value == v).cloned();
+    let rows = values
+        .iter()
+        .map(|&value| {
+            let base = at(base_points, value);
+            let cells = targets
+                .iter()
+                .map(|(_, points)| {
+                    at(points, value).map(|p| {
+                        let ratio = |a: f64, b: f64| (b > 0.0).then(|| a / b);
+                        Cell {
+                            tps: p.tps,
+                            tps_min: p.tps_min,
+                            tps_max: p.tps_max,
+                            p50_ms: p.p50_ms,
+                            p99_ms: p.p99_ms,
+                            failed: p.failed,
+                            tps_ratio: base.as_ref().and_then(|b| ratio(p.tps, b.tps)),
+                            p99_ratio: base.as_ref().and_then(|b| ratio(p.p99_ms, b.p99_ms)),
+                        }
+                    })
+                })
+                .collect();
+            Row { value, cells }
+        })
+        .collect();
+    // Every pair, the earlier target as the baseline: with
+    // `--connect-dimension` the pair that matters may be `direct-C`
+    // against `pgbouncer-C`.
+    let crossovers = targets
+        .iter()
+        .enumerate()
+        .flat_map(|(i, &(base, base_points))| {
+            targets[i + 1..]
+                .iter()
+                .map(move |&(name, points)| Crossover {
+                    target: name.to_owned(),
+                    baseline: base.to_owned(),
+                    target_ahead_from: ahead_from(points, base_points),
+                    baseline_ahead_from: ahead_from(base_points, points),
+                })
+        })
+        .collect();
+    Comparison {
+        baseline: baseline.to_owned(),
+        rows,
+        crossovers,
+    }
+}
+
+/// The smallest value from which `a` beats `b` beyond the spread at
+/// every value both measured, up to the largest; `None` if `a` is not
+/// ahead at the largest.
+fn ahead_from(a: &[Point], b: &[Point]) -> Option<f64> {
+    let mut common: Vec<(f64, bool)> = a
+        .iter()
+        .filter_map(|p| {
+            b.iter()
+                .find(|q| q.value == p.value)
+                .map(|q| (p.value, p.tps_min > q.tps_max))
+        })
+        .collect();
+    common.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let mut from = None;
+    for (value, ahead) in common.iter().rev() {
+        if !ahead {
+            break;
+        }
+        from = Some(*value);
+    }
+    from
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(value: f64, tps: &[f64], p99: f64) -> Point {
+        let mean = tps.iter().sum::<f64>() / tps.len() as f64;
+        Point {
+            value,
+            clients: value as u32,
+            threads: 1,
+            rate: None,
+            repeats: tps.len() as u32,
+            tps: mean,
+            tps_stddev: None,
+            tps_min: tps.iter().copied().fold(f64::INFINITY, f64::min),
+            tps_max: tps.iter().copied().fold(0.0, f64::max),
+            p50_ms: p99 / 2.0,
+            p90_ms: p99,
+            p99_ms: p99,
+            p99_9_ms: p99,
+            failed: 0,
+            failure_ratio: 0.0,
+            in_flight: 0.0,
+            little_ratio: 0.0,
+            slo_ms: Vec::new(),
+            slo_met: None,
+            client_cpu: None,
+            backends: None,
+            findings: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_pooler_overtakes_from_the_step_it_stays_ahead() {
+        // The seed study's shape: direct ahead at few clients, the
+        // pooler ahead once direct connections collapse.
+        let direct = [
+            point(8.0, &[1000.0, 1010.0], 1.0),
+            point(64.0, &[900.0, 950.0], 10.0),
+            point(256.0, &[300.0, 320.0], 80.0),
+            point(512.0, &[200.0, 210.0], 200.0),
+        ];
+        let pooled = [
+            point(8.0, &[800.0, 820.0], 1.2),
+            point(64.0, &[930.0, 960.0], 9.0),
+            point(256.0, &[850.0, 870.0], 30.0),
+            point(512.0, &[840.0, 860.0], 60.0),
+        ];
+        let c = compare(&[("direct", &direct), ("pgbouncer", &pooled)]);
+        assert_eq!(c.baseline, "direct");
+        assert_eq!(c.rows.len(), 4);
+        let cell = c.rows[2].cells[1].as_ref().unwrap();
+        assert!((cell.tps_ratio.unwrap() - 860.0 / 310.0).abs() < 1e-9);
+        assert!((cell.p99_ratio.unwrap() - 30.0 / 80.0).abs() < 1e-9);
+        // At 64 the spreads overlap: the crossover is 256, not 64.
+        assert_eq!(c.crossovers[0].target_ahead_from, Some(256.0));
+        assert_eq!(c.crossovers[0].baseline_ahead_from, None);
+    }
+
+    #[test]
+    fn a_target_ahead_everywhere_is_ahead_from_the_first_value() {
+        let a = [point(1.0, &[10.0], 1.0), point(2.0, &[20.0], 1.0)];
+        let b = [point(1.0, &[5.0], 1.0), point(2.0, &[5.0], 1.0)];
+        let c = compare(&[("b", &b), ("a", &a)]);
+        assert_eq!(c.crossovers[0].target_ahead_from, Some(1.0));
+        assert_eq!(c.crossovers[0].baseline_ahead_from, None);
+    }
+
+    #[test]
+    fn every_pair_of_targets_has_its_crossover() {
+        let a = [point(1.0, &[10.0], 1.0)];
+        let b = [point(1.0, &[5.0], 1.0)];
+        let c = [point(1.0, &[20.0], 1.0)];
+        let cmp = compare(&[("a", &a), ("b", &b), ("c", &c)]);
+        let pairs: Vec<(&str, &str)> = cmp
+            .crossovers
+            .iter()
+            .map(|x| (x.baseline.as_str(), x.target.as_str()))
+            .collect();
+        assert_eq!(pairs, [("a", "b"), ("a", "c"), ("b", "c")]);
+        assert_eq!(cmp.crossovers[2].target_ahead_from, Some(1.0));
+    }
+
+    #[test]
+    fn a_missing_step_leaves_an_empty_cell() {
+        let a = [point(1.0, &[10.0], 1.0), point(2.0, &[20.0], 1.0)];
+        let b = [point(1.0, &[5.0], 1.0)];
+        let c = compare(&[("a", &a), ("b", &b)]);
+        assert!(c.rows[1].cells[1].is_none());
+        assert_eq!(c.crossovers[0].baseline_ahead_from, Some(1.0));
+    }
+}

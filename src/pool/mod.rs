@@ -1,0 +1,478 @@
+//! Targets: the same benchmark against several places (a server and a
+//! pooler in front of it, two servers, ...), run fairly and compared
+//! (`--target`, `--temp-pgbouncer`).
+//!
+//! # How a comparison goes
+//! - Every target is a connection string or URI with libpq's semantics;
+//!   the command line's `-h`, `-p` and `-U` fill in what it leaves out. A
+//!   run without `--sweep` is a sweep of one step, the run's clients.
+//! - Before the first step, each target is checked: a PgBouncer (its
+//!   admin console answers, see [`console`]) whose `max_client_conn` is
+//!   below the largest step's clients would refuse the rest, which looks
+//!   like a collapse, and `-M prepared` through transaction or statement
+//!   pooling cannot work on a PgBouncer older than 1.21 or with
+//!   `max_prepared_statements = 0`: both are refused with the reason. A
+//!   target that is no pooler gets the engine's preflight for the largest
+//!   step (plus the server connections of the throwaway PgBouncer in front
+//!   of the same server, which hold slots too).
+//! - The steps run interleaved: each step once per target, the targets'
+//!   order alternating from step to step, with the same scripts, options
+//!   and random seed (drawn once when none was given), so neither a
+//!   drifting server nor the order favours one. `--connect-dimension` runs
+//!   each target twice, the second time with `-C`, as `NAME-C`.
+//!   Each target's steps make a sweep of their own ([`crate::study`]), with
+//!   all its answers; a failed step ends the whole comparison.
+//! - While a step runs against a PgBouncer, a thread samples its console
+//!   ([`console::Sampler`]): `SHOW POOLS` every 200 ms and `SHOW STATS`
+//!   at both ends, and the pooler's CPU from `/proc` when it runs here
+//!   (pgbolt started it, or it listens on the Unix socket the target
+//!   names and its process is ours to see). The sample spans the step's
+//!   warm-up too.
+//! - The report ([`compare`], [`text`], and the page of
+//!   [`crate::report::html::render_targets_html`]) puts the targets side
+//!   by side per step, with ratios against the first target and the
+//!   crossover.
+
+pub mod compare;
+pub mod console;
+pub mod target;
+pub(crate) mod text;
+
+use std::io::Write;
+use std::time::Duration;
+
+pub use target::{parse_target, Target};
+
+use crate::cli::{Benchmark, Config, Connection};
+use crate::engine::EngineError;
+use crate::study::{Dimension, Order, Reset, Study, Sweep, Sweeper, Values};
+use compare::{PoolerStep, TargetResult, TargetsResult};
+use console::{Console, PoolerInfo, Sampler};
+
+/// How often the pooler's console is read during a step.
+const SAMPLE_EVERY: Duration = Duration::from_millis(200);
+
+/// Why a comparison could not run.
+#[derive(Debug)]
+pub enum Error {
+    Engine(EngineError),
+    /// A target refused before the first step, with the reason.
+    Target {
+        name: String,
+        reason: String,
+    },
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Engine(e) => write!(f, "{e}"),
+            Error::Target { name, reason } => write!(f, "target \"{name}\": {reason}"),
+        }
+    }
+}
+
+impl From<EngineError> for Error {
+    fn from(e: EngineError) -> Self {
+        Error::Engine(e)
+    }
+}
+
+/// A target ready to run.
+struct Prepared {
+    target: Target,
+    config: Config,
+    /// The benchmark as this target runs it (`-C` or not).
+    bench: Benchmark,
+    resolved: pgwire::conninfo::Config,
+    pooler: Option<PoolerInfo>,
+    /// The pooler's process when it runs here (for its CPU).
+    pooler_pid: Option<i32>,
+}
+
+/// Runs the benchmark (or each step of its sweep) once per target and
+/// returns the exit status.
+pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, Error> {
+    let study = bench.study.clone().unwrap_or_else(|| one_step(bench));
+    let largest = study.largest_clients().unwrap_or(bench.clients);
+    let json_file = open_json(bench)?;
+    let html_file = match &bench.html {
+        Some(path) => Some(create(path)?),
+        None => None,
+    };
+    // One seed for every step of every target (drawn now when the user
+    // gave `time`, `rand` or none), so that they all run the same
+    // random sequences.
+    let seed = bench
+        .random_seed
+        .unwrap_or(crate::random::RandomSeed::Time)
+        .resolve()
+        .map_err(EngineError::Seed)?;
+    let mut bench = bench.clone();
+    bench.random_seed = Some(crate::random::RandomSeed::Value(seed));
+    let bench = &bench;
+    let prepared = variants(bench)
+        .into_iter()
+        .map(|(target, bench)| prepare(config, target, bench))
+        .collect::<Result<Vec<_>, Error>>()?;
+    if config.preflight {
+        preflight(&prepared, bench, largest)?;
+    }
+    let Values::List(values) = &study.sweep.values else {
+        return Err(Error::Engine(EngineError::Report(
+            "--sweep=clients:auto with targets is not supported yet".into(),
+        )));
+    };
+    let mut runner = Runner {
+        targets: &prepared,
+        sweepers: prepared
+            .iter()
+            .map(|p| Sweeper::new(&p.config, &p.bench, &study, Some(p.target.name.clone())))
+            .collect(),
+        pooler_steps: Vec::new(),
+        stopped: None,
+    };
+    let between = crate::engine::install_between();
+    let order = crate::study::step_order(&study, values, bench.random_seed)?;
+    let status = runner.run(&order, largest)?;
+    drop(between);
+    let result = runner.finish();
+    let mut written = write_reports(&result, bench, json_file);
+    if let (Some(path), Some(file)) = (&bench.html, html_file) {
+        written &= write_html(&result, path, file);
+    }
+    Ok(if status == 0 && !written { 2 } else { status })
+}
+
+/// The comparison under way: one sweep per target.
+struct Runner<'a> {
+    targets: &'a [Prepared],
+    sweepers: Vec<Sweeper<'a>>,
+    pooler_steps: Vec<PoolerStep>,
+    /// Why the comparison ended early.
+    stopped: Option<String>,
+}
+
+impl Runner<'_> {
+    /// Runs every step once per target, in `order`; a failed step ends
+    /// it. Returns the exit status.
+    fn run(&mut self, order: &[(f64, u32)], largest: u32) -> Result<i32, Error> {
+        let total = order.len() * self.targets.len();
+        let mut index = 0;
+        for (i, &(value, repeat)) in order.iter().enumerate() {
+            // The targets' order alternates, so that neither always runs
+            // right after the other.
+            let mut turn: Vec<usize> = (0..self.targets.len()).collect();
+            if i % 2 == 1 {
+                turn.reverse();
+            }
+            for t in turn {
+                index += 1;
+                // Each target's first step checks for the largest.
+                let preflight = (i == 0).then_some(largest);
+                let status = self.step(t, value, repeat, (index, total), preflight)?;
+                if status != 0 {
+                    let why = crate::study::left_out(
+                        status,
+                        &format!("step {index} of {total} ({})", self.targets[t].target.name),
+                    );
+                    for s in &mut self.sweepers {
+                        s.stop(why.clone());
+                    }
+                    self.stopped = Some(why);
+                    return Ok(status);
+                }
+            }
+        }
+        Ok(0)
+    }
+
+    /// One step on target `t`, its pooler sampled meanwhile.
+    fn step(
+        &mut self,
+        t: usize,
+        value: f64,
+        repeat: u32,
+        at: (usize, usize),
+        preflight: Option<u32>,
+    ) -> Result<i32, Error> {
+        let p = &self.targets[t];
+        let sampler = p.pooler.as_ref().and_then(|_| {
+            Console::open(&p.resolved).map(|c| Sampler::start(c, SAMPLE_EVERY, p.pooler_pid))
+        });
+        let status = self.sweepers[t].step(value, repeat, at, preflight);
+        if let Some(view) = sampler.and_then(Sampler::finish) {
+            crate::cli::ewriteln!(
+                "  {}: cl_active {}, cl_waiting {}, sv_active {}, maxwait {:.3} s{}{}",
+                p.target.name,
+                view.cl_active_max,
+                view.cl_waiting_max,
+                view.sv_active_max,
+                view.maxwait_max_s,
+                view.wait_us_per_xact
+                    .map_or(String::new(), |w| format!(", wait {w:.1} us/xact")),
+                view.cpu_percent
+                    .map_or(String::new(), |c| format!(", pooler cpu {c:.0}%"))
+            );
+            self.pooler_steps.push(PoolerStep {
+                target: p.target.name.clone(),
+                value,
+                repeat,
+                view,
+            });
+        }
+        Ok(status?)
+    }
+
+    /// The result of the steps run, with the comparison.
+    fn finish(self) -> TargetsResult {
+        let targets: Vec<TargetResult> = self
+            .targets
+            .iter()
+            .zip(self.sweepers)
+            .map(|(p, s)| TargetResult {
+                name: p.target.name.clone(),
+                conninfo: p.target.shown(),
+                pooler: p.pooler.clone(),
+                sweep: s.finish(),
+            })
+            .collect();
+        let points: Vec<(&str, &[crate::study::result::Point])> = targets
+            .iter()
+            .map(|t| (t.name.as_str(), t.sweep.summary.points.as_slice()))
+            .collect();
+        let comparison = compare::compare(&points);
+        TargetsResult {
+            schema_version: crate::report::SCHEMA_VERSION,
+            kind: compare::KIND.to_owned(),
+            tool: "pgbolt".to_owned(),
+            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+            targets,
+            comparison,
+            pooler_steps: self.pooler_steps,
+            stopped: self.stopped,
+        }
+    }
+}
+
+/// Writes the page; false when that failed (and was said).
+fn write_html(result: &TargetsResult, path: &std::path::Path, mut file: std::fs::File) -> bool {
+    let page = crate::report::html::render_targets_html(result, crate::report::html::now_us())
+        .map_err(|e| e.to_string())
+        .and_then(|page| {
+            file.write_all(page.as_bytes())
+                .map_err(|e| crate::oserror::os_message(&e))
+        });
+    if let Err(e) = &page {
+        crate::cli::ewriteln!(
+            "{}: error: could not write \"{}\": {e}",
+            crate::cli::PROGRAM,
+            path.display()
+        );
+    }
+    page.is_ok()
+}
+
+/// A plain run as a sweep of one step: its clients.
+fn one_step(bench: &Benchmark) -> Study {
+    Study {
+        sweep: Sweep {
+            dimension: Dimension::Clients,
+            values: Values::List(vec![f64::from(bench.clients)]),
+        },
+        repeat: 1,
+        order: Order::Alternate,
+        reset: Reset::Vacuum,
+        slo: Vec::new(),
+        jobs: Some(bench.threads),
+    }
+}
+
+/// The targets as run: each once, or under `--connect-dimension` each
+/// with its connections kept and then as `NAME-C` with `-C`.
+fn variants(bench: &Benchmark) -> Vec<(Target, Benchmark)> {
+    let mut out = Vec::new();
+    for target in &bench.targets {
+        out.push((target.clone(), bench.clone()));
+        if bench.connect_dimension {
+            let mut with_c = target.clone();
+            with_c.name.push_str("-C");
+            let mut per_transaction = bench.clone();
+            per_transaction.connect_per_transaction = true;
+            out.push((with_c, per_transaction));
+        }
+    }
+    out
+}
+
+/// The target's configuration, resolved connection, and its pooler's
+/// console when it has one.
+fn prepare(config: &Config, target: Target, bench: Benchmark) -> Result<Prepared, Error> {
+    let mut own = config.clone();
+    own.connection = Connection {
+        dbname: Some(target.conninfo.clone()),
+        ..config.connection.clone()
+    };
+    let resolved = crate::cli::connection::resolve(&own.connection).map_err(|e| Error::Target {
+        name: target.name.clone(),
+        reason: e.to_string(),
+    })?;
+    let pooler = Console::open(&resolved).and_then(|mut c| c.info());
+    let pooler_pid = match pooler {
+        Some(_) => target.pid.or_else(|| console::local_pid(&resolved)),
+        None => None,
+    };
+    Ok(Prepared {
+        pooler_pid,
+        target,
+        config: own,
+        bench,
+        resolved,
+        pooler,
+    })
+}
+
+/// The checks made before the first step (see the module's doc).
+fn preflight(targets: &[Prepared], bench: &Benchmark, largest: u32) -> Result<(), Error> {
+    // The throwaway PgBouncer's server connections take slots of the
+    // server the direct target checks.
+    // (Counted once per pooler: under `--connect-dimension` it is two
+    // targets.)
+    let mut poolers: Vec<(i32, u32)> = targets
+        .iter()
+        .filter_map(|t| Some((t.target.pid?, t.pooler.as_ref()?.default_pool_size?)))
+        .collect();
+    poolers.sort_unstable();
+    poolers.dedup();
+    let pooled: u32 = poolers.iter().map(|p| p.1).sum();
+    for t in targets {
+        let refuse = |reason: String| Error::Target {
+            name: t.target.name.clone(),
+            reason,
+        };
+        match &t.pooler {
+            Some(pooler) => {
+                // pgbolt's own console and monitor sessions are clients too.
+                let needed = largest + 1 + u32::from(bench.monitor.is_some());
+                if let Some(max) = pooler.max_client_conn.filter(|&m| m < needed) {
+                    return Err(refuse(format!(
+                        "its max_client_conn is {max}, below the {largest} clients of the \
+                         largest step (and pgbolt's console and monitor sessions): the pooler \
+                         would refuse \
+                         the rest with \"no more connections allowed\", which looks like a \
+                         collapse. Raise max_client_conn to at least {needed} in pgbouncer.ini."
+                    )));
+                }
+                if bench.query_mode == crate::cli::QueryMode::Prepared
+                    && !pooler.keeps_prepared_statements()
+                {
+                    return Err(refuse(prepared_refusal(pooler)));
+                }
+            }
+            None => {
+                crate::engine::preflight_only(&t.config, largest + pooled).map_err(|e| {
+                    let counted = if pooled > 0 {
+                        format!(
+                            " (the largest step's {largest} clients and the throwaway \
+                             PgBouncer's {pooled} server connections)"
+                        )
+                    } else {
+                        String::new()
+                    };
+                    refuse(format!("{e}").replacen(
+                        " more connections",
+                        &format!(" more connections{counted}"),
+                        1,
+                    ))
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Why `-M prepared` cannot work through this pooler, and what to use.
+pub fn prepared_refusal(pooler: &PoolerInfo) -> String {
+    let mode = pooler.pool_mode.as_deref().unwrap_or("transaction");
+    format!(
+        "-M prepared cannot work through {} in {mode} pooling: a client prepares its \
+         statements once on the server connection it first gets, and later transactions run on \
+         other server connections where they are missing or already exist. Use -M extended \
+         (the same protocol with unnamed statements), session pooling, or PgBouncer 1.21 or \
+         later with max_prepared_statements above 0.",
+        pooler.version
+    )
+}
+
+fn open_json(bench: &Benchmark) -> Result<Option<std::fs::File>, Error> {
+    match &bench.json {
+        Some(path) if path.as_os_str() != "-" => create(path).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// A result file, created before the first step so that a bad path fails
+/// before anything runs.
+fn create(path: &std::path::Path) -> Result<std::fs::File, Error> {
+    std::fs::File::create(path).map_err(|e| {
+        Error::Engine(EngineError::Report(format!(
+            "could not open file \"{}\": {}",
+            path.display(),
+            crate::oserror::os_message(&e)
+        )))
+    })
+}
+
+/// A targets' result read from `text` (its JSON file, or a page that
+/// embeds it); `None` when it is not a targets' result.
+pub fn read_targets(text: &str) -> Option<Result<TargetsResult, String>> {
+    let json = match crate::report::html::embedded_json(text) {
+        Some(json) if text.trim_start().starts_with('<') => json,
+        _ => text,
+    };
+    #[derive(serde::Deserialize)]
+    struct Kind {
+        kind: Option<String>,
+    }
+    let kind: Kind = serde_json::from_str(json).ok()?;
+    (kind.kind.as_deref() == Some(compare::KIND))
+        .then(|| serde_json::from_str(json).map_err(|e| format!("invalid targets' result: {e}")))
+}
+
+/// Prints the text report and writes the JSON; false when a write failed.
+fn write_reports(
+    result: &TargetsResult,
+    bench: &Benchmark,
+    json_file: Option<std::fs::File>,
+) -> bool {
+    let to_stdout = bench.json.as_deref() == Some(std::path::Path::new("-"));
+    let text = text::render(result, bench);
+    let mut ok = true;
+    if to_stdout {
+        crate::cli::write_stderr_bytes(text.as_bytes());
+    } else {
+        ok &= std::io::stdout().lock().write_all(text.as_bytes()).is_ok();
+    }
+    if bench.json.is_some() {
+        let Ok(json) = serde_json::to_string_pretty(result) else {
+            return false;
+        };
+        let written = match json_file {
+            Some(mut file) => file
+                .write_all(json.as_bytes())
+                .and_then(|()| file.write_all(b"\n")),
+            None => std::io::stdout()
+                .lock()
+                .write_all(format!("{json}\n").as_bytes()),
+        };
+        if let Err(e) = written {
+            crate::cli::ewriteln!(
+                "{}: error: could not write the targets' result: {}",
+                crate::cli::PROGRAM,
+                crate::oserror::os_message(&e)
+            );
+            ok = false;
+        }
+    }
+    ok
+}
