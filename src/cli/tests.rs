@@ -959,8 +959,8 @@ fn targets_and_poolers_refuse_what_they_cannot_honour() {
             "invalid value \"pooled\" for option --temp-pgbouncer: expected session, transaction or statement",
         ),
         (
-            &["--pool-size=8"],
-            "--pool-size without --temp-pgbouncer (a pool inside pgbolt) is not supported yet",
+            &["--pool-size=1", "--target=a=host=/tmp"],
+            "--pool-size with --target is not supported yet",
         ),
         (
             &["--temp-instance", "--target=a=host=/tmp"],
