@@ -107,7 +107,7 @@ fn row(out: &mut String, p: &Point, columns: &Columns) {
                 "{:.0}/{:.0}/{:.0}",
                 b.on_cpu * 100.0,
                 b.waiting * 100.0,
-                b.client * 100.0
+                (b.client + b.idle_in_transaction) * 100.0
             )
         });
         let _ = write!(out, " {shares:>12}");
@@ -217,6 +217,6 @@ fn answers(out: &mut String, result: &SweepResult) {
         .iter()
         .any(|p| p.client_cpu.is_some() || p.backends.is_some())
     {
-        out.push_str("cli cpu: the busiest pgbolt thread's CPU share of the step; cpu/wait/cli:\n% of the backends' samples on CPU, waiting, and waiting for the client\n");
+        out.push_str("cli cpu: the busiest pgbolt thread's CPU share of the step; cpu/wait/cli:\n% of the backends' samples on CPU, waiting, and waiting for the client\n(idle in a transaction included)\n");
     }
 }

@@ -284,7 +284,7 @@ fn table(r: &SweepResult) -> String {
                 "<td>{}</td><td>{}</td><td>{}</td>",
                 percent(b.on_cpu),
                 percent(b.waiting),
-                percent(b.client)
+                percent(b.client + b.idle_in_transaction)
             )),
             if p.findings.is_empty() {
                 "–".to_owned()
@@ -299,7 +299,7 @@ fn table(r: &SweepResult) -> String {
         );
     }
     out.push_str(
-        "</table><p>L/N: throughput × mean latency over the clients (Little's law). Client CPU: the busiest pgbolt thread's share of the step. Backends: shares of the samples of pgbolt's server backends (see the diagnosis of a run). Findings: the diagnosis's warnings in the step.</p></section>",
+        "</table><p>L/N: throughput × mean latency over the clients (Little's law). Client CPU: the busiest pgbolt thread's share of the step. Backends: shares of the samples of pgbolt's server backends (see the diagnosis of a run); waiting for the client includes idle in a transaction. Findings: the diagnosis's warnings in the step.</p></section>",
     );
     out
 }
