@@ -192,6 +192,35 @@ fn a_sweep_compares_direct_and_the_throwaway_pgbouncer() {
         assert!(page.contains("<h2>The pooler's view</h2>"));
         assert!(page.contains("\"kind\":\"targets\""));
     }
+
+    // --compare takes one target's sweep as FILE#TARGET; the file alone
+    // is refused with the names to choose from.
+    let file = json.path().display().to_string();
+    let compared = run(Command::new(pgbolt_path()).args([
+        "--compare".to_owned(),
+        format!("{file}#direct"),
+        format!("{file}#pgbouncer"),
+    ]));
+    let text = stdout(&compared);
+    assert_eq!(compared.status.code(), Some(0), "{}", stderr(&compared));
+    assert!(
+        text.contains(&format!(
+            "baseline:  {file}#direct (sweep of clients: 2, 12;"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nverdict (tps, p99; threshold 3%; over 2 steps): "),
+        "{text}"
+    );
+    let whole = run(Command::new(pgbolt_path()).args(["--compare", &file, &file]));
+    assert_eq!(whole.status.code(), Some(1));
+    assert!(
+        stderr(&whole)
+            .contains("holds the steps of several targets (direct, pgbouncer): name one as"),
+        "{}",
+        stderr(&whole)
+    );
 }
 
 /// The server allows fewer connections than the direct target's largest

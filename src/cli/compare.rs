@@ -2,7 +2,8 @@
 //! comparison; no connection is made.
 //!
 //! Each file is a run's result or a sweep's (its JSON, or a page that
-//! embeds it). Two runs give a comparison, two sweeps a comparison step by
+//! embeds it), or one target's sweep in a comparison of targets, named
+//! `FILE#TARGET` (`targets.json#pgbouncer`). Two runs give a comparison, two sweeps a comparison step by
 //! step, and a run with a sweep a comparison of the run with the sweep's
 //! matching step ([`crate::compare::sweep`]).
 //!
@@ -169,8 +170,10 @@ fn step_source(file: &str, step: &StepMatch, dimension: &str) -> String {
     format!("{file}, step {}", step.key.describe(dimension))
 }
 
-/// Reads and checks one result file: a run's or a sweep's.
+/// Reads and checks one result file: a run's or a sweep's, or one
+/// target's sweep of a comparison of targets, named `FILE#TARGET`.
 fn read(path: &Path) -> Result<Loaded, String> {
+    let (path, target) = split_target(path);
     let text = std::fs::read_to_string(path).map_err(|e| {
         format!(
             "could not read result file \"{}\": {}",
@@ -178,18 +181,62 @@ fn read(path: &Path) -> Result<Loaded, String> {
             crate::oserror::os_message(&e)
         )
     })?;
+    if let Some(targets) = crate::pool::read_targets(&text) {
+        let targets = targets.map_err(|e| format!("result file \"{}\": {e}", path.display()))?;
+        let names: Vec<String> = targets.targets.iter().map(|t| t.name.clone()).collect();
+        let Some(name) = target else {
+            return Err(format!(
+                "result file \"{}\" holds the steps of several targets ({}): name one as {}#{}",
+                path.display(),
+                names.join(", "),
+                path.display(),
+                names.first().map_or("NAME", String::as_str)
+            ));
+        };
+        let Some(chosen) = targets.targets.into_iter().find(|t| t.name == name) else {
+            return Err(format!(
+                "result file \"{}\" has no target \"{name}\" (its targets: {})",
+                path.display(),
+                names.join(", ")
+            ));
+        };
+        return checked_sweep(path, chosen.sweep).map(|s| Loaded::Sweep(Box::new(s)));
+    }
+    if let Some(name) = target {
+        return Err(format!(
+            "result file \"{}\" is not a comparison of targets, so it has no target \"{name}\"",
+            path.display()
+        ));
+    }
     let invalid = |e: &dyn std::fmt::Display| format!("result file \"{}\": {e}", path.display());
     if let Some(sweep) = crate::study::read_sweep(&text) {
         let sweep = sweep.map_err(|e| invalid(&e))?;
-        for step in &sweep.steps {
-            step.result
-                .latency
-                .decode_histogram()
-                .map_err(|e| invalid(&e))?;
-        }
-        return Ok(Loaded::Sweep(Box::new(sweep)));
+        return checked_sweep(path, sweep).map(|s| Loaded::Sweep(Box::new(s)));
     }
     let result = report::read_result(&text).map_err(|e| invalid(&e))?;
     result.latency.decode_histogram().map_err(|e| invalid(&e))?;
     Ok(Loaded::Run(Box::new(result)))
+}
+
+/// `sweep`, once every step's histogram decodes.
+fn checked_sweep(path: &Path, sweep: SweepResult) -> Result<SweepResult, String> {
+    for step in &sweep.steps {
+        step.result
+            .latency
+            .decode_histogram()
+            .map_err(|e| format!("result file \"{}\": {e}", path.display()))?;
+    }
+    Ok(sweep)
+}
+
+/// `FILE#TARGET` as the file and the target's name; a path that exists
+/// as written, or has no `#`, is a file.
+fn split_target(path: &Path) -> (&Path, Option<&str>) {
+    if path.exists() {
+        return (path, None);
+    }
+    match path.to_str().and_then(|p| p.rsplit_once('#')) {
+        Some((file, name)) if !file.is_empty() && !name.is_empty() => (Path::new(file), Some(name)),
+        _ => (path, None),
+    }
 }
