@@ -115,6 +115,7 @@ pub const DOCUMENTED: &[(&str, &[&str])] = &[
             "failures_detailed",
             "report_per_command",
             "continue_on_error",
+            "warmup_s",
         ],
     ),
     (
