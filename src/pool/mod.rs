@@ -95,11 +95,12 @@ struct Prepared {
 pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, Error> {
     let study = bench.study.clone().unwrap_or_else(|| one_step(bench));
     let largest = study.largest_clients().unwrap_or(bench.clients);
-    let json_file = open_json(bench)?;
-    let html_file = match &bench.html {
-        Some(path) => Some(create(path)?),
-        None => None,
-    };
+    let json_file = crate::study::files::open_json(bench)?;
+    let html_file = bench
+        .html
+        .as_deref()
+        .map(crate::study::files::create)
+        .transpose()?;
     // One seed for every step of every target (drawn now when the user
     // gave `time`, `rand` or none), so that they all run the same
     // random sequences.
@@ -137,7 +138,13 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, Error> {
     let status = runner.run(&order, largest)?;
     drop(between);
     let result = runner.finish();
-    let mut written = write_reports(&result, bench, json_file);
+    let mut written = crate::study::files::write_reports(
+        &text::render(&result, bench),
+        &result,
+        "the targets' result",
+        bench,
+        json_file,
+    );
     if let (Some(path), Some(file)) = (&bench.html, html_file) {
         written &= write_html(&result, path, file);
     }
@@ -404,75 +411,8 @@ pub fn prepared_refusal(pooler: &PoolerInfo) -> String {
     )
 }
 
-fn open_json(bench: &Benchmark) -> Result<Option<std::fs::File>, Error> {
-    match &bench.json {
-        Some(path) if path.as_os_str() != "-" => create(path).map(Some),
-        _ => Ok(None),
-    }
-}
-
-/// A result file, created before the first step so that a bad path fails
-/// before anything runs.
-fn create(path: &std::path::Path) -> Result<std::fs::File, Error> {
-    std::fs::File::create(path).map_err(|e| {
-        Error::Engine(EngineError::Report(format!(
-            "could not open file \"{}\": {}",
-            path.display(),
-            crate::oserror::os_message(&e)
-        )))
-    })
-}
-
 /// A targets' result read from `text` (its JSON file, or a page that
 /// embeds it); `None` when it is not a targets' result.
 pub fn read_targets(text: &str) -> Option<Result<TargetsResult, String>> {
-    let json = match crate::report::html::embedded_json(text) {
-        Some(json) if text.trim_start().starts_with('<') => json,
-        _ => text,
-    };
-    #[derive(serde::Deserialize)]
-    struct Kind {
-        kind: Option<String>,
-    }
-    let kind: Kind = serde_json::from_str(json).ok()?;
-    (kind.kind.as_deref() == Some(compare::KIND))
-        .then(|| serde_json::from_str(json).map_err(|e| format!("invalid targets' result: {e}")))
-}
-
-/// Prints the text report and writes the JSON; false when a write failed.
-fn write_reports(
-    result: &TargetsResult,
-    bench: &Benchmark,
-    json_file: Option<std::fs::File>,
-) -> bool {
-    let to_stdout = bench.json.as_deref() == Some(std::path::Path::new("-"));
-    let text = text::render(result, bench);
-    let mut ok = true;
-    if to_stdout {
-        crate::cli::write_stderr_bytes(text.as_bytes());
-    } else {
-        ok &= std::io::stdout().lock().write_all(text.as_bytes()).is_ok();
-    }
-    if bench.json.is_some() {
-        let Ok(json) = serde_json::to_string_pretty(result) else {
-            return false;
-        };
-        let written = match json_file {
-            Some(mut file) => file
-                .write_all(json.as_bytes())
-                .and_then(|()| file.write_all(b"\n")),
-            None => std::io::stdout()
-                .lock()
-                .write_all(format!("{json}\n").as_bytes()),
-        };
-        if let Err(e) = written {
-            crate::cli::ewriteln!(
-                "{}: error: could not write the targets' result: {}",
-                crate::cli::PROGRAM,
-                crate::oserror::os_message(&e)
-            );
-            ok = false;
-        }
-    }
-    ok
+    crate::study::files::read_kind(text, compare::KIND, "targets' result")
 }

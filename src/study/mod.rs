@@ -34,6 +34,7 @@
 //! The answers ([`result`]) come from the steps' results alone, so a saved
 //! sweep gives the same answers when read back. The USL fit is in [`usl`].
 
+pub(crate) mod files;
 pub mod result;
 mod spec;
 pub(crate) mod text;
@@ -56,27 +57,8 @@ const AUTO_LIMIT: f64 = 1024.0;
 
 /// Runs the sweep of `study` and returns the exit status.
 pub fn run(config: &Config, bench: &Benchmark, study: &Study) -> Result<i32, EngineError> {
-    let to_stdout = bench.json.as_deref() == Some(std::path::Path::new("-"));
-    let json_file = match &bench.json {
-        Some(path) if !to_stdout => Some(std::fs::File::create(path).map_err(|e| {
-            EngineError::Report(format!(
-                "could not open file \"{}\": {}",
-                path.display(),
-                crate::oserror::os_message(&e)
-            ))
-        })?),
-        _ => None,
-    };
-    let html_file = match &bench.html {
-        Some(path) => Some(std::fs::File::create(path).map_err(|e| {
-            EngineError::Report(format!(
-                "could not open file \"{}\": {}",
-                path.display(),
-                crate::oserror::os_message(&e)
-            ))
-        })?),
-        None => None,
-    };
+    let json_file = files::open_json(bench)?;
+    let html_file = bench.html.as_deref().map(files::create).transpose()?;
     let mut sweeper = Sweeper::new(config, bench, study, None);
     let between = crate::engine::install_between();
     let status = match &study.sweep.values {
@@ -86,32 +68,7 @@ pub fn run(config: &Config, bench: &Benchmark, study: &Study) -> Result<i32, Eng
     drop(between);
     let result = sweeper.finish();
     let text = text::render(&result, bench);
-    let mut failed = false;
-    if to_stdout {
-        crate::cli::write_stderr_bytes(text.as_bytes());
-    } else {
-        failed |= std::io::stdout().lock().write_all(text.as_bytes()).is_err();
-    }
-    if bench.json.is_some() {
-        let json = serde_json::to_string_pretty(&result)
-            .map_err(|e| EngineError::Report(e.to_string()))?;
-        let written = match json_file {
-            Some(mut file) => file
-                .write_all(json.as_bytes())
-                .and_then(|()| file.write_all(b"\n")),
-            None => std::io::stdout()
-                .lock()
-                .write_all(format!("{json}\n").as_bytes()),
-        };
-        if let Err(e) = written {
-            crate::cli::ewriteln!(
-                "{}: error: could not write the sweep's result: {}",
-                crate::cli::PROGRAM,
-                crate::oserror::os_message(&e)
-            );
-            failed = true;
-        }
-    }
+    let mut failed = !files::write_reports(&text, &result, "the sweep's result", bench, json_file);
     if let (Some(path), Some(mut file)) = (&bench.html, html_file) {
         let written =
             crate::report::html::render_sweep_html(&result, crate::report::html::now_us())
@@ -135,17 +92,7 @@ pub fn run(config: &Config, bench: &Benchmark, study: &Study) -> Result<i32, Eng
 /// A sweep's result read from `text` (its JSON file, or a page that embeds
 /// it); `None` when `text` is not a sweep's (a run's result, say).
 pub fn read_sweep(text: &str) -> Option<Result<SweepResult, String>> {
-    let json = match crate::report::html::embedded_json(text) {
-        Some(json) if text.trim_start().starts_with('<') => json,
-        _ => text,
-    };
-    #[derive(serde::Deserialize)]
-    struct Kind {
-        kind: Option<String>,
-    }
-    let kind: Kind = serde_json::from_str(json).ok()?;
-    (kind.kind.as_deref() == Some(result::KIND))
-        .then(|| serde_json::from_str(json).map_err(|e| format!("invalid sweep result: {e}")))
+    files::read_kind(text, result::KIND, "sweep result")
 }
 
 /// The state of a sweep under way.
