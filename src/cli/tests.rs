@@ -714,6 +714,16 @@ fn sweep_errors() {
             CliError::UnsupportedWithSweep("--pgbench-output"),
         ),
         (
+            &["--sweep=clients:auto", "--repeat-order=shuffle"],
+            CliError::InvalidStudyValue {
+                option: "--repeat-order",
+                value: "shuffle".into(),
+                reason: "clients:auto runs each value's repeats one after the other, as it \
+                         finds the values; there is no order to choose"
+                    .into(),
+            },
+        ),
+        (
             &["--repeat=0"],
             CliError::InvalidStudyValue {
                 option: "--repeat",

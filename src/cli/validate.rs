@@ -283,7 +283,7 @@ fn targets(g: &Gathered) -> Result<(), CliError> {
 /// `--sweep` and its companions, checked against the options a sweep sets
 /// itself or cannot honour yet.
 fn study(g: &Gathered) -> Result<Option<crate::study::Study>, CliError> {
-    use crate::study::{Dimension, Order, Reset, Study};
+    use crate::study::{Dimension, Order, Reset, Study, Values};
     if g.warmup.is_some() && g.start_at.is_some() {
         return Err(CliError::UnsupportedWithWarmup("--start-at"));
     }
@@ -307,6 +307,15 @@ fn study(g: &Gathered) -> Result<Option<crate::study::Study>, CliError> {
     };
     if let Some(option) = swept {
         return Err(CliError::SweptOption(option, dimension));
+    }
+    if let (Some(order), Values::Auto) = (g.repeat_order, &sweep.values) {
+        return Err(CliError::InvalidStudyValue {
+            option: "--repeat-order",
+            value: order.name().to_owned(),
+            reason: "clients:auto runs each value's repeats one after the other, as it finds \
+                     the values; there is no order to choose"
+                .into(),
+        });
     }
     if sweep.dimension == Dimension::Threads && g.threads.is_some() {
         return Err(CliError::SweptOption("-j/--jobs", dimension));
