@@ -453,6 +453,9 @@ fn stall(r: &RunResult) -> Option<Finding> {
     if total < 10 || share < STALL_SHARE {
         return None;
     }
+    if worst == 0 {
+        return cold_start(r, share, p99_us);
+    }
     let offset = intervals[worst].offset_s;
     let f = finding(
         "stall",
@@ -468,6 +471,30 @@ fn stall(r: &RunResult) -> Option<Finding> {
         f,
         "the tail percentiles describe one event, not the run's usual latency",
         "look at what happened then (a lock, a checkpoint, the machine) and repeat the run",
+    )
+}
+
+/// A stall in the first interval: the run began with cold caches and new
+/// backends, which a warm-up (or a longer run) leaves out of the tail.
+fn cold_start(r: &RunResult, share: f64, slow_us: u64) -> Option<Finding> {
+    let f = finding(
+        "cold-start",
+        Severity::Warning,
+        format!(
+            "a cold start: {:.0}% of the slow transactions (over {:.3} ms) ended in the first second or the next",
+            share * 100.0,
+            slow_us as f64 / 1000.0
+        ),
+        &[("share", share)],
+    );
+    explained(
+        f,
+        "the tail percentiles describe the run's first moments (caches filling, new backends), not its usual latency",
+        if r.options.warmup_s > 0 {
+            "run longer, so that the start weighs less in the tail"
+        } else {
+            "warm up first (--warmup=SEC), or run longer"
+        },
     )
 }
 

@@ -245,6 +245,27 @@ fn a_stall_interval_is_named() {
     assert_eq!(s.figures["offset_s"], 42.0);
 }
 
+/// The slow transactions of the first second are the start's (cold
+/// caches, new backends), and a warm-up is the cure.
+#[test]
+fn slow_transactions_at_the_start_are_a_cold_start() {
+    let mut r = run(SELECT_ONLY, 4, 20, |i| {
+        if i == 0 {
+            vec![(1000, 3000), (900_000, 100)]
+        } else {
+            vec![(1000, 4000)]
+        }
+    });
+    let f = findings(&r);
+    assert!(!f.iter().any(|f| f.id == "stall"));
+    let c = f.iter().find(|f| f.id == "cold-start").expect("cold start");
+    assert!(c.action.contains("--warmup"), "{}", c.action);
+    r.options.warmup_s = 5;
+    let f = findings(&r);
+    let c = f.iter().find(|f| f.id == "cold-start").expect("cold start");
+    assert!(!c.action.contains("--warmup"), "{}", c.action);
+}
+
 /// Regression: an interval in which nothing committed (the one the lock
 /// held) has no histogram, and hid the stall after it.
 #[test]
