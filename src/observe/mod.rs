@@ -239,11 +239,18 @@ struct Begun {
     statements: Option<statements::Reading>,
 }
 
+/// The name of the monitor's prepared activity query.
+const ACTIVITY_STATEMENT: &str = "pgbolt_monitor_activity";
+/// SQLSTATE `invalid_sql_statement_name`: no such prepared statement.
+const UNDEFINED_STATEMENT: &str = "26000";
+
 /// The monitor's connection and what it gathers.
 struct Session {
     client: Client,
     version_num: u32,
     activity_sql: String,
+    /// Whether `activity_sql` is prepared as [`ACTIVITY_STATEMENT`].
+    activity_prepared: bool,
     remaining_sql: String,
     missing: Vec<String>,
     queries: i64,
@@ -277,11 +284,13 @@ impl Session {
                 "select coalesce(state, ''), coalesce(wait_event_type, ''), \
                  coalesce(wait_event, ''), count(*) {filter} group by 1, 2, 3"
             ),
+            activity_prepared: false,
             remaining_sql: format!("select count(*) {filter}"),
             client,
             missing: Vec::new(),
             queries: 0,
         };
+        session.prepare_activity();
         let backend = session.client.connection().backend_pid();
         let server = if local {
             cpu::LocalServer::find(backend)
@@ -482,9 +491,34 @@ impl Session {
         ((samples > 0).then(|| log.finish()), samples, lost)
     }
 
+    /// Prepares the activity sample's query, which runs ten times a second:
+    /// planning it each time was most of the monitor's backend's CPU (0.2
+    /// of 0.3 ms a sample). Where it cannot be prepared, samples are simple
+    /// queries.
+    fn prepare_activity(&mut self) {
+        self.activity_prepared = self
+            .client
+            .prepare(ACTIVITY_STATEMENT, &self.activity_sql)
+            .is_ok();
+        // A Parse and its Sync are a transaction of their own (a failed
+        // one a rollback, which nothing subtracts).
+        self.queries += i64::from(self.activity_prepared);
+    }
+
     /// One `pg_stat_activity` sample of pgbolt's backends.
     fn sample(&mut self) -> Result<StateCounts, pgwire::Error> {
-        let rows = self.client.simple_query(&self.activity_sql)?;
+        let rows = match self.activity_prepared {
+            true => match self.client.query_prepared(ACTIVITY_STATEMENT, &[]) {
+                // A transaction-pooling PgBouncer without prepared
+                // statement support sent the Bind to another server.
+                Err(e) if e.sqlstate() == Some(UNDEFINED_STATEMENT) => {
+                    self.activity_prepared = false;
+                    self.client.simple_query(&self.activity_sql)?
+                }
+                rows => rows?,
+            },
+            false => self.client.simple_query(&self.activity_sql)?,
+        };
         self.queries += 1;
         let mut counts = StateCounts::default();
         for row in rows {
