@@ -103,6 +103,7 @@ use linger::Lingering;
 use monitor::{diagnosis, start_monitor, ThreadTimes};
 use plan::Plan;
 use result_file::ResultFile;
+pub use setup::behind_pooler;
 use shared::Shared;
 pub use signals::{install_between, received_between};
 use spin::SpinMode;

@@ -241,8 +241,6 @@ struct Begun {
 
 /// The name of the monitor's prepared activity query.
 const ACTIVITY_STATEMENT: &str = "pgbolt_monitor_activity";
-/// SQLSTATE `invalid_sql_statement_name`: no such prepared statement.
-const UNDEFINED_STATEMENT: &str = "26000";
 
 /// The monitor's connection and what it gathers.
 struct Session {
@@ -493,30 +491,25 @@ impl Session {
 
     /// Prepares the activity sample's query, which runs ten times a second:
     /// planning it each time was most of the monitor's backend's CPU (0.2
-    /// of 0.3 ms a sample). Where it cannot be prepared, samples are simple
-    /// queries.
+    /// of 0.3 ms a sample). Not through a pooler, which may hand the next
+    /// transaction to a server that never saw the statement: samples are
+    /// plain queries there, and where preparing fails.
     fn prepare_activity(&mut self) {
-        self.activity_prepared = self
-            .client
-            .prepare(ACTIVITY_STATEMENT, &self.activity_sql)
-            .is_ok();
-        // A Parse and its Sync are a transaction of their own (a failed
-        // one a rollback, which nothing subtracts).
-        self.queries += i64::from(self.activity_prepared);
+        let pooled = crate::engine::behind_pooler(&mut self.client);
+        self.activity_prepared = !pooled
+            && self
+                .client
+                .prepare(ACTIVITY_STATEMENT, &self.activity_sql)
+                .is_ok();
+        // The pooler check's query and a Parse with its Sync are each a
+        // transaction (a failed one a rollback, which nothing subtracts).
+        self.queries += 1 + i64::from(self.activity_prepared);
     }
 
     /// One `pg_stat_activity` sample of pgbolt's backends.
     fn sample(&mut self) -> Result<StateCounts, pgwire::Error> {
         let rows = match self.activity_prepared {
-            true => match self.client.query_prepared(ACTIVITY_STATEMENT, &[]) {
-                // A transaction-pooling PgBouncer without prepared
-                // statement support sent the Bind to another server.
-                Err(e) if e.sqlstate() == Some(UNDEFINED_STATEMENT) => {
-                    self.activity_prepared = false;
-                    self.client.simple_query(&self.activity_sql)?
-                }
-                rows => rows?,
-            },
+            true => self.client.query_prepared(ACTIVITY_STATEMENT, &[])?,
             false => self.client.simple_query(&self.activity_sql)?,
         };
         self.queries += 1;
