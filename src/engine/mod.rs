@@ -19,7 +19,7 @@
 //!    aborted. Thread 0 is the calling thread, as in pgbench: with `-j 1`
 //!    the process stays single-threaded, which the kernel and libc reward
 //!    on every system call.
-//! 5. The per-thread statistics are merged and rendered by
+//! 5. [`outcome`]: the per-thread statistics are merged and rendered by
 //!    [`crate::report`]; the exit status is pgbench's (2 when a client
 //!    aborted).
 //!
@@ -65,6 +65,7 @@ mod log;
 mod machine;
 mod meta;
 mod monitor;
+mod outcome;
 mod pacing;
 pub mod plan;
 mod pool;
@@ -82,7 +83,6 @@ mod uring;
 mod worker;
 
 use std::collections::{BinaryHeap, VecDeque};
-use std::io::Write;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
@@ -91,7 +91,7 @@ use mio::{Interest, Poll};
 
 use crate::cli::{Benchmark, BusyPoll, Config, IoMethod, RunLength};
 use crate::random::{RandomSeed, RandomStates};
-use crate::report::{self, Partitioning, RunLimit, RunOptions, RunResult, ScriptInfo, Timings};
+use crate::report::RunResult;
 use crate::script::vars::Variables;
 use crate::stats::{LogOptions, ProgressOptions, StatsLayout, ThreadStats, TransactionLog};
 
@@ -100,7 +100,8 @@ use clock::Clock;
 use env::ThreadEnv;
 pub use error::EngineError;
 use linger::Lingering;
-use monitor::{diagnosis, start_monitor, ThreadTimes};
+use monitor::start_monitor;
+use outcome::{build_result, json_to_stdout, report, Ended};
 use plan::Plan;
 use result_file::ResultFile;
 pub use setup::behind_pooler;
@@ -565,31 +566,6 @@ fn random_states(bench: &Benchmark, plan: &Plan, seed: u64) -> RandomStates {
     states
 }
 
-/// What the generators of one run share, for its id (see
-/// [`crate::fleet::run_id`]): the fleet's totals, not this generator's
-/// share.
-fn fleet_workload(options: &RunOptions, bench: &Benchmark) -> String {
-    let (count, clients, threads) = bench
-        .fleet
-        .map_or((1, options.clients, options.threads), |s| {
-            (s.count, s.clients_total, s.threads_total)
-        });
-    let rate = bench.fleet.zip(bench.rate).map_or(bench.rate, |(s, r)| {
-        Some(r * f64::from(s.threads_total) / f64::from(s.threads))
-    });
-    let scripts: Vec<String> = options
-        .scripts
-        .iter()
-        .map(|s| format!("{}@{}", s.sha256.as_deref().unwrap_or(&s.name), s.weight))
-        .collect();
-    format!(
-        "generators {count}|clients {clients}|threads {threads}|rate {rate:?}|{:?}|{}|{}",
-        options.limit,
-        options.query_mode,
-        scripts.join(",")
-    )
-}
-
 /// Whether `-D` defined `name`.
 fn defined(bench: &Benchmark, name: &str) -> bool {
     bench.variables.iter().any(|d| d.name == name)
@@ -750,21 +726,6 @@ fn thread_parts(
     Ok((clients, env, poll))
 }
 
-/// What the threads and the monitor left behind.
-struct Ended {
-    results: Vec<WorkerResult>,
-    start_time: i64,
-    now: i64,
-    interrupted_by: Option<i32>,
-    /// When every client was connected.
-    ready_us: Option<i64>,
-    /// What the monitor saw (the reason it did not run in its `missing`);
-    /// `None` under `--no-monitor`.
-    server_view: Option<crate::observe::ServerView>,
-    /// The process's CPU from before the clients connected to the end.
-    process_cpu_us: i64,
-}
-
 /// The variables every client starts with: `-D` definitions, then
 /// `scale`, `default_seed` and `random_seed` unless `-D` set them
 /// (`client_id` is set per client).
@@ -816,293 +777,6 @@ fn raise_open_files_limit(needed: u64) {
         if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < wanted {
             limit.rlim_cur = wanted.min(limit.rlim_max);
             libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
-        }
-    }
-}
-
-/// `--json=-`: the JSON results go to standard output, and the text that
-/// would have gone there (version line, report) to standard error.
-fn json_to_stdout(bench: &Benchmark) -> bool {
-    bench.json.as_deref() == Some(std::path::Path::new("-"))
-}
-
-/// The run's options as the result model records them.
-fn run_options(prepared: &Prepared, bench: &Benchmark) -> RunOptions {
-    let plan = &prepared.plan;
-    RunOptions {
-        scripts: plan
-            .scripts
-            .iter()
-            .map(|s| ScriptInfo {
-                name: s.name.clone(),
-                weight: s.weight,
-                commands: s.commands.iter().map(|c| c.first_line.clone()).collect(),
-                sha256: Some(s.sha256.clone()),
-            })
-            .collect(),
-        scale: prepared.scale.max(0) as u64,
-        partitioning: prepared
-            .partitioning
-            .clone()
-            .map(|(method, partitions)| Partitioning { method, partitions }),
-        query_mode: plan.query_mode.name().to_owned(),
-        clients: plan.clients,
-        threads: plan.threads,
-        max_tries: plan.max_tries,
-        limit: match bench.length {
-            RunLength::Transactions(n) => RunLimit::TransactionsPerClient(u64::from(n)),
-            RunLength::Duration(s) => RunLimit::DurationSeconds(u64::from(s)),
-        },
-        rate: bench.rate,
-        latency_limit_us: plan.latency_limit_us,
-        progress_s: bench.progress,
-        connect_per_transaction: plan.connect_per_transaction,
-        pool_size: plan.pool_size,
-        failures_detailed: bench.failures_detailed,
-        report_per_command: plan.report_per_command,
-        continue_on_error: plan.continue_on_error,
-        warmup_s: bench.warmup_s,
-    }
-}
-
-/// Writes the JSON result to its file, or to standard output when no file
-/// was opened (`--json=-`). False when it could not be written.
-fn write_json(result: &RunResult, file: Option<ResultFile>, stdout: &mut Stdout) -> bool {
-    match (report::to_json(result), file) {
-        (Ok(json), Some(file)) => {
-            let path = file.path().to_owned();
-            if let Err(e) = file.write(json.as_bytes()) {
-                log::error(format_args!(
-                    "could not write \"{}\": {}",
-                    path.display(),
-                    crate::oserror::os_message(&e)
-                ));
-                return false;
-            }
-        }
-        (Ok(json), None) => stdout.write(format!("{json}\n").as_bytes()),
-        (Err(e), _) => {
-            log::error(format_args!("{e}"));
-            return false;
-        }
-    }
-    true
-}
-
-/// Writes the HTML report to its file. False when it could not be written.
-fn write_html(result: &RunResult, file: ResultFile) -> bool {
-    let path = file.path().to_owned();
-    let written = report::render_html(result, report::html::now_us())
-        .map_err(|e| e.to_string())
-        .and_then(|html| {
-            file.write(html.as_bytes())
-                .map_err(|e| crate::oserror::os_message(&e))
-        });
-    if let Err(e) = written {
-        log::error(format_args!("could not write \"{}\": {e}", path.display()));
-        return false;
-    }
-    true
-}
-
-/// A run's merged result and how it ended.
-struct Built {
-    result: RunResult,
-    aborted: usize,
-    interrupted: usize,
-    interrupted_by: Option<i32>,
-    /// A transaction log could not be written.
-    log_failed: bool,
-}
-
-impl Built {
-    /// pgbench's exit status, given whether some output failed.
-    fn status(&self, output_failed: bool) -> i32 {
-        if let Some(signo) = self.interrupted_by {
-            128 + signo
-        } else if self.aborted > 0 || self.interrupted > 0 || output_failed || self.log_failed {
-            2
-        } else {
-            0
-        }
-    }
-}
-
-/// Merges the threads' results into the run's result; `None` when no
-/// thread left any.
-fn build_result(
-    prepared: &Prepared,
-    bench: &Benchmark,
-    ended: Ended,
-) -> Result<Option<Built>, EngineError> {
-    let Ended {
-        results,
-        start_time,
-        now,
-        interrupted_by,
-        ready_us,
-        server_view,
-        process_cpu_us,
-    } = ended;
-    let thread_times: Vec<ThreadTimes> = results
-        .iter()
-        .map(|r| ThreadTimes {
-            cpu_us: r.cpu_us,
-            run_delay_us: r.run_delay_us,
-        })
-        .collect();
-    let mut merged: Option<ThreadStats> = None;
-    let (mut conn_total, mut bench_start, mut aborted, mut interrupted) = (0, i64::MAX, 0, 0);
-    let mut log_failed = false;
-    for r in results {
-        log_failed |= r.log_failed;
-        conn_total += r.conn_duration_us;
-        bench_start = bench_start.min(r.bench_start_us);
-        aborted += r.aborted;
-        interrupted += r.interrupted;
-        match merged.as_mut() {
-            None => merged = Some(r.stats),
-            Some(m) => m
-                .merge(&r.stats)
-                .map_err(|e| EngineError::Report(e.to_string()))?,
-        }
-    }
-    let Some(stats) = merged else {
-        return Ok(None);
-    };
-    let options = run_options(prepared, bench);
-    // Under --start-at the wait after the connections is not connection
-    // time.
-    let connected = match (bench.start_at_us, ready_us) {
-        (Some(_), Some(ready)) => ready.min(bench_start),
-        _ => bench_start,
-    };
-    let timings = Timings {
-        bench_duration_us: (now - bench_start).max(1),
-        initial_connection_us: connected - start_time,
-        total_connection_us: conn_total,
-    };
-    let incomplete = aborted > 0 || interrupted > 0 || interrupted_by.is_some();
-    let mut result = RunResult::build(options, timings, incomplete, &stats)
-        .map_err(|e| EngineError::Report(e.to_string()))?;
-    result.context = report::RunContext {
-        command_line: Some(report::redacted_command_line(std::env::args_os())),
-        server_version: prepared.server_version.clone(),
-        server_settings: prepared.server_settings.clone(),
-        started_us: Some(start_time),
-        ended_us: Some(now),
-    };
-    result.diagnosis = Some(diagnosis(
-        &result,
-        server_view,
-        &thread_times,
-        (process_cpu_us, now - start_time),
-    ));
-    result.generator = Some(crate::fleet::GeneratorInfo {
-        index: bench.fleet.map_or(0, |s| s.index),
-        count: bench.fleet.map_or(1, |s| s.count),
-        run_id: crate::fleet::run_id(
-            bench.run_id.as_deref(),
-            &fleet_workload(&result.options, bench),
-            bench.start_at_us,
-        ),
-        client_offset: bench.fleet.map_or(0, |s| s.client_offset),
-        start_at_us: bench.start_at_us,
-        clock: crate::fleet::CLOCK.to_owned(),
-        window_start_us: bench_start,
-        window_end_us: now,
-    });
-    Ok(Some(Built {
-        result,
-        aborted,
-        interrupted,
-        interrupted_by,
-        log_failed,
-    }))
-}
-
-/// Merges the threads' results, prints the report, and gives the status.
-/// `files` are the `--json` and `--html` files, when given.
-fn report(
-    prepared: &Prepared,
-    bench: &Benchmark,
-    ended: Ended,
-    files: [Option<ResultFile>; 2],
-) -> Result<i32, EngineError> {
-    let [json_file, html_file] = files;
-    let Some(built) = build_result(prepared, bench, ended)? else {
-        return Ok(2);
-    };
-    let result = &built.result;
-    let (interrupted, interrupted_by) = (built.interrupted, built.interrupted_by);
-    let mut output_failed = false;
-    let mut text = report::render_text(result, bench.pgbench_output);
-    if !bench.pgbench_output {
-        text.push_str(&crate::diagnose::render_text(result));
-    }
-    let mut stdout = Stdout::default();
-    if json_to_stdout(bench) {
-        let _ = std::io::stderr().lock().write_all(text.as_bytes());
-    } else {
-        stdout.write(text.as_bytes());
-    }
-    if bench.json.is_some() {
-        output_failed |= !write_json(result, json_file, &mut stdout);
-    }
-    if let Some(file) = html_file {
-        output_failed |= !write_html(result, file);
-    }
-    if interrupted > 0 && interrupted_by.is_none() {
-        log::error(format_args!(
-            "{interrupted} of the clients were still in a transaction {} s after the end of the run: their queries were cancelled and their connections closed",
-            worker::END_GRACE_US / 1_000_000
-        ));
-    }
-    output_failed |= stdout.failed;
-    if interrupted_by.is_some() {
-        log::error(format_args!(
-            "Run was interrupted; the above results are incomplete."
-        ));
-    } else if built.aborted > 0 || interrupted > 0 {
-        log::error(format_args!(
-            "Run was aborted; the above results are incomplete."
-        ));
-    }
-    // Complete results some of which could not be written give 2 too.
-    let status = built.status(output_failed);
-    if stdout.closed {
-        signals::die_of_sigpipe();
-    }
-    Ok(status)
-}
-
-/// The report's way to standard output. Write errors are not left
-/// unsaid: a reader that went away (`pgbolt ... | head -1`) ends pgbolt
-/// as it ends pgbench, by SIGPIPE, but only once the logs are complete
-/// and the report is done; any other failure (a full disk under a
-/// redirection) is reported once and makes the exit status 2.
-#[derive(Default)]
-struct Stdout {
-    closed: bool,
-    failed: bool,
-}
-
-impl Stdout {
-    fn write(&mut self, bytes: &[u8]) {
-        if self.closed || self.failed {
-            return;
-        }
-        let mut out = std::io::stdout().lock();
-        match out.write_all(bytes).and_then(|()| out.flush()) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => self.closed = true,
-            Err(e) => {
-                log::error(format_args!(
-                    "could not write to standard output: {}",
-                    crate::oserror::os_message(&e)
-                ));
-                self.failed = true;
-            }
         }
     }
 }
