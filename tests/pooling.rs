@@ -167,6 +167,22 @@ fn a_sweep_compares_direct_and_the_throwaway_pgbouncer() {
         for step in steps {
             let monitor = &step["result"]["diagnosis"]["monitor"];
             assert!(monitor["samples"].as_u64().unwrap() > 0, "{monitor}");
+            // Regression: the step's length took in the monitor's 2 s wait
+            // for the pooler's backends to leave (they never do), which
+            // made pgbouncer's tps 40% low.
+            let length = step["result"]["timings"]["bench_duration_us"]
+                .as_i64()
+                .unwrap();
+            assert!(length < 2_000_000, "a -T 1 step lasted {length} us");
+            let pooled = t["name"] == "pgbouncer";
+            let missing = monitor["missing"].to_string();
+            assert_eq!(
+                missing.contains("through a connection pooler"),
+                pooled,
+                "{missing}"
+            );
+            let findings = step["result"]["diagnosis"]["findings"].to_string();
+            assert!(!findings.contains("commits-disagree"), "{findings}");
         }
     }
     assert!(targets[0]["pooler"].is_null());

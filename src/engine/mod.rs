@@ -335,6 +335,10 @@ fn execute(
     for h in handles {
         outcomes.push(h.join().and_then(|outcome| outcome));
     }
+    // The run ends with its threads, as pgbench's does: not after the
+    // monitor's end readings, which through a pooler wait seconds for
+    // backends that never leave.
+    let now = clock.now_us();
     let mut results = Vec::with_capacity(outcomes.len());
     let mut panicked = false;
     for outcome in outcomes {
@@ -359,7 +363,6 @@ fn execute(
         ));
         return Ok(Executed::Aborted);
     }
-    let now = clock.now_us();
     Ok(Executed::Ended(Box::new(Ended {
         results,
         start_time,

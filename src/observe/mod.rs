@@ -249,6 +249,9 @@ struct Session {
     activity_sql: String,
     /// Whether `activity_sql` is prepared as [`ACTIVITY_STATEMENT`].
     activity_prepared: bool,
+    /// The connection goes through a pooler: the server connections serve
+    /// every client, and outlive the run.
+    pooled: bool,
     remaining_sql: String,
     missing: Vec<String>,
     queries: i64,
@@ -283,14 +286,18 @@ impl Session {
                  coalesce(wait_event, ''), count(*) {filter} group by 1, 2, 3"
             ),
             activity_prepared: false,
+            pooled: false,
             remaining_sql: format!("select count(*) {filter}"),
             client,
             missing: Vec::new(),
             queries: 0,
         };
+        session.find_pooler();
         session.prepare_activity();
         let backend = session.client.connection().backend_pid();
-        let server = if local {
+        let server = if session.pooled {
+            Err("not measured through a connection pooler (its server connections serve every client)".to_owned())
+        } else if local {
             cpu::LocalServer::find(backend)
         } else {
             Err("the server is not on this host".to_owned())
@@ -495,15 +502,22 @@ impl Session {
     /// transaction to a server that never saw the statement: samples are
     /// plain queries there, and where preparing fails.
     fn prepare_activity(&mut self) {
-        let pooled = crate::engine::behind_pooler(&mut self.client);
-        self.activity_prepared = !pooled
+        self.activity_prepared = !self.pooled
             && self
                 .client
                 .prepare(ACTIVITY_STATEMENT, &self.activity_sql)
                 .is_ok();
-        // The pooler check's query and a Parse with its Sync are each a
-        // transaction (a failed one a rollback, which nothing subtracts).
-        self.queries += 1 + i64::from(self.activity_prepared);
+        // A Parse with its Sync is a transaction (a failed one a rollback,
+        // which nothing subtracts).
+        self.queries += i64::from(self.activity_prepared);
+    }
+
+    /// Whether a pooler stands between the monitor and the server, noticed
+    /// as the preflight notices it.
+    fn find_pooler(&mut self) {
+        self.pooled = crate::engine::behind_pooler(&mut self.client);
+        // Its query is a transaction.
+        self.queries += 1;
     }
 
     /// One `pg_stat_activity` sample of pgbolt's backends.
@@ -525,6 +539,15 @@ impl Session {
     /// Waits until pgbolt's backends have left, so that their statistics
     /// are flushed, for at most [`BACKENDS_EXIT_WAIT`].
     fn wait_for_backends_to_leave(&mut self) {
+        if self.pooled {
+            // The pooler keeps its server connections, and an idle backend
+            // reports its last second's statistics up to 10 s later.
+            self.missing.push(
+                "through a connection pooler the server's backends stay connected and report their last statistics up to 10 s late: the end counters may miss the run's last second"
+                    .to_owned(),
+            );
+            return;
+        }
         let deadline = Instant::now() + BACKENDS_EXIT_WAIT;
         while Instant::now() < deadline {
             let Ok(rows) = self.client.simple_query(&self.remaining_sql) else {
