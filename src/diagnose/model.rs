@@ -49,6 +49,11 @@ pub struct MonitorStatus {
     pub interval_ms: Option<u32>,
     /// `pg_stat_activity` samples taken.
     pub samples: u64,
+    /// It reached the server through a connection pooler, whose backends
+    /// stay connected and report their statistics late: the counters
+    /// then lag the run, either way.
+    #[serde(default)]
+    pub pooled: bool,
     /// What could not be read or done, and why, one sentence each.
     #[serde(default)]
     pub missing: Vec<String>,

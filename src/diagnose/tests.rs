@@ -222,6 +222,10 @@ fn commits_of_other_sessions_are_found_and_the_monitors_own_are_not() {
     // connected), not other sessions'.
     diagnosis(&mut r).counters.as_mut().unwrap().database = Some(db(-5000));
     assert!(ids(&r).is_empty());
+    // Through a pooler either way round is the counters' lag.
+    diagnosis(&mut r).counters.as_mut().unwrap().database = Some(db(5000));
+    diagnosis(&mut r).monitor.pooled = true;
+    assert!(ids(&r).is_empty());
 }
 
 #[test]

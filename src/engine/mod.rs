@@ -124,6 +124,8 @@ struct Prepared {
     server_version: Option<String>,
     /// Connection slots the preflight found left for the monitor.
     spare_slots: Option<i64>,
+    /// Why the monitor must not connect, when the set-up found a reason.
+    monitor_refused: Option<String>,
     /// `pg_stat_database` as the set-up connection read it last, for the
     /// monitor.
     database_start: Option<crate::observe::DatabaseStart>,
@@ -504,6 +506,11 @@ fn prepare(config: &Config, bench: &Benchmark, step: &StepSetup) -> Result<Prepa
     {
         setup::warn_prepared_through_pooler(&mut setup_client, &connector);
     }
+    let monitor_refused = if config.preflight && bench.monitor.is_some() {
+        setup::monitor_refused(&mut setup_client, &connector)
+    } else {
+        None
+    };
     let server_settings = if config.preflight {
         setup::server_settings(&mut setup_client)
     } else {
@@ -520,7 +527,10 @@ fn prepare(config: &Config, bench: &Benchmark, step: &StepSetup) -> Result<Prepa
     if step.checkpoint {
         setup::checkpoint(&mut setup_client);
     }
-    let database_start = if bench.monitor.is_some() && spare_slots.map_or(true, |n| n >= 1) {
+    let database_start = if bench.monitor.is_some()
+        && monitor_refused.is_none()
+        && spare_slots.map_or(true, |n| n >= 1)
+    {
         crate::observe::read_database(&mut setup_client)
     } else {
         None
@@ -540,6 +550,7 @@ fn prepare(config: &Config, bench: &Benchmark, step: &StepSetup) -> Result<Prepa
         base,
         server_version,
         spare_slots,
+        monitor_refused,
         database_start,
     })
 }

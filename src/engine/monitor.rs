@@ -38,6 +38,9 @@ pub fn start_monitor(prepared: &Prepared, bench: &Benchmark, shared: &Arc<Shared
     let Some(interval_ms) = bench.monitor else {
         return MonitorRun::Off;
     };
+    if let Some(why) = &prepared.monitor_refused {
+        return MonitorRun::Skipped(why.clone());
+    }
     if prepared.spare_slots.is_some_and(|n| n < 1) {
         return MonitorRun::Skipped(
             "monitor: not started, the clients take every connection slot the server has"

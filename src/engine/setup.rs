@@ -203,6 +203,29 @@ fn shares_server_connections(client: &mut Client, connector: &Connector) -> bool
     second == Some(first)
 }
 
+/// Why the monitor must not connect, if it must not: through a pooler
+/// that pools by session (or whose mode its console does not tell), the
+/// monitor's session would hold one of the pool's server connections for
+/// the whole run, and a client that needs it would wait until the end
+/// (or the monitor would, and see nothing). Through transaction or
+/// statement pooling it only borrows one per sample.
+pub fn monitor_refused(client: &mut Client, connector: &Connector) -> Option<String> {
+    if !behind_pooler(client) {
+        return None;
+    }
+    let info = crate::pool::console::Console::open(connector.config()).and_then(|mut c| c.info());
+    match info.as_ref().and_then(|i| i.pool_mode.as_deref()) {
+        Some("transaction" | "statement") => None,
+        Some(mode) => Some(format!(
+            "monitor: not started, the pooler pools by {mode} and the monitor's session would hold a server connection a client may need"
+        )),
+        None => Some(
+            "monitor: not started behind a pooler whose pooling mode is unknown (its console is not readable): its session could hold a server connection a client needs"
+                .to_owned(),
+        ),
+    }
+}
+
 /// Says once, before the clients connect, why `-M prepared` fails
 /// through a pooler that hands a client's transactions to any server
 /// connection, and what to use instead. The pooler's admin console tells

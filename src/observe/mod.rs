@@ -323,6 +323,7 @@ impl Session {
         let mut view = ServerView::default();
         view.status.samples = samples;
         view.status.ran = true;
+        view.status.pooled = self.pooled;
         view.activity = activity;
         if let Some(lost) = lost {
             self.missing.push(lost);

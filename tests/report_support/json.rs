@@ -85,7 +85,7 @@ pub const DOCUMENTED: &[(&str, &[&str])] = &[
     ),
     (
         "diagnosis/monitor",
-        &["ran", "interval_ms", "samples", "missing"],
+        &["ran", "interval_ms", "samples", "pooled", "missing"],
     ),
     (
         "diagnosis/client",
