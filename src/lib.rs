@@ -17,6 +17,7 @@ pub mod init;
 pub mod observe;
 pub mod oserror;
 pub mod pool;
+pub mod program;
 mod prompt;
 pub mod random;
 pub mod report;

@@ -17,9 +17,9 @@ use std::io::Write;
 use std::path::Path;
 
 use super::config::{Compare, CompareFormat};
-use super::PROGRAM;
 use crate::compare::sweep::{self, StepMatch};
 use crate::compare::{self, CompareError, Verdict, REGRESSION_EXIT};
+use crate::program::PROGRAM;
 use crate::report::html::now_us;
 use crate::report::{self, RunResult};
 use crate::study::result::SweepResult;
@@ -45,7 +45,7 @@ pub fn run(c: &Compare) -> i32 {
     let (baseline, candidate) = match (read(&c.baseline), read(&c.candidate)) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(message), _) | (_, Err(message)) => {
-            crate::cli::ewriteln!("{PROGRAM}: error: {message}");
+            crate::program::ewriteln!("{PROGRAM}: error: {message}");
             return 1;
         }
     };
@@ -53,13 +53,13 @@ pub fn run(c: &Compare) -> i32 {
     let made = match make(c, &baseline, &candidate, [&sources[0], &sources[1]]) {
         Ok(made) => made,
         Err(err) => {
-            crate::cli::ewriteln!("{PROGRAM}: error: {err}");
+            crate::program::ewriteln!("{PROGRAM}: error: {err}");
             return 1;
         }
     };
     let json_to_stdout = c.json.as_deref() == Some(Path::new("-"));
     if json_to_stdout {
-        crate::cli::write_stderr_bytes(made.report.as_bytes());
+        crate::program::write_stderr_bytes(made.report.as_bytes());
     } else {
         let _ = std::io::stdout().lock().write_all(made.report.as_bytes());
     }
@@ -70,7 +70,7 @@ pub fn run(c: &Compare) -> i32 {
             std::fs::write(path, &made.json)
         };
         if let Err(e) = written {
-            crate::cli::ewriteln!(
+            crate::program::ewriteln!(
                 "{PROGRAM}: error: could not write \"{}\": {}",
                 path.display(),
                 crate::oserror::os_message(&e)
@@ -83,7 +83,7 @@ pub fn run(c: &Compare) -> i32 {
             std::fs::write(path, page).map_err(|e| crate::oserror::os_message(&e))
         });
         if let Err(message) = written {
-            crate::cli::ewriteln!(
+            crate::program::ewriteln!(
                 "{PROGRAM}: error: could not write \"{}\": {message}",
                 path.display()
             );

@@ -7,7 +7,7 @@
 use pgwire::conninfo::{self, Env};
 
 use super::config::Connection;
-use super::PROGRAM;
+use crate::program::PROGRAM;
 
 /// Resolves `conn` against the process environment, service file and
 /// password file.

@@ -10,9 +10,10 @@ use std::io::Write;
 use std::num::NonZeroUsize;
 
 use super::config::{Benchmark, BusyPoll, Config, Init, IoMethod, Mode, Render};
-use super::{connection, PROGRAM};
+use super::connection;
 use super::{help, temp_instance};
 use crate::init::{InitOptions, InitSteps};
+use crate::program::PROGRAM;
 
 /// Why a mode could not run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,7 +70,7 @@ fn run_mode(config: &Config) -> Result<i32, RunError> {
         // The benchmark shows them as it loads its scripts.
         for note in &config.seeds {
             if let Ok(value) = note.seed.resolve() {
-                super::announce_seed(value);
+                crate::program::announce_seed(value);
             }
         }
     }
@@ -159,7 +160,7 @@ fn show_script(name: &str) -> i32 {
     match crate::script::show_builtin(name) {
         Ok(text) => print_stderr(&text),
         Err(err) => {
-            crate::cli::ewriteln!("{PROGRAM}: error: {err}");
+            crate::program::ewriteln!("{PROGRAM}: error: {err}");
             1
         }
     }
@@ -172,8 +173,8 @@ fn initialize(config: &Config, init: &Init) -> Result<i32, RunError> {
     let conn = match connection::resolve(&config.connection) {
         Ok(conn) => conn,
         Err(err) => {
-            crate::cli::ewriteln!("{PROGRAM}: error: {err}");
-            crate::cli::ewriteln!(
+            crate::program::ewriteln!("{PROGRAM}: error: {err}");
+            crate::program::ewriteln!(
                 "{PROGRAM}: error: could not create connection for initialization"
             );
             return Ok(1);

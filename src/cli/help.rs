@@ -7,12 +7,12 @@ const NAME_COLUMN: usize = 27;
 
 /// The line printed by `--version` (see [`super::program`]).
 pub fn version() -> String {
-    super::program::version_line(super::PROGRAM.as_str())
+    crate::program::version_line(crate::program::PROGRAM.as_str())
 }
 
 /// The text printed by `--help`.
 pub fn usage() -> String {
-    let name = super::PROGRAM.as_str();
+    let name = crate::program::PROGRAM.as_str();
     let mut out = format!(
         "{name} is a benchmarking tool for PostgreSQL, compatible with pgbench.\n\n\
          Usage:\n  {name} [OPTION]... [DBNAME]\n",
@@ -32,9 +32,9 @@ pub fn usage() -> String {
         }
     }
     out.push('\n');
-    out.push_str(super::program::BUG_REPORTS);
+    out.push_str(crate::program::BUG_REPORTS);
     out.push('\n');
-    out.push_str(super::program::HOME_PAGE);
+    out.push_str(crate::program::HOME_PAGE);
     out.push('\n');
     out
 }

@@ -20,7 +20,7 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::thread::JoinHandle;
 
-use super::PROGRAM;
+use crate::program::PROGRAM;
 
 /// How long the cancel requests may take before the process exits anyway.
 const CANCEL_LIMIT: std::time::Duration = std::time::Duration::from_secs(1);

@@ -16,24 +16,6 @@
 //! `-?`/`--help` and `-V`/`--version` are recognised only as the first
 //! argument, like in pgbench.
 
-/// `eprint!` without its panic when standard error cannot be written (a
-/// pipe whose reader has gone): the message is lost and pgbolt carries
-/// on, its exit status still telling what happened.
-macro_rules! ewrite {
-    ($($arg:tt)*) => {
-        $crate::cli::write_stderr(format_args!($($arg)*))
-    };
-}
-
-/// [`ewrite!`] with a newline, as `eprintln!`.
-macro_rules! ewriteln {
-    ($($arg:tt)*) => {
-        $crate::cli::write_stderr(format_args!("{}\n", format_args!($($arg)*)))
-    };
-}
-
-pub(crate) use {ewrite, ewriteln};
-
 mod compare;
 pub mod config;
 pub mod connection;
@@ -44,7 +26,6 @@ mod getopt;
 pub mod help;
 mod interrupt;
 pub mod options;
-mod program;
 mod temp_instance;
 mod validate;
 mod values;
@@ -54,10 +35,10 @@ mod tests;
 
 use std::ffi::OsString;
 
+use crate::program::{announce_seed, ewriteln, PROGRAM};
 pub use config::*;
 pub use dispatch::{run, RunError};
 pub use error::{CliError, Level};
-pub use program::{ProgramName, PGBENCH_COMPATIBLE, PROGRAM};
 
 /// Parses a command line (without the program name) into a configuration.
 pub fn parse<I>(args: I, env: &Environment) -> Result<Config, CliError>
@@ -159,23 +140,6 @@ impl Config {
     }
 }
 
-/// Writes `args` to standard error in one write, so that lines of
-/// different threads do not mix; a failure is ignored (see [`ewrite!`]).
-pub fn write_stderr(args: std::fmt::Arguments<'_>) {
-    write_stderr_bytes(args.to_string().as_bytes());
-}
-
-/// Writes `bytes` to standard error in one write; a failure is ignored.
-pub fn write_stderr_bytes(bytes: &[u8]) {
-    use std::io::Write;
-    let _ = std::io::stderr().lock().write_all(bytes);
-}
-
-/// Prints pgbench's line for a random seed it has met.
-pub fn announce_seed(value: u64) {
-    crate::cli::ewriteln!("{PROGRAM}: setting random seed to {value}");
-}
-
 /// Prints the lines of an error to standard error, each after the program
 /// name.
 pub fn print_error(err: &CliError) {
@@ -186,7 +150,7 @@ pub fn print_error(err: &CliError) {
             Level::Plain => PROGRAM.invocation(),
             _ => PROGRAM.as_str(),
         };
-        crate::cli::ewriteln!("{name}: {}{text}", level.label());
+        ewriteln!("{name}: {}{text}", level.label());
     }
 }
 
@@ -209,7 +173,7 @@ pub fn main() -> i32 {
     match run(config) {
         Ok(code) => code,
         Err(err) => {
-            crate::cli::ewriteln!("{PROGRAM}: error: {err}");
+            ewriteln!("{PROGRAM}: error: {err}");
             err.exit_code()
         }
     }

@@ -96,7 +96,7 @@ pub(super) fn run(
     let tables = match &mut local.mode {
         Mode::Run(benchmark) => {
             let scale = benchmark.scale.take().unwrap_or(DEFAULT_SCALE);
-            crate::cli::ewriteln!(
+            crate::program::ewriteln!(
                 "pgbolt: creating pgbench's tables at scale {scale} in the throwaway instance"
             );
             Some(default_init(scale))
@@ -110,12 +110,12 @@ pub(super) fn run(
 
     if temp.keep {
         let kept = db.keep();
-        crate::cli::ewriteln!(
+        crate::program::ewriteln!(
             "pgbolt: the throwaway instance keeps running in {}",
             kept.root.display()
         );
-        crate::cli::ewriteln!("  connect: {}", kept.connect_command);
-        crate::cli::ewriteln!("  stop:    {}", kept.stop_command);
+        crate::program::ewriteln!("  connect: {}", kept.connect_command);
+        crate::program::ewriteln!("  stop:    {}", kept.stop_command);
     }
     status
 }
@@ -168,7 +168,7 @@ fn start_pgbouncer(
     } else {
         ""
     };
-    crate::cli::ewriteln!(
+    crate::program::ewriteln!(
         "pgbolt: throwaway PgBouncer {major}.{minor}.{patch} in {}: {} pooling, \
          default_pool_size {default_pool_size}{why}, max_client_conn {}",
         bouncer.socket_dir().display(),
@@ -286,9 +286,9 @@ fn show_server_crash(db: &TempDb) {
         std::thread::sleep(Duration::from_millis(50));
     };
     let crash: Vec<&str> = tail.lines().filter(|line| is_crash(line)).collect();
-    crate::cli::ewriteln!("pgbolt: the throwaway instance's server crashed; its log says:");
+    crate::program::ewriteln!("pgbolt: the throwaway instance's server crashed; its log says:");
     for line in crash.iter().rev().take(5).rev() {
-        crate::cli::ewriteln!("  {line}");
+        crate::program::ewriteln!("  {line}");
     }
 }
 

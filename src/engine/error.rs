@@ -103,7 +103,7 @@ impl fmt::Display for EngineError {
     /// The first line follows `pgbolt: error: `; later lines carry their
     /// own prefix.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let prog = crate::cli::PROGRAM.as_str();
+        let prog = crate::program::PROGRAM.as_str();
         match self {
             EngineError::ConnOptions(e) => {
                 write!(f, "{e}\n{prog}: error: could not create connection for setup")

@@ -10,10 +10,10 @@ fn emit(kind: &str, args: Arguments<'_>) {
 }
 
 fn emit_bytes(kind: &str, message: &[u8]) {
-    let mut text = format!("{}: {kind}", crate::cli::PROGRAM).into_bytes();
+    let mut text = format!("{}: {kind}", crate::program::PROGRAM).into_bytes();
     text.extend_from_slice(message.strip_suffix(b"\n").unwrap_or(message));
     text.push(b'\n');
-    crate::cli::write_stderr_bytes(&text);
+    crate::program::write_stderr_bytes(&text);
 }
 
 /// An error message holding bytes that need not be UTF-8 (a shell

@@ -150,7 +150,7 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
     if bench.warmup_s > 0 {
         let done = run_step(config, &warmup_of(bench), &setup)?;
         match done.result {
-            Some(result) if done.status == 0 => crate::cli::ewriteln!(
+            Some(result) if done.status == 0 => crate::program::ewriteln!(
                 "warm-up: {} s, {:.1} tps, not counted",
                 bench.warmup_s,
                 result.tps

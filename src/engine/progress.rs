@@ -128,7 +128,7 @@ impl Progress {
         };
         let total = shared.progress_total(tid, &due.own);
         let line = reporter.report(due.at, &total);
-        crate::cli::ewriteln!("{line}");
+        crate::program::ewriteln!("{line}");
         while self.next_report <= due.at {
             self.next_report += self.interval_us;
         }

@@ -37,7 +37,7 @@ pub fn connect(conn: &Connection) -> Result<(Connector, Client), EngineError> {
         let mut warnings = Vec::new();
         let client = Client::connect_with(&connector, &mut warnings);
         for w in warnings {
-            crate::cli::ewriteln!("{w}");
+            crate::program::ewriteln!("{w}");
         }
         client
     })
@@ -53,7 +53,7 @@ pub fn print_version(client: &Client, to_stderr: bool) {
     let server = client.parameter("server_version").unwrap_or("unknown");
     let line = format!(
         "{} ({}, server {server})\n",
-        crate::cli::PROGRAM,
+        crate::program::PROGRAM,
         env!("CARGO_PKG_VERSION")
     );
     if to_stderr {
@@ -376,7 +376,7 @@ pub fn vacuum(client: &mut Client, vacuum: VacuumBeforeRun) {
     if vacuum == VacuumBeforeRun::Skip {
         return;
     }
-    crate::cli::ewrite!("starting vacuum...");
+    crate::program::ewrite!("starting vacuum...");
     for sql in [
         "vacuum pgbench_branches",
         "vacuum pgbench_tellers",
@@ -384,11 +384,11 @@ pub fn vacuum(client: &mut Client, vacuum: VacuumBeforeRun) {
     ] {
         try_execute(client, sql);
     }
-    crate::cli::ewriteln!("end.");
+    crate::program::ewriteln!("end.");
     if vacuum == VacuumBeforeRun::IncludingAccounts {
-        crate::cli::ewrite!("starting vacuum pgbench_accounts...");
+        crate::program::ewrite!("starting vacuum pgbench_accounts...");
         try_execute(client, "vacuum analyze pgbench_accounts");
-        crate::cli::ewriteln!("end.");
+        crate::program::ewriteln!("end.");
     }
 }
 
@@ -397,9 +397,9 @@ pub fn vacuum(client: &mut Client, vacuum: VacuumBeforeRun) {
 /// (a role that may not checkpoint) is reported and ignored, as the
 /// vacuum's are.
 pub fn checkpoint(client: &mut Client) {
-    crate::cli::ewrite!("starting checkpoint...");
+    crate::program::ewrite!("starting checkpoint...");
     try_execute(client, "checkpoint");
-    crate::cli::ewriteln!("end.");
+    crate::program::ewriteln!("end.");
 }
 
 /// Writes notices where libpq's default notice processor puts them, in
@@ -407,7 +407,7 @@ pub fn checkpoint(client: &mut Client) {
 /// `application_name` truncated) and those of set-up statements.
 pub fn show_notices(notices: Vec<pgwire::DbError>) {
     for notice in notices {
-        crate::cli::ewrite!("{}", libpq_message(&notice, None, false));
+        crate::program::ewrite!("{}", libpq_message(&notice, None, false));
     }
 }
 

@@ -209,7 +209,7 @@ pub fn read_results(c: &mut Client, plan: &Plan) -> bool {
         Ok(true) => {
             finish_results(c, plan);
             if !c.response.after_abort.is_empty() {
-                crate::cli::ewrite!("{}", c.response.after_abort);
+                crate::program::ewrite!("{}", c.response.after_abort);
             }
             true
         }
@@ -248,7 +248,7 @@ pub fn read_results(c: &mut Client, plan: &Plan) -> bool {
 fn copy_aborted(c: &mut Client) {
     if c.response.copy_error {
         if let Some((_, _, error)) = c.response.error.take() {
-            crate::cli::ewrite!("{error}\n");
+            crate::program::ewrite!("{error}\n");
         }
     }
     c.state = State::Aborted;
@@ -457,7 +457,7 @@ fn read_while_idle(
         if let Message::ErrorResponse(fields) | Message::NoticeResponse(fields) = msg {
             if let Ok(e) = pgwire::DbError::from_fields(fields) {
                 match idle {
-                    Idle::Shown => crate::cli::ewrite!("{}", libpq_message(&e, None, false)),
+                    Idle::Shown => crate::program::ewrite!("{}", libpq_message(&e, None, false)),
                     Idle::AfterAbort => r.after_abort.push_str(&libpq_message(&e, None, false)),
                     Idle::Dropped => {}
                 }
@@ -640,7 +640,7 @@ fn handle(
         }
         Message::NoticeResponse(fields) => {
             if let Ok(notice) = pgwire::DbError::from_fields(fields) {
-                crate::cli::ewrite!(
+                crate::program::ewrite!(
                     "{}",
                     libpq_message_in(&notice, query.text(r), false, query.encoding)
                 );

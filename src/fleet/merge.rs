@@ -17,7 +17,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::GeneratorInfo;
-use crate::cli::{Merge, PROGRAM};
+use crate::cli::Merge;
+use crate::program::PROGRAM;
 use crate::report::{self, RunResult};
 
 /// One generator of a merged result.
@@ -281,7 +282,7 @@ pub fn run(m: &Merge) -> i32 {
     match merge_files(m) {
         Ok(()) => 0,
         Err(message) => {
-            crate::cli::ewriteln!("{PROGRAM}: error: {message}");
+            crate::program::ewriteln!("{PROGRAM}: error: {message}");
             1
         }
     }
@@ -316,7 +317,7 @@ fn merge_files(m: &Merge) -> Result<(), String> {
     text.push_str(&render_generators(&merged, &missing, count));
     let json_to_stdout = m.json.as_deref() == Some(Path::new("-"));
     if json_to_stdout {
-        crate::cli::write_stderr_bytes(text.as_bytes());
+        crate::program::write_stderr_bytes(text.as_bytes());
     } else {
         let _ = std::io::stdout().lock().write_all(text.as_bytes());
     }

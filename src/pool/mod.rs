@@ -209,7 +209,7 @@ impl Runner<'_> {
         });
         let status = self.sweepers[t].step(value, repeat, at, preflight);
         if let Some(view) = sampler.and_then(Sampler::finish) {
-            crate::cli::ewriteln!(
+            crate::program::ewriteln!(
                 "  {}: cl_active {}, cl_waiting {}, sv_active {}, maxwait {:.3} s{}{}",
                 p.target.name,
                 view.cl_active_max,
@@ -271,9 +271,9 @@ fn write_html(result: &TargetsResult, path: &std::path::Path, mut file: std::fs:
                 .map_err(|e| crate::oserror::os_message(&e))
         });
     if let Err(e) = &page {
-        crate::cli::ewriteln!(
+        crate::program::ewriteln!(
             "{}: error: could not write \"{}\": {e}",
-            crate::cli::PROGRAM,
+            crate::program::PROGRAM,
             path.display()
         );
     }

@@ -46,7 +46,7 @@ pub(crate) fn write_reports<T: serde::Serialize>(
 ) -> bool {
     let mut ok = true;
     if json_to_stdout(bench) {
-        crate::cli::write_stderr_bytes(text.as_bytes());
+        crate::program::write_stderr_bytes(text.as_bytes());
     } else {
         ok &= std::io::stdout().lock().write_all(text.as_bytes()).is_ok();
     }
@@ -64,9 +64,9 @@ pub(crate) fn write_reports<T: serde::Serialize>(
                 .write_all(format!("{json}\n").as_bytes()),
         });
     if let Err(e) = written {
-        crate::cli::ewriteln!(
+        crate::program::ewriteln!(
             "{}: error: could not write {what}: {}",
-            crate::cli::PROGRAM,
+            crate::program::PROGRAM,
             crate::oserror::os_message(&e)
         );
         ok = false;

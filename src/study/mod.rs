@@ -78,9 +78,9 @@ pub fn run(config: &Config, bench: &Benchmark, study: &Study) -> Result<i32, Eng
                         .map_err(|e| crate::oserror::os_message(&e))
                 });
         if let Err(e) = written {
-            crate::cli::ewriteln!(
+            crate::program::ewriteln!(
                 "{}: error: could not write \"{}\": {e}",
-                crate::cli::PROGRAM,
+                crate::program::PROGRAM,
                 path.display()
             );
             failed = true;
@@ -283,7 +283,7 @@ impl<'a> Sweeper<'a> {
                 .label
                 .as_ref()
                 .map_or(String::new(), |l| format!(" ({l})"));
-            crate::cli::ewriteln!(
+            crate::program::ewriteln!(
                 "step {index}{of}{label}: {} clients, {} threads{}: {:.1} tps, p99 {:.3} ms",
                 result.options.clients,
                 result.options.threads,

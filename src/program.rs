@@ -89,6 +89,41 @@ pub fn version_line(name: &str) -> String {
     }
 }
 
+/// Writes `args` to standard error in one write, so that lines of
+/// different threads do not mix; a failure is ignored (see [`ewrite!`]).
+pub fn write_stderr(args: fmt::Arguments<'_>) {
+    write_stderr_bytes(args.to_string().as_bytes());
+}
+
+/// Writes `bytes` to standard error in one write; a failure is ignored.
+pub fn write_stderr_bytes(bytes: &[u8]) {
+    use std::io::Write;
+    let _ = std::io::stderr().lock().write_all(bytes);
+}
+
+/// Prints pgbench's line for a random seed it has met.
+pub fn announce_seed(value: u64) {
+    ewriteln!("{PROGRAM}: setting random seed to {value}");
+}
+
+/// `eprint!` without its panic when standard error cannot be written (a
+/// pipe whose reader has gone): the message is lost and pgbolt carries
+/// on, its exit status still telling what happened.
+macro_rules! ewrite {
+    ($($arg:tt)*) => {
+        $crate::program::write_stderr(format_args!($($arg)*))
+    };
+}
+
+/// [`ewrite!`] with a newline, as `eprintln!`.
+macro_rules! ewriteln {
+    ($($arg:tt)*) => {
+        $crate::program::write_stderr(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+pub(crate) use {ewrite, ewriteln};
+
 #[cfg(test)]
 mod tests {
     use super::*;
