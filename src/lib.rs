@@ -26,3 +26,4 @@ pub mod sigstop;
 pub mod stats;
 pub mod study;
 pub mod tempdb;
+pub mod wallclock;

@@ -158,13 +158,13 @@ fn checkpoint_vacuum_and_commits(db: &TempDb, version: u32) {
         &["-S", "-c", "2", "-j", "1", "-R", "500", "-T", "5"],
         || {
             wait_for_second_statement(db, "pgbolt", "SELECT abalance%");
-            during.0 = pgbolt::fleet::wall_clock_us();
+            during.0 = pgbolt::wallclock::now_us();
             db.psql_in(&dbname, "UPDATE pgbench_branches SET bbalance = bbalance")
                 .expect("update");
             db.psql("CHECKPOINT").expect("checkpoint");
             db.psql_in(&dbname, "VACUUM pgbench_accounts")
                 .expect("vacuum");
-            during.1 = pgbolt::fleet::wall_clock_us();
+            during.1 = pgbolt::wallclock::now_us();
             db.psql_in(&dbname, &others).expect("other commits");
         },
     );
@@ -568,7 +568,7 @@ fn the_wait_for_start_at_is_not_in_the_diagnosis() {
     let _turn = turn();
     let db = server18();
     let dbname = bench_database(db);
-    let start_at = pgbolt::fleet::wall_clock_us() + 2_500_000;
+    let start_at = pgbolt::wallclock::now_us() + 2_500_000;
     let start_arg = format!("--start-at={}", start_at as f64 / 1e6);
     let others = "select 1;\n".repeat(200);
     let (_, r) = run_json(
@@ -593,7 +593,7 @@ fn the_wait_for_start_at_is_not_in_the_diagnosis() {
             }
             db.psql_in(&dbname, &others).expect("other commits");
             assert!(
-                pgbolt::fleet::wall_clock_us() < start_at - 200_000,
+                pgbolt::wallclock::now_us() < start_at - 200_000,
                 "the other session's commits ran into the run"
             );
         },

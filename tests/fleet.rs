@@ -173,7 +173,7 @@ fn whoami(db: &TempDb) -> String {
 }
 
 fn now_us() -> i64 {
-    pgbolt::fleet::wall_clock_us()
+    pgbolt::wallclock::now_us()
 }
 
 fn json(path: &Path) -> serde_json::Value {

@@ -20,9 +20,9 @@ use super::config::{Compare, CompareFormat};
 use crate::compare::sweep::{self, StepMatch};
 use crate::compare::{self, CompareError, Verdict, REGRESSION_EXIT};
 use crate::program::PROGRAM;
-use crate::report::html::now_us;
 use crate::report::{self, RunResult};
 use crate::study::result::SweepResult;
+use crate::wallclock::now_us;
 
 /// A result file as read.
 enum Loaded {

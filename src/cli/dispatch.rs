@@ -99,7 +99,7 @@ fn render_saved(render: &Render) -> Result<i32, RunError> {
         ))
     })?;
     let text = String::from_utf8_lossy(&text);
-    let now = crate::report::html::now_us();
+    let now = crate::wallclock::now_us();
     if let Some(targets) = crate::pool::read_targets(&text) {
         let html = targets
             .map_err(|e| RunError::Engine(format!("result file \"{source}\": {e}")))

@@ -719,7 +719,7 @@ pub fn generators(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
 
 pub fn start_at(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
     let given = text(value);
-    g.start_at = Some(crate::fleet::parse_start_at(&given).ok_or(CliError::InvalidStartAt(given))?);
+    g.start_at = Some(crate::wallclock::parse(&given).ok_or(CliError::InvalidStartAt(given))?);
     Ok(())
 }
 

@@ -199,9 +199,9 @@ impl fmt::Display for EngineError {
             } => write!(
                 f,
                 "the clients were connected at {}, {:.3} s after --start-at ({}), later than the {} s allowed: this generator does not run, so as not to measure another window than the others",
-                crate::report::html::utc(*ready_us),
+                crate::wallclock::utc(*ready_us),
                 (ready_us - start_at_us) as f64 / 1e6,
-                crate::report::html::utc(*start_at_us),
+                crate::wallclock::utc(*start_at_us),
                 crate::fleet::LATE_TOLERANCE_US / 1_000_000
             ),
             EngineError::Report(e) => write!(f, "could not build the report: {e}"),

@@ -133,7 +133,7 @@ fn write_json(result: &RunResult, file: Option<ResultFile>, stdout: &mut Stdout)
 /// Writes the HTML report to its file. False when it could not be written.
 fn write_html(result: &RunResult, file: ResultFile) -> bool {
     let path = file.path().to_owned();
-    let written = report::render_html(result, report::html::now_us())
+    let written = report::render_html(result, crate::wallclock::now_us())
         .map_err(|e| e.to_string())
         .and_then(|html| {
             file.write(html.as_bytes())
@@ -249,7 +249,7 @@ pub(super) fn build_result(
         ),
         client_offset: bench.fleet.map_or(0, |s| s.client_offset),
         start_at_us: bench.start_at_us,
-        clock: crate::fleet::CLOCK.to_owned(),
+        clock: crate::wallclock::CLOCK.to_owned(),
         window_start_us: bench_start,
         window_end_us: now,
     });

@@ -266,7 +266,7 @@ pub fn render_generators(merged: &RunResult, missing: &[u32], count: u32) -> Str
             g.threads,
             g.committed,
             g.tps,
-            crate::report::html::utc(g.window_start_us),
+            crate::wallclock::utc(g.window_start_us),
             (g.window_end_us - g.window_start_us) as f64 / 1e6,
             g.cpu_s.map_or("-".to_owned(), |s| format!("{s:.2}")),
             g.saturated.as_deref().unwrap_or("no"),
@@ -343,7 +343,7 @@ fn merge_files(m: &Merge) -> Result<(), String> {
     }
     if let Some(path) = &m.html {
         let page =
-            report::render_html(&merged, report::html::now_us()).map_err(|e| e.to_string())?;
+            report::render_html(&merged, crate::wallclock::now_us()).map_err(|e| e.to_string())?;
         write(path, page.as_bytes())?;
     }
     Ok(())

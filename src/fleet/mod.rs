@@ -114,10 +114,6 @@ pub struct GeneratorInfo {
     pub window_end_us: i64,
 }
 
-/// The clock every wall-clock time of a result comes from.
-pub const CLOCK: &str =
-    "CLOCK_REALTIME (system wall clock; keep the generators' clocks in sync with NTP or PTP)";
-
 /// The run id: `given` (`--run-id`), else a hash of what the generators
 /// of one run share: `workload` (the fleet's size, the scripts' texts and
 /// weights, the totals of clients, threads and rate, the run's length and
@@ -138,71 +134,6 @@ pub fn run_id(given: Option<&str>, workload: &str, start_at_us: Option<i64>) -> 
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
-}
-
-/// Reads `--start-at`: RFC 3339 (`2026-11-27T14:00:00Z`, an offset such
-/// as `+01:00`, fractions of a second) or Unix seconds (`1795788000`,
-/// `1795788000.5`); µs since the Unix epoch.
-pub fn parse_start_at(text: &str) -> Option<i64> {
-    let t = text.trim();
-    if let Ok(seconds) = t.parse::<f64>() {
-        return (seconds.is_finite() && seconds >= 0.0).then(|| (seconds * 1e6).round() as i64);
-    }
-    let (date, rest) = t.split_once(['T', 't', ' '])?;
-    let mut d = date.splitn(3, '-');
-    let (year, month, day): (i64, i64, i64) = (
-        d.next()?.parse().ok()?,
-        d.next()?.parse().ok()?,
-        d.next()?.parse().ok()?,
-    );
-    let (clock, offset_s) = if let Some(c) = rest.strip_suffix(['Z', 'z']) {
-        (c, 0)
-    } else {
-        let at = rest.rfind(['+', '-'])?;
-        let (c, zone) = rest.split_at(at);
-        let (h, m) = zone[1..].split_once(':')?;
-        let minutes = h.parse::<i64>().ok()? * 60 + m.parse::<i64>().ok()?;
-        (
-            c,
-            if zone.starts_with('-') {
-                -minutes
-            } else {
-                minutes
-            } * 60,
-        )
-    };
-    let mut c = clock.splitn(3, ':');
-    let (hour, minute): (i64, i64) = (c.next()?.parse().ok()?, c.next()?.parse().ok()?);
-    let second: f64 = c.next()?.parse().ok()?;
-    let valid = (1..=12).contains(&month)
-        && (1..=31).contains(&day)
-        && (0..24).contains(&hour)
-        && (0..60).contains(&minute)
-        && (0.0..61.0).contains(&second);
-    if !valid {
-        return None;
-    }
-    let days = days_from_civil(year, month, day);
-    let whole = days * 86_400 + hour * 3600 + minute * 60 - offset_s;
-    Some(whole * 1_000_000 + (second * 1e6).round() as i64)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date.
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// Now, µs since the Unix epoch.
-pub fn wall_clock_us() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as i64)
 }
 
 #[cfg(test)]

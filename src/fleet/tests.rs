@@ -27,25 +27,6 @@ fn shares_add_up_to_the_command_line() {
 }
 
 #[test]
-fn start_times_in_rfc_3339_or_unix_seconds() {
-    let cases: &[(&str, Option<i64>)] = &[
-        ("1795788000", Some(1_795_788_000_000_000)),
-        ("1795788000.25", Some(1_795_788_000_250_000)),
-        ("2026-11-27T12:00:00Z", Some(1_795_780_800_000_000)),
-        ("2026-11-27T13:00:00+01:00", Some(1_795_780_800_000_000)),
-        ("2026-11-27T11:30:00.5-00:30", Some(1_795_780_800_500_000)),
-        ("2000-02-29 00:00:00Z", Some(951_782_400_000_000)),
-        ("2026-13-01T00:00:00Z", None),
-        ("2026-11-27T12:00:00", None),
-        ("tomorrow", None),
-        ("-5", None),
-    ];
-    for (text, want) in cases {
-        assert_eq!(parse_start_at(text), *want, "{text}");
-    }
-}
-
-#[test]
 fn the_run_id_is_the_workload_and_the_start_time() {
     let one = run_id(None, "4|clients 10|select 1", Some(5));
     assert_eq!(one, run_id(None, "4|clients 10|select 1", Some(5)));

@@ -79,7 +79,7 @@ pub fn read_events(
     missing: &mut Vec<String>,
     queries: &mut i64,
 ) -> Reading {
-    let before = crate::fleet::wall_clock_us();
+    let before = crate::wallclock::now_us();
     let checkpoints = if version_num >= 170_000 {
         first(run(
             client,
@@ -91,7 +91,7 @@ pub fn read_events(
     } else {
         first(run(client, BGWRITER, "pg_stat_bgwriter", missing, queries))
     };
-    let after = crate::fleet::wall_clock_us();
+    let after = crate::wallclock::now_us();
     let mut reading = Reading {
         server_clock_us: checkpoints.as_ref().and_then(|c| c.get(2).copied()),
         checkpoints: checkpoints.map(|mut c| {

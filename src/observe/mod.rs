@@ -66,7 +66,7 @@ use crate::diagnose::{
     Activity, MonitorStatus, ServerCounters, ServerCpu, ServerEvent, StateCounts, StatementTime,
     TableCounters,
 };
-use crate::fleet::wall_clock_us;
+use crate::wallclock::now_us;
 
 pub use activity::classify;
 
@@ -349,7 +349,7 @@ impl Session {
         let lead = START_LEAD.as_micros() as i64;
         // Connected before the window opens: the start reading just
         // before it, so that the wait for it is not counted.
-        let early = wall_clock_us() + lead <= window_start;
+        let early = now_us() + lead <= window_start;
         if early && pause_until(stop, window_start - lead) {
             return None;
         }
@@ -470,7 +470,7 @@ impl Session {
         while !stopped(stop, interval) {
             match self.sample() {
                 Ok(sample) => {
-                    log.add(wall_clock_us(), &sample);
+                    log.add(now_us(), &sample);
                     samples += 1;
                 }
                 Err(e) => {
@@ -578,7 +578,7 @@ impl Session {
 /// first; true once stopped.
 fn pause_until(stop: &(Mutex<bool>, Condvar), at_us: i64) -> bool {
     loop {
-        let left = at_us - wall_clock_us();
+        let left = at_us - now_us();
         if left <= 0 {
             return false;
         }

@@ -264,7 +264,7 @@ impl Runner<'_> {
 
 /// Writes the page; false when that failed (and was said).
 fn write_html(result: &TargetsResult, path: &std::path::Path, mut file: std::fs::File) -> bool {
-    let page = crate::report::html::render_targets_html(result, crate::report::html::now_us())
+    let page = crate::report::html::render_targets_html(result, crate::wallclock::now_us())
         .map_err(|e| e.to_string())
         .and_then(|page| {
             file.write_all(page.as_bytes())

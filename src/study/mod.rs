@@ -70,13 +70,12 @@ pub fn run(config: &Config, bench: &Benchmark, study: &Study) -> Result<i32, Eng
     let text = text::render(&result, bench);
     let mut failed = !files::write_reports(&text, &result, "the sweep's result", bench, json_file);
     if let (Some(path), Some(mut file)) = (&bench.html, html_file) {
-        let written =
-            crate::report::html::render_sweep_html(&result, crate::report::html::now_us())
-                .map_err(|e| e.to_string())
-                .and_then(|page| {
-                    file.write_all(page.as_bytes())
-                        .map_err(|e| crate::oserror::os_message(&e))
-                });
+        let written = crate::report::html::render_sweep_html(&result, crate::wallclock::now_us())
+            .map_err(|e| e.to_string())
+            .and_then(|page| {
+                file.write_all(page.as_bytes())
+                    .map_err(|e| crate::oserror::os_message(&e))
+            });
         if let Err(e) = written {
             crate::program::ewriteln!(
                 "{}: error: could not write \"{}\": {e}",

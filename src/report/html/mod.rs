@@ -112,7 +112,7 @@ fn page_end(out: &mut String, what: &str, json: &str, rendered_at_us: i64) {
         "<footer>Rendered by pgbolt {} at {}. The {what} is embedded in this page as JSON (element <code>#pgbolt-result</code>).</footer></main>\
          <script type=\"application/json\" id=\"pgbolt-result\">{}</script></body></html>",
         escape::esc(env!("CARGO_PKG_VERSION")),
-        utc(rendered_at_us),
+        crate::wallclock::utc(rendered_at_us),
         escape::script_data(json)
     );
     out.push('\n');
@@ -125,45 +125,4 @@ pub fn embedded_json(page: &str) -> Option<&str> {
     let start = page.find(START)? + START.len();
     let len = page[start..].find("</script>")?;
     Some(&page[start..start + len])
-}
-
-/// Now, in µs since the Unix epoch (the rendering's time stamp).
-pub fn now_us() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as i64)
-}
-
-/// `YYYY-MM-DD HH:MM:SS UTC` of µs since the Unix epoch.
-pub fn utc(us: i64) -> String {
-    let secs = us.div_euclid(1_000_000);
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil date from days since 1970-01-01 (proleptic Gregorian).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn utc_dates() {
-        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
-        assert_eq!(utc(1_795_780_800_000_000), "2026-11-27 12:00:00 UTC");
-        assert_eq!(utc(951_825_600_000_000), "2000-02-29 12:00:00 UTC");
-    }
 }

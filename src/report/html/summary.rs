@@ -8,8 +8,8 @@
 use std::fmt::Write as _;
 
 use super::escape::esc;
-use super::utc;
 use crate::report::model::{ReportError, RunLimit, RunResult};
+use crate::wallclock::utc;
 
 /// The page title.
 pub fn title(r: &RunResult) -> String {

@@ -171,7 +171,7 @@ pub fn generators(r: &RunResult) -> Result<Option<String>, ReportError> {
             g.threads,
             g.committed,
             g.tps,
-            super::utc(g.window_start_us),
+            crate::wallclock::utc(g.window_start_us),
             (g.window_end_us - g.window_start_us) as f64 / 1e6,
             g.cpu_s.map_or("–".to_owned(), |s| format!("{s:.2}")),
             esc(g.saturated.as_deref().unwrap_or("no")),
