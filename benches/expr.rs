@@ -7,9 +7,9 @@
 use std::hint::black_box;
 use std::time::Instant;
 
+use pgbolt::expr::vars::{VarNames, Variables};
 use pgbolt::expr::{parse, EvalContext, EvalStack, Value};
 use pgbolt::random::PrngState;
-use pgbolt::script::vars::{VarNames, Variables};
 
 const SETS: &[(&str, &str)] = &[
     ("aid", "random(1, 100000 * :scale)"),

@@ -13,7 +13,7 @@ mod harness;
 
 use harness::{compare, server, Run};
 use pgbolt::expr::parse;
-use pgbolt::script::vars::VarNames;
+use pgbolt::expr::vars::VarNames;
 
 fn debug_all(exprs: &[&str]) -> Vec<String> {
     exprs.iter().map(|e| format!("debug({e})")).collect()

@@ -2,9 +2,9 @@
 //! and random well-formed expressions built from the language's pieces
 //! (evaluated with variables holding arbitrary values and texts).
 
+use pgbolt::expr::vars::{VarNames, Variables};
 use pgbolt::expr::{parse, EvalContext, EvalStack, Value};
 use pgbolt::random::PrngState;
-use pgbolt::script::vars::{VarNames, Variables};
 use proptest::prelude::*;
 
 fn evaluate(text: &str, values: &[Value], texts: &[String], seed: u64) {

@@ -2,9 +2,9 @@
 //! what an expression evaluates to, how it fails, and where parse errors
 //! point. (`tests/expr_diff.rs` checks the same things against pgbench.)
 
+use pgbolt::expr::vars::{VarNames, Variables};
 use pgbolt::expr::{parse, EvalContext, EvalError, EvalStack, ExprErrorKind, Value};
 use pgbolt::random::PrngState;
-use pgbolt::script::vars::{VarNames, Variables};
 
 /// Evaluates `text` with `:x` = 10 and `:s` = the text "2.5"; returns the
 /// value or the error message, and what `debug()` printed.

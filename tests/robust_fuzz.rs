@@ -9,10 +9,10 @@
 //! deep states instead of failing at the first character. Inputs that
 //! once broke a parser are kept in [`regressions`] and run every time.
 
+use pgbolt::expr::vars::{VarNames, Variables};
 use pgbolt::expr::{parse as parse_expr, EvalContext, EvalStack};
 use pgbolt::random::PrngState;
 use pgbolt::script::parse_script;
-use pgbolt::script::vars::{VarNames, Variables};
 use pgwire::backend::Message;
 use pgwire::conninfo::{self, Env};
 use pgwire::frame::ReadBuf;

@@ -5,7 +5,8 @@
 //! how pgbench split it. pgbolt's parser must find the same commands with
 //! the same text.
 
-use pgbolt::script::{parse_script, VarNames};
+use pgbolt::expr::vars::VarNames;
+use pgbolt::script::parse_script;
 use pgbolt::tempdb;
 
 /// Scripts that run without error and stress the splitter.

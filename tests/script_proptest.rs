@@ -1,6 +1,7 @@
 //! No script text makes the parser panic: it returns commands or an error.
 
-use pgbolt::script::{parse_script, QueryMode, VarNames};
+use pgbolt::expr::vars::VarNames;
+use pgbolt::script::{parse_script, QueryMode};
 use proptest::prelude::*;
 
 /// Fragments that exercise every lexer state and meta command.

@@ -107,7 +107,8 @@ fn a_letter_stuck_to_a_number_opens_no_string() {
 /// next line: here the `E'...'` string goes on and holds the semicolon.
 #[test]
 fn a_vertical_tab_is_whitespace_as_in_pgbench_18() {
-    use pgbolt::script::{parse_script, CommandKind, VarNames};
+    use pgbolt::expr::vars::VarNames;
+    use pgbolt::script::{parse_script, CommandKind};
     let cases: [(&str, &[&str]); 3] = [
         (
             "select E'a'\x0b\n'\\';' as x;\n",

@@ -3,9 +3,9 @@
 
 use pgwire::{Connecting, Connection};
 
+use crate::expr::vars::Variables;
 use crate::expr::EvalStack;
 use crate::random::PrngState;
-use crate::script::vars::Variables;
 
 use super::shell::ShellJob;
 

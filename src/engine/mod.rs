@@ -90,9 +90,9 @@ use mio::unix::SourceFd;
 use mio::{Interest, Poll};
 
 use crate::cli::{Benchmark, BusyPoll, Config, IoMethod, RunLength};
+use crate::expr::vars::Variables;
 use crate::random::{RandomSeed, RandomStates};
 use crate::report::RunResult;
-use crate::script::vars::Variables;
 use crate::stats::{LogOptions, ProgressOptions, StatsLayout, ThreadStats, TransactionLog};
 
 use client::Client;

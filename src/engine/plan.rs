@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use crate::cli::{Benchmark, QueryMode, RunLength, ScriptSpec};
-use crate::script::{self, CommandKind, Script, VarNames};
+use crate::expr::vars::VarNames;
+use crate::script::{self, CommandKind, Script};
 
 use super::error::EngineError;
 

@@ -570,7 +570,7 @@ impl<'a> Sent<'a> {
 fn handle(
     msg: Message<'_>,
     r: &mut Response,
-    vars: &mut crate::script::vars::Variables,
+    vars: &mut crate::expr::vars::Variables,
     store: &ResultVars,
     query: &Sent<'_>,
     plan: &Plan,
@@ -730,7 +730,7 @@ fn record_error(r: &mut Response, fields: &pgwire::backend::Fields<'_>, query: &
 }
 
 /// Stores the last row of the current result into the variables.
-fn store_row(r: &Response, vars: &mut crate::script::vars::Variables) {
+fn store_row(r: &Response, vars: &mut crate::expr::vars::Variables) {
     for (slot, value) in r.columns.iter().zip(&r.values) {
         if let Some(slot) = slot {
             vars.set_text(*slot, value);

@@ -6,9 +6,9 @@ use std::io::Write;
 use super::format::{PgDouble, PgFixed};
 use super::func::Func;
 use super::program::{Expr, Op, MAX_FARGS};
+use super::vars::{VarError, VarNames, Variables};
 use super::Value;
 use crate::random::{self, PrngState};
-use crate::script::vars::{VarError, VarNames, Variables};
 
 const MIN_GAUSSIAN_PARAM: f64 = 2.0;
 const MIN_ZIPFIAN_PARAM: f64 = 1.001;

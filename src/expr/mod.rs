@@ -22,6 +22,7 @@ mod func;
 mod lexer;
 mod parser;
 mod program;
+pub mod vars;
 
 pub use error::{ExprError, ExprErrorKind};
 pub use eval::{EvalContext, EvalError, EvalStack};
@@ -31,7 +32,7 @@ pub use program::Expr;
 
 pub(crate) use lexer::parse_double as parse_c_double;
 
-use crate::script::vars::VarNames;
+use vars::VarNames;
 
 /// A value of the expression language.
 #[derive(Debug, Clone, Copy, PartialEq)]

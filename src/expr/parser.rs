@@ -18,8 +18,8 @@
 use super::error::{ExprError, ExprErrorKind};
 use super::func::{self, Arity, Func};
 use super::lexer::{Lexer, Tok, Token};
+use super::vars::VarNames;
 use super::Value;
-use crate::script::vars::VarNames;
 
 /// Deepest nesting of parentheses, prefix operators, function calls and
 /// CASE accepted (the parser recurses once per level).

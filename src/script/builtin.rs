@@ -5,8 +5,8 @@ use std::path::Path;
 
 use super::error::ScriptError;
 use super::parse::parse_script;
-use super::vars::VarNames;
 use super::Script;
+use crate::expr::vars::VarNames;
 
 /// The most scripts (`-b`, `-f`, `-N`, `-S`) one run may use.
 pub const MAX_SCRIPTS: usize = 128;

@@ -11,8 +11,8 @@ use crate::expr;
 
 use super::error::{ScriptError, SyntaxError, SyntaxErrorKind};
 use super::sql::valid_variable_name;
-use super::vars::VarNames;
 use super::{CommandKind, ShellWord, SleepTime, Target, TimeUnit};
+use crate::expr::vars::VarNames;
 
 /// pgbench's limit on the words of a meta command, the command included.
 const MAX_WORDS: usize = 256;

@@ -4,7 +4,7 @@
 //! [`Command`]s that the engine runs without looking anything up:
 //!
 //! - every variable (`:name` in SQL, in expressions, in shell arguments and
-//!   the targets of `\set`/`\setshell`) is a slot of the [`VarNames`] table
+//!   the targets of `\set`/`\setshell`) is a slot of the [`VarNames`](crate::expr::vars::VarNames) table
 //!   shared by all scripts of a run;
 //! - an SQL command carries both of its run-time forms: literal pieces and
 //!   variable slots for the simple protocol (pgbench substitutes the text of
@@ -26,7 +26,6 @@ mod lexer;
 mod meta;
 mod parse;
 mod sql;
-pub mod vars;
 
 #[cfg(test)]
 mod tests;
@@ -39,7 +38,6 @@ pub use define::AUTOMATIC_VARIABLES;
 pub use error::{ConditionErrorKind, ScriptError, SyntaxError, SyntaxErrorKind};
 pub use parse::parse_script;
 pub use sql::{valid_variable_name, SqlPiece, MAX_PARAMETERS};
-pub use vars::VarNames;
 
 use crate::expr::Expr;
 

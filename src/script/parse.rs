@@ -11,8 +11,8 @@ use super::error::{ConditionErrorKind, ScriptError, SyntaxError, SyntaxErrorKind
 use super::lexer::{SqlScanner, Stop};
 use super::meta::{parse_meta, Meta, PendingKind};
 use super::sql::sql_command;
-use super::vars::VarNames;
 use super::{Command, CommandKind, ResultVars, Script};
+use crate::expr::vars::VarNames;
 
 /// A command before `\if` jumps are resolved.
 struct Pending {

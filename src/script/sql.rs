@@ -6,8 +6,8 @@
 //! a name skips every colon right after it, so `::int` casts stay intact.
 
 use super::lexer::is_var_char;
-use super::vars::VarNames;
 use super::{ResultVars, SqlCommand};
+use crate::expr::vars::VarNames;
 
 /// The most variables one SQL command may use with the extended and
 /// prepared protocols (pgbench's limit).

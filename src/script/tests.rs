@@ -1,4 +1,5 @@
 use super::*;
+use crate::expr::vars::VarNames;
 
 fn parse(text: &str) -> Result<Script, ScriptError> {
     parse_script("t.sql", text, 1, &mut VarNames::new())

@@ -4,7 +4,8 @@
 //! [`TransactionLog`]; neither is shared, so the hot path takes no lock, and
 //! both are allocated before the run, so recording allocates nothing. After
 //! the run the per-thread recorders are merged ([`ThreadStats::merge`]) and
-//! handed to [`crate::report`].
+//! handed to the report. [`usl`] fits the Universal Scalability Law to a
+//! sweep's throughput.
 //!
 //! Two kinds of numbers are kept, for two purposes:
 //! - exact integer sums ([`SimpleStats`]: count, sum, sum of squares, min,
@@ -27,6 +28,7 @@ pub mod log;
 pub mod progress;
 pub mod recorder;
 pub mod simple;
+pub mod usl;
 mod zeroed;
 
 pub use histogram::{HistogramError, LatencyHistogram};

@@ -32,13 +32,12 @@
 //!   out, and the exit status is 128 plus the signal's number.
 //!
 //! The answers ([`result`]) come from the steps' results alone, so a saved
-//! sweep gives the same answers when read back. The USL fit is in [`usl`].
+//! sweep gives the same answers when read back. The USL fit is in [`crate::stats::usl`].
 
 pub(crate) mod files;
 pub mod result;
 mod spec;
 pub(crate) mod text;
-pub mod usl;
 
 use std::io::Write;
 

@@ -4,10 +4,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::spec::{Dimension, Slo};
-use super::usl::{self, Fit};
 use crate::diagnose::{Severity, StateCounts};
 use crate::report::RunResult;
 use crate::stats::histogram::LatencyHistogram;
+use crate::stats::usl::{self, Fit};
 
 /// The `kind` of a sweep's result file.
 pub const KIND: &str = "sweep";

@@ -11,9 +11,9 @@
 use std::io::Write;
 use std::process::Output;
 
+use pgbolt::expr::vars::{VarNames, Variables};
 use pgbolt::expr::{parse, EvalContext, EvalStack, Expr, Value};
 use pgbolt::random::RandomStates;
-use pgbolt::script::vars::{VarNames, Variables};
 use pgbolt::tempdb::{self, TempDb};
 
 pub fn server() -> &'static TempDb {

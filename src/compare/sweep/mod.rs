@@ -50,8 +50,8 @@ use super::{
     MetricChange, Verdict, CONFIDENCE,
 };
 use crate::report::RunResult;
+use crate::stats::usl::Fit;
 use crate::study::result::{StepResult, SweepResult};
-use crate::study::usl::Fit;
 
 pub use render::{
     best_and_notes, fit_rows, method_lines, render_markdown, render_text, side_summary, step_lines,

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use crate::expr::Value;
+use super::Value;
 
 /// The table of variable names shared by all scripts of a run.
 #[derive(Debug, Default, Clone)]
@@ -250,7 +250,7 @@ fn c_strtod(text: &str) -> Option<f64> {
         if !body.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
             return None;
         }
-        crate::expr::parse_c_double(body)?
+        super::parse_c_double(body)?
     };
     Some(if negative { -magnitude } else { magnitude })
 }
