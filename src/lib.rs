@@ -8,6 +8,7 @@
 pub mod cli;
 pub mod cnum;
 pub mod compare;
+pub mod config;
 pub mod decimal;
 pub mod diagnose;
 pub mod engine;

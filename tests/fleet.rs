@@ -339,7 +339,7 @@ fn four_generators_merge_into_the_exact_whole() {
         .expect("start_at");
     for s in &starts {
         assert!(
-            (s - start_at).abs() < pgbolt::fleet::LATE_TOLERANCE_US,
+            (s - start_at).abs() < pgbolt::config::fleet::LATE_TOLERANCE_US,
             "{starts:?} {start_at}"
         );
     }
@@ -557,7 +557,7 @@ fn the_kubernetes_manifest_of_the_docs_is_valid() {
         ..pgbolt::cli::Environment::default()
     };
     let config = pgbolt::cli::parse(&args, &env).expect("the manifest's arguments parse");
-    let pgbolt::cli::Mode::Run(bench) = config.mode else {
+    let pgbolt::config::Mode::Run(bench) = config.mode else {
         panic!("not a benchmark run");
     };
     assert_eq!(bench.fleet.map(|s| (s.index, s.count)), Some((2, 4)));

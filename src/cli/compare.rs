@@ -16,9 +16,10 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::config::{Compare, CompareFormat};
 use crate::compare::sweep::{self, StepMatch};
-use crate::compare::{self, CompareError, Verdict, REGRESSION_EXIT};
+use crate::compare::{self, CompareError, Verdict};
+use crate::config::REGRESSION_EXIT;
+use crate::config::{Compare, CompareFormat};
 use crate::program::PROGRAM;
 use crate::report::{self, RunResult};
 use crate::study::result::SweepResult;

@@ -9,9 +9,9 @@ use std::io::Write;
 
 use std::num::NonZeroUsize;
 
-use super::config::{Benchmark, BusyPoll, Config, Init, IoMethod, Mode, Render};
-use super::connection;
 use super::{help, temp_instance};
+use crate::config::connection;
+use crate::config::{Benchmark, BusyPoll, Config, Init, IoMethod, Mode, Render};
 use crate::init::{InitOptions, InitSteps};
 use crate::program::PROGRAM;
 

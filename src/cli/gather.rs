@@ -7,13 +7,16 @@ use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
-use super::config::{
-    BusyPoll, CompareFormat, Connection, Environment, InitStep, IoMethod, Mode, PartitionMethod,
-    QueryMode, RandomSeed, ScriptSpec, SeedNote, VariableDefinition,
-};
 use super::error::CliError;
 use super::values;
-use crate::compare::Metric;
+use super::Environment;
+use crate::config::Metric;
+use crate::config::{
+    BusyPoll, CompareFormat, Connection, IoMethod, Mode, ScriptSpec, SeedNote, VariableDefinition,
+};
+use crate::init::{InitStep, PartitionMethod};
+use crate::random::RandomSeed;
+use crate::script::QueryMode;
 use crate::script::ScriptError;
 
 /// Options as met so far, before cross-checks; mirrors pgbench's globals.
@@ -89,16 +92,16 @@ pub struct Gathered {
     pub temp_instance_keep: bool,
     /// `--temp-pgbouncer[=MODE]`.
     pub temp_pgbouncer: Option<crate::tempdb::PoolMode>,
-    pub targets: Vec<crate::pool::Target>,
+    pub targets: Vec<crate::config::target::Target>,
     pub connect_dimension: bool,
     pub io: Option<IoMethod>,
     pub busy_poll: Option<BusyPoll>,
-    pub sweep: Option<crate::study::Sweep>,
+    pub sweep: Option<crate::config::study::Sweep>,
     pub warmup: Option<u32>,
     pub repeat: Option<u32>,
-    pub sweep_reset: Option<crate::study::Reset>,
-    pub repeat_order: Option<crate::study::Order>,
-    pub slo: Vec<crate::study::Slo>,
+    pub sweep_reset: Option<crate::config::study::Reset>,
+    pub repeat_order: Option<crate::config::study::Order>,
+    pub slo: Vec<crate::config::study::Slo>,
 
     /// Every option met, in order, so that a mode that takes only a few
     /// options (`--render`, `--compare`) can name the first one it refuses.
@@ -608,14 +611,15 @@ pub fn connect_dimension(g: &mut Gathered) {
 }
 
 pub fn target(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
-    let target =
-        crate::pool::parse_target(&text(value)).map_err(|reason| CliError::InvalidTarget {
-            value: crate::pool::target::redact(&text(value)),
-            reason: crate::pool::target::redact(&reason),
-        })?;
+    let target = crate::config::target::parse_target(&text(value)).map_err(|reason| {
+        CliError::InvalidTarget {
+            value: crate::config::target::redact(&text(value)),
+            reason: crate::config::target::redact(&reason),
+        }
+    })?;
     if g.targets.iter().any(|t| t.name == target.name) {
         return Err(CliError::InvalidTarget {
-            value: crate::pool::target::redact(&text(value)),
+            value: crate::config::target::redact(&text(value)),
             reason: format!("target \"{}\" is named twice", target.name),
         });
     }
@@ -753,7 +757,7 @@ fn study_value(option: &'static str, value: &OsStr, reason: String) -> CliError 
 }
 
 pub fn sweep(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
-    let sweep = crate::study::parse_sweep(&text(value))
+    let sweep = crate::config::study::parse_sweep(&text(value))
         .map_err(|reason| study_value("--sweep", value, reason))?;
     g.sweep = Some(sweep);
     Ok(())
@@ -782,14 +786,14 @@ pub fn repeat(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
 }
 
 pub fn sweep_reset(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
-    let reset = crate::study::parse_reset(&text(value))
+    let reset = crate::config::study::parse_reset(&text(value))
         .map_err(|reason| study_value("--sweep-reset", value, reason))?;
     g.sweep_reset = Some(reset);
     Ok(())
 }
 
 pub fn repeat_order(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
-    let order = crate::study::parse_order(&text(value))
+    let order = crate::config::study::parse_order(&text(value))
         .map_err(|reason| study_value("--repeat-order", value, reason))?;
     g.repeat_order = Some(order);
     Ok(())
@@ -797,7 +801,7 @@ pub fn repeat_order(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
 
 /// `--slo` adds its conditions to those of earlier `--slo` options.
 pub fn slo(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
-    let conditions = crate::study::parse_slo(&text(value))
+    let conditions = crate::config::study::parse_slo(&text(value))
         .map_err(|reason| study_value("--slo", value, reason))?;
     g.slo.extend(conditions);
     Ok(())

@@ -17,9 +17,8 @@
 //! argument, like in pgbench.
 
 mod compare;
-pub mod config;
-pub mod connection;
 mod dispatch;
+mod environment;
 pub mod error;
 mod gather;
 mod getopt;
@@ -35,9 +34,10 @@ mod tests;
 
 use std::ffi::OsString;
 
+use crate::config::{Config, Mode, SeedNote};
 use crate::program::{announce_seed, ewriteln, PROGRAM};
-pub use config::*;
 pub use dispatch::{run, RunError};
+pub use environment::Environment;
 pub use error::{CliError, Level};
 
 /// Parses a command line (without the program name) into a configuration.
@@ -121,23 +121,6 @@ where
     }
     let seeds = gathered.seeds.clone();
     validate::finish(gathered).map_err(|error| ParseFailure { error, seeds })
-}
-
-impl Config {
-    /// A configuration for a mode that needs no settings (help, version,
-    /// listing or showing builtin scripts).
-    pub fn for_mode(mode: Mode) -> Config {
-        Config {
-            mode,
-            connection: Connection::default(),
-            debug: false,
-            temp_instance: None,
-            seeds: Vec::new(),
-            io: IoMethod::Auto,
-            busy_poll: BusyPoll::Auto,
-            preflight: true,
-        }
-    }
 }
 
 /// Prints the lines of an error to standard error, each after the program

@@ -19,8 +19,9 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::config::{Benchmark, Config, Connection, Init, InitStep, Mode, TempInstance};
 use super::dispatch::RunError;
+use crate::config::{Benchmark, Config, Connection, Init, Mode, TempInstance};
+use crate::init::InitStep;
 use crate::tempdb::{self, TempDb};
 
 /// The scale of the tables created for a benchmark when `-s` is not given.
@@ -182,12 +183,12 @@ fn start_pgbouncer(
         db.superuser()
     );
     benchmark.targets = vec![
-        crate::pool::Target {
+        crate::config::target::Target {
             name: "direct".into(),
             conninfo: direct,
             pid: None,
         },
-        crate::pool::Target {
+        crate::config::target::Target {
             name: "pgbouncer".into(),
             conninfo: bouncer.conninfo("postgres"),
             pid: Some(bouncer.pid()),

@@ -6,7 +6,10 @@ use std::time::Duration;
 
 use super::options::{Origin, OPTIONS};
 use super::*;
-use crate::compare::Metric;
+use crate::config::*;
+use crate::init::{InitStep, PartitionMethod};
+use crate::random::RandomSeed;
+use crate::script::QueryMode;
 
 fn parse_ok(args: &[&str]) -> Config {
     match parse(args.iter().copied(), &Environment::default()) {
@@ -235,7 +238,7 @@ static CASES: &[Case] = &[
         c.busy_poll == BusyPoll::Off
     }),
     case("sweep", Some("clients:1..8*2"), &[], |c| {
-        study(c).sweep.values == crate::study::Values::List(vec![1.0, 2.0, 4.0, 8.0])
+        study(c).sweep.values == crate::config::study::Values::List(vec![1.0, 2.0, 4.0, 8.0])
             && bench(c).clients == 8
     }),
     case("warmup", Some("3"), &[], |c| bench(c).warmup_s == 3),
@@ -260,10 +263,10 @@ static CASES: &[Case] = &[
     ),
     case("repeat", Some("3"), SWEEP, |c| study(c).repeat == 3),
     case("repeat-order", Some("shuffle"), SWEEP, |c| {
-        study(c).order == crate::study::Order::Shuffle
+        study(c).order == crate::config::study::Order::Shuffle
     }),
     case("sweep-reset", Some("checkpoint"), SWEEP, |c| {
-        study(c).reset == crate::study::Reset::Checkpoint
+        study(c).reset == crate::config::study::Reset::Checkpoint
     }),
     case("slo", Some("p99<10ms"), SWEEP, |c| {
         study(c).slo.len() == 1 && study(c).slo[0].limit_ms == 10.0
@@ -326,7 +329,7 @@ static CASES: &[Case] = &[
 /// The context of the options that only a sweep takes.
 const SWEEP: &[&str] = &["--sweep=rate:10,20"];
 
-fn study(c: &Config) -> &crate::study::Study {
+fn study(c: &Config) -> &crate::config::study::Study {
     bench(c).study.as_ref().expect("a sweep")
 }
 

@@ -3,13 +3,14 @@
 
 use std::time::Duration;
 
-use super::config::{
-    Benchmark, BusyPoll, Compare, CompareFormat, Config, Init, InitStep, IoMethod, Merge, Mode,
-    PartitionMethod, QueryMode, Render, RunLength, ScriptSpec, TempInstance, TransactionLog,
-    VacuumBeforeRun,
-};
 use super::error::CliError;
 use super::gather::Gathered;
+use crate::config::{
+    Benchmark, BusyPoll, Compare, CompareFormat, Config, Init, IoMethod, Merge, Mode, Render,
+    RunLength, ScriptSpec, TempInstance, TransactionLog, VacuumBeforeRun,
+};
+use crate::init::{InitStep, PartitionMethod};
+use crate::script::QueryMode;
 
 /// pgbench accepts at most this many scripts.
 const MAX_SCRIPTS: usize = 128;
@@ -271,7 +272,7 @@ fn targets(g: &Gathered) -> Result<(), CliError> {
         ("--start-at", g.start_at.is_some()),
         (
             "--sweep=clients:auto",
-            matches!(&g.sweep, Some(s) if s.values == crate::study::Values::Auto),
+            matches!(&g.sweep, Some(s) if s.values == crate::config::study::Values::Auto),
         ),
     ];
     match unsupported.into_iter().find(|(_, given)| *given) {
@@ -282,8 +283,8 @@ fn targets(g: &Gathered) -> Result<(), CliError> {
 
 /// `--sweep` and its companions, checked against the options a sweep sets
 /// itself or cannot honour yet.
-fn study(g: &Gathered) -> Result<Option<crate::study::Study>, CliError> {
-    use crate::study::{Dimension, Order, Reset, Study, Values};
+fn study(g: &Gathered) -> Result<Option<crate::config::study::Study>, CliError> {
+    use crate::config::study::{Dimension, Order, Reset, Study, Values};
     if g.warmup.is_some() && g.start_at.is_some() {
         return Err(CliError::UnsupportedWithWarmup("--start-at"));
     }
@@ -347,7 +348,7 @@ fn fleet_share(
     g: &Gathered,
     clients: u32,
     threads: u32,
-) -> Result<Option<crate::fleet::Share>, CliError> {
+) -> Result<Option<crate::config::fleet::Share>, CliError> {
     let (index, count) = match (g.generator, g.generators) {
         (Some((_, n)), Some(m)) if n != m => return Err(CliError::GeneratorsDisagree),
         (Some(given), _) => given,
@@ -368,7 +369,7 @@ fn fleet_share(
             generators: count,
         });
     }
-    Ok(Some(crate::fleet::Share::new(
+    Ok(Some(crate::config::fleet::Share::new(
         index, count, clients, threads,
     )))
 }
@@ -489,12 +490,12 @@ fn compare(g: &mut Gathered) -> Result<Compare, CliError> {
         json: g.json.take(),
         html: g.html.take(),
         format: g.compare_format.unwrap_or(CompareFormat::Text),
-        options: crate::compare::CompareOptions {
+        options: crate::config::CompareOptions {
             threshold: g.threshold.unwrap_or(0.03),
             metrics: g
                 .compare_metrics
                 .take()
-                .unwrap_or_else(|| vec![crate::compare::Metric::Tps, crate::compare::Metric::P99]),
+                .unwrap_or_else(|| vec![crate::config::Metric::Tps, crate::config::Metric::P99]),
             allow_different_scripts: g.allow_different_scripts,
         },
         fail_on_regression: g.fail_on_regression,

@@ -25,9 +25,10 @@
 
 use super::stats::{self, Buckets, Estimate};
 use super::{
-    DistributionChange, Metric, MetricChange, Outcome, Verdict, BOOTSTRAP_SEED, CONFIDENCE,
-    MIN_INTERVALS, REPLICATES, TPS_BATCHES,
+    DistributionChange, MetricChange, Outcome, Verdict, BOOTSTRAP_SEED, CONFIDENCE, MIN_INTERVALS,
+    REPLICATES, TPS_BATCHES,
 };
+use crate::config::Metric;
 use crate::report::RunResult;
 use crate::stats::{IntervalHistogram, LatencyHistogram};
 

@@ -35,6 +35,7 @@ pub mod sweep;
 
 use serde::Serialize;
 
+use crate::config::{CompareOptions, Metric};
 use crate::report::RunResult;
 use likeness::Difference;
 use stats::Estimate;
@@ -52,74 +53,6 @@ const BOOTSTRAP_SEED: u64 = 0x5eed_c0de;
 const TPS_BATCHES: usize = 10;
 /// Fewest whole intervals a side needs for a throughput interval.
 const MIN_INTERVALS: usize = 3;
-/// Exit status of `--fail-on-regression` when the verdict is a regression
-/// (pgbench uses 1 and 2).
-pub const REGRESSION_EXIT: i32 = 3;
-
-/// A figure the verdict can be based on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Metric {
-    Tps,
-    P50,
-    P90,
-    P99,
-    #[serde(rename = "p99.9")]
-    P99_9,
-}
-
-impl Metric {
-    pub const ALL: [Metric; 5] = [
-        Metric::Tps,
-        Metric::P50,
-        Metric::P90,
-        Metric::P99,
-        Metric::P99_9,
-    ];
-
-    /// The name used on the command line and in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Metric::Tps => "tps",
-            Metric::P50 => "p50",
-            Metric::P90 => "p90",
-            Metric::P99 => "p99",
-            Metric::P99_9 => "p99.9",
-        }
-    }
-
-    /// The metric named `name` (as [`Metric::name`] spells it).
-    pub fn from_name(name: &str) -> Option<Metric> {
-        Metric::ALL.into_iter().find(|m| m.name() == name)
-    }
-
-    fn quantile(self) -> Option<f64> {
-        match self {
-            Metric::Tps => None,
-            Metric::P50 => Some(0.5),
-            Metric::P90 => Some(0.9),
-            Metric::P99 => Some(0.99),
-            Metric::P99_9 => Some(0.999),
-        }
-    }
-
-    /// Higher is better for throughput, lower for latency.
-    fn higher_is_better(self) -> bool {
-        self == Metric::Tps
-    }
-}
-
-/// What to compare and how strictly.
-#[derive(Clone, Debug, PartialEq)]
-pub struct CompareOptions {
-    /// Smallest relative change that counts (0.03 for 3%).
-    pub threshold: f64,
-    /// The metrics the verdict is based on.
-    pub metrics: Vec<Metric>,
-    /// Compare results of different scripts anyway.
-    pub allow_different_scripts: bool,
-}
-
 /// What became of one metric.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -6,7 +6,8 @@
 use std::fmt::Write;
 
 use super::likeness::Difference;
-use super::{Comparison, Metric, MetricChange};
+use super::{Comparison, MetricChange};
+use crate::config::Metric;
 
 /// The terminal report.
 pub fn render_text(c: &Comparison) -> String {

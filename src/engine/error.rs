@@ -202,7 +202,7 @@ impl fmt::Display for EngineError {
                 crate::wallclock::utc(*ready_us),
                 (ready_us - start_at_us) as f64 / 1e6,
                 crate::wallclock::utc(*start_at_us),
-                crate::fleet::LATE_TOLERANCE_US / 1_000_000
+                crate::config::fleet::LATE_TOLERANCE_US / 1_000_000
             ),
             EngineError::Report(e) => write!(f, "could not build the report: {e}"),
         }

@@ -2,8 +2,8 @@
 //! `\shell`/`\setshell` (started here, finished in [`super::shell`]) and the
 //! pipeline commands, with pgbench's error messages.
 
-use crate::cli::QueryMode;
 use crate::expr::{EvalContext, Expr, Value};
+use crate::script::QueryMode;
 use crate::script::{CommandKind, SleepTime, Target, TimeUnit};
 
 use super::client::{Client, State};

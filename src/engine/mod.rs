@@ -89,7 +89,7 @@ use std::sync::Arc;
 use mio::unix::SourceFd;
 use mio::{Interest, Poll};
 
-use crate::cli::{Benchmark, BusyPoll, Config, IoMethod, RunLength};
+use crate::config::{Benchmark, BusyPoll, Config, IoMethod, RunLength};
 use crate::expr::vars::Variables;
 use crate::random::{RandomSeed, RandomStates};
 use crate::report::RunResult;
@@ -161,7 +161,7 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
             }
         }
         setup.announce = false;
-        measured.to_mut().vacuum = crate::cli::VacuumBeforeRun::Skip;
+        measured.to_mut().vacuum = crate::config::VacuumBeforeRun::Skip;
     }
     let prepared = prepare(config, &measured, &setup)?;
     match execute(config, &prepared, &measured)? {
@@ -417,13 +417,13 @@ fn debug_host(kind: &pgwire::conninfo::HostKind) -> String {
 /// script that fails to load stops pgbench before the seeds after it).
 /// The last seed is the one used, already resolved.
 struct SeedLines<'a> {
-    notes: &'a [crate::cli::SeedNote],
+    notes: &'a [crate::config::SeedNote],
     shown: usize,
     used: u64,
 }
 
 impl<'a> SeedLines<'a> {
-    fn new(notes: &'a [crate::cli::SeedNote], used: u64) -> Self {
+    fn new(notes: &'a [crate::config::SeedNote], used: u64) -> Self {
         SeedLines {
             notes,
             shown: 0,
@@ -500,7 +500,7 @@ fn prepare(config: &Config, bench: &Benchmark, step: &StepSetup) -> Result<Prepa
         None
     };
     if config.preflight
-        && bench.query_mode == crate::cli::QueryMode::Prepared
+        && bench.query_mode == crate::script::QueryMode::Prepared
         && step.announce
         && setup::behind_pooler(&mut setup_client)
     {
@@ -763,7 +763,7 @@ fn base_variables(plan: &Plan, bench: &Benchmark, scale: i64, states: &RandomSta
     vars
 }
 
-fn log_options(bench: &Benchmark, log: &crate::cli::TransactionLog) -> LogOptions {
+fn log_options(bench: &Benchmark, log: &crate::config::TransactionLog) -> LogOptions {
     LogOptions {
         prefix: Some(log.prefix.clone()),
         pid: std::process::id(),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::shared::Shared;
 use super::Prepared;
-use crate::cli::Benchmark;
+use crate::config::Benchmark;
 use crate::report::RunResult;
 
 /// A worker thread's CPU and wait for a CPU over its run, µs.

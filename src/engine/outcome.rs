@@ -10,7 +10,7 @@
 
 use std::io::Write;
 
-use crate::cli::{Benchmark, RunLength};
+use crate::config::{Benchmark, RunLength};
 use crate::report::{self, Partitioning, RunLimit, RunOptions, RunResult, ScriptInfo, Timings};
 use crate::stats::ThreadStats;
 

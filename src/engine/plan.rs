@@ -4,8 +4,10 @@
 
 use std::time::Duration;
 
-use crate::cli::{Benchmark, QueryMode, RunLength, ScriptSpec};
+use crate::config::{Benchmark, RunLength, ScriptSpec};
+
 use crate::expr::vars::VarNames;
+use crate::script::QueryMode;
 use crate::script::{self, CommandKind, Script};
 
 use super::error::EngineError;

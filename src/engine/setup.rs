@@ -10,7 +10,7 @@ use pgwire::blocking::Client;
 use pgwire::libpq_text::libpq_message;
 use pgwire::Connector;
 
-use crate::cli::{Connection, VacuumBeforeRun};
+use crate::config::{Connection, VacuumBeforeRun};
 
 use super::error::{EngineError, Preflight, COUNT_BRANCHES};
 use super::log;
@@ -28,7 +28,7 @@ pub struct TableInfo {
 /// asking for a password as pgbench does when the server wants one that
 /// was not given; the connector returned carries it to the clients.
 pub fn connect(conn: &Connection) -> Result<(Connector, Client), EngineError> {
-    let mut config = crate::cli::connection::resolve(conn).map_err(EngineError::ConnOptions)?;
+    let mut config = crate::config::connection::resolve(conn).map_err(EngineError::ConnOptions)?;
     let mut connector = Connector::new(&config).map_err(EngineError::SetupConnection)?;
     let client = crate::prompt::connect_asking(&mut config, |config| {
         if connector.config().password != config.password {

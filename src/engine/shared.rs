@@ -128,7 +128,7 @@ impl Shared {
         if gate.arrived == self.threads {
             gate.ready_us = Some(now_us);
             if let Some(at) = self.start_at {
-                if now_us > at + crate::fleet::LATE_TOLERANCE_US {
+                if now_us > at + crate::config::fleet::LATE_TOLERANCE_US {
                     gate.failed = true;
                     gate.error.get_or_insert(EngineError::LateForStart {
                         ready_us: now_us,

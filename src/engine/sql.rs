@@ -25,7 +25,7 @@
 use pgwire::libpq_text::{libpq_message, libpq_message_in, ClientEncoding};
 use pgwire::{ErrorKind, Message, TxStatus};
 
-use crate::cli::QueryMode;
+use crate::script::QueryMode;
 use crate::script::{valid_variable_name, Command, CommandKind, ResultVars, SqlCommand, SqlPiece};
 
 use super::client::{Client, ErrorStatus, Response, State};

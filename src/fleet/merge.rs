@@ -17,7 +17,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::GeneratorInfo;
-use crate::cli::Merge;
+use crate::config::Merge;
 use crate::program::PROGRAM;
 use crate::report::{self, RunResult};
 
@@ -143,7 +143,7 @@ fn list(indexes: &[u32]) -> String {
 /// shortest window, at least 1 s.
 pub fn window_tolerance_us(windows: &[(i64, i64)]) -> i64 {
     let shortest = windows.iter().map(|(s, e)| e - s).min().unwrap_or(0);
-    (shortest / 10).max(super::LATE_TOLERANCE_US)
+    (shortest / 10).max(crate::config::fleet::LATE_TOLERANCE_US)
 }
 
 /// The merged result of `results` (each with the file it came from), and

@@ -34,65 +34,6 @@ pub mod merge;
 
 use serde::{Deserialize, Serialize};
 
-/// How late a generator may be ready after `--start-at` and still run.
-pub const LATE_TOLERANCE_US: i64 = 1_000_000;
-
-/// Generator `index`'s part of a fleet of `count`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Share {
-    pub index: u32,
-    pub count: u32,
-    /// The command line's clients and threads (threads at least `count`).
-    pub clients_total: u32,
-    pub threads_total: u32,
-    /// Global number of this generator's first client and first thread.
-    pub client_offset: u32,
-    pub thread_offset: u32,
-    /// This generator's clients and threads.
-    pub clients: u32,
-    pub threads: u32,
-}
-
-/// The `k`-th of `parts` shares of `total` dealt as pgbench deals clients
-/// to threads: its offset and size.
-fn deal(total: u32, parts: u32, k: u32) -> (u32, u32) {
-    let mut dealt = 0;
-    for i in 0..parts {
-        let n = (total - dealt + parts - i - 1) / (parts - i);
-        if i == k {
-            return (dealt, n);
-        }
-        dealt += n;
-    }
-    (dealt, 0)
-}
-
-impl Share {
-    /// Generator `index` of `count` running `clients` clients on
-    /// `threads` threads in all (`threads` <= `clients`, `count` <=
-    /// `clients`, `index` < `count`).
-    pub fn new(index: u32, count: u32, clients: u32, threads: u32) -> Share {
-        let threads_total = threads.max(count);
-        let (client_offset, own_clients) = deal(clients, count, index);
-        let (thread_offset, own_threads) = deal(threads_total, count, index);
-        Share {
-            index,
-            count,
-            clients_total: clients,
-            threads_total,
-            client_offset,
-            thread_offset,
-            clients: own_clients,
-            threads: own_threads.min(own_clients),
-        }
-    }
-
-    /// This generator's part of the fleet's `-R`.
-    pub fn rate(&self, rate: f64) -> f64 {
-        rate * f64::from(self.threads) / f64::from(self.threads_total)
-    }
-}
-
 /// What a generator's result records about its place in the fleet.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GeneratorInfo {

@@ -35,17 +35,16 @@
 
 pub mod compare;
 pub mod console;
-pub mod target;
 pub(crate) mod text;
 
 use std::io::Write;
 use std::time::Duration;
 
-pub use target::{parse_target, Target};
-
-use crate::cli::{Benchmark, Config, Connection};
+use crate::config::study::{Dimension, Order, Reset, Study, Sweep, Values};
+use crate::config::target::Target;
+use crate::config::{Benchmark, Config, Connection};
 use crate::engine::EngineError;
-use crate::study::{Dimension, Order, Reset, Study, Sweep, Sweeper, Values};
+use crate::study::Sweeper;
 use compare::{PoolerStep, TargetResult, TargetsResult};
 use console::{Console, PoolerInfo, Sampler};
 
@@ -320,10 +319,11 @@ fn prepare(config: &Config, target: Target, bench: Benchmark) -> Result<Prepared
         dbname: Some(target.conninfo.clone()),
         ..config.connection.clone()
     };
-    let resolved = crate::cli::connection::resolve(&own.connection).map_err(|e| Error::Target {
-        name: target.name.clone(),
-        reason: e.to_string(),
-    })?;
+    let resolved =
+        crate::config::connection::resolve(&own.connection).map_err(|e| Error::Target {
+            name: target.name.clone(),
+            reason: e.to_string(),
+        })?;
     let pooler = Console::open(&resolved).and_then(|mut c| c.info());
     let pooler_pid = match pooler {
         Some(_) => target.pid.or_else(|| console::local_pid(&resolved)),
@@ -370,7 +370,7 @@ fn preflight(targets: &[Prepared], bench: &Benchmark, largest: u32) -> Result<()
                          collapse. Raise max_client_conn to at least {needed} in pgbouncer.ini."
                     )));
                 }
-                if bench.query_mode == crate::cli::QueryMode::Prepared
+                if bench.query_mode == crate::script::QueryMode::Prepared
                     && !pooler.keeps_prepared_statements()
                 {
                     return Err(refuse(prepared_refusal(pooler)));

@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::compare::{Cell, Crossover, TargetsResult};
-use crate::cli::Benchmark;
+use crate::config::Benchmark;
 use crate::study::text::value;
 
 /// The whole text report.

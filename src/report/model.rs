@@ -377,7 +377,7 @@ fn redact_argument(arg: &str) -> String {
 }
 
 fn redact_value(value: &str) -> String {
-    crate::pool::target::redact(value)
+    crate::config::target::redact(value)
 }
 
 fn shell_quote(word: &str) -> String {

@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::Path;
 
-use crate::cli::Benchmark;
+use crate::config::Benchmark;
 use crate::engine::EngineError;
 
 /// Creates the result file at `path`.

@@ -36,18 +36,14 @@
 
 pub(crate) mod files;
 pub mod result;
-mod spec;
 pub(crate) mod text;
 
 use std::io::Write;
 
-pub use spec::{
-    parse_order, parse_reset, parse_slo, parse_sweep, Dimension, Order, Reset, Slo, Study, Sweep,
-    Values,
-};
 pub use text::value;
 
-use crate::cli::{Benchmark, Config, VacuumBeforeRun};
+use crate::config::study::{Dimension, Order, Reset, Study, Values};
+use crate::config::{Benchmark, Config, VacuumBeforeRun};
 use crate::engine::{EngineError, StepSetup};
 use result::{StepResult, SweepInfo, SweepResult};
 

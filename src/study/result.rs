@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::spec::{Dimension, Slo};
+use crate::config::study::{Dimension, Slo};
 use crate::diagnose::{Severity, StateCounts};
 use crate::report::RunResult;
 use crate::stats::histogram::LatencyHistogram;

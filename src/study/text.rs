@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::result::{Point, SweepResult, NEAR_BEST};
-use crate::cli::{Benchmark, RunLength};
+use crate::config::{Benchmark, RunLength};
 
 /// A swept value as written (rates may have decimals).
 pub fn value(v: f64) -> String {

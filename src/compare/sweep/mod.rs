@@ -46,9 +46,9 @@ use serde::Serialize;
 use super::changes::{changes, combine};
 use super::likeness::{self, Difference};
 use super::{
-    refuse_different_scripts, CompareError, CompareOptions, DistributionChange, Metric,
-    MetricChange, Verdict, CONFIDENCE,
+    refuse_different_scripts, CompareError, DistributionChange, MetricChange, Verdict, CONFIDENCE,
 };
+use crate::config::{CompareOptions, Metric};
 use crate::report::RunResult;
 use crate::stats::usl::Fit;
 use crate::study::result::{StepResult, SweepResult};

@@ -9,7 +9,8 @@ use super::{SweepComparison, SweepSide};
 use crate::compare::render::{
     aligned, cell, code, differences_markdown, differences_text, distribution_line, row,
 };
-use crate::compare::{Metric, Verdict};
+use crate::compare::Verdict;
+use crate::config::Metric;
 use crate::study::value;
 
 const HEADER: [&str; 7] = [

@@ -3,9 +3,9 @@
 use super::*;
 use crate::compare::tests::{latencies, options, run, wobbly};
 use crate::compare::Outcome;
+use crate::config::study::Dimension;
 use crate::report::RunResult;
 use crate::study::result::{summarize, SweepInfo, SweepResult, KIND};
-use crate::study::Dimension;
 
 /// A step of `value` clients, repeat `repeat`, at about `tps` with
 /// latencies scaled by `scale`.

@@ -106,7 +106,7 @@ fn the_slo_picks_the_highest_throughput_that_met_it() {
         step(2, 1, 180.0, 8000),
         step(4, 1, 200.0, 20000),
     ];
-    let slo = super::super::parse_slo("p99<10ms").unwrap();
+    let slo = crate::config::study::parse_slo("p99<10ms").unwrap();
     let s = summarize(Dimension::Clients, &steps, &slo);
     let met: Vec<Option<bool>> = s.points.iter().map(|p| p.slo_met).collect();
     assert_eq!(met, [Some(true), Some(true), Some(false)]);

@@ -1,14 +1,36 @@
-//! The validated configuration: what the user asked for, in the words of the
+//! The validated settings: what the user asked for, in the words of the
 //! pgbench documentation, with every value already range-checked.
 //!
-//! Connection options stay raw strings: they are resolved later, together
-//! with the `PG*` environment, service files and `.pgpass`, by
-//! `pgwire::conninfo`. Scripts stay specifications (name or path plus
-//! weight): reading and parsing them is the job of [`crate::script`].
+//! This is the plain data every mode runs from, and nothing else: the
+//! command line ([`crate::cli`]) builds it with no side effects, and the
+//! modes above read it. It sits low in the layering so that the engine, a
+//! study, the targets and the fleet take their settings from here without
+//! knowing the command line exists. It may use the script, expression,
+//! init, random and tempdb types it names and the program's name; nothing
+//! that runs, renders or writes.
+//!
+//! Connection options stay raw strings: they are resolved later
+//! ([`connection::resolve`]), together with the `PG*` environment,
+//! service files and `.pgpass`, by `pgwire::conninfo`. Scripts stay
+//! specifications (name or path plus weight): reading and parsing them is
+//! the job of [`crate::script`]. The settings of a study
+//! ([`study`]), of a target ([`target`]) and of a fleet's generator
+//! ([`fleet`]) are in their own files.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::init::{InitStep, PartitionMethod};
+use crate::random::RandomSeed;
+use crate::script::QueryMode;
+
+pub mod connection;
+pub mod fleet;
+pub mod study;
+pub mod target;
 
 /// Everything pgbolt was asked to do.
 #[derive(Debug, Clone, PartialEq)]
@@ -97,9 +119,9 @@ pub struct Compare {
     /// `--compare-format`.
     pub format: CompareFormat,
     /// Threshold, metrics and `--allow-different-scripts`.
-    pub options: crate::compare::CompareOptions,
+    pub options: CompareOptions,
     /// `--fail-on-regression`: a regression exits with
-    /// [`crate::compare::REGRESSION_EXIT`].
+    /// [`REGRESSION_EXIT`].
     pub fail_on_regression: bool,
 }
 
@@ -179,7 +201,7 @@ pub struct Benchmark {
     pub pgbench_output: bool,
     /// `--generator=I/N` (or `--generators=N`): this process's share of a
     /// fleet; `clients`, `threads` and `rate` above are already its share.
-    pub fleet: Option<crate::fleet::Share>,
+    pub fleet: Option<fleet::Share>,
     /// `--start-at`: when to start, µs since the Unix epoch.
     pub start_at_us: Option<i64>,
     /// `--run-id`.
@@ -188,13 +210,13 @@ pub struct Benchmark {
     /// for none), before each step of a sweep.
     pub warmup_s: u32,
     /// `--sweep` and its companions: a series of runs instead of one.
-    pub study: Option<crate::study::Study>,
+    pub study: Option<study::Study>,
     /// The monitor's sampling interval in ms, or `None` under
     /// `--no-monitor`.
     pub monitor: Option<u32>,
     /// `--target=NAME=CONNINFO`, in order: the run (or each step of a
     /// sweep) once per target. Empty: the command line's connection.
-    pub targets: Vec<crate::pool::Target>,
+    pub targets: Vec<target::Target>,
     /// `--connect-dimension`: each target also with `-C`, as `NAME-C`.
     pub connect_dimension: bool,
     /// `--pool-size`: with `--temp-pgbouncer`, the throwaway PgBouncer's
@@ -248,7 +270,6 @@ pub struct Init {
 
 /// One `-I` step letter, and how `pgbench_accounts` is partitioned: the
 /// initialization module's own types.
-pub use crate::init::{InitStep, PartitionMethod};
 
 /// How long a run lasts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -260,7 +281,6 @@ pub enum RunLength {
 }
 
 /// `-M`.
-pub use crate::script::QueryMode;
 
 /// What is vacuumed before a benchmark run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -313,7 +333,6 @@ pub struct TransactionLog {
 }
 
 /// `--random-seed`: `time`, `rand` or an unsigned integer.
-pub use crate::random::RandomSeed;
 
 /// A random seed as met on the command line. pgbench reads `-f`/`-b`
 /// scripts while it reads the options, so whether a script's error comes
@@ -356,40 +375,87 @@ pub struct TempInstance {
     pub pgbouncer: Option<crate::tempdb::PoolMode>,
 }
 
-/// What validation may consult besides the arguments; captured once so that
-/// parsing stays free of side effects and testable.
-#[derive(Debug, Clone, Default)]
-pub struct Environment {
-    /// `PGBENCH_RANDOM_SEED`.
-    pub random_seed: Option<OsString>,
-    /// The hard limit on open files (`RLIMIT_NOFILE`), if known.
-    pub open_files_limit: Option<u64>,
-    /// `JOB_COMPLETION_INDEX` (set by a Kubernetes Indexed Job): the
-    /// generator's index under `--generators=N`.
-    pub job_completion_index: Option<String>,
+/// Exit status of `--fail-on-regression` when the verdict is a regression
+/// (pgbench uses 1 and 2).
+pub const REGRESSION_EXIT: i32 = 3;
+
+/// A figure the verdict can be based on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    Tps,
+    P50,
+    P90,
+    P99,
+    #[serde(rename = "p99.9")]
+    P99_9,
 }
 
-impl Environment {
-    /// Reads the environment of this process.
-    pub fn from_process() -> Environment {
-        Environment {
-            random_seed: std::env::var_os("PGBENCH_RANDOM_SEED"),
-            open_files_limit: open_files_hard_limit(),
-            job_completion_index: std::env::var("JOB_COMPLETION_INDEX").ok(),
+impl Metric {
+    pub const ALL: [Metric; 5] = [
+        Metric::Tps,
+        Metric::P50,
+        Metric::P90,
+        Metric::P99,
+        Metric::P99_9,
+    ];
+
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Tps => "tps",
+            Metric::P50 => "p50",
+            Metric::P90 => "p90",
+            Metric::P99 => "p99",
+            Metric::P99_9 => "p99.9",
         }
+    }
+
+    /// The metric named `name` (as [`Metric::name`] spells it).
+    pub fn from_name(name: &str) -> Option<Metric> {
+        Metric::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    pub fn quantile(self) -> Option<f64> {
+        match self {
+            Metric::Tps => None,
+            Metric::P50 => Some(0.5),
+            Metric::P90 => Some(0.9),
+            Metric::P99 => Some(0.99),
+            Metric::P99_9 => Some(0.999),
+        }
+    }
+
+    /// Higher is better for throughput, lower for latency.
+    pub fn higher_is_better(self) -> bool {
+        self == Metric::Tps
     }
 }
 
-fn open_files_hard_limit() -> Option<u64> {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit only writes into the struct we pass.
-    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
-    if rc == 0 && limit.rlim_max != libc::RLIM_INFINITY {
-        Some(limit.rlim_max)
-    } else {
-        None
+/// What to compare and how strictly.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompareOptions {
+    /// Smallest relative change that counts (0.03 for 3%).
+    pub threshold: f64,
+    /// The metrics the verdict is based on.
+    pub metrics: Vec<Metric>,
+    /// Compare results of different scripts anyway.
+    pub allow_different_scripts: bool,
+}
+
+impl Config {
+    /// A configuration for a mode that needs no settings (help, version,
+    /// listing or showing builtin scripts).
+    pub fn for_mode(mode: Mode) -> Config {
+        Config {
+            mode,
+            connection: Connection::default(),
+            debug: false,
+            temp_instance: None,
+            seeds: Vec::new(),
+            io: IoMethod::Auto,
+            busy_poll: BusyPoll::Auto,
+            preflight: true,
+        }
     }
 }

@@ -6,7 +6,7 @@
 
 use pgwire::conninfo::{self, Env};
 
-use super::config::Connection;
+use super::Connection;
 use crate::program::PROGRAM;
 
 /// Resolves `conn` against the process environment, service file and
