@@ -268,9 +268,6 @@ pub struct Init {
     pub jobs: Option<u32>,
 }
 
-/// One `-I` step letter, and how `pgbench_accounts` is partitioned: the
-/// initialization module's own types.
-
 /// How long a run lasts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunLength {
@@ -279,8 +276,6 @@ pub enum RunLength {
     /// `-T`: seconds.
     Duration(u32),
 }
-
-/// `-M`.
 
 /// What is vacuumed before a benchmark run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -331,8 +326,6 @@ pub struct TransactionLog {
     /// `--aggregate-interval`: seconds per aggregated line.
     pub aggregate_interval: Option<u32>,
 }
-
-/// `--random-seed`: `time`, `rand` or an unsigned integer.
 
 /// A random seed as met on the command line. pgbench reads `-f`/`-b`
 /// scripts while it reads the options, so whether a script's error comes
