@@ -15,6 +15,7 @@ pub mod engine;
 pub mod expr;
 pub mod fleet;
 pub mod init;
+pub mod model;
 pub mod observe;
 pub mod oserror;
 pub mod pool;

@@ -20,8 +20,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use common::{builder15, pgbolt_path, stderr, stdout, wait_for_second_statement};
-use pgbolt::diagnose::{Diagnosis, Finding};
-use pgbolt::report::RunResult;
+use pgbolt::model::diagnosis::{Diagnosis, Finding};
+use pgbolt::model::run::RunResult;
 use pgbolt::tempdb::TempDb;
 
 fn server18() -> &'static TempDb {
@@ -357,7 +357,7 @@ fn a_stall_is_named_and_its_lock_waits_seen() {
         .iter()
         .all(|f| f.id != "client-saturated")
     {
-        assert_eq!(lag.severity, pgbolt::diagnose::Severity::Warning);
+        assert_eq!(lag.severity, pgbolt::model::diagnosis::Severity::Warning);
         assert!(lag.summary.contains("slow transactions held up"), "{lag:?}");
     }
     let activity = diagnosis(&r).activity.as_ref().expect("activity");
@@ -548,7 +548,7 @@ fn a_rate_the_server_cannot_serve_is_a_schedule_lag_finding() {
         &["-c", "1", "-R", "100", "-T", "3"],
     );
     let f = finding(&r, "schedule-lag");
-    assert_eq!(f.severity, pgbolt::diagnose::Severity::Critical);
+    assert_eq!(f.severity, pgbolt::model::diagnosis::Severity::Critical);
     assert!((f.figures["client_interval_ms"] - 10.0).abs() < 1e-9);
     assert!(f.figures["lag_p99_ms"] > 100.0, "{f:?}");
     assert!(f.figures["clients_busy"] >= 0.9, "{f:?}");
@@ -645,7 +645,7 @@ fn a_sweeps_warm_up_is_not_in_its_steps_diagnosis() {
         ],
     );
     assert!(out.status.success(), "{}", stderr(&out));
-    let sweep: pgbolt::study::result::SweepResult =
+    let sweep: pgbolt::model::sweep::SweepResult =
         serde_json::from_str(&std::fs::read_to_string(&json).expect("sweep file"))
             .expect("sweep reads");
     let step = &sweep.steps[0].result;

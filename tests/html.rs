@@ -348,9 +348,9 @@ fn render_refuses_what_makes_no_sense_offline() {
 }
 
 mod synthetic {
-    use pgbolt::report::{
-        render_html, RunContext, RunLimit, RunOptions, RunResult, ScriptInfo, Timings,
-    };
+    use pgbolt::model::run::{RunContext, RunResult, Timings};
+    use pgbolt::model::run::{RunLimit, RunOptions, ScriptInfo};
+    use pgbolt::report::render_html;
     use pgbolt::stats::{Outcome, StatsLayout, ThreadStats, Transaction};
 
     /// A one-hour run at 250 transactions per second, with a slow period,

@@ -274,7 +274,7 @@ fn many_threads_of_one_client_each() {
 /// the maximum and the sums stay exact, and nothing is lost.
 #[test]
 fn a_latency_beyond_the_histogram_keeps_its_exact_maximum() {
-    use pgbolt::report::model::percentiles;
+    use pgbolt::model::run::percentiles;
     use pgbolt::stats::{histogram::HIGHEST_US, LatencyHistogram, SimpleStats};
 
     let hundred_hours_us: i64 = 100 * 3_600_000_000;

@@ -11,7 +11,11 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use pgbolt::report::{render_pgbench, RunLimit, RunOptions, RunResult, ScriptInfo, Timings};
+use pgbolt::report::render_pgbench;
+
+use pgbolt::model::run::{RunResult, Timings};
+
+use pgbolt::model::run::{RunLimit, RunOptions, ScriptInfo};
 use pgbolt::stats::{
     log_file_name, FailureKind, LogEntry, LogOptions, Outcome, StatsLayout, ThreadStats,
     Transaction, TransactionLog,

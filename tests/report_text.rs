@@ -1,10 +1,11 @@
 //! Golden tests of the text report (pgbench 18's lines plus pgbolt's
 //! percentiles) and of the JSON result, built from synthetic statistics.
 
-use pgbolt::report::{
-    from_json, merge, render_pgbench, render_text, to_json, RunLimit, RunOptions, RunResult,
-    ScriptInfo, Timings, SCHEMA_VERSION,
-};
+use pgbolt::report::{from_json, merge, render_pgbench, render_text, to_json};
+
+use pgbolt::model::run::{RunResult, Timings};
+
+use pgbolt::model::run::{RunLimit, RunOptions, ScriptInfo, SCHEMA_VERSION};
 use pgbolt::stats::{FailureKind, Outcome, StatsLayout, ThreadStats, Transaction};
 
 fn select_only() -> ScriptInfo {

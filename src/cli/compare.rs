@@ -20,9 +20,10 @@ use crate::compare::sweep::{self, StepMatch};
 use crate::compare::{self, CompareError, Verdict};
 use crate::config::REGRESSION_EXIT;
 use crate::config::{Compare, CompareFormat};
+use crate::model::run::RunResult;
+use crate::model::sweep::SweepResult;
 use crate::program::PROGRAM;
-use crate::report::{self, RunResult};
-use crate::study::result::SweepResult;
+use crate::report;
 use crate::wallclock::now_us;
 
 /// A result file as read.
@@ -106,7 +107,7 @@ impl Made {
         comparison: &T,
         verdict: Verdict,
         render: [fn(&T) -> String; 2],
-        page: impl FnOnce() -> Result<String, report::ReportError>,
+        page: impl FnOnce() -> Result<String, crate::model::run::ReportError>,
     ) -> Made {
         let report = match c.format {
             CompareFormat::Text => render[0](comparison),

@@ -29,7 +29,7 @@ use super::{
     REPLICATES, TPS_BATCHES,
 };
 use crate::config::Metric;
-use crate::report::RunResult;
+use crate::model::run::RunResult;
 use crate::stats::{IntervalHistogram, LatencyHistogram};
 
 /// Every figure's change, the rank test and the verdict.

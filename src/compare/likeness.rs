@@ -9,7 +9,9 @@
 
 use serde::Serialize;
 
-use crate::report::{RunLimit, RunResult, ScriptInfo};
+use crate::model::run::RunResult;
+
+use crate::model::run::{RunLimit, ScriptInfo};
 
 /// One thing that differs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -36,7 +36,7 @@ pub mod sweep;
 use serde::Serialize;
 
 use crate::config::{CompareOptions, Metric};
-use crate::report::RunResult;
+use crate::model::run::RunResult;
 use likeness::Difference;
 use stats::Estimate;
 

@@ -1,10 +1,8 @@
 //! Comparisons of synthetic results whose true change is known.
 
 use super::*;
-use crate::report::{
-    Counts, Distribution, IntervalResult, RunContext, RunLimit, RunOptions, ScriptInfo, Series,
-    Timings,
-};
+use crate::model::run::{Counts, Distribution, IntervalResult, RunContext, Series, Timings};
+use crate::model::run::{RunLimit, RunOptions, ScriptInfo};
 use crate::stats::{Counters, IntervalRecorder, IntervalStats, LatencyHistogram, SimpleStats};
 
 /// A run of `tps.len()` 1-second intervals with these throughputs, in
@@ -32,7 +30,7 @@ fn run_with(tps: &[f64], latency_us: impl Fn(usize) -> Vec<(i64, u64)>) -> RunRe
     };
     let distribution = Distribution::new(stats, &h).expect("histogram");
     RunResult {
-        schema_version: crate::report::SCHEMA_VERSION,
+        schema_version: crate::model::run::SCHEMA_VERSION,
         tool: "pgbolt".to_owned(),
         tool_version: "test".to_owned(),
         merged_runs: 1,

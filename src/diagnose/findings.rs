@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use super::model::{Finding, Severity};
-use crate::report::RunResult;
+use crate::model::diagnosis::{Finding, Severity};
+use crate::model::run::RunResult;
 
 /// A worker thread's CPU share of the window above which the client may
 /// be the bottleneck.

@@ -9,16 +9,15 @@
 //! panels live in `report::html::diagnosis`.
 
 mod findings;
-mod model;
 #[cfg(test)]
 mod tests;
 
 use std::fmt::Write as _;
 
 pub use findings::findings;
-pub use model::*;
 
-use crate::report::RunResult;
+use crate::model::diagnosis::{Diagnosis, StateCounts};
+use crate::model::run::RunResult;
 
 /// Most findings the text section lists (the JSON has them all).
 const TEXT_FINDINGS: usize = 8;

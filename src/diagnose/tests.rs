@@ -1,10 +1,9 @@
 //! Findings on synthetic results whose condition is known.
 
 use super::*;
-use crate::report::{
-    Counts, Distribution, IntervalResult, RunContext, RunLimit, RunOptions, ScriptInfo, Series,
-    Timings,
-};
+use crate::model::diagnosis::*;
+use crate::model::run::{Counts, Distribution, IntervalResult, RunContext, Series, Timings};
+use crate::model::run::{RunLimit, RunOptions, ScriptInfo};
 use crate::stats::{Counters, IntervalRecorder, IntervalStats, LatencyHistogram, SimpleStats};
 
 /// A run of `script` by `clients` clients, one-second intervals, interval
@@ -44,7 +43,7 @@ fn run(
     let d = Distribution::new(stats, &h).expect("histogram");
     let secs = seconds as f64;
     RunResult {
-        schema_version: crate::report::SCHEMA_VERSION,
+        schema_version: crate::model::run::SCHEMA_VERSION,
         tool: "pgbolt".to_owned(),
         tool_version: "test".to_owned(),
         merged_runs: 1,

@@ -91,8 +91,8 @@ use mio::{Interest, Poll};
 
 use crate::config::{Benchmark, BusyPoll, Config, IoMethod, RunLength};
 use crate::expr::vars::Variables;
+use crate::model::run::RunResult;
 use crate::random::{RandomSeed, RandomStates};
-use crate::report::RunResult;
 use crate::stats::{LogOptions, ProgressOptions, StatsLayout, ThreadStats, TransactionLog};
 
 use client::Client;

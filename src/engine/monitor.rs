@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::shared::Shared;
 use super::Prepared;
 use crate::config::Benchmark;
-use crate::report::RunResult;
+use crate::model::run::RunResult;
 
 /// A worker thread's CPU and wait for a CPU over its run, µs.
 pub struct ThreadTimes {
@@ -63,16 +63,16 @@ pub fn diagnosis(
     view: Option<crate::observe::ServerView>,
     threads: &[ThreadTimes],
     process: (i64, i64),
-) -> crate::diagnose::Diagnosis {
+) -> crate::model::diagnosis::Diagnosis {
     let view = view.unwrap_or_default();
-    let mut d = crate::diagnose::Diagnosis {
+    let mut d = crate::model::diagnosis::Diagnosis {
         monitor: view.status,
         activity: view.activity,
         counters: view.counters,
         tables: view.tables,
         events: view.events,
         statements: view.statements,
-        client: crate::diagnose::ClientLoad {
+        client: crate::model::diagnosis::ClientLoad {
             thread_cpu_s: threads.iter().map(|t| t.cpu_us as f64 / 1e6).collect(),
             thread_runqueue_s: threads
                 .iter()

@@ -11,7 +11,9 @@
 use std::io::Write;
 
 use crate::config::{Benchmark, RunLength};
-use crate::report::{self, Partitioning, RunLimit, RunOptions, RunResult, ScriptInfo, Timings};
+use crate::model::run::{Partitioning, RunLimit, RunOptions, ScriptInfo};
+use crate::model::run::{RunResult, Timings};
+use crate::report;
 use crate::stats::ThreadStats;
 
 use super::log;
@@ -37,7 +39,7 @@ pub(super) struct Ended {
 }
 
 /// What the generators of one run share, for its id (see
-/// [`crate::fleet::run_id`]): the fleet's totals, not this generator's
+/// [`crate::model::generators::run_id`]): the fleet's totals, not this generator's
 /// share.
 fn fleet_workload(options: &RunOptions, bench: &Benchmark) -> String {
     let (count, clients, threads) = bench
@@ -226,8 +228,8 @@ pub(super) fn build_result(
     let incomplete = aborted > 0 || interrupted > 0 || interrupted_by.is_some();
     let mut result = RunResult::build(options, timings, incomplete, &stats)
         .map_err(|e| EngineError::Report(e.to_string()))?;
-    result.context = report::RunContext {
-        command_line: Some(report::redacted_command_line(std::env::args_os())),
+    result.context = crate::model::run::RunContext {
+        command_line: Some(crate::model::run::redacted_command_line(std::env::args_os())),
         server_version: prepared.server_version.clone(),
         server_settings: prepared.server_settings.clone(),
         started_us: Some(start_time),
@@ -239,10 +241,10 @@ pub(super) fn build_result(
         &thread_times,
         (process_cpu_us, now - start_time),
     ));
-    result.generator = Some(crate::fleet::GeneratorInfo {
+    result.generator = Some(crate::model::generators::GeneratorInfo {
         index: bench.fleet.map_or(0, |s| s.index),
         count: bench.fleet.map_or(1, |s| s.count),
-        run_id: crate::fleet::run_id(
+        run_id: crate::model::generators::run_id(
             bench.run_id.as_deref(),
             &fleet_workload(&result.options, bench),
             bench.start_at_us,

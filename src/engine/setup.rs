@@ -213,7 +213,7 @@ pub fn monitor_refused(client: &mut Client, connector: &Connector) -> Option<Str
     if !behind_pooler(client) {
         return None;
     }
-    let info = crate::pool::console::Console::open(connector.config()).and_then(|mut c| c.info());
+    let info = crate::observe::pooler::Console::open(connector.config()).and_then(|mut c| c.info());
     match info.as_ref().and_then(|i| i.pool_mode.as_deref()) {
         Some("transaction" | "statement") => None,
         Some(mode) => Some(format!(
@@ -234,7 +234,7 @@ pub fn monitor_refused(client: &mut Client, connector: &Connector) -> Option<Str
 /// Quiet under session pooling, and on PgBouncer 1.21 and later with
 /// `max_prepared_statements` above 0.
 pub fn warn_prepared_through_pooler(client: &mut Client, connector: &Connector) {
-    let info = crate::pool::console::Console::open(connector.config()).and_then(|mut c| c.info());
+    let info = crate::observe::pooler::Console::open(connector.config()).and_then(|mut c| c.info());
     match info {
         Some(info) if info.keeps_prepared_statements() => {}
         Some(info) => log::warning(format_args!("{}", crate::pool::prepared_refusal(&info))),

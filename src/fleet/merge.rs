@@ -14,34 +14,11 @@ use std::fmt;
 use std::io::Write;
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-
-use super::GeneratorInfo;
 use crate::config::Merge;
+use crate::model::generators::{GeneratorInfo, GeneratorSummary};
+use crate::model::run::RunResult;
 use crate::program::PROGRAM;
-use crate::report::{self, RunResult};
-
-/// One generator of a merged result.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct GeneratorSummary {
-    pub index: u32,
-    /// The file its result was read from.
-    pub source: String,
-    pub clients: u32,
-    pub threads: u32,
-    pub committed: u64,
-    pub tps: f64,
-    /// Its measured window, µs since the Unix epoch.
-    pub window_start_us: i64,
-    pub window_end_us: i64,
-    /// Its process's CPU seconds, from its diagnosis (absent without one).
-    #[serde(default)]
-    pub cpu_s: Option<f64>,
-    /// The severity of its `client-saturated` finding, if it had one: the
-    /// generator itself was the bottleneck.
-    #[serde(default)]
-    pub saturated: Option<String>,
-}
+use crate::report;
 
 /// Why results cannot be merged.
 #[derive(Debug, Clone, PartialEq)]
@@ -176,7 +153,7 @@ pub fn merge_results(
         }
         if r.options.scripts != first_result.options.scripts {
             return Err(MergeError::Report(
-                report::ReportError::ScriptsDiffer.to_string(),
+                crate::model::run::ReportError::ScriptsDiffer.to_string(),
             ));
         }
         if info.count != first.count {

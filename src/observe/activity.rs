@@ -2,7 +2,7 @@
 //! (state, wait event type, wait event, number of backends), each counted
 //! in exactly one class of [`StateCounts`].
 
-use crate::diagnose::{Activity, StateCounts};
+use crate::model::diagnosis::{Activity, StateCounts};
 
 /// Width of the per-interval buckets.
 pub const BUCKET_US: i64 = 1_000_000;

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use pgwire::blocking::{Client, Row};
 
-use crate::diagnose::{
+use crate::model::diagnosis::{
     CheckpointCounters, DatabaseCounters, ServerCounters, TableCounters, WalCounters,
 };
 

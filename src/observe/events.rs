@@ -17,7 +17,7 @@
 use std::time::Duration;
 
 use super::counters::Reading;
-use crate::diagnose::ServerEvent;
+use crate::model::diagnosis::ServerEvent;
 
 /// How often the event counters are read while the monitor samples.
 pub const TICK: Duration = Duration::from_secs(1);

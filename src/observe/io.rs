@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::diagnose::IoCounters;
+use crate::model::diagnosis::IoCounters;
 
 /// `pg_stat_io`'s counters in [`IoCounters`]' order, after the three keys.
 const SQL_18: &str = "select backend_type, object, context, reads, read_bytes, writes, \

@@ -51,6 +51,7 @@ mod counters;
 pub mod cpu;
 mod events;
 pub mod io;
+pub mod pooler;
 mod statements;
 
 pub use counters::{read_database, DatabaseStart};
@@ -62,7 +63,7 @@ use pgwire::blocking::Client;
 use pgwire::conninfo::HostKind;
 use pgwire::Connector;
 
-use crate::diagnose::{
+use crate::model::diagnosis::{
     Activity, MonitorStatus, ServerCounters, ServerCpu, ServerEvent, StateCounts, StatementTime,
     TableCounters,
 };

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use pgwire::blocking::Client;
 
-use crate::diagnose::StatementTime;
+use crate::model::diagnosis::StatementTime;
 
 /// How many statements the diagnosis lists.
 pub const TOP: usize = 5;

@@ -23,7 +23,7 @@
 //!   Each target's steps make a sweep of their own ([`crate::study`]), with
 //!   all its answers; a failed step ends the whole comparison.
 //! - While a step runs against a PgBouncer, a thread samples its console
-//!   ([`console::Sampler`]): `SHOW POOLS` every 200 ms and `SHOW STATS`
+//!   ([`crate::observe::pooler::Sampler`]): `SHOW POOLS` every 200 ms and `SHOW STATS`
 //!   at both ends, and the pooler's CPU from `/proc` when it runs here
 //!   (pgbolt started it, or it listens on the Unix socket the target
 //!   names and its process is ours to see). The sample spans the step's
@@ -33,8 +33,7 @@
 //!   by side per step, with ratios against the first target and the
 //!   crossover.
 
-pub mod compare;
-pub mod console;
+mod crossover;
 pub(crate) mod text;
 
 use std::io::Write;
@@ -44,9 +43,10 @@ use crate::config::study::{Dimension, Order, Reset, Study, Sweep, Values};
 use crate::config::target::Target;
 use crate::config::{Benchmark, Config, Connection};
 use crate::engine::EngineError;
+use crate::model::pooler::PoolerInfo;
+use crate::model::targets::{PoolerStep, TargetResult, TargetsResult};
+use crate::observe::pooler::{Console, Sampler};
 use crate::study::Sweeper;
-use compare::{PoolerStep, TargetResult, TargetsResult};
-use console::{Console, PoolerInfo, Sampler};
 
 /// How often the pooler's console is read during a step.
 const SAMPLE_EVERY: Duration = Duration::from_millis(200);
@@ -243,14 +243,14 @@ impl Runner<'_> {
                 sweep: s.finish(),
             })
             .collect();
-        let points: Vec<(&str, &[crate::study::result::Point])> = targets
+        let points: Vec<(&str, &[crate::model::sweep::Point])> = targets
             .iter()
             .map(|t| (t.name.as_str(), t.sweep.summary.points.as_slice()))
             .collect();
-        let comparison = compare::compare(&points);
+        let comparison = crossover::compare(&points);
         TargetsResult {
-            schema_version: crate::report::SCHEMA_VERSION,
-            kind: compare::KIND.to_owned(),
+            schema_version: crate::model::run::SCHEMA_VERSION,
+            kind: crate::model::targets::KIND.to_owned(),
             tool: "pgbolt".to_owned(),
             tool_version: env!("CARGO_PKG_VERSION").to_owned(),
             targets,
@@ -326,7 +326,9 @@ fn prepare(config: &Config, target: Target, bench: Benchmark) -> Result<Prepared
         })?;
     let pooler = Console::open(&resolved).and_then(|mut c| c.info());
     let pooler_pid = match pooler {
-        Some(_) => target.pid.or_else(|| console::local_pid(&resolved)),
+        Some(_) => target
+            .pid
+            .or_else(|| crate::observe::pooler::local_pid(&resolved)),
         None => None,
     };
     Ok(Prepared {
@@ -414,5 +416,5 @@ pub fn prepared_refusal(pooler: &PoolerInfo) -> String {
 /// A targets' result read from `text` (its JSON file, or a page that
 /// embeds it); `None` when it is not a targets' result.
 pub fn read_targets(text: &str) -> Option<Result<TargetsResult, String>> {
-    crate::study::files::read_kind(text, compare::KIND, "targets' result")
+    crate::study::files::read_kind(text, crate::model::targets::KIND, "targets' result")
 }

@@ -4,8 +4,8 @@
 
 use std::fmt::Write;
 
-use super::compare::{Cell, Crossover, TargetsResult};
 use crate::config::Benchmark;
+use crate::model::targets::{Cell, Crossover, TargetsResult};
 use crate::study::text::value;
 
 /// The whole text report.

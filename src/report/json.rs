@@ -5,7 +5,7 @@
 //! several runs) merge into exactly the report one process recording every
 //! transaction would have produced.
 
-use super::model::{
+use crate::model::run::{
     command_result, per_second, series, Counts, Distribution, ReportError, RunContext, RunResult,
     ScriptResult, Series, SCHEMA_VERSION,
 };
@@ -199,7 +199,8 @@ fn merge_commands(mine: &mut ScriptResult, theirs: &ScriptResult) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{RunLimit, RunOptions, ScriptInfo, Timings};
+    use crate::model::run::Timings;
+    use crate::model::run::{RunLimit, RunOptions, ScriptInfo};
     use crate::stats::{Outcome, StatsLayout, ThreadStats, Transaction};
     use serde_json::Value;
 

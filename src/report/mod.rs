@@ -19,14 +19,8 @@
 
 pub mod html;
 pub mod json;
-pub mod model;
 pub mod text;
 
 pub use html::{render_comparison_html, render_html};
 pub use json::{from_json, merge, read_result, to_compact_json, to_json};
-pub use model::{
-    redacted_command_line, CommandResult, Counts, Distribution, IntervalResult, Partitioning,
-    Percentiles, ReportError, RunContext, RunLimit, RunOptions, RunResult, ScriptInfo,
-    ScriptResult, Series, Timings, SCHEMA_VERSION,
-};
 pub use text::{render_percentiles, render_pgbench, render_text};

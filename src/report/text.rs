@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::model::{Counts, Distribution, Percentiles, RunLimit, RunResult, ScriptResult};
+use crate::model::run::{Counts, Distribution, Percentiles, RunLimit, RunResult, ScriptResult};
 use crate::stats::cfmt::fixed;
 
 /// Renders the full text report: pgbench's lines, then (unless

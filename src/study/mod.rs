@@ -34,8 +34,8 @@
 //! The answers ([`result`]) come from the steps' results alone, so a saved
 //! sweep gives the same answers when read back. The USL fit is in [`crate::stats::usl`].
 
+pub mod answers;
 pub(crate) mod files;
-pub mod result;
 pub(crate) mod text;
 
 use std::io::Write;
@@ -45,7 +45,7 @@ pub use text::value;
 use crate::config::study::{Dimension, Order, Reset, Study, Values};
 use crate::config::{Benchmark, Config, VacuumBeforeRun};
 use crate::engine::{EngineError, StepSetup};
-use result::{StepResult, SweepInfo, SweepResult};
+use crate::model::sweep::{StepResult, SweepInfo, SweepResult};
 
 /// The doubling of `auto` stops here whatever the rules say.
 const AUTO_LIMIT: f64 = 1024.0;
@@ -86,7 +86,7 @@ pub fn run(config: &Config, bench: &Benchmark, study: &Study) -> Result<i32, Eng
 /// A sweep's result read from `text` (its JSON file, or a page that embeds
 /// it); `None` when `text` is not a sweep's (a run's result, say).
 pub fn read_sweep(text: &str) -> Option<Result<SweepResult, String>> {
-    files::read_kind(text, result::KIND, "sweep result")
+    files::read_kind(text, crate::model::sweep::KIND, "sweep result")
 }
 
 /// The state of a sweep under way.
@@ -132,10 +132,10 @@ impl<'a> Sweeper<'a> {
     /// The result of the steps run so far, with the answers.
     pub(crate) fn finish(self) -> SweepResult {
         let study = self.study;
-        let summary = result::summarize(study.sweep.dimension, &self.steps, &study.slo);
+        let summary = answers::summarize(study.sweep.dimension, &self.steps, &study.slo);
         SweepResult {
-            schema_version: crate::report::SCHEMA_VERSION,
-            kind: result::KIND.to_owned(),
+            schema_version: crate::model::run::SCHEMA_VERSION,
+            kind: crate::model::sweep::KIND.to_owned(),
             tool: "pgbolt".to_owned(),
             tool_version: env!("CARGO_PKG_VERSION").to_owned(),
             sweep: SweepInfo {
@@ -197,20 +197,20 @@ impl<'a> Sweeper<'a> {
                     return Ok(status);
                 }
             }
-            let runs: Vec<&crate::report::RunResult> = self
+            let runs: Vec<&crate::model::run::RunResult> = self
                 .steps
                 .iter()
                 .filter(|s| s.value == value)
                 .map(|s| &s.result)
                 .collect();
-            let Some(point) = result::point(value, &runs, &self.study.slo) else {
+            let Some(point) = answers::point(value, &runs, &self.study.slo) else {
                 break;
             };
             means.push(point.tps);
-            if point.failure_ratio > result::MAX_FAILURE_RATIO {
+            if point.failure_ratio > crate::model::sweep::MAX_FAILURE_RATIO {
                 self.stopped = Some(format!(
                     "failures passed {}% at {value} clients",
-                    result::MAX_FAILURE_RATIO * 100.0
+                    crate::model::sweep::MAX_FAILURE_RATIO * 100.0
                 ));
                 return Ok(0);
             }
@@ -218,7 +218,7 @@ impl<'a> Sweeper<'a> {
                 self.stopped = Some(format!("the SLO failed at {value} clients"));
                 return Ok(0);
             }
-            if result::plateau(&means) {
+            if answers::plateau(&means) {
                 self.stopped = Some(format!("throughput stopped growing at {value} clients"));
                 return Ok(0);
             }

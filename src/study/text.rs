@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
-use super::result::{Point, SweepResult, NEAR_BEST};
 use crate::config::{Benchmark, RunLength};
+use crate::model::sweep::{Point, SweepResult, NEAR_BEST};
 
 /// A swept value as written (rates may have decimals).
 pub fn value(v: f64) -> String {

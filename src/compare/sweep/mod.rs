@@ -49,9 +49,9 @@ use super::{
     refuse_different_scripts, CompareError, DistributionChange, MetricChange, Verdict, CONFIDENCE,
 };
 use crate::config::{CompareOptions, Metric};
-use crate::report::RunResult;
+use crate::model::run::RunResult;
+use crate::model::sweep::{StepResult, SweepResult};
 use crate::stats::usl::Fit;
-use crate::study::result::{StepResult, SweepResult};
 
 pub use render::{
     best_and_notes, fit_rows, method_lines, render_markdown, render_text, side_summary, step_lines,

@@ -4,8 +4,9 @@ use super::*;
 use crate::compare::tests::{latencies, options, run, wobbly};
 use crate::compare::Outcome;
 use crate::config::study::Dimension;
-use crate::report::RunResult;
-use crate::study::result::{summarize, SweepInfo, SweepResult, KIND};
+use crate::model::run::RunResult;
+use crate::model::sweep::{SweepInfo, SweepResult, KIND};
+use crate::study::answers::summarize;
 
 /// A step of `value` clients, repeat `repeat`, at about `tps` with
 /// latencies scaled by `scale`.
@@ -23,7 +24,7 @@ fn step(value: u32, repeat: u32, tps: f64, scale: i64) -> StepResult {
 fn sweep(steps: Vec<StepResult>, repeat: u32) -> SweepResult {
     let summary = summarize(Dimension::Clients, &steps, &[]);
     SweepResult {
-        schema_version: crate::report::SCHEMA_VERSION,
+        schema_version: crate::model::run::SCHEMA_VERSION,
         kind: KIND.to_owned(),
         tool: "pgbolt".to_owned(),
         tool_version: "test".to_owned(),

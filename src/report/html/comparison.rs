@@ -19,7 +19,7 @@ use super::{distribution, page_end, page_start, time};
 use crate::compare::likeness::Difference;
 use crate::compare::stats::Estimate;
 use crate::compare::{Comparison, MetricChange};
-use crate::report::model::{ReportError, RunResult};
+use crate::model::run::{ReportError, RunResult};
 
 /// What the page embeds.
 #[derive(Serialize)]

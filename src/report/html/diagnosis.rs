@@ -7,9 +7,9 @@ use std::fmt::Write as _;
 use super::escape::esc;
 use super::svg::{Axis, Chart, Line};
 use super::time::time_axis;
-use crate::diagnose::ServerEvent;
-use crate::diagnose::{Diagnosis, StateCounts};
-use crate::report::model::{ReportError, RunResult};
+use crate::model::diagnosis::ServerEvent;
+use crate::model::diagnosis::{Diagnosis, StateCounts};
+use crate::model::run::{ReportError, RunResult};
 
 /// The findings, then what the monitor could not see.
 pub fn findings(r: &RunResult) -> Result<Option<String>, ReportError> {

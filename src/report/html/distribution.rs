@@ -11,7 +11,7 @@
 use std::fmt::Write as _;
 
 use super::svg::{Axis, Chart, Line};
-use crate::report::model::{ReportError, RunResult};
+use crate::model::run::{ReportError, RunResult};
 use crate::stats::LatencyHistogram;
 
 /// Buckets per decade of the histogram.

@@ -42,7 +42,7 @@ mod time;
 
 use std::fmt::Write as _;
 
-use super::model::{ReportError, RunResult};
+use crate::model::run::{ReportError, RunResult};
 
 pub use comparison::render_comparison_html;
 pub use sweep::render_sweep_html;

@@ -8,7 +8,8 @@
 use std::fmt::Write as _;
 
 use super::escape::esc;
-use crate::report::model::{ReportError, RunLimit, RunResult};
+use crate::model::run::RunLimit;
+use crate::model::run::{ReportError, RunResult};
 use crate::wallclock::utc;
 
 /// The page title.

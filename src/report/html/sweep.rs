@@ -14,8 +14,8 @@ use std::fmt::Write as _;
 use super::escape::esc;
 use super::svg::{Axis, Chart, Line};
 use super::{page_end, page_start};
-use crate::report::model::ReportError;
-use crate::study::result::{Point, SweepResult, NEAR_BEST};
+use crate::model::run::ReportError;
+use crate::model::sweep::{Point, SweepResult, NEAR_BEST};
 
 type Section = fn(&SweepResult) -> String;
 

@@ -21,8 +21,8 @@ use super::escape::esc;
 use super::svg::{Axis, Chart, Line};
 use super::{page_end, page_start};
 use crate::compare::sweep::{self, SweepComparison};
-use crate::report::model::ReportError;
-use crate::study::result::SweepResult;
+use crate::model::run::ReportError;
+use crate::model::sweep::SweepResult;
 
 /// What the page embeds.
 #[derive(Serialize)]
@@ -147,7 +147,7 @@ fn curves(out: &mut String, c: &SweepComparison, sweeps: [&SweepResult; 2]) {
         "<section><h2>Throughput</h2>{}<p class=\"note\">Solid: the measured means; dashed: each sweep's USL fit (clients sweeps).</p></section>",
         chart.finish()
     );
-    let p99 = |p: &crate::study::result::Point| p.p99_ms.max(0.001);
+    let p99 = |p: &crate::model::sweep::Point| p.p99_ms.max(0.001);
     let all = || points.iter().flat_map(|p| p.iter()).map(p99);
     let mut chart = Chart::new(
         "p99 latency against the swept value, both sweeps",

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::escape::esc;
-use crate::report::model::{Distribution, ReportError, RunResult};
+use crate::model::run::{Distribution, ReportError, RunResult};
 
 fn ms(v: Option<f64>) -> String {
     v.map_or("–".to_owned(), |v| format!("{v:.3}"))

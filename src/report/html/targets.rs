@@ -10,10 +10,10 @@ use std::fmt::Write as _;
 use super::escape::esc;
 use super::svg::{Axis, Chart, Line, SERIES_CLASSES};
 use super::{page_end, page_start};
-use crate::pool::compare::TargetsResult;
-use crate::pool::console::PoolerView;
-use crate::report::model::ReportError;
-use crate::study::result::Point;
+use crate::model::pooler::PoolerView;
+use crate::model::run::ReportError;
+use crate::model::sweep::Point;
+use crate::model::targets::TargetsResult;
 
 type Section = fn(&TargetsResult) -> String;
 

@@ -13,7 +13,7 @@
 use std::fmt::Write as _;
 
 use super::svg::{Axis, Chart, Line};
-use crate::report::model::{IntervalResult, ReportError, RunResult};
+use crate::model::run::{IntervalResult, ReportError, RunResult};
 
 /// The end of the run in s from the start of the series.
 fn run_end(r: &RunResult) -> f64 {

@@ -1,5 +1,6 @@
 use super::*;
-use crate::report::{Counts, Distribution, RunLimit, RunOptions, Series, Timings};
+use crate::model::run::{Counts, Distribution, Series, Timings};
+use crate::model::run::{RunLimit, RunOptions};
 use crate::stats::{Counters, SimpleStats};
 
 /// A run of `clients` at `tps` whose transactions all took `latency_us`.
@@ -16,7 +17,7 @@ fn run(clients: u32, tps: f64, latency_us: i64, failed: u64) -> RunResult {
         ..Counters::default()
     };
     RunResult {
-        schema_version: crate::report::SCHEMA_VERSION,
+        schema_version: crate::model::run::SCHEMA_VERSION,
         tool: "pgbolt".to_owned(),
         tool_version: "test".to_owned(),
         merged_runs: 1,
@@ -134,7 +135,7 @@ fn a_plateau_is_no_gain_over_3_steps_or_under_2_percent_over_5() {
 /// A diagnosis with the busiest thread at `cpu_s` over a 2 s window, the
 /// backends' samples `on_cpu` and `client`, and findings of `severities`.
 fn diagnosed(cpu_s: f64, on_cpu: u64, client: u64, severities: &[(&str, Severity)]) -> RunResult {
-    use crate::diagnose::{Activity, Diagnosis, Finding};
+    use crate::model::diagnosis::{Activity, Diagnosis, Finding};
     let mut r = run(2, 100.0, 1000, 0);
     r.timings.bench_duration_us = 2_000_000;
     let mut d = Diagnosis::default();

@@ -433,14 +433,14 @@ pub struct RunResult {
     /// This run's place in a fleet of load generators (absent in files
     /// of older pgbolt versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub generator: Option<crate::fleet::GeneratorInfo>,
+    pub generator: Option<crate::model::generators::GeneratorInfo>,
     /// A merged result's generators, in index order (empty otherwise).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub generators: Vec<crate::fleet::merge::GeneratorSummary>,
+    pub generators: Vec<crate::model::generators::GeneratorSummary>,
     /// The server's view, the client's load and the findings (null when
     /// not diagnosed: a result of an older pgbolt, a merged result).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub diagnosis: Option<crate::diagnose::Diagnosis>,
+    pub diagnosis: Option<crate::model::diagnosis::Diagnosis>,
 }
 
 /// `count` per second over `seconds`; 0 for a run that took no time (JSON
