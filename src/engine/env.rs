@@ -19,13 +19,13 @@ use crate::stats::{LogEntry, ThreadStats, TransactionLog};
 use super::client::{Client, State};
 use super::clock::Clock;
 use super::linger::Lingering;
-use super::log;
 use super::pacing::{Outcome, Pacer};
 use super::pool::Pool;
 use super::progress::Progress;
 use super::spin::SpinMode;
 use super::timer::Sleeper;
 use super::uring::Ring;
+use crate::program::log;
 
 /// Opens client `idx`'s connection request again on a new socket when
 /// its socket has not connected for longer than the pacer allows (see

@@ -10,9 +10,9 @@ use crate::stats::{FailureKind, LogEntry, Outcome, Transaction};
 
 use super::client::{Client, ErrorStatus, State};
 use super::env::ThreadEnv;
-use super::log;
 use super::plan::Plan;
 use super::{meta, shell, sql};
+use crate::program::log;
 
 /// The current time, read at most once until reset.
 pub struct Now(i64);

@@ -8,11 +8,11 @@ use crate::script::{CommandKind, SleepTime, Target, TimeUnit};
 
 use super::client::{Client, State};
 use super::env::ThreadEnv;
-use super::log;
 use super::machine::Now;
 use super::plan::Plan;
 use super::shell;
 use super::sql::{command_failed, flush_or_defer};
+use crate::program::log;
 
 /// Runs meta command `kind` and sets the client's next state.
 pub fn execute(

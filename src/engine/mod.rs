@@ -61,7 +61,6 @@ mod clock;
 mod env;
 pub mod error;
 mod linger;
-mod log;
 mod machine;
 mod meta;
 mod monitor;
@@ -92,6 +91,7 @@ use mio::{Interest, Poll};
 use crate::config::{Benchmark, BusyPoll, Config, IoMethod, RunLength};
 use crate::expr::vars::Variables;
 use crate::model::run::RunResult;
+use crate::program::log;
 use crate::random::{RandomSeed, RandomStates};
 use crate::stats::{LogOptions, ProgressOptions, StatsLayout, ThreadStats, TransactionLog};
 

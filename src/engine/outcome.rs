@@ -16,12 +16,12 @@ use crate::model::run::{RunResult, Timings};
 use crate::report;
 use crate::stats::ThreadStats;
 
-use super::log;
 use super::monitor::{diagnosis, ThreadTimes};
 use super::result_file::ResultFile;
 use super::signals;
 use super::worker::{self, WorkerResult};
 use super::{EngineError, Prepared};
+use crate::program::log;
 
 /// What the threads and the monitor left behind.
 pub(super) struct Ended {

@@ -13,7 +13,7 @@ use pgwire::Connector;
 use crate::config::{Connection, VacuumBeforeRun};
 
 use super::error::{EngineError, Preflight, COUNT_BRANCHES};
-use super::log;
+use crate::program::log;
 
 /// How `pgbench_accounts` is partitioned, as [`table_info`] found it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -27,9 +27,9 @@ use crate::script::{ShellWord, Target};
 
 use super::client::{Client, State};
 use super::env::ThreadEnv;
-use super::log;
 use super::plan::Plan;
 use super::sql::command_failed;
+use crate::program::log;
 
 /// pgbench's limit on the length of a shell command.
 const SHELL_COMMAND_SIZE: usize = 256;

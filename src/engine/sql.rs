@@ -30,9 +30,9 @@ use crate::script::{valid_variable_name, Command, CommandKind, ResultVars, SqlCo
 
 use super::client::{Client, ErrorStatus, Response, State};
 use super::env::ThreadEnv;
-use super::log;
 use super::machine::Now;
 use super::plan::Plan;
+use crate::program::log;
 
 /// Flush a pipeline's buffer once it holds this much.
 const PIPELINE_FLUSH_BYTES: usize = 64 * 1024;

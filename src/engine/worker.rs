@@ -29,7 +29,6 @@ use crate::stats::ThreadStats;
 use super::client::{Client, State};
 use super::env::{redial_if_stalled, ThreadEnv};
 use super::error::EngineError;
-use super::log;
 use super::machine;
 use super::pacing::Outcome;
 use super::plan::Plan;
@@ -37,6 +36,7 @@ use super::shared::Shared;
 use super::spin::{SpinMode, SpinTrials};
 use super::timer::Ready;
 use super::uring::{Done, Ring};
+use crate::program::log;
 
 /// Token of the stop signal's pipe.
 pub const SIGNAL: Token = Token(usize::MAX - 1);

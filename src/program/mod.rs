@@ -12,6 +12,8 @@
 //! `^pgbench .PostgreSQL. ` as pgbench's own tests match it) learns which
 //! pgbench it may expect ([`version_line`]).
 
+pub mod log;
+
 use std::ffi::OsStr;
 use std::fmt;
 use std::sync::OnceLock;
