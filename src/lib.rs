@@ -5,6 +5,7 @@
 //! (worker threads, each owning its clients, random states and statistics)
 //! -> merged statistics -> the report model -> renderers -> exit code.
 
+pub mod app;
 pub mod cli;
 pub mod cnum;
 pub mod compare;

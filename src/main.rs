@@ -1,3 +1,3 @@
 fn main() {
-    std::process::exit(pgbolt::cli::main());
+    std::process::exit(pgbolt::app::main());
 }

@@ -16,16 +16,12 @@
 //! `-?`/`--help` and `-V`/`--version` are recognised only as the first
 //! argument, like in pgbench.
 
-mod compare;
-mod dispatch;
 mod environment;
 pub mod error;
 mod gather;
 mod getopt;
 pub mod help;
-mod interrupt;
 pub mod options;
-mod temp_instance;
 mod validate;
 mod values;
 
@@ -35,8 +31,6 @@ mod tests;
 use std::ffi::OsString;
 
 use crate::config::{Config, Mode, SeedNote};
-use crate::program::{announce_seed, ewriteln, PROGRAM};
-pub use dispatch::{run, RunError};
 pub use environment::Environment;
 pub use error::{CliError, Level};
 
@@ -121,43 +115,4 @@ where
     }
     let seeds = gathered.seeds.clone();
     validate::finish(gathered).map_err(|error| ParseFailure { error, seeds })
-}
-
-/// Prints the lines of an error to standard error, each after the program
-/// name.
-pub fn print_error(err: &CliError) {
-    for (level, text) in err.lines(PROGRAM.as_str()) {
-        // The option parser's complaints name argv[0] as given, as glibc's
-        // getopt_long does for pgbench.
-        let name = match level {
-            Level::Plain => PROGRAM.invocation(),
-            _ => PROGRAM.as_str(),
-        };
-        ewriteln!("{name}: {}{text}", level.label());
-    }
-}
-
-/// Runs pgbolt with the process arguments and returns the exit code.
-pub fn main() -> i32 {
-    PROGRAM.set_from_argv0(std::env::args_os().next().as_deref());
-    let env = Environment::from_process();
-    let config = match parse_noting_seeds(std::env::args_os().skip(1), &env) {
-        Ok(config) => config,
-        Err(failure) => {
-            for note in &failure.seeds {
-                if let Ok(value) = note.seed.resolve() {
-                    announce_seed(value);
-                }
-            }
-            print_error(&failure.error);
-            return 1;
-        }
-    };
-    match run(config) {
-        Ok(code) => code,
-        Err(err) => {
-            ewriteln!("{PROGRAM}: error: {err}");
-            err.exit_code()
-        }
-    }
 }

@@ -1,6 +1,16 @@
-//! What each mode does with a validated [`Config`].
+//! The top of the program: one function per mode, run with a validated
+//! [`Config`].
 //!
-//! Each mode has one function here; features that are not built yet are
+//! [`main`] parses the command line ([`crate::cli`]), picks the mode and
+//! maps what happened to pgbench's exit status. Each mode has its own
+//! function here: the benchmark ([`run`](mod@run)), `-i`, a sweep, targets
+//! compared, and the offline modes (render, merge, compare) that read
+//! result files and connect nowhere; a throwaway instance
+//! ([`temp_instance`]) wraps any of them. The modes call down into the
+//! engine, a study or the targets for the work, and into
+//! [`crate::report`] to print and write what came of it; nothing below
+//! knows which mode it serves. Signal handling that belongs to a mode
+//! (`-i`'s interrupt) is here too. Features that are not built yet are
 //! refused by name ("... is not supported yet") rather than ignored, so a
 //! command line never silently means less than it says.
 
@@ -9,11 +19,15 @@ use std::io::Write;
 
 use std::num::NonZeroUsize;
 
-use super::{help, temp_instance};
+mod compare;
+mod interrupt;
+mod temp_instance;
+
+use crate::cli::{self, help, CliError, Environment, Level};
 use crate::config::connection;
 use crate::config::{Benchmark, BusyPoll, Config, Init, IoMethod, Mode, Render};
 use crate::init::{InitOptions, InitSteps};
-use crate::program::PROGRAM;
+use crate::program::{announce_seed, ewriteln, PROGRAM};
 
 /// Why a mode could not run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,7 +96,7 @@ fn run_mode(config: &Config) -> Result<i32, RunError> {
         Mode::Init(init) => initialize(config, init),
         Mode::Run(benchmark) => run_benchmark(config, benchmark),
         Mode::Render(render) => render_saved(render),
-        Mode::Compare(compare) => Ok(super::compare::run(compare)),
+        Mode::Compare(compare) => Ok(compare::run(compare)),
         Mode::Merge(merge) => Ok(crate::fleet::merge::run(merge)),
     }
 }
@@ -194,7 +208,7 @@ fn initialize(config: &Config, init: &Init) -> Result<i32, RunError> {
         quiet: init.quiet,
         jobs: init.jobs.and_then(|n| NonZeroUsize::new(n as usize)),
     };
-    let _interrupt = super::interrupt::watch(config.temp_instance.is_some())
+    let _interrupt = interrupt::watch(config.temp_instance.is_some())
         .map_err(|e| RunError::Engine(e.to_string()))?;
     let mut stderr = std::io::stderr().lock();
     match crate::init::run(&options, &conn, &mut stderr) {
@@ -229,4 +243,43 @@ fn refuse_run_only_drivers(config: &Config) -> Result<(), RunError> {
         return Err(RunError::Unsupported("--busy-poll=on with -i"));
     }
     Ok(())
+}
+
+/// Prints the lines of an error to standard error, each after the program
+/// name.
+pub fn print_error(err: &CliError) {
+    for (level, text) in err.lines(PROGRAM.as_str()) {
+        // The option parser's complaints name argv[0] as given, as glibc's
+        // getopt_long does for pgbench.
+        let name = match level {
+            Level::Plain => PROGRAM.invocation(),
+            _ => PROGRAM.as_str(),
+        };
+        ewriteln!("{name}: {}{text}", level.label());
+    }
+}
+
+/// Runs pgbolt with the process arguments and returns the exit code.
+pub fn main() -> i32 {
+    PROGRAM.set_from_argv0(std::env::args_os().next().as_deref());
+    let env = Environment::from_process();
+    let config = match cli::parse_noting_seeds(std::env::args_os().skip(1), &env) {
+        Ok(config) => config,
+        Err(failure) => {
+            for note in &failure.seeds {
+                if let Ok(value) = note.seed.resolve() {
+                    announce_seed(value);
+                }
+            }
+            print_error(&failure.error);
+            return 1;
+        }
+    };
+    match run(config) {
+        Ok(code) => code,
+        Err(err) => {
+            ewriteln!("{PROGRAM}: error: {err}");
+            err.exit_code()
+        }
+    }
 }

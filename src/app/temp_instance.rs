@@ -19,7 +19,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::dispatch::RunError;
+use super::RunError;
 use crate::config::{Benchmark, Config, Connection, Init, Mode, TempInstance};
 use crate::init::InitStep;
 use crate::tempdb::{self, TempDb};
