@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use pgbolt::report::render_pgbench;
+use pgbolt::report::text::run::render_pgbench;
 
 use pgbolt::model::run::{RunResult, Timings};
 

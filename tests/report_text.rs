@@ -1,7 +1,9 @@
 //! Golden tests of the text report (pgbench 18's lines plus pgbolt's
 //! percentiles) and of the JSON result, built from synthetic statistics.
 
-use pgbolt::report::{from_json, merge, render_pgbench, render_text, to_json};
+use pgbolt::report::{from_json, merge, to_json};
+
+use pgbolt::report::text::run::{render_pgbench, render_text};
 
 use pgbolt::model::run::{RunResult, Timings};
 

@@ -131,7 +131,10 @@ fn make(c: &Compare, a: &Loaded, b: &Loaded, sources: [&str; 2]) -> Result<Made,
                 c,
                 &comparison,
                 comparison.verdict,
-                [sweep::render_text, sweep::render_markdown],
+                [
+                    report::text::sweep_comparison::render_text,
+                    report::text::sweep_comparison::render_markdown,
+                ],
                 || report::html::render_sweep_comparison_html(&comparison, a, b, now_us()),
             ))
         }
@@ -162,7 +165,10 @@ fn runs(
         c,
         &comparison,
         comparison.verdict,
-        [compare::render_text, compare::render_markdown],
+        [
+            report::text::comparison::render_text,
+            report::text::comparison::render_markdown,
+        ],
         || report::render_comparison_html(&comparison, a[0], b[0], now_us()),
     ))
 }

@@ -29,7 +29,6 @@
 
 mod changes;
 pub mod likeness;
-mod render;
 pub mod stats;
 pub mod sweep;
 
@@ -39,8 +38,6 @@ use crate::config::{CompareOptions, Metric};
 use crate::model::run::RunResult;
 use likeness::Difference;
 use stats::Estimate;
-
-pub use render::{method_lines, render_markdown, render_text, row, side_summary};
 
 /// The confidence level of every interval.
 pub const CONFIDENCE: f64 = 0.95;
@@ -210,12 +207,12 @@ impl std::fmt::Display for CompareError {
                 value,
                 values,
             } => {
-                let values: Vec<String> = values.iter().map(|v| crate::study::value(*v)).collect();
+                let values: Vec<String> = values.iter().map(|v| crate::model::sweep::value(*v)).collect();
                 match value {
                     Some(v) => write!(
                         f,
                         "the run's {dimension} ({}) matches no step of the sweep",
-                        crate::study::value(*v)
+                        crate::model::sweep::value(*v)
                     )?,
                     None => write!(f, "the run has no {dimension} to match a step of the sweep")?,
                 }

@@ -3,6 +3,7 @@
 use super::*;
 use crate::model::run::{Counts, Distribution, IntervalResult, RunContext, Series, Timings};
 use crate::model::run::{RunLimit, RunOptions, ScriptInfo};
+use crate::report::text::comparison::{render_markdown, render_text};
 use crate::stats::{Counters, IntervalRecorder, IntervalStats, LatencyHistogram, SimpleStats};
 
 /// A run of `tps.len()` 1-second intervals with these throughputs, in

@@ -2,8 +2,10 @@
 
 use super::*;
 use crate::model::diagnosis::*;
+use crate::model::run::RunResult;
 use crate::model::run::{Counts, Distribution, IntervalResult, RunContext, Series, Timings};
 use crate::model::run::{RunLimit, RunOptions, ScriptInfo};
+use crate::report::text::diagnosis::render_text;
 use crate::stats::{Counters, IntervalRecorder, IntervalStats, LatencyHistogram, SimpleStats};
 
 /// A run of `script` by `clients` clients, one-second intervals, interval

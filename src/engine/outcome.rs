@@ -279,9 +279,9 @@ pub(super) fn report(
     let result = &built.result;
     let (interrupted, interrupted_by) = (built.interrupted, built.interrupted_by);
     let mut output_failed = false;
-    let mut text = report::render_text(result, bench.pgbench_output);
+    let mut text = report::text::run::render_text(result, bench.pgbench_output);
     if !bench.pgbench_output {
-        text.push_str(&crate::diagnose::render_text(result));
+        text.push_str(&crate::report::text::diagnosis::render_text(result));
     }
     let mut stdout = Stdout::default();
     if json_to_stdout(bench) {

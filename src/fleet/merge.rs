@@ -92,7 +92,7 @@ impl fmt::Display for MergeError {
                 f,
                 "generator{} {} of {count} missing; merge the others anyway with --allow-partial",
                 if missing.len() == 1 { "" } else { "s" },
-                list(missing)
+                crate::report::text::generators::list(missing)
             ),
             MergeError::WindowsApart {
                 spread_us,
@@ -106,14 +106,6 @@ impl fmt::Display for MergeError {
             MergeError::Report(message) => f.write_str(message),
         }
     }
-}
-
-fn list(indexes: &[u32]) -> String {
-    indexes
-        .iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// How far apart the generators' windows may start or end: a tenth of the
@@ -223,36 +215,6 @@ pub fn merge_results(
     Ok((merged, missing))
 }
 
-/// The generators table printed after the merged report.
-pub fn render_generators(merged: &RunResult, missing: &[u32], count: u32) -> String {
-    let mut out = format!(
-        "generators: {} of {count}{}\n",
-        merged.generators.len(),
-        if missing.is_empty() {
-            String::new()
-        } else {
-            format!(" (missing: {})", list(missing))
-        }
-    );
-    out.push_str("generator  clients  threads   committed          tps  window start (UTC)        length (s)  cpu (s)  saturated  file\n");
-    for g in &merged.generators {
-        out.push_str(&format!(
-            "{:>9}  {:>7}  {:>7}  {:>10}  {:>11.3}  {}  {:>10.3}  {:>7}  {:>9}  {}\n",
-            g.index,
-            g.clients,
-            g.threads,
-            g.committed,
-            g.tps,
-            crate::wallclock::utc(g.window_start_us),
-            (g.window_end_us - g.window_start_us) as f64 / 1e6,
-            g.cpu_s.map_or("-".to_owned(), |s| format!("{s:.2}")),
-            g.saturated.as_deref().unwrap_or("no"),
-            g.source
-        ));
-    }
-    out
-}
-
 /// Runs `--merge` and returns the exit status: 0, or 1 when the results
 /// cannot be merged or an output cannot be written.
 pub fn run(m: &Merge) -> i32 {
@@ -290,8 +252,10 @@ fn merge_files(m: &Merge) -> Result<(), String> {
         .first()
         .and_then(|(_, r)| r.generator.as_ref())
         .map_or(0, |g| g.count);
-    let mut text = report::render_text(&merged, false);
-    text.push_str(&render_generators(&merged, &missing, count));
+    let mut text = report::text::run::render_text(&merged, false);
+    text.push_str(&crate::report::text::generators::render(
+        &merged, &missing, count,
+    ));
     let json_to_stdout = m.json.as_deref() == Some(Path::new("-"));
     if json_to_stdout {
         crate::program::write_stderr_bytes(text.as_bytes());

@@ -320,3 +320,23 @@ pub struct Finding {
     /// What to do.
     pub action: String,
 }
+
+/// Bytes read, written and extended and fsyncs per backend type, most I/O
+/// first: what the text line shows.
+pub fn by_backend_type(rows: &[IoCounters]) -> Vec<(String, [i64; 4])> {
+    let mut sums: BTreeMap<&str, [i64; 4]> = BTreeMap::new();
+    for r in rows {
+        let s = sums.entry(&r.backend_type).or_default();
+        s[0] += r.read_bytes;
+        s[1] += r.write_bytes;
+        s[2] += r.extend_bytes;
+        s[3] += r.fsyncs;
+    }
+    let mut out: Vec<(String, [i64; 4])> = sums
+        .into_iter()
+        .filter(|(_, s)| s.iter().any(|v| *v != 0))
+        .map(|(k, s)| (k.to_owned(), s))
+        .collect();
+    out.sort_by_key(|(_, s)| std::cmp::Reverse(s[0] + s[1] + s[2]));
+    out
+}

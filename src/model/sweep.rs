@@ -8,6 +8,15 @@ use super::run::RunResult;
 use crate::config::study::Slo;
 use crate::stats::usl::Fit;
 
+/// A swept value as written (rates may have decimals).
+pub fn value(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v}")
+    }
+}
+
 /// The `kind` of a sweep's result file.
 pub const KIND: &str = "sweep";
 /// A point within this fraction of the best throughput is as good.

@@ -34,7 +34,6 @@
 //!   crossover.
 
 mod crossover;
-pub(crate) mod text;
 
 use std::io::Write;
 use std::time::Duration;
@@ -138,7 +137,7 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, Error> {
     drop(between);
     let result = runner.finish();
     let mut written = crate::study::files::write_reports(
-        &text::render(&result, bench),
+        &crate::report::text::targets::render(&result, bench),
         &result,
         "the targets' result",
         bench,

@@ -23,4 +23,3 @@ pub mod text;
 
 pub use html::{render_comparison_html, render_html};
 pub use json::{from_json, merge, read_result, to_compact_json, to_json};
-pub use text::{render_percentiles, render_pgbench, render_text};

@@ -36,11 +36,8 @@
 
 pub mod answers;
 pub(crate) mod files;
-pub(crate) mod text;
 
 use std::io::Write;
-
-pub use text::value;
 
 use crate::config::study::{Dimension, Order, Reset, Study, Values};
 use crate::config::{Benchmark, Config, VacuumBeforeRun};
@@ -62,7 +59,7 @@ pub fn run(config: &Config, bench: &Benchmark, study: &Study) -> Result<i32, Eng
     };
     drop(between);
     let result = sweeper.finish();
-    let text = text::render(&result, bench);
+    let text = crate::report::text::sweep::render(&result, bench);
     let mut failed = !files::write_reports(&text, &result, "the sweep's result", bench, json_file);
     if let (Some(path), Some(mut file)) = (&bench.html, html_file) {
         let written = crate::report::html::render_sweep_html(&result, crate::wallclock::now_us())
@@ -281,10 +278,10 @@ impl<'a> Sweeper<'a> {
                 "step {index}{of}{label}: {} clients, {} threads{}: {:.1} tps, p99 {:.3} ms",
                 result.options.clients,
                 result.options.threads,
-                result
-                    .options
-                    .rate
-                    .map_or(String::new(), |r| format!(", rate {}", text::value(r))),
+                result.options.rate.map_or(String::new(), |r| format!(
+                    ", rate {}",
+                    crate::model::sweep::value(r)
+                )),
                 result.tps,
                 result.latency.percentiles.map_or(0.0, |p| p.p99)
             );

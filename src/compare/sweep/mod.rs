@@ -37,8 +37,6 @@
 //! ([`find_step`]); a run that matches no step is refused, naming the
 //! sweep's values.
 
-mod render;
-
 use std::cmp::Ordering;
 
 use serde::Serialize;
@@ -52,11 +50,6 @@ use crate::config::{CompareOptions, Metric};
 use crate::model::run::RunResult;
 use crate::model::sweep::{StepResult, SweepResult};
 use crate::stats::usl::Fit;
-
-pub use render::{
-    best_and_notes, fit_rows, method_lines, render_markdown, render_text, side_summary, step_lines,
-    table_rows, unmatched_lines, verdict_line,
-};
 
 /// What identifies a step of a sweep: steps of two sweeps with equal keys
 /// are compared.
@@ -79,7 +72,7 @@ impl StepKey {
 
     /// The step in words: `4 clients`.
     pub fn describe(&self, dimension: &str) -> String {
-        format!("{} {dimension}", crate::study::value(self.value))
+        format!("{} {dimension}", crate::model::sweep::value(self.value))
     }
 }
 
@@ -292,7 +285,7 @@ fn sweep_differences(a: &SweepResult, b: &SweepResult) -> Vec<Difference> {
         let mut values: Vec<f64> = s.steps.iter().map(|s| s.value).collect();
         values.sort_by(f64::total_cmp);
         values.dedup();
-        let list: Vec<String> = values.into_iter().map(crate::study::value).collect();
+        let list: Vec<String> = values.into_iter().map(crate::model::sweep::value).collect();
         let list = if list.is_empty() {
             "none".to_owned()
         } else {

@@ -6,6 +6,7 @@ use crate::compare::Outcome;
 use crate::config::study::Dimension;
 use crate::model::run::RunResult;
 use crate::model::sweep::{SweepInfo, SweepResult, KIND};
+use crate::report::text::sweep_comparison::{fit_rows, render_markdown, render_text, verdict_line};
 use crate::study::answers::summarize;
 
 /// A step of `value` clients, repeat `repeat`, at about `tps` with

@@ -69,7 +69,7 @@ fn header(out: &mut String, c: &Comparison) {
             out,
             "<dt><span class=\"key {class}\"></span>{name}</dt><dd><code>{}</code>: {}</dd>",
             esc(&side.source),
-            esc(&crate::compare::side_summary(side))
+            esc(&crate::report::text::comparison::side_summary(side))
         );
     }
     let metrics: Vec<&str> = c.verdict_metrics.iter().map(|m| m.name()).collect();
@@ -119,7 +119,8 @@ pub(super) fn differences_section(
 fn changes(out: &mut String, c: &Comparison) {
     out.push_str("<section><h2>Changes</h2><table><tr><th>metric</th><th>baseline</th><th>candidate</th><th>change</th><th>95% interval</th><th>outcome</th></tr>");
     for m in &c.metrics {
-        let [name, baseline, candidate, change, interval, outcome] = crate::compare::row(m);
+        let [name, baseline, candidate, change, interval, outcome] =
+            crate::report::text::comparison::row(m);
         let _ = write!(
             out,
             "<tr data-metric=\"{0}\"><td>{6}</td><td>{1}</td><td>{2}</td><td data-figure=\"change-{0}\">{3}</td><td>{4}</td><td>{5}</td></tr>",
@@ -147,7 +148,7 @@ fn changes(out: &mut String, c: &Comparison) {
             }
         );
     }
-    for line in crate::compare::method_lines(c) {
+    for line in crate::report::text::comparison::method_lines(c) {
         let _ = write!(out, "<p class=\"note\">{}</p>", esc(&line));
     }
     out.push_str("</section>");

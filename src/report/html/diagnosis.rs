@@ -108,7 +108,7 @@ pub fn backend_states(r: &RunResult) -> Result<Option<String>, ReportError> {
     }
     Ok(Some(format!(
         "<section><h2>{title}</h2><p>Over the run: {}.</p>{}<p class=\"note\">pgbolt's backends as pg_stat_activity showed them, sampled every {} ms, per second of the run.</p></section>",
-        esc(&crate::diagnose::shares_line(&a.total)),
+        esc(&crate::report::text::diagnosis::shares_line(&a.total)),
         chart.finish(),
         r.diagnosis.as_ref().and_then(|d| d.monitor.interval_ms).unwrap_or(0)
     )))

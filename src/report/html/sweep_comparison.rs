@@ -20,9 +20,10 @@ use super::comparison::{differences_section, interval_chart};
 use super::escape::esc;
 use super::svg::{Axis, Chart, Line};
 use super::{page_end, page_start};
-use crate::compare::sweep::{self, SweepComparison};
+use crate::compare::sweep::SweepComparison;
 use crate::model::run::ReportError;
 use crate::model::sweep::SweepResult;
+use crate::report::text::sweep_comparison as text;
 
 /// What the page embeds.
 #[derive(Serialize)]
@@ -79,13 +80,13 @@ fn header(out: &mut String, c: &SweepComparison) {
             out,
             "<dt><span class=\"key {class}\"></span>{name}</dt><dd><code>{}</code>: {}</dd>",
             esc(&side.source),
-            esc(&sweep::side_summary(c, side))
+            esc(&text::side_summary(c, side))
         );
     }
     let _ = write!(
         out,
         "<dt>Verdict</dt><dd>{}</dd></dl></header>",
-        esc(&sweep::verdict_line(c))
+        esc(&text::verdict_line(c))
     );
     differences_section(
         out,
@@ -93,7 +94,7 @@ fn header(out: &mut String, c: &SweepComparison) {
         &c.differences,
         "None: same swept values, repeats, scripts, options, server version and recorded settings.",
     );
-    for line in sweep::unmatched_lines(c) {
+    for line in text::unmatched_lines(c) {
         let _ = write!(out, "<p class=\"note\">{}</p>", esc(&line));
     }
     out.push_str("</section>");
@@ -177,18 +178,18 @@ fn steps(out: &mut String, c: &SweepComparison) {
         return;
     }
     out.push_str("<table><tr><th>step</th><th class=\"label\">metric</th><th>baseline</th><th>candidate</th><th>change</th><th>95% interval</th><th>outcome</th></tr>");
-    for (i, metric, row) in sweep::table_rows(c) {
+    for (i, metric, row) in text::table_rows(c) {
         let step = &c.steps[i];
         let metric = metric.name();
         let _ = write!(
             out,
             "<tr data-step=\"{}\"><td class=\"label\">{}</td><td class=\"label\">{}</td><td>{}</td><td>{}</td><td data-figure=\"change-{}-{}\">{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&crate::study::value(step.step.value)),
+            esc(&crate::model::sweep::value(step.step.value)),
             esc(&row[0]),
             esc(&row[1]),
             esc(&row[2]),
             esc(&row[3]),
-            esc(&crate::study::value(step.step.value)),
+            esc(&crate::model::sweep::value(step.step.value)),
             esc(metric),
             esc(&row[4]),
             esc(&row[5]),
@@ -221,7 +222,7 @@ fn steps(out: &mut String, c: &SweepComparison) {
             );
         }
     }
-    for line in sweep::step_lines(c).iter().chain(&sweep::method_lines(c)) {
+    for line in text::step_lines(c).iter().chain(&text::method_lines(c)) {
         let _ = write!(out, "<p class=\"note\">{}</p>", esc(line));
     }
     out.push_str("</section>");
@@ -230,7 +231,7 @@ fn steps(out: &mut String, c: &SweepComparison) {
 /// The fits side by side, the best points and the notes.
 fn fits(out: &mut String, c: &SweepComparison) {
     out.push_str("<section><h2>Fitted curves</h2>");
-    let rows = sweep::fit_rows(c);
+    let rows = text::fit_rows(c);
     if !rows.is_empty() {
         out.push_str("<table><tr><th>USL fit</th><th>baseline</th><th>candidate</th></tr>");
         for [name, a, b] in rows {
@@ -244,7 +245,7 @@ fn fits(out: &mut String, c: &SweepComparison) {
         }
         out.push_str("</table>");
     }
-    for line in sweep::best_and_notes(c) {
+    for line in text::best_and_notes(c) {
         let _ = write!(out, "<p class=\"note\">{}</p>", esc(&line));
     }
     out.push_str("</section>");

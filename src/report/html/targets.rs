@@ -92,7 +92,10 @@ fn header(r: &TargetsResult) -> String {
         let _ = write!(
             out,
             "<li>{}</li>",
-            esc(&crate::pool::text::crossover_text(c, dimension(r)))
+            esc(&crate::report::text::targets::crossover_text(
+                c,
+                dimension(r)
+            ))
         );
     }
     out.push_str("</ul></section>");

@@ -5,8 +5,8 @@
 
 use std::fmt::Write;
 
-use super::likeness::Difference;
-use super::{Comparison, MetricChange};
+use crate::compare::likeness::Difference;
+use crate::compare::{Comparison, MetricChange, Side};
 use crate::config::Metric;
 
 /// The terminal report.
@@ -145,7 +145,7 @@ pub(super) fn differences_markdown(out: &mut String, what: &str, differences: &[
 
 /// One side in a line: its TPS, counts and length (the mean TPS and the
 /// totals of a step's repeats).
-pub fn side_summary(s: &super::Side) -> String {
+pub fn side_summary(s: &Side) -> String {
     let runs = if s.runs > 1 {
         format!(" over {} runs (tps: their mean)", s.runs)
     } else {
@@ -194,7 +194,7 @@ pub(super) fn percent(v: f64) -> String {
     format!("{:+.1}%", v * 100.0)
 }
 
-pub(super) fn distribution_line(d: &super::DistributionChange) -> String {
+pub(super) fn distribution_line(d: &crate::compare::DistributionChange) -> String {
     format!(
         "latency distribution: a candidate transaction is slower than a baseline one \
          with probability {:.3} (0.5: no difference; Cliff's delta {:+.3}; Mann-Whitney p {})",

@@ -4,16 +4,7 @@
 use std::fmt::Write;
 
 use crate::config::{Benchmark, RunLength};
-use crate::model::sweep::{Point, SweepResult, NEAR_BEST};
-
-/// A swept value as written (rates may have decimals).
-pub fn value(v: f64) -> String {
-    if v.fract() == 0.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v}")
-    }
-}
+use crate::model::sweep::{value, Point, SweepResult, NEAR_BEST};
 
 /// The whole text report of a sweep.
 pub fn render(result: &SweepResult, bench: &Benchmark) -> String {

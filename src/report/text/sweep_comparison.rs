@@ -5,13 +5,13 @@
 
 use std::fmt::Write;
 
-use super::{SweepComparison, SweepSide};
-use crate::compare::render::{
+use super::comparison::{
     aligned, cell, code, differences_markdown, differences_text, distribution_line, row,
 };
+use crate::compare::sweep::{SweepComparison, SweepSide};
 use crate::compare::Verdict;
 use crate::config::Metric;
-use crate::study::value;
+use crate::model::sweep::value;
 
 const HEADER: [&str; 7] = [
     "step",

@@ -5,8 +5,8 @@
 use std::fmt::Write;
 
 use crate::config::Benchmark;
+use crate::model::sweep::value;
 use crate::model::targets::{Cell, Crossover, TargetsResult};
-use crate::study::text::value;
 
 /// The whole text report.
 pub fn render(result: &TargetsResult, bench: &Benchmark) -> String {
@@ -30,7 +30,7 @@ pub fn render(result: &TargetsResult, bench: &Benchmark) -> String {
             out.push(')');
         }
         out.push('\n');
-        out.push_str(&crate::study::text::render(&target.sweep, bench));
+        out.push_str(&crate::report::text::sweep::render(&target.sweep, bench));
     }
     comparison(&mut out, result);
     pooler_view(&mut out, result);
