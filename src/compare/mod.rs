@@ -303,4 +303,4 @@ fn side(runs: &[&RunResult], source: &str) -> Side {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -24,6 +24,7 @@
 //!   approximation and the tie correction, and its effect size, the
 //!   probability that a candidate value exceeds a baseline value.
 
+use crate::stats::simple::mean_variance;
 use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
 use crate::random::PrngState;
@@ -34,17 +35,6 @@ pub struct Estimate {
     pub value: f64,
     pub low: f64,
     pub high: f64,
-}
-
-/// Mean and unbiased variance; `None` for fewer than two values.
-pub(crate) fn mean_variance(xs: &[f64]) -> Option<(f64, f64)> {
-    if xs.len() < 2 {
-        return None;
-    }
-    let n = xs.len() as f64;
-    let mean = xs.iter().sum::<f64>() / n;
-    let variance = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    Some((mean, variance))
 }
 
 /// Welch's interval for `mean(b) - mean(a)`.

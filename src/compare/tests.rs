@@ -3,7 +3,6 @@
 use super::*;
 use crate::model::run::{Counts, Distribution, IntervalResult, RunContext, Series, Timings};
 use crate::model::run::{RunLimit, RunOptions, ScriptInfo};
-use crate::report::text::comparison::{render_markdown, render_text};
 use crate::stats::{Counters, IntervalRecorder, IntervalStats, LatencyHistogram, SimpleStats};
 
 /// A run of `tps.len()` 1-second intervals with these throughputs, in
@@ -87,24 +86,24 @@ fn run_with(tps: &[f64], latency_us: impl Fn(usize) -> Vec<(i64, u64)>) -> RunRe
 }
 
 /// A run whose every interval has the latencies `latency_us`.
-pub(super) fn run(tps: &[f64], latency_us: &[(i64, u64)]) -> RunResult {
+pub(crate) fn run(tps: &[f64], latency_us: &[(i64, u64)]) -> RunResult {
     run_with(tps, |_| latency_us.to_vec())
 }
 
 /// Throughput around `level` with a deterministic wobble of about 2%.
-pub(super) fn wobbly(level: f64, seconds: usize) -> Vec<f64> {
+pub(crate) fn wobbly(level: f64, seconds: usize) -> Vec<f64> {
     (0..seconds)
         .map(|i| level * (1.0 + 0.02 * ((i * 7919 % 13) as f64 / 6.0 - 1.0)))
         .collect()
 }
 
-pub(super) fn latencies(scale: i64) -> Vec<(i64, u64)> {
+pub(crate) fn latencies(scale: i64) -> Vec<(i64, u64)> {
     (1..=200)
         .map(|v| (v * 10 * scale, (v as u64 * 31) % 17 + 1))
         .collect()
 }
 
-pub(super) fn options(metrics: &[Metric]) -> CompareOptions {
+pub(crate) fn options(metrics: &[Metric]) -> CompareOptions {
     CompareOptions {
         threshold: 0.03,
         metrics: metrics.to_vec(),
@@ -112,7 +111,7 @@ pub(super) fn options(metrics: &[Metric]) -> CompareOptions {
     }
 }
 
-fn compared(a: &RunResult, b: &RunResult, metrics: &[Metric]) -> Comparison {
+pub(crate) fn compared(a: &RunResult, b: &RunResult, metrics: &[Metric]) -> Comparison {
     compare(a, b, ["a.json", "b.json"], &options(metrics)).expect("comparable")
 }
 
@@ -276,30 +275,6 @@ fn options_server_and_settings_that_differ_are_listed() {
         ]
     );
     assert!(c.differences.iter().all(|d| !d.refuses));
-}
-
-#[test]
-fn renderings_carry_the_figures_and_the_verdict() {
-    let a = run(&wobbly(1000.0, 30), &latencies(1));
-    let b = run(&wobbly(500.0, 30), &latencies(2));
-    let mut c = compared(&a, &b, &[Metric::Tps, Metric::P99]);
-    let text = render_text(&c);
-    assert!(
-        text.contains("verdict (tps, p99; threshold 3%): regressed"),
-        "{text}"
-    );
-    assert!(
-        text.contains("Welch t over batch means: 10 batches of 3 s"),
-        "{text}"
-    );
-    c.baseline.source = "a|b.json".to_owned();
-    let md = render_markdown(&c);
-    assert!(md.starts_with("### pgbolt comparison: regressed"), "{md}");
-    assert!(md.contains("| metric | baseline | candidate |"), "{md}");
-    assert!(
-        md.contains("a\\|b.json") || md.contains("`a|b.json`"),
-        "{md}"
-    );
 }
 
 fn refs(runs: &[RunResult]) -> Vec<&RunResult> {

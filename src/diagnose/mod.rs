@@ -10,6 +10,6 @@
 
 mod findings;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use findings::findings;

@@ -5,12 +5,11 @@ use crate::model::diagnosis::*;
 use crate::model::run::RunResult;
 use crate::model::run::{Counts, Distribution, IntervalResult, RunContext, Series, Timings};
 use crate::model::run::{RunLimit, RunOptions, ScriptInfo};
-use crate::report::text::diagnosis::render_text;
 use crate::stats::{Counters, IntervalRecorder, IntervalStats, LatencyHistogram, SimpleStats};
 
 /// A run of `script` by `clients` clients, one-second intervals, interval
 /// `i` recording `latency_us(i)` (value, count) transactions.
-fn run(
+pub(crate) fn run(
     script: &str,
     clients: u32,
     seconds: usize,
@@ -89,11 +88,11 @@ fn run(
     }
 }
 
-const SELECT_ONLY: &str = "<builtin: select only>";
+pub(crate) const SELECT_ONLY: &str = "<builtin: select only>";
 
 /// 4 clients, 100 seconds, each transaction 1 ms: 4000 TPS, Little's law
 /// holds, no other condition.
-fn clean() -> RunResult {
+pub(crate) fn clean() -> RunResult {
     run(SELECT_ONLY, 4, 100, |_| vec![(1000, 4000)])
 }
 
@@ -101,7 +100,7 @@ fn ids(r: &RunResult) -> Vec<String> {
     findings(r).into_iter().map(|f| f.id).collect()
 }
 
-fn diagnosis(r: &mut RunResult) -> &mut Diagnosis {
+pub(crate) fn diagnosis(r: &mut RunResult) -> &mut Diagnosis {
     r.diagnosis.as_mut().expect("diagnosis")
 }
 
@@ -288,31 +287,6 @@ fn an_interval_without_commits_does_not_hide_a_stall() {
     let f = findings(&r);
     let s = f.iter().find(|f| f.id == "stall").expect("stall found");
     assert_eq!(s.figures["offset_s"], 5.0);
-}
-
-#[test]
-fn the_text_section_has_the_shares_and_one_line_per_finding() {
-    let mut r = clean();
-    r.options.clients = 8;
-    let d = diagnosis(&mut r);
-    d.activity = Some(Activity {
-        total: StateCounts {
-            on_cpu: 31,
-            waiting: [("IO".to_owned(), 4), ("LWLock".to_owned(), 2)].into(),
-            client: 63,
-            ..StateCounts::default()
-        },
-        ..Activity::default()
-    });
-    let found = findings(&r);
-    diagnosis(&mut r).findings = found;
-    let text = render_text(&r);
-    assert!(
-        text.contains("31% on CPU, 6% waiting (IO 4%, LWLock 2%), 63% waiting for the client"),
-        "{text}"
-    );
-    assert!(text.contains("warning: TPS × mean latency"), "{text}");
-    assert!(text.lines().count() <= 15);
 }
 
 /// A schedule the clients could not keep, busy in transactions all the

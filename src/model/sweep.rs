@@ -1,12 +1,20 @@
 //! A sweep's result: what was asked, every step's full run result, and the
-//! answers (best, knee, plateau, the USL fit), as the result file holds
-//! them. The answers are computed by `crate::study`; this is their shape.
+//! answers drawn from them, as the result file holds them.
+//!
+//! The answers (each value's point with its repeats pooled, the best, the
+//! knee, the plateau and the USL fit) are pure functions of the steps'
+//! results ([`point`], [`summarize`], [`plateau`]), so a saved sweep gives
+//! the same answers when read back, a comparison of two sweeps can compute
+//! them for its tests, and they are unit-tested with synthetic results.
+//! `crate::study` runs the steps and calls them.
 
 use serde::{Deserialize, Serialize};
 
+use super::diagnosis::{Severity, StateCounts};
 use super::run::RunResult;
-use crate::config::study::Slo;
-use crate::stats::usl::Fit;
+use crate::config::study::{Dimension, Slo};
+use crate::stats::histogram::LatencyHistogram;
+use crate::stats::usl::{self, Fit};
 
 /// A swept value as written (rates may have decimals).
 pub fn value(v: f64) -> String {
@@ -163,3 +171,192 @@ pub struct BackendShares {
     pub client: f64,
     pub idle_in_transaction: f64,
 }
+
+/// The load figures of a point, from its runs' diagnoses.
+fn load(runs: &[&RunResult]) -> (Option<f64>, Option<BackendShares>, Vec<String>) {
+    let busiest: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| {
+            let wall = r.timings.bench_duration_us as f64 / 1e6;
+            let cpu = &r.diagnosis.as_ref()?.client.thread_cpu_s;
+            (wall > 0.0)
+                .then(|| cpu.iter().copied().reduce(f64::max))
+                .flatten()
+                .map(|s| s / wall)
+        })
+        .collect();
+    let client_cpu =
+        (!busiest.is_empty()).then(|| busiest.iter().sum::<f64>() / busiest.len() as f64);
+    let mut states = StateCounts::default();
+    let mut findings = Vec::new();
+    for d in runs.iter().filter_map(|r| r.diagnosis.as_ref()) {
+        if let Some(activity) = &d.activity {
+            states.add(&activity.total);
+        }
+        findings.extend(
+            d.findings
+                .iter()
+                .filter(|f| f.severity >= Severity::Warning)
+                .map(|f| f.id.clone()),
+        );
+    }
+    findings.sort();
+    findings.dedup();
+    let backends = (states.total() > 0).then(|| BackendShares {
+        on_cpu: states.share(states.on_cpu),
+        waiting: states.share(states.waiting_total()),
+        client: states.share(states.client),
+        idle_in_transaction: states.share(states.idle_in_transaction),
+    });
+    (client_cpu, backends, findings)
+}
+
+/// Pools a value's repeats into a point; `None` without results.
+pub fn point(value: f64, runs: &[&RunResult], slo: &[Slo]) -> Option<Point> {
+    let first = runs.first()?;
+    let tps: Vec<f64> = runs.iter().map(|r| r.tps).collect();
+    let mean = tps.iter().sum::<f64>() / tps.len() as f64;
+    let stddev = crate::stats::simple::mean_variance(&tps).map(|(_, v)| v.sqrt());
+    let mut histogram = LatencyHistogram::new();
+    let mut max_us = 0;
+    for run in runs {
+        if let Ok(h) = run.latency.decode_histogram() {
+            histogram.merge(&h);
+        }
+        max_us = max_us.max(run.latency.stats.max);
+    }
+    let at = |q: f64| -> f64 {
+        if histogram.is_empty() {
+            0.0
+        } else {
+            histogram.value_at_quantile(q).min(max_us) as f64 / 1000.0
+        }
+    };
+    let failed: u64 = runs.iter().map(|r| r.counts.failed).sum();
+    let total: u64 = runs.iter().map(|r| r.counts.total).sum();
+    let in_flight = runs
+        .iter()
+        .map(|r| r.tps * r.latency.average_ms.unwrap_or(0.0) / 1000.0)
+        .sum::<f64>()
+        / runs.len() as f64;
+    let slo_ms: Vec<f64> = slo.iter().map(|s| at(s.quantile)).collect();
+    let (client_cpu, backends, findings) = load(runs);
+    let slo_met = (!slo.is_empty())
+        .then(|| !histogram.is_empty() && slo.iter().zip(&slo_ms).all(|(s, v)| *v < s.limit_ms));
+    Some(Point {
+        value,
+        clients: first.options.clients,
+        threads: first.options.threads,
+        rate: first.options.rate,
+        repeats: runs.len() as u32,
+        tps: mean,
+        tps_stddev: stddev,
+        tps_min: tps.iter().copied().fold(f64::INFINITY, f64::min),
+        tps_max: tps.iter().copied().fold(0.0, f64::max),
+        p50_ms: at(0.5),
+        p90_ms: at(0.9),
+        p99_ms: at(0.99),
+        p99_9_ms: at(0.999),
+        failed,
+        failure_ratio: if total > 0 {
+            failed as f64 / total as f64
+        } else {
+            0.0
+        },
+        in_flight,
+        little_ratio: in_flight / f64::from(first.options.clients.max(1)),
+        slo_ms,
+        slo_met,
+        client_cpu,
+        backends,
+        findings,
+    })
+}
+
+/// The answers drawn from the steps.
+pub fn summarize(dimension: Dimension, steps: &[StepResult], slo: &[Slo]) -> Summary {
+    let mut values: Vec<f64> = steps.iter().map(|s| s.value).collect();
+    values.sort_by(f64::total_cmp);
+    values.dedup();
+    let points: Vec<Point> = values
+        .iter()
+        .filter_map(|&v| {
+            let runs: Vec<&RunResult> = steps
+                .iter()
+                .filter(|s| s.value == v)
+                .map(|s| &s.result)
+                .collect();
+            point(v, &runs, slo)
+        })
+        .collect();
+    let usable = |p: &&Point| p.failure_ratio <= MAX_FAILURE_RATIO;
+    let best = index_of_max(points.iter().enumerate().filter(|(_, p)| usable(p)));
+    let near_best = best.and_then(|b| {
+        let floor = points[b].tps * (1.0 - NEAR_BEST);
+        points.iter().position(|p| usable(&p) && p.tps >= floor)
+    });
+    let best_within_slo = index_of_max(
+        points
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| usable(p) && p.slo_met == Some(true)),
+    );
+    let (fit, fit_note) = if dimension == Dimension::Clients {
+        let xs: Vec<(f64, f64)> = steps
+            .iter()
+            .map(|s| (f64::from(s.result.options.clients), s.result.tps))
+            .collect();
+        match usl::fit(&xs) {
+            Ok(fit) if fit.fits() => (Some(fit), None),
+            Ok(fit) => {
+                let note = format!(
+                    "the USL does not fit these points (R² = {:.3}, below {}): its peak is no answer",
+                    fit.r_squared,
+                    usl::MIN_R_SQUARED
+                );
+                (Some(fit), Some(note))
+            }
+            Err(e) => (None, Some(e.to_string())),
+        }
+    } else {
+        (
+            None,
+            Some(format!(
+                "the USL fit is for clients sweeps, not {}",
+                dimension.name()
+            )),
+        )
+    };
+    Summary {
+        points,
+        best,
+        near_best,
+        best_within_slo,
+        fit,
+        fit_note,
+    }
+}
+
+fn index_of_max<'a>(points: impl Iterator<Item = (usize, &'a Point)>) -> Option<usize> {
+    points
+        .max_by(|a, b| a.1.tps.total_cmp(&b.1.tps))
+        .map(|(i, _)| i)
+}
+
+/// `auto`'s plateau rule over the throughputs measured so far, in order:
+/// no gain over the best before the last 3 steps, or less than 2% over
+/// the best before the last 5.
+pub fn plateau(tps: &[f64]) -> bool {
+    let stalled = |window: usize, gain: f64| {
+        tps.len() > window && {
+            let (before, last) = tps.split_at(tps.len() - window);
+            let best_before = before.iter().copied().fold(0.0, f64::max);
+            let best_last = last.iter().copied().fold(0.0, f64::max);
+            best_last <= best_before * (1.0 + gain)
+        }
+    };
+    stalled(3, 0.0) || stalled(5, 0.02)
+}
+
+#[cfg(test)]
+mod tests;

@@ -107,6 +107,17 @@ pub(crate) mod u128_string {
     }
 }
 
+/// Mean and unbiased variance; `None` for fewer than two values.
+pub fn mean_variance(xs: &[f64]) -> Option<(f64, f64)> {
+    if xs.len() < 2 {
+        return None;
+    }
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    let variance = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    Some((mean, variance))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

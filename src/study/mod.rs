@@ -34,7 +34,6 @@
 //! The answers ([`result`]) come from the steps' results alone, so a saved
 //! sweep gives the same answers when read back. The USL fit is in [`crate::stats::usl`].
 
-pub mod answers;
 pub(crate) mod files;
 
 use std::io::Write;
@@ -129,7 +128,8 @@ impl<'a> Sweeper<'a> {
     /// The result of the steps run so far, with the answers.
     pub(crate) fn finish(self) -> SweepResult {
         let study = self.study;
-        let summary = answers::summarize(study.sweep.dimension, &self.steps, &study.slo);
+        let summary =
+            crate::model::sweep::summarize(study.sweep.dimension, &self.steps, &study.slo);
         SweepResult {
             schema_version: crate::model::run::SCHEMA_VERSION,
             kind: crate::model::sweep::KIND.to_owned(),
@@ -200,7 +200,7 @@ impl<'a> Sweeper<'a> {
                 .filter(|s| s.value == value)
                 .map(|s| &s.result)
                 .collect();
-            let Some(point) = answers::point(value, &runs, &self.study.slo) else {
+            let Some(point) = crate::model::sweep::point(value, &runs, &self.study.slo) else {
                 break;
             };
             means.push(point.tps);
@@ -215,7 +215,7 @@ impl<'a> Sweeper<'a> {
                 self.stopped = Some(format!("the SLO failed at {value} clients"));
                 return Ok(0);
             }
-            if answers::plateau(&means) {
+            if crate::model::sweep::plateau(&means) {
                 self.stopped = Some(format!("throughput stopped growing at {value} clients"));
                 return Ok(0);
             }

@@ -356,4 +356,4 @@ pub fn find_step<'a>(
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

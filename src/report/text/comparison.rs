@@ -251,3 +251,33 @@ pub(super) fn cell(text: &str) -> String {
 pub(super) fn code(text: &str) -> String {
     text.replace('`', "'")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::tests::{compared, latencies, run, wobbly};
+
+    #[test]
+    fn renderings_carry_the_figures_and_the_verdict() {
+        let a = run(&wobbly(1000.0, 30), &latencies(1));
+        let b = run(&wobbly(500.0, 30), &latencies(2));
+        let mut c = compared(&a, &b, &[Metric::Tps, Metric::P99]);
+        let text = render_text(&c);
+        assert!(
+            text.contains("verdict (tps, p99; threshold 3%): regressed"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Welch t over batch means: 10 batches of 3 s"),
+            "{text}"
+        );
+        c.baseline.source = "a|b.json".to_owned();
+        let md = render_markdown(&c);
+        assert!(md.starts_with("### pgbolt comparison: regressed"), "{md}");
+        assert!(md.contains("| metric | baseline | candidate |"), "{md}");
+        assert!(
+            md.contains("a\\|b.json") || md.contains("`a|b.json`"),
+            "{md}"
+        );
+    }
+}

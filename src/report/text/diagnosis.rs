@@ -173,3 +173,36 @@ fn client_line(r: &RunResult, d: &Diagnosis) -> String {
     }
     line
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::findings;
+    use crate::diagnose::tests::{clean, diagnosis};
+    use crate::model::diagnosis::Activity;
+
+    #[test]
+    fn the_text_section_has_the_shares_and_one_line_per_finding() {
+        let mut r = clean();
+        r.options.clients = 8;
+        let d = diagnosis(&mut r);
+        d.activity = Some(Activity {
+            total: StateCounts {
+                on_cpu: 31,
+                waiting: [("IO".to_owned(), 4), ("LWLock".to_owned(), 2)].into(),
+                client: 63,
+                ..StateCounts::default()
+            },
+            ..Activity::default()
+        });
+        let found = findings(&r);
+        diagnosis(&mut r).findings = found;
+        let text = render_text(&r);
+        assert!(
+            text.contains("31% on CPU, 6% waiting (IO 4%, LWLock 2%), 63% waiting for the client"),
+            "{text}"
+        );
+        assert!(text.contains("warning: TPS × mean latency"), "{text}");
+        assert!(text.lines().count() <= 15);
+    }
+}

@@ -353,3 +353,68 @@ pub fn verdict_line(c: &SweepComparison) -> String {
         c.verdict.describe()
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::sweep::compare_sweeps;
+    use crate::compare::sweep::tests::{compared, step, sweep, usl_sweep};
+    use crate::compare::tests::options;
+
+    #[test]
+    fn half_the_throughput_at_every_step_is_a_regression_in_the_verdict_line() {
+        let c = compared(&usl_sweep(1.0, 1), &usl_sweep(0.5, 2));
+        let text = render_text(&c);
+        assert!(
+            text.contains(
+                "verdict (tps, p99; threshold 3%; over 4 steps): regressed (4 regressed)"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn one_regressed_step_and_one_improved_read_as_a_regression() {
+        let a = sweep(vec![step(1, 1, 1000.0, 1), step(2, 1, 1800.0, 1)], 1);
+        let b = sweep(vec![step(1, 1, 1300.0, 1), step(2, 1, 1500.0, 1)], 1);
+        let c = compare_sweeps(&a, &b, ["a", "b"], &options(&[Metric::Tps])).expect("comparable");
+        assert!(verdict_line(&c).ends_with("regressed (1 regressed, 1 improved)"));
+    }
+
+    #[test]
+    fn steps_on_one_side_only_are_listed_in_the_text() {
+        let a = sweep(vec![step(1, 1, 1000.0, 1), step(2, 1, 1800.0, 1)], 1);
+        let b = sweep(vec![step(2, 1, 1800.0, 1), step(4, 1, 2900.0, 1)], 1);
+        let c = compared(&a, &b);
+        assert!(render_text(&c).contains("steps only in the baseline (not compared): 1 clients"));
+        let c = compared(&a, &sweep(Vec::new(), 1));
+        assert!(render_text(&c).contains("(sweep of clients: no step; 1 repeat; 0 runs)"));
+    }
+
+    #[test]
+    fn fits_are_set_side_by_side_and_a_fit_that_does_not_hold_says_so() {
+        let a = usl_sweep(1.0, 1);
+        let mut b = usl_sweep(1.0, 1);
+        b.summary.fit_note = Some("the USL does not fit these points".to_owned());
+        let c = compared(&a, &b);
+        let rows = fit_rows(&c);
+        let peak = rows
+            .iter()
+            .find(|r| r[0] == "N* (clients)")
+            .expect("N* row");
+        assert_ne!(peak[1], "-");
+        assert_eq!(peak[2], "-");
+        let text = render_text(&c);
+        assert!(
+            text.contains("USL, candidate: the USL does not fit these points"),
+            "{text}"
+        );
+        assert!(text.contains("best measured: 8 clients"), "{text}");
+        let md = render_markdown(&c);
+        assert!(
+            md.starts_with("### pgbolt comparison of sweeps of clients: no significant change"),
+            "{md}"
+        );
+        assert!(md.contains("| USL fit | baseline | candidate |"), "{md}");
+    }
+}
