@@ -104,7 +104,6 @@ use monitor::start_monitor;
 use outcome::{build_result, json_to_stdout, report, Ended};
 use plan::Plan;
 use result_file::ResultFile;
-pub use setup::behind_pooler;
 use shared::Shared;
 pub use signals::{install_between, received_between};
 use spin::SpinMode;
@@ -502,12 +501,12 @@ fn prepare(config: &Config, bench: &Benchmark, step: &StepSetup) -> Result<Prepa
     if config.preflight
         && bench.query_mode == crate::script::QueryMode::Prepared
         && step.announce
-        && setup::behind_pooler(&mut setup_client)
+        && crate::observe::pooler::behind_pooler(&mut setup_client)
     {
-        setup::warn_prepared_through_pooler(&mut setup_client, &connector);
+        crate::observe::pooler::warn_prepared_through_pooler(&mut setup_client, &connector);
     }
     let monitor_refused = if config.preflight && bench.monitor.is_some() {
-        setup::monitor_refused(&mut setup_client, &connector)
+        crate::observe::pooler::monitor_refused(&mut setup_client, &connector)
     } else {
         None
     };

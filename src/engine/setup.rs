@@ -112,7 +112,8 @@ pub fn server_settings(client: &mut Client) -> std::collections::BTreeMap<String
 /// their own, so there is nothing to check: the pooler queues clients
 /// beyond its server connections, and refuses those beyond its own limit
 /// with its own error when they connect, as it would for pgbench. A
-/// pooler shows itself in the process id of the startup's BackendKeyData:
+/// pooler shows itself in the process id of the startup's BackendKeyData
+/// ([`crate::observe::pooler::behind_pooler`]):
 /// it hands out keys of its own (to route cancel requests), so the id
 /// differs from `pg_backend_pid()` of the backend that answers, whereas a
 /// server gives the backend's own.
@@ -145,109 +146,6 @@ pub fn preflight(
     let result = check_room(client, clients, temp_instance);
     drop(client.take_notices());
     result
-}
-
-/// The process id of the backend that answers `client`'s next query.
-fn backend_pid(client: &mut Client) -> Option<i64> {
-    let rows = client
-        .simple_query("select pg_catalog.pg_backend_pid()")
-        .ok()?;
-    drop(client.take_notices());
-    rows.first()?.first()?.as_deref()?.parse().ok()
-}
-
-/// Whether the set-up connection reached a pooler rather than a server
-/// backend: the process id of the startup's BackendKeyData is the
-/// pooler's own (see [`preflight`]). A query that fails says nothing.
-pub fn behind_pooler(client: &mut Client) -> bool {
-    backend_pid(client).is_some_and(|pid| pid != i64::from(client.connection().backend_pid()))
-}
-
-/// How long the second session of [`shares_server_connections`] may wait
-/// for a server connection (under session pooling with a full pool it
-/// would wait for PgBouncer's `query_wait_timeout`).
-const PROBE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// Whether two sessions through the pooler get the same server
-/// connection, one after the other: never under session pooling, where a
-/// server connection belongs to one client for its whole session; as a
-/// rule under transaction or statement pooling, where the idle server
-/// connection used last is handed to the next transaction. No transaction
-/// is held open, so a pool of one server connection cannot wedge it; the
-/// second session's query, which a full session pool makes wait, is given
-/// up after [`PROBE_WAIT`] by shutting its socket down.
-fn shares_server_connections(client: &mut Client, connector: &Connector) -> bool {
-    let Some(first) = backend_pid(client) else {
-        return false;
-    };
-    let Ok(mut other) = Client::connect_with(connector, &mut Vec::new()) else {
-        return false;
-    };
-    let fd = other.connection().fd();
-    let (answer, answered) = std::sync::mpsc::channel();
-    let (release, released) = std::sync::mpsc::channel::<()>();
-    let probe = std::thread::spawn(move || {
-        let _ = answer.send(backend_pid(&mut other));
-        // The socket stays open until we are told, so that the shutdown
-        // below never meets a descriptor number reused meanwhile.
-        let _ = released.recv();
-        other.close();
-    });
-    let second = answered.recv_timeout(PROBE_WAIT).unwrap_or_else(|_| {
-        // SAFETY: `fd` is the probe's socket, open until `release`.
-        unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
-        None
-    });
-    let _ = release.send(());
-    let _ = probe.join();
-    second == Some(first)
-}
-
-/// Why the monitor must not connect, if it must not: through a pooler
-/// that pools by session (or whose mode its console does not tell), the
-/// monitor's session would hold one of the pool's server connections for
-/// the whole run, and a client that needs it would wait until the end
-/// (or the monitor would, and see nothing). Through transaction or
-/// statement pooling it only borrows one per sample.
-pub fn monitor_refused(client: &mut Client, connector: &Connector) -> Option<String> {
-    if !behind_pooler(client) {
-        return None;
-    }
-    let info = crate::observe::pooler::Console::open(connector.config()).and_then(|mut c| c.info());
-    match info.as_ref().and_then(|i| i.pool_mode.as_deref()) {
-        Some("transaction" | "statement") => None,
-        Some(mode) => Some(format!(
-            "monitor: not started, the pooler pools by {mode} and the monitor's session would hold a server connection a client may need"
-        )),
-        None => Some(
-            "monitor: not started behind a pooler whose pooling mode is unknown (its console is not readable): its session could hold a server connection a client needs"
-                .to_owned(),
-        ),
-    }
-}
-
-/// Says once, before the clients connect, why `-M prepared` fails
-/// through a pooler that hands a client's transactions to any server
-/// connection, and what to use instead. The pooler's admin console tells
-/// its mode and version when the user may read it; otherwise two sessions
-/// sharing a server connection show it ([`shares_server_connections`]).
-/// Quiet under session pooling, and on PgBouncer 1.21 and later with
-/// `max_prepared_statements` above 0.
-pub fn warn_prepared_through_pooler(client: &mut Client, connector: &Connector) {
-    let info = crate::observe::pooler::Console::open(connector.config()).and_then(|mut c| c.info());
-    match info {
-        Some(info) if info.keeps_prepared_statements() => {}
-        Some(info) => log::warning(format_args!("{}", crate::pool::prepared_refusal(&info))),
-        None if shares_server_connections(client, connector) => log::warning(format_args!(
-            "-M prepared cannot work through this connection pooler: two sessions got the same \
-             server connection, so it pools by transaction or statement, and a client prepares \
-             its statements once, on the server connection it first gets, while its later \
-             transactions run on other server connections where they are missing or already \
-             exist (PgBouncer before 1.21, or with max_prepared_statements = 0). Use -M \
-             extended (the same protocol with unnamed statements) or session pooling."
-        )),
-        None => {}
-    }
 }
 
 fn check_room(

@@ -517,7 +517,7 @@ impl Session {
     /// Whether a pooler stands between the monitor and the server, noticed
     /// as the preflight notices it.
     fn find_pooler(&mut self) {
-        self.pooled = crate::engine::behind_pooler(&mut self.client);
+        self.pooled = pooler::behind_pooler(&mut self.client);
         // Its query is a transaction.
         self.queries += 1;
     }

@@ -374,7 +374,7 @@ fn preflight(targets: &[Prepared], bench: &Benchmark, largest: u32) -> Result<()
                 if bench.query_mode == crate::script::QueryMode::Prepared
                     && !pooler.keeps_prepared_statements()
                 {
-                    return Err(refuse(prepared_refusal(pooler)));
+                    return Err(refuse(crate::observe::pooler::prepared_refusal(pooler)));
                 }
             }
             None => {
@@ -397,19 +397,6 @@ fn preflight(targets: &[Prepared], bench: &Benchmark, largest: u32) -> Result<()
         }
     }
     Ok(())
-}
-
-/// Why `-M prepared` cannot work through this pooler, and what to use.
-pub fn prepared_refusal(pooler: &PoolerInfo) -> String {
-    let mode = pooler.pool_mode.as_deref().unwrap_or("transaction");
-    format!(
-        "-M prepared cannot work through {} in {mode} pooling: a client prepares its \
-         statements once on the server connection it first gets, and later transactions run on \
-         other server connections where they are missing or already exist. Use -M extended \
-         (the same protocol with unnamed statements), session pooling, or PgBouncer 1.21 or \
-         later with max_prepared_statements above 0.",
-        pooler.version
-    )
 }
 
 /// A targets' result read from `text` (its JSON file, or a page that
