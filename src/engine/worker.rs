@@ -71,20 +71,14 @@ pub fn run(
     mut poll: Poll,
 ) -> Option<WorkerResult> {
     let mut events = Ready::with_capacity(clients.len() * 2 + 4);
-    if env.io_uring {
-        // A ring that cannot be made leaves the thread on epoll.
-        env.ring = Ring::new(clients.len(), poll.as_raw_fd()).ok();
-    }
-    if let Some(p) = env.progress.as_mut() {
-        p.start(env.tid);
-    }
-    if !plan.connect_per_transaction {
-        if let Err(e) = connect_clients(&plan, &mut clients, &mut env, &mut poll, &mut events) {
-            shared.fail_start(e);
-            return None;
-        }
-    }
-    if !shared.wait_start(env.clock.now_us(), &env.clock) {
+    if !get_ready(
+        &plan,
+        &shared,
+        &mut clients,
+        &mut env,
+        &mut poll,
+        &mut events,
+    ) {
         return None;
     }
     let start = env.clock.now_us();
@@ -104,14 +98,7 @@ pub fn run(
     let mut trials =
         (env.tid == 0 && env.spin == SpinMode::Adaptive).then(|| SpinTrials::new(start));
     while remaining > 0 {
-        let mut timeout = wait_timeout(&env, cut_off(stop_seen, env.end_us));
-        if let Some(t) = trials.as_ref() {
-            // Wake for the end of a trial even while this thread's own
-            // clients wait for a long statement: the others follow it.
-            let left = (t.part_end_us() - env.clock.now_us()).max(0) as u64;
-            let left = Duration::from_micros(left);
-            timeout = Some(timeout.map_or(left, |d| d.min(left)));
-        }
+        let timeout = loop_timeout(&env, stop_seen, trials.as_ref());
         let Some(done) = wait(
             &mut env,
             &mut poll,
@@ -138,17 +125,7 @@ pub fn run(
         if let Some(ring) = env.ring.as_mut() {
             ring.restore_done(done);
         }
-        if let Some(p) = env.progress.as_mut() {
-            p.tick(env.tid, env.clock.now_us(), &env.stats, &shared);
-        }
-        if let Some(t) = trials.as_mut() {
-            // Service time: under -R the latency also holds the schedule
-            // lag, which grows or shrinks whichever way the thread waits.
-            let spin = t.tick(now, env.stats.total.service());
-            if spin != shared.spin.on() {
-                shared.spin.set(spin);
-            }
-        }
+        after_turn(&mut env, &shared, trials.as_mut(), now);
         if shared.exit_on_abort_triggered()
             || cut_off(stop_seen, env.end_us).is_some_and(|t| now >= t)
         {
@@ -171,6 +148,70 @@ pub fn run(
     result.cpu_us = cpu_us;
     result.run_delay_us = run_delay_us;
     Some(result)
+}
+
+/// Before the run: the thread's ring (under `--io-uring`) and progress
+/// reports, every client connected (paced; not under `-C`), then the
+/// wait for the other threads. False when the run is not to start (a
+/// connection failed, or another thread failed to start).
+fn get_ready(
+    plan: &Plan,
+    shared: &Shared,
+    clients: &mut [Client],
+    env: &mut ThreadEnv,
+    poll: &mut Poll,
+    events: &mut Ready,
+) -> bool {
+    if env.io_uring {
+        // A ring that cannot be made leaves the thread on epoll.
+        env.ring = Ring::new(clients.len(), poll.as_raw_fd()).ok();
+    }
+    if let Some(p) = env.progress.as_mut() {
+        p.start(env.tid);
+    }
+    if !plan.connect_per_transaction {
+        if let Err(e) = connect_clients(plan, clients, env, poll, events) {
+            shared.fail_start(e);
+            return false;
+        }
+    }
+    shared.wait_start(env.clock.now_us(), &env.clock)
+}
+
+/// How long this turn of the loop may wait (see [`wait_timeout`]); during
+/// a `--busy-poll=auto` trial, no longer than the end of its part.
+#[inline]
+fn loop_timeout(
+    env: &ThreadEnv,
+    stop_seen: Option<i64>,
+    trials: Option<&SpinTrials>,
+) -> Option<Duration> {
+    let mut timeout = wait_timeout(env, cut_off(stop_seen, env.end_us));
+    if let Some(t) = trials {
+        // Wake for the end of a trial even while this thread's own
+        // clients wait for a long statement: the others follow it.
+        let left = (t.part_end_us() - env.clock.now_us()).max(0) as u64;
+        let left = Duration::from_micros(left);
+        timeout = Some(timeout.map_or(left, |d| d.min(left)));
+    }
+    timeout
+}
+
+/// After each turn: the progress report, and the `--busy-poll=auto`
+/// trial's measure of it (which switches every thread's spinning).
+#[inline]
+fn after_turn(env: &mut ThreadEnv, shared: &Shared, trials: Option<&mut SpinTrials>, now: i64) {
+    if let Some(p) = env.progress.as_mut() {
+        p.tick(env.tid, env.clock.now_us(), &env.stats, shared);
+    }
+    if let Some(t) = trials {
+        // Service time: under -R the latency also holds the schedule
+        // lag, which grows or shrinks whichever way the thread waits.
+        let spin = t.tick(now, env.stats.total.service());
+        if spin != shared.spin.on() {
+            shared.spin.set(spin);
+        }
+    }
 }
 
 /// Waits for work (socket events, completions, timers) through the ring or
