@@ -408,36 +408,14 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
         ),
     };
     let pipelined = pipeline.map(|_| pipeline_sent.len());
-    let mut read = Reading {
+    Reading {
         response,
         vars,
         store,
         query,
         pipelined,
-    };
-    loop {
-        if read.buffered(conn, plan, *peer_closed)? {
-            return Ok(true);
-        }
-        if read.response.copy_in {
-            end_copy_in(conn, read.response, read.query.mode, peer_closed)?;
-        }
-        match conn.fill()? {
-            pgwire::Fill::WouldBlock => return Ok(false),
-            pgwire::Fill::Drained if !*peer_closed => {
-                if read.buffered(conn, plan, *peer_closed)? {
-                    return Ok(true);
-                }
-                if read.response.copy_in {
-                    // A CopyInResponse came in this read: the server waits
-                    // for our CopyDone before it says anything more.
-                    continue;
-                }
-                return Ok(false);
-            }
-            pgwire::Fill::Drained | pgwire::Fill::More => {}
-        }
     }
+    .read(conn, plan, peer_closed)
 }
 
 /// What `drain` hands each message to: the client's response so far, where
@@ -452,6 +430,41 @@ struct Reading<'a, 'b> {
 }
 
 impl Reading<'_, '_> {
+    /// Reads and handles messages until all the expected ReadyForQuery
+    /// messages are in (true) or the socket is drained (false).
+    #[inline]
+    fn read(
+        &mut self,
+        conn: &mut pgwire::Connection,
+        plan: &Plan,
+        peer_closed: &mut bool,
+    ) -> Result<bool, pgwire::Error> {
+        loop {
+            if self.buffered(conn, plan, *peer_closed)? {
+                return Ok(true);
+            }
+            if self.response.copy_in {
+                end_copy_in(conn, self.response, self.query.mode, peer_closed)?;
+            }
+            match conn.fill()? {
+                pgwire::Fill::WouldBlock => return Ok(false),
+                pgwire::Fill::Drained if !*peer_closed => {
+                    if self.buffered(conn, plan, *peer_closed)? {
+                        return Ok(true);
+                    }
+                    if self.response.copy_in {
+                        // A CopyInResponse came in this read: the server
+                        // waits for our CopyDone before it says anything
+                        // more.
+                        continue;
+                    }
+                    return Ok(false);
+                }
+                pgwire::Fill::Drained | pgwire::Fill::More => {}
+            }
+        }
+    }
+
     /// Handles the whole messages already read; true once the last
     /// expected ReadyForQuery was among them (and what came after it in
     /// the same read has been handled too).

@@ -84,14 +84,7 @@ pub fn run(
     let start = env.clock.now_us();
     let cpu_start = crate::observe::cpu::thread_cpu_us();
     let delay_start = crate::observe::cpu::thread_run_delay_us();
-    env.throttle_trigger = start;
-    if let Some(log) = env.log.as_mut() {
-        log.begin(start);
-    }
-    env.end_us = shared.end_us;
-    for idx in 0..clients.len() {
-        env.runq.push_back(idx);
-    }
+    begin_run(&mut env, &shared, clients.len(), start);
     let mut remaining = clients.len();
     let mut stop_seen: Option<i64> = None;
     // Thread 0 decides for all whether `--busy-poll=auto` spins.
@@ -132,13 +125,7 @@ pub fn run(
             break;
         }
     }
-    if let Some(p) = env.progress.as_mut() {
-        p.finish(env.tid, &env.clock, &env.stats, &shared);
-    }
-    // Threads still running go on the way that won, not the one on trial.
-    if let Some(t) = trials {
-        shared.spin.set(t.winner());
-    }
+    end_run(&mut env, &shared, trials);
     let stopped = shared.stop_requested() || shared.exit_on_abort_triggered();
     let cpu_us = crate::observe::cpu::thread_cpu_us() - cpu_start;
     let run_delay_us = crate::observe::cpu::thread_run_delay_us()
@@ -176,6 +163,32 @@ fn get_ready(
         }
     }
     shared.wait_start(env.clock.now_us(), &env.clock)
+}
+
+/// The run starts at `start`: the schedule of `-R` and the log's first
+/// interval count from it, a timed run's end is the one all threads
+/// share, and every client is ready to run.
+fn begin_run(env: &mut ThreadEnv, shared: &Shared, clients: usize, start: i64) {
+    env.throttle_trigger = start;
+    if let Some(log) = env.log.as_mut() {
+        log.begin(start);
+    }
+    env.end_us = shared.end_us;
+    for idx in 0..clients {
+        env.runq.push_back(idx);
+    }
+}
+
+/// The loop is over: the last progress report, and the `--busy-poll=auto`
+/// trial's verdict for the threads still running.
+fn end_run(env: &mut ThreadEnv, shared: &Shared, trials: Option<SpinTrials>) {
+    if let Some(p) = env.progress.as_mut() {
+        p.finish(env.tid, &env.clock, &env.stats, shared);
+    }
+    // Threads still running go on the way that won, not the one on trial.
+    if let Some(t) = trials {
+        shared.spin.set(t.winner());
+    }
 }
 
 /// How long this turn of the loop may wait (see [`wait_timeout`]); during
