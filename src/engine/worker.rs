@@ -137,10 +137,10 @@ pub fn run(
     Some(result)
 }
 
-/// Before the run: the thread's ring (under `--io-uring`) and progress
-/// reports, every client connected (paced; not under `-C`), then the
-/// wait for the other threads. False when the run is not to start (a
-/// connection failed, or another thread failed to start).
+/// Before the run: the thread's ring (when io_uring is to be used) and
+/// progress reports, every client connected (paced; not under `-C`), then
+/// the wait for the other threads (and `--start-at`). False when the run
+/// is not to start (see [`Shared::wait_start`]).
 fn get_ready(
     plan: &Plan,
     shared: &Shared,

@@ -3,8 +3,9 @@
 //! wording, COPY refused, ReadyForQuery counted. The loop that reads the
 //! messages, and what the client does once they are all in, stay in
 //! `engine/sql.rs`; this is the per-message half, run once for every
-//! message a command brings back, so it allocates only when a server error
-//! or a bad `\gset` column name has to be worded.
+//! message a command brings back. Values are kept in the client's reused
+//! buffers; only a server's error or notice, or a column name `\gset`
+//! cannot store into, is worded into a new string.
 
 use pgwire::libpq_text::{libpq_message_in, ClientEncoding};
 use pgwire::Message;
