@@ -131,21 +131,9 @@ fn init(g: &Gathered) -> Result<Init, CliError> {
 }
 
 fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
-    let length = match (g.transactions, g.duration) {
-        (Some(_), Some(_)) => return Err(CliError::TransactionsAndDuration),
-        (Some(n), None) => RunLength::Transactions(n),
-        (None, Some(seconds)) => RunLength::Duration(seconds),
-        (None, None) => RunLength::Transactions(DEFAULT_TRANSACTIONS),
-    };
+    let length = run_length(g)?;
     let log = transaction_log(g)?;
-    if let (Some(interval), RunLength::Duration(duration)) = (g.aggregate_interval, length) {
-        if interval > duration {
-            return Err(CliError::AggregationLongerThanDuration { interval, duration });
-        }
-        if duration % interval != 0 {
-            return Err(CliError::DurationNotMultipleOfAggregation { duration, interval });
-        }
-    }
+    aggregation_fits(g, length)?;
     if g.progress_timestamp && g.progress.is_none() {
         return Err(CliError::ProgressTimestampWithoutProgress);
     }
@@ -173,13 +161,7 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
     if let (Some(pool), None) = (g.pool_size, &g.temp_pgbouncer) {
         pool_size_fits(g, pool, clients, threads)?;
     }
-    let vacuum = if g.no_vacuum {
-        VacuumBeforeRun::Skip
-    } else if g.vacuum_all {
-        VacuumBeforeRun::IncludingAccounts
-    } else {
-        VacuumBeforeRun::Standard
-    };
+    let vacuum = vacuum_before_run(g);
     Ok(Benchmark {
         scripts: std::mem::take(&mut g.scripts),
         variables: std::mem::take(&mut g.variables),
@@ -218,6 +200,41 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
         connect_dimension: g.connect_dimension,
         pool_size: g.pool_size,
     })
+}
+
+/// `-t` or `-T`, not both; pgbench's 10 transactions when neither.
+fn run_length(g: &Gathered) -> Result<RunLength, CliError> {
+    match (g.transactions, g.duration) {
+        (Some(_), Some(_)) => Err(CliError::TransactionsAndDuration),
+        (Some(n), None) => Ok(RunLength::Transactions(n)),
+        (None, Some(seconds)) => Ok(RunLength::Duration(seconds)),
+        (None, None) => Ok(RunLength::Transactions(DEFAULT_TRANSACTIONS)),
+    }
+}
+
+/// `--aggregate-interval` in a timed run: no longer than the run, and the
+/// run a whole number of intervals.
+fn aggregation_fits(g: &Gathered, length: RunLength) -> Result<(), CliError> {
+    if let (Some(interval), RunLength::Duration(duration)) = (g.aggregate_interval, length) {
+        if interval > duration {
+            return Err(CliError::AggregationLongerThanDuration { interval, duration });
+        }
+        if duration % interval != 0 {
+            return Err(CliError::DurationNotMultipleOfAggregation { duration, interval });
+        }
+    }
+    Ok(())
+}
+
+/// `-n` skips the vacuum before the run, `-v` adds pgbench_accounts to it.
+fn vacuum_before_run(g: &Gathered) -> VacuumBeforeRun {
+    if g.no_vacuum {
+        VacuumBeforeRun::Skip
+    } else if g.vacuum_all {
+        VacuumBeforeRun::IncludingAccounts
+    } else {
+        VacuumBeforeRun::Standard
+    }
 }
 
 /// `--pool-size`: each thread shares its own connections among its own

@@ -120,23 +120,7 @@ impl fmt::Display for EngineError {
             EngineError::CountBranches {
                 error,
                 missing_table_in,
-            } => {
-                // pgbench's PQerrorMessage: libpq's wording, with the LINE
-                // excerpt and caret, and the closed-connection lines after
-                // a FATAL error.
-                write!(
-                    f,
-                    "could not count number of branches: {}",
-                    query_failure(error, Some(COUNT_BRANCHES)).trim_end()
-                )?;
-                if let Some(db) = missing_table_in {
-                    write!(
-                        f,
-                        "\n{prog}: hint: Perhaps you need to do initialization (\"pgbench -i\") in database \"{db}\"."
-                    )?;
-                }
-                Ok(())
-            }
+            } => count_branches_failed(f, error, missing_table_in.as_deref(), prog),
             EngineError::InvalidBranchCount(v) => {
                 write!(f, "invalid count(*) from pgbench_branches: \"{v}\"")
             }
@@ -146,44 +130,7 @@ impl fmt::Display for EngineError {
                  initialization (\"pgbench -i\") in database \"{dbname}\"."
             ),
             EngineError::PartitionMethod(m) => write!(f, "unexpected partition method: \"{m}\""),
-            EngineError::Preflight(p) => {
-                write!(
-                    f,
-                    "the server cannot accept {} more connections: max_connections is {}, ",
-                    p.clients, p.max_connections,
-                )?;
-                if p.superuser {
-                    write!(f, "none of which are reserved against a superuser, ")?;
-                } else {
-                    write!(f, "{} are reserved for superusers", p.reserved)?;
-                    if p.role_slots {
-                        write!(f, " and roles with pg_use_reserved_connections")?;
-                    }
-                    write!(f, ", ")?;
-                }
-                write!(
-                    f,
-                    "and {} are in use, which leaves {}\n\
-                     {prog}: hint: Run with fewer clients (-c {}), ",
-                    p.in_use,
-                    p.available().max(0),
-                    p.available().max(1),
-                )?;
-                if p.temp_instance {
-                    let needed = i64::from(p.clients) + p.reserved + p.in_use;
-                    write!(
-                        f,
-                        "or give the throwaway instance more with --temp-instance-setting=\
-                         max_connections={needed}; --no-preflight skips this check."
-                    )
-                } else {
-                    write!(
-                        f,
-                        "raise max_connections on the server, or connect through a connection \
-                         pooler such as PgBouncer; --no-preflight skips this check."
-                    )
-                }
-            }
+            EngineError::Preflight(p) => preflight_refused(f, p, prog),
             EngineError::Log(e) => write!(f, "{e}"),
             EngineError::ResultFile(e) => write!(f, "{e}"),
             EngineError::Thread(e) => write!(f, "could not create thread: {e}"),
@@ -206,6 +153,72 @@ impl fmt::Display for EngineError {
             ),
             EngineError::Report(e) => write!(f, "could not build the report: {e}"),
         }
+    }
+}
+
+/// pgbench's message when the count of branches fails: libpq's wording
+/// (PQerrorMessage), with the LINE excerpt and caret, and the
+/// closed-connection lines after a FATAL error; the hint to initialize
+/// when the table does not exist.
+fn count_branches_failed(
+    f: &mut fmt::Formatter<'_>,
+    error: &pgwire::Error,
+    missing_table_in: Option<&str>,
+    prog: &str,
+) -> fmt::Result {
+    write!(
+        f,
+        "could not count number of branches: {}",
+        query_failure(error, Some(COUNT_BRANCHES)).trim_end()
+    )?;
+    if let Some(db) = missing_table_in {
+        write!(
+            f,
+            "\n{prog}: hint: Perhaps you need to do initialization (\"pgbench -i\") in database \"{db}\"."
+        )?;
+    }
+    Ok(())
+}
+
+/// The preflight refusal: the server's connection slots, how many are
+/// reserved and in use, and what to do (fewer clients, more
+/// `max_connections`, a pooler).
+fn preflight_refused(f: &mut fmt::Formatter<'_>, p: &Preflight, prog: &str) -> fmt::Result {
+    write!(
+        f,
+        "the server cannot accept {} more connections: max_connections is {}, ",
+        p.clients, p.max_connections,
+    )?;
+    if p.superuser {
+        write!(f, "none of which are reserved against a superuser, ")?;
+    } else {
+        write!(f, "{} are reserved for superusers", p.reserved)?;
+        if p.role_slots {
+            write!(f, " and roles with pg_use_reserved_connections")?;
+        }
+        write!(f, ", ")?;
+    }
+    write!(
+        f,
+        "and {} are in use, which leaves {}\n\
+         {prog}: hint: Run with fewer clients (-c {}), ",
+        p.in_use,
+        p.available().max(0),
+        p.available().max(1),
+    )?;
+    if p.temp_instance {
+        let needed = i64::from(p.clients) + p.reserved + p.in_use;
+        write!(
+            f,
+            "or give the throwaway instance more with --temp-instance-setting=\
+             max_connections={needed}; --no-preflight skips this check."
+        )
+    } else {
+        write!(
+            f,
+            "raise max_connections on the server, or connect through a connection \
+             pooler such as PgBouncer; --no-preflight skips this check."
+        )
     }
 }
 

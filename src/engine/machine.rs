@@ -58,6 +58,15 @@ fn choose_script(plan: &Plan, env: &mut ThreadEnv) -> usize {
 }
 
 /// Advances client `idx` until it has to wait.
+///
+/// One piece on purpose: the `match` is the state machine's table of
+/// transitions, one arm per [`State`], as pgbench's
+/// `advanceConnectionState` is one `switch`. Every `return` in it is a
+/// point where the client waits (for the server, a timer, a child, the
+/// pool, a connection), and they can be checked together only when they
+/// are in one place; what an arm does beyond choosing the next state is in
+/// the functions it calls (`start_transaction`, `start_command`,
+/// `end_transaction`, ...).
 pub fn advance(c: &mut Client, idx: usize, plan: &Plan, env: &mut ThreadEnv) {
     let mut now = Now::new();
     loop {

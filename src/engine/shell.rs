@@ -87,45 +87,10 @@ pub fn start(
         Some(ShellWord::Var(slot)) => format!(":{}", plan.names.name(*slot)),
         None => String::new(),
     };
-    // The command line is bytes: a variable's value (read by `\gset` from
-    // a `LATIN1` database, say) goes to the shell as it is.
-    let mut line = Vec::new();
-    for (i, word) in words.iter().enumerate() {
-        let mut scratch = Vec::new();
-        let arg = match word {
-            ShellWord::Literal(w) => w.as_bytes(),
-            ShellWord::Var(slot) => {
-                if !c.vars.write_sql(*slot, &mut scratch) {
-                    log::error(format_args!(
-                        "{program}: undefined variable \":{}\"",
-                        plan.names.name(*slot)
-                    ));
-                    return fail(c, what);
-                }
-                &scratch
-            }
-        };
-        if line.len() + arg.len() + usize::from(i > 0) >= SHELL_COMMAND_SIZE - 1 {
-            log::error(format_args!("{program}: shell command is too long"));
-            return fail(c, what);
-        }
-        if i > 0 {
-            line.push(b' ');
-        }
-        line.extend_from_slice(arg);
-    }
-    // system() and popen() name the shell `sh`, which its own error
-    // messages repeat (`sh: 1: nosuch: not found`).
-    let mut command = Command::new("/bin/sh");
-    command
-        .arg0("sh")
-        .process_group(0)
-        .arg("-c")
-        .arg(std::ffi::OsStr::from_bytes(&line));
-    if target.is_some() {
-        command.stdout(Stdio::piped());
-    }
-    let mut child = match command.spawn() {
+    let Some(line) = command_line(c, plan, words, &program) else {
+        return fail(c, what);
+    };
+    let mut child = match spawn_shell(&line, target.is_some()) {
         Ok(child) => child,
         Err(_) => {
             log::error(format_args!("{program}: could not launch shell command"));
@@ -163,6 +128,57 @@ pub fn start(
     }
     c.shell = Some(job);
     c.state = State::WaitShell;
+}
+
+/// The command line: the words joined by spaces, each variable replaced
+/// by its value. The line is bytes: a variable's value (read by `\gset`
+/// from a `LATIN1` database, say) goes to the shell as it is. None, with
+/// the error logged, for an undefined variable or a line longer than
+/// pgbench allows.
+fn command_line(c: &Client, plan: &Plan, words: &[ShellWord], program: &str) -> Option<Vec<u8>> {
+    let mut line = Vec::new();
+    for (i, word) in words.iter().enumerate() {
+        let mut scratch = Vec::new();
+        let arg = match word {
+            ShellWord::Literal(w) => w.as_bytes(),
+            ShellWord::Var(slot) => {
+                if !c.vars.write_sql(*slot, &mut scratch) {
+                    log::error(format_args!(
+                        "{program}: undefined variable \":{}\"",
+                        plan.names.name(*slot)
+                    ));
+                    return None;
+                }
+                &scratch
+            }
+        };
+        if line.len() + arg.len() + usize::from(i > 0) >= SHELL_COMMAND_SIZE - 1 {
+            log::error(format_args!("{program}: shell command is too long"));
+            return None;
+        }
+        if i > 0 {
+            line.push(b' ');
+        }
+        line.extend_from_slice(arg);
+    }
+    Some(line)
+}
+
+/// Starts `/bin/sh -c LINE` leading a process group of its own, its
+/// standard output piped to us for `\setshell` (`capture`).
+fn spawn_shell(line: &[u8], capture: bool) -> std::io::Result<Child> {
+    // system() and popen() name the shell `sh`, which its own error
+    // messages repeat (`sh: 1: nosuch: not found`).
+    let mut command = Command::new("/bin/sh");
+    command
+        .arg0("sh")
+        .process_group(0)
+        .arg("-c")
+        .arg(std::ffi::OsStr::from_bytes(line));
+    if capture {
+        command.stdout(Stdio::piped());
+    }
+    command.spawn()
 }
 
 fn fail(c: &mut Client, what: &str) {

@@ -20,19 +20,23 @@
 //!
 //! `\gset` and `\aset` commands also send Describe so the column names come
 //! back with the extended protocols. Results are framed in place; only the
-//! values stored by `\gset`/`\aset` are copied, into reused buffers.
+//! values stored by `\gset`/`\aset` are copied, into reused buffers. What
+//! each message of the results does is in `results`.
 
-use pgwire::libpq_text::{libpq_message, libpq_message_in, ClientEncoding};
+mod results;
+
+use pgwire::libpq_text::libpq_message;
 use pgwire::{ErrorKind, Message, TxStatus};
 
 use crate::script::QueryMode;
-use crate::script::{valid_variable_name, Command, CommandKind, ResultVars, SqlCommand, SqlPiece};
+use crate::script::{CommandKind, ResultVars, SqlCommand, SqlPiece};
 
 use super::client::{Client, ErrorStatus, Response, State};
 use super::env::ThreadEnv;
 use super::machine::Now;
 use super::plan::Plan;
 use crate::program::log;
+use results::{handle, store_row, Sent};
 
 /// Flush a pipeline's buffer once it holds this much.
 const PIPELINE_FLUSH_BYTES: usize = 64 * 1024;
@@ -139,17 +143,7 @@ fn encode(
     let mut parse_sent = false;
     match plan.query_mode {
         QueryMode::Simple => {
-            sql.clear();
-            for piece in &command.pieces {
-                match piece {
-                    SqlPiece::Text(text) => sql.extend_from_slice(text.as_bytes()),
-                    SqlPiece::Var { slot, written } => {
-                        if !vars.write_sql(*slot, sql) {
-                            sql.extend_from_slice(written.as_bytes());
-                        }
-                    }
-                }
-            }
+            substitute(sql, vars, command);
             if plan.debug {
                 let mut line = format!("client {id} sending ").into_bytes();
                 line.extend_from_slice(sql);
@@ -168,21 +162,8 @@ fn encode(
             conn.parse("", &command.extended_text, &[])?;
         }
         QueryMode::Prepared => {
-            let name = plan.prepared_names[*script][*index]
-                .as_deref()
-                .unwrap_or_default();
             let done = &mut prepared[*script][*index];
-            if !*done {
-                if plan.debug {
-                    log::debug(format_args!("client {id} preparing {name}"));
-                }
-                conn.parse(name, &command.extended_text, &[])?;
-                *done = true;
-                parse_sent = true;
-            }
-            if plan.debug {
-                log::debug(format_args!("client {id} sending {name}"));
-            }
+            parse_sent = prepare_once(conn, plan, command, done, *id, *script, *index)?;
         }
     }
     let statement = match plan.query_mode {
@@ -198,6 +179,53 @@ fn encode(
         describe,
         pipeline.is_none(),
     )?;
+    Ok(parse_sent)
+}
+
+/// The text of a simple-mode query, with the variables' values written in
+/// place (or the variable as written, when it has no value), into the
+/// client's reused buffer.
+fn substitute(sql: &mut Vec<u8>, vars: &crate::expr::vars::Variables, command: &SqlCommand) {
+    sql.clear();
+    for piece in &command.pieces {
+        match piece {
+            SqlPiece::Text(text) => sql.extend_from_slice(text.as_bytes()),
+            SqlPiece::Var { slot, written } => {
+                if !vars.write_sql(*slot, sql) {
+                    sql.extend_from_slice(written.as_bytes());
+                }
+            }
+        }
+    }
+}
+
+/// `-M prepared`: the Parse of statement `P_<n>` the first time the
+/// command runs on this connection (`done` says whether it has); true when
+/// it went out.
+fn prepare_once(
+    conn: &mut pgwire::Connection,
+    plan: &Plan,
+    command: &SqlCommand,
+    done: &mut bool,
+    id: u32,
+    script: usize,
+    index: usize,
+) -> Result<bool, pgwire::Error> {
+    let name = plan.prepared_names[script][index]
+        .as_deref()
+        .unwrap_or_default();
+    let mut parse_sent = false;
+    if !*done {
+        if plan.debug {
+            log::debug(format_args!("client {id} preparing {name}"));
+        }
+        conn.parse(name, &command.extended_text, &[])?;
+        *done = true;
+        parse_sent = true;
+    }
+    if plan.debug {
+        log::debug(format_args!("client {id} sending {name}"));
+    }
     Ok(parse_sent)
 }
 
@@ -379,52 +407,105 @@ fn drain(c: &mut Client, plan: &Plan) -> Result<bool, pgwire::Error> {
             },
         ),
     };
-    loop {
+    let pipelined = pipeline.map(|_| pipeline_sent.len());
+    Reading {
+        response,
+        vars,
+        store,
+        query,
+        pipelined,
+    }
+    .read(conn, plan, peer_closed)
+}
+
+/// What `drain` hands each message to: the client's response so far, where
+/// `\gset`/`\aset` store, and what was sent.
+struct Reading<'a, 'b> {
+    response: &'a mut Response,
+    vars: &'a mut crate::expr::vars::Variables,
+    store: &'a ResultVars,
+    query: Sent<'b>,
+    /// The queries sent in the pipeline these results end, if they end one.
+    pipelined: Option<usize>,
+}
+
+impl Reading<'_, '_> {
+    /// Reads and handles messages until all the expected ReadyForQuery
+    /// messages are in (true) or the socket is drained (false).
+    #[inline]
+    fn read(
+        &mut self,
+        conn: &mut pgwire::Connection,
+        plan: &Plan,
+        peer_closed: &mut bool,
+    ) -> Result<bool, pgwire::Error> {
+        loop {
+            if self.buffered(conn, plan, *peer_closed)? {
+                return Ok(true);
+            }
+            if self.response.copy_in {
+                end_copy_in(conn, self.response, self.query.mode, peer_closed)?;
+            }
+            match conn.fill()? {
+                pgwire::Fill::WouldBlock => return Ok(false),
+                pgwire::Fill::Drained if !*peer_closed => {
+                    if self.buffered(conn, plan, *peer_closed)? {
+                        return Ok(true);
+                    }
+                    if self.response.copy_in {
+                        // A CopyInResponse came in this read: the server
+                        // waits for our CopyDone before it says anything
+                        // more.
+                        continue;
+                    }
+                    return Ok(false);
+                }
+                pgwire::Fill::Drained | pgwire::Fill::More => {}
+            }
+        }
+    }
+
+    /// Handles the whole messages already read; true once the last
+    /// expected ReadyForQuery was among them (and what came after it in
+    /// the same read has been handled too).
+    #[inline]
+    fn buffered(
+        &mut self,
+        conn: &mut pgwire::Connection,
+        plan: &Plan,
+        peer_closed: bool,
+    ) -> Result<bool, pgwire::Error> {
         while let Some(msg) = conn.next_message()? {
-            response.send_cut &= !*peer_closed;
-            if handle(msg, response, vars, store, &query, plan) {
-                let pipelined = pipeline.map(|_| pipeline_sent.len());
-                read_while_idle(conn, response, plan, pipelined)?;
+            self.response.send_cut &= !peer_closed;
+            if handle(msg, self.response, self.vars, self.store, &self.query, plan) {
+                read_while_idle(conn, self.response, plan, self.pipelined)?;
                 return Ok(true);
             }
         }
-        if response.copy_in {
-            // pgbench leaves the copy state with PQendcopy, which sends
-            // CopyDone: the server ends the COPY with no rows, as a success
-            // (statement triggers fire, an implicit transaction commits).
-            response.copy_in = false;
-            conn.copy_done();
-            if query.mode != QueryMode::Simple {
-                // In copy-in mode the server ignored every Sync sent after
-                // the COPY (a pipeline's), and waits for one after it (libpq
-                // sends this Sync too when it ends a COPY in extended mode):
-                // its ReadyForQuery is the last one to come.
-                conn.sync();
-                response.syncs_left = 1;
-            }
-            flush_or_defer(conn, peer_closed)?;
-        }
-        match conn.fill()? {
-            pgwire::Fill::WouldBlock => return Ok(false),
-            pgwire::Fill::Drained if !*peer_closed => {
-                while let Some(msg) = conn.next_message()? {
-                    response.send_cut &= !*peer_closed;
-                    if handle(msg, response, vars, store, &query, plan) {
-                        let pipelined = pipeline.map(|_| pipeline_sent.len());
-                        read_while_idle(conn, response, plan, pipelined)?;
-                        return Ok(true);
-                    }
-                }
-                if response.copy_in {
-                    // A CopyInResponse came in this read: the server waits
-                    // for our CopyDone before it says anything more.
-                    continue;
-                }
-                return Ok(false);
-            }
-            pgwire::Fill::Drained | pgwire::Fill::More => {}
-        }
+        Ok(false)
     }
+}
+
+/// A COPY FROM STDIN met: pgbench leaves the copy state with PQendcopy,
+/// which sends CopyDone: the server ends the COPY with no rows, as a
+/// success (statement triggers fire, an implicit transaction commits).
+fn end_copy_in(
+    conn: &mut pgwire::Connection,
+    response: &mut Response,
+    mode: QueryMode,
+    peer_closed: &mut bool,
+) -> Result<(), pgwire::Error> {
+    response.copy_in = false;
+    conn.copy_done();
+    if mode != QueryMode::Simple {
+        // In copy-in mode the server ignored every Sync sent after
+        // the COPY (a pipeline's), and waits for one after it (libpq
+        // sends this Sync too when it ends a COPY in extended mode):
+        // its ReadyForQuery is the last one to come.
+        conn.sync();
+        response.syncs_left = 1;
+    }
+    flush_or_defer(conn, peer_closed)
 }
 
 /// What becomes of the messages that came in the same read as the last
@@ -493,249 +574,6 @@ fn idle_messages(r: &Response, plan: &Plan, pipelined: Option<usize>) -> Idle {
 /// over under `--continue-on-error`.
 fn survivable(status: ErrorStatus, plan: &Plan) -> bool {
     status.can_retry() || (plan.continue_on_error && status == ErrorStatus::OtherSql)
-}
-
-/// What was sent for the command whose results are read, kept for the
-/// `LINE n:` excerpt of a server error and only looked at then, and by
-/// which client (for `--debug` lines).
-struct Sent<'a> {
-    client: u32,
-    mode: QueryMode,
-    /// The SQL command read outside a pipeline.
-    command: Option<&'a SqlCommand>,
-    /// The substituted text of a simple-mode query.
-    simple_text: &'a [u8],
-    /// The session's client encoding, in which libpq measures the
-    /// excerpt of a failed query.
-    encoding: ClientEncoding,
-    /// Inside a pipeline: the script's commands and the indexes of those
-    /// sent, in the order their results come back.
-    pipeline: Option<(&'a [Command], &'a [usize])>,
-    /// Inside a pipeline: the commands prepared (Parse, then one Sync) as
-    /// it started, before the results of `pipeline`.
-    prepared: &'a [usize],
-}
-
-impl<'a> Sent<'a> {
-    /// The text libpq would remember for the query a message answers:
-    /// what was sent in simple mode, the text with `$n` parameters
-    /// otherwise. Inside a pipeline that is the statement being prepared
-    /// while the Parses sent as it started are answered (pgbench prepares
-    /// them with `PQprepare`, which keeps the text), then the statement
-    /// that produced result number `r.results`; libpq keeps no text for a
-    /// prepared statement executed in a pipeline (`PQsendQueryPrepared`),
-    /// so there is none. A simple-mode text that is not UTF-8 (a value
-    /// `\gset` read from a `LATIN1` database substituted into it) shows
-    /// U+FFFD for its bad bytes.
-    fn text(&self, r: &Response) -> Option<&'a [u8]> {
-        let command = match self.pipeline {
-            None => self.command?,
-            Some((commands, sent)) => {
-                let index = match self.prepared.get(r.syncs_seen as usize) {
-                    Some(&index) => index,
-                    _ if self.mode == QueryMode::Prepared => return None,
-                    _ => *sent.get(r.results as usize)?,
-                };
-                match &commands.get(index)?.kind {
-                    CommandKind::Sql(cmd) => cmd,
-                    _ => return None,
-                }
-            }
-        };
-        match self.mode {
-            QueryMode::Simple => Some(self.simple_text),
-            _ => Some(command.extended_text.as_bytes()),
-        }
-    }
-
-    /// Whether the messages read answer the statements prepared as the
-    /// pipeline started (one Sync each) rather than the pipeline itself.
-    fn preparing(&self, r: &Response) -> bool {
-        self.pipeline.is_some() && (r.syncs_seen as usize) < self.prepared.len()
-    }
-
-    /// pgbench's query number in its abort message: results read so far
-    /// for the command; inside a pipeline it restarts at each query, after
-    /// the synchronisation points just before it.
-    fn number(&self, r: &Response) -> u32 {
-        if self.pipeline.is_some() {
-            r.syncs_since_result
-        } else {
-            r.results
-        }
-    }
-}
-
-/// Handles one message; true once the last expected ReadyForQuery came.
-fn handle(
-    msg: Message<'_>,
-    r: &mut Response,
-    vars: &mut crate::expr::vars::Variables,
-    store: &ResultVars,
-    query: &Sent<'_>,
-    plan: &Plan,
-) -> bool {
-    let (prefix, aset) = match store {
-        ResultVars::Discard => (None, false),
-        ResultVars::Gset { prefix } => (Some(prefix.as_str()), false),
-        ResultVars::Aset { prefix } => (Some(prefix.as_str()), true),
-    };
-    match msg {
-        Message::RowDescription(desc) => {
-            r.rows = 0;
-            if let Some(prefix) = prefix {
-                columns_to_store(r, &desc, prefix, plan);
-            }
-        }
-        Message::DataRow(row) => {
-            r.rows += 1;
-            if prefix.is_some() && r.error.is_none() {
-                for (i, value) in row.columns().enumerate() {
-                    if let Some(buf) = r.values.get_mut(i) {
-                        buf.clear();
-                        if let Ok(Some(v)) = value {
-                            buf.extend_from_slice(v);
-                        }
-                    }
-                }
-            }
-        }
-        Message::ParseComplete => r.parse_pending = false,
-        Message::CommandComplete(_) | Message::EmptyQueryResponse => {
-            if r.error.is_none() {
-                if aset && r.rows > 0 && r.store_failed.is_none() {
-                    match r.bad_name.take() {
-                        Some(name) => r.store_failed = Some((r.results, name)),
-                        None => store_row(r, vars),
-                    }
-                }
-                r.last_rows = r.rows;
-                r.results += 1;
-            }
-            r.copy_open = false;
-            r.rows = 0;
-            r.syncs_since_result = 0;
-        }
-        Message::ErrorResponse(fields)
-            if query.preparing(r) && r.closed_before_send && r.error.is_none() =>
-        {
-            // The backend's last words on a connection that was already
-            // closed: reported with the end of the connection.
-            record_error(r, &fields, query);
-        }
-        Message::ErrorResponse(fields) if query.preparing(r) => {
-            // pgbench prepares a pipeline's statements one by one as it
-            // starts, logs a failure and goes on; the statement fails again
-            // if it runs (its prepared statement does not exist).
-            if let Ok(e) = pgwire::DbError::from_fields(fields) {
-                log::error(format_args!(
-                    "{}",
-                    libpq_message_in(&e, query.text(r), true, query.encoding)
-                ));
-            }
-        }
-        Message::ErrorResponse(fields) if r.error.is_none() => {
-            record_error(r, &fields, query);
-            r.copy_error = r.copy_open;
-        }
-        Message::NoticeResponse(fields) => {
-            if let Ok(notice) = pgwire::DbError::from_fields(fields) {
-                crate::program::ewrite!(
-                    "{}",
-                    libpq_message_in(&notice, query.text(r), false, query.encoding)
-                );
-            }
-        }
-        Message::CopyInResponse { .. } | Message::CopyBothResponse { .. } => {
-            r.copy_in = true;
-            copy_not_supported(r);
-        }
-        // The server sends all of a COPY TO STDOUT without waiting for
-        // anything: libpq's PQendcopy sends nothing for it either.
-        Message::CopyOutResponse { .. } => copy_not_supported(r),
-        Message::ReadyForQuery(_) => {
-            if !query.preparing(r) {
-                let failed = r.error.is_some() || r.copy_met || r.store_failed.is_some();
-                if plan.debug && query.pipeline.is_some() && !failed {
-                    log::debug(format_args!(
-                        "client {} pipeline ending, ongoing syncs: {}",
-                        query.client, r.syncs_left
-                    ));
-                    // pgbench goes back to waiting for the next results,
-                    // which it says.
-                    if r.syncs_left > 1 {
-                        log::debug(format_args!("client {} receiving", query.client));
-                    }
-                }
-                r.syncs_since_result += 1;
-            }
-            r.syncs_seen += 1;
-            r.syncs_left = r.syncs_left.saturating_sub(1);
-            return r.syncs_left == 0;
-        }
-        _ => {}
-    }
-    false
-}
-
-/// A COPY met in a script aborts the client; pgbench says so as the COPY
-/// starts (once, for the first COPY of a compound query), before the
-/// notices that ending it draws.
-fn copy_not_supported(r: &mut Response) {
-    r.copy_open = true;
-    if !r.copy_met {
-        r.copy_met = true;
-        log::error(format_args!("COPY is not supported in pgbench, aborting"));
-    }
-}
-
-/// `\gset`/`\aset`: the variable slot of each column of the result about
-/// to come, and the first column name that is no valid variable name.
-fn columns_to_store(
-    r: &mut Response,
-    desc: &pgwire::backend::RowDescription<'_>,
-    prefix: &str,
-    plan: &Plan,
-) {
-    r.columns.clear();
-    r.bad_name = None;
-    for name in desc.column_names() {
-        r.name_buf.clear();
-        r.name_buf.push_str(prefix);
-        r.name_buf.push_str(&name);
-        r.columns.push(plan.names.lookup(&r.name_buf));
-        if r.bad_name.is_none() && !valid_variable_name(&r.name_buf) {
-            r.bad_name = Some(r.name_buf.clone());
-        }
-    }
-    if r.values.len() < r.columns.len() {
-        r.values.resize_with(r.columns.len(), Vec::new);
-    }
-}
-
-/// The command's first error: its status for the retry logic, the query
-/// number and libpq's wording of it, and whether it is the command's own
-/// Parse that failed.
-fn record_error(r: &mut Response, fields: &pgwire::backend::Fields<'_>, query: &Sent<'_>) {
-    r.parse_failed = r.parse_pending;
-    let status = ErrorStatus::from_sqlstate(fields.get(b'C'));
-    let text = pgwire::DbError::from_fields(*fields)
-        .map(|e| {
-            let mut text = libpq_message_in(&e, query.text(r), true, query.encoding);
-            text.pop();
-            text
-        })
-        .unwrap_or_default();
-    r.error = Some((status, query.number(r), text));
-}
-
-/// Stores the last row of the current result into the variables.
-fn store_row(r: &Response, vars: &mut crate::expr::vars::Variables) {
-    for (slot, value) in r.columns.iter().zip(&r.values) {
-        if let Some(slot) = slot {
-            vars.set_text(*slot, value);
-        }
-    }
 }
 
 /// All results are in: decide what comes next.

@@ -71,47 +71,27 @@ pub fn run(
     mut poll: Poll,
 ) -> Option<WorkerResult> {
     let mut events = Ready::with_capacity(clients.len() * 2 + 4);
-    if env.io_uring {
-        // A ring that cannot be made leaves the thread on epoll.
-        env.ring = Ring::new(clients.len(), poll.as_raw_fd()).ok();
-    }
-    if let Some(p) = env.progress.as_mut() {
-        p.start(env.tid);
-    }
-    if !plan.connect_per_transaction {
-        if let Err(e) = connect_clients(&plan, &mut clients, &mut env, &mut poll, &mut events) {
-            shared.fail_start(e);
-            return None;
-        }
-    }
-    if !shared.wait_start(env.clock.now_us(), &env.clock) {
+    if !get_ready(
+        &plan,
+        &shared,
+        &mut clients,
+        &mut env,
+        &mut poll,
+        &mut events,
+    ) {
         return None;
     }
     let start = env.clock.now_us();
     let cpu_start = crate::observe::cpu::thread_cpu_us();
     let delay_start = crate::observe::cpu::thread_run_delay_us();
-    env.throttle_trigger = start;
-    if let Some(log) = env.log.as_mut() {
-        log.begin(start);
-    }
-    env.end_us = shared.end_us;
-    for idx in 0..clients.len() {
-        env.runq.push_back(idx);
-    }
+    begin_run(&mut env, &shared, clients.len(), start);
     let mut remaining = clients.len();
     let mut stop_seen: Option<i64> = None;
     // Thread 0 decides for all whether `--busy-poll=auto` spins.
     let mut trials =
         (env.tid == 0 && env.spin == SpinMode::Adaptive).then(|| SpinTrials::new(start));
     while remaining > 0 {
-        let mut timeout = wait_timeout(&env, cut_off(stop_seen, env.end_us));
-        if let Some(t) = trials.as_ref() {
-            // Wake for the end of a trial even while this thread's own
-            // clients wait for a long statement: the others follow it.
-            let left = (t.part_end_us() - env.clock.now_us()).max(0) as u64;
-            let left = Duration::from_micros(left);
-            timeout = Some(timeout.map_or(left, |d| d.min(left)));
-        }
+        let timeout = loop_timeout(&env, stop_seen, trials.as_ref());
         let Some(done) = wait(
             &mut env,
             &mut poll,
@@ -138,30 +118,14 @@ pub fn run(
         if let Some(ring) = env.ring.as_mut() {
             ring.restore_done(done);
         }
-        if let Some(p) = env.progress.as_mut() {
-            p.tick(env.tid, env.clock.now_us(), &env.stats, &shared);
-        }
-        if let Some(t) = trials.as_mut() {
-            // Service time: under -R the latency also holds the schedule
-            // lag, which grows or shrinks whichever way the thread waits.
-            let spin = t.tick(now, env.stats.total.service());
-            if spin != shared.spin.on() {
-                shared.spin.set(spin);
-            }
-        }
+        after_turn(&mut env, &shared, trials.as_mut(), now);
         if shared.exit_on_abort_triggered()
             || cut_off(stop_seen, env.end_us).is_some_and(|t| now >= t)
         {
             break;
         }
     }
-    if let Some(p) = env.progress.as_mut() {
-        p.finish(env.tid, &env.clock, &env.stats, &shared);
-    }
-    // Threads still running go on the way that won, not the one on trial.
-    if let Some(t) = trials {
-        shared.spin.set(t.winner());
-    }
+    end_run(&mut env, &shared, trials);
     let stopped = shared.stop_requested() || shared.exit_on_abort_triggered();
     let cpu_us = crate::observe::cpu::thread_cpu_us() - cpu_start;
     let run_delay_us = crate::observe::cpu::thread_run_delay_us()
@@ -171,6 +135,96 @@ pub fn run(
     result.cpu_us = cpu_us;
     result.run_delay_us = run_delay_us;
     Some(result)
+}
+
+/// Before the run: the thread's ring (when io_uring is to be used) and
+/// progress reports, every client connected (paced; not under `-C`), then
+/// the wait for the other threads (and `--start-at`). False when the run
+/// is not to start (see [`Shared::wait_start`]).
+fn get_ready(
+    plan: &Plan,
+    shared: &Shared,
+    clients: &mut [Client],
+    env: &mut ThreadEnv,
+    poll: &mut Poll,
+    events: &mut Ready,
+) -> bool {
+    if env.io_uring {
+        // A ring that cannot be made leaves the thread on epoll.
+        env.ring = Ring::new(clients.len(), poll.as_raw_fd()).ok();
+    }
+    if let Some(p) = env.progress.as_mut() {
+        p.start(env.tid);
+    }
+    if !plan.connect_per_transaction {
+        if let Err(e) = connect_clients(plan, clients, env, poll, events) {
+            shared.fail_start(e);
+            return false;
+        }
+    }
+    shared.wait_start(env.clock.now_us(), &env.clock)
+}
+
+/// The run starts at `start`: the schedule of `-R` and the log's first
+/// interval count from it, a timed run's end is the one all threads
+/// share, and every client is ready to run.
+fn begin_run(env: &mut ThreadEnv, shared: &Shared, clients: usize, start: i64) {
+    env.throttle_trigger = start;
+    if let Some(log) = env.log.as_mut() {
+        log.begin(start);
+    }
+    env.end_us = shared.end_us;
+    for idx in 0..clients {
+        env.runq.push_back(idx);
+    }
+}
+
+/// The loop is over: the last progress report, and the `--busy-poll=auto`
+/// trial's verdict for the threads still running.
+fn end_run(env: &mut ThreadEnv, shared: &Shared, trials: Option<SpinTrials>) {
+    if let Some(p) = env.progress.as_mut() {
+        p.finish(env.tid, &env.clock, &env.stats, shared);
+    }
+    // Threads still running go on the way that won, not the one on trial.
+    if let Some(t) = trials {
+        shared.spin.set(t.winner());
+    }
+}
+
+/// How long this turn of the loop may wait (see [`wait_timeout`]); during
+/// a `--busy-poll=auto` trial, no longer than the end of its part.
+#[inline]
+fn loop_timeout(
+    env: &ThreadEnv,
+    stop_seen: Option<i64>,
+    trials: Option<&SpinTrials>,
+) -> Option<Duration> {
+    let mut timeout = wait_timeout(env, cut_off(stop_seen, env.end_us));
+    if let Some(t) = trials {
+        // Wake for the end of a trial even while this thread's own
+        // clients wait for a long statement: the others follow it.
+        let left = (t.part_end_us() - env.clock.now_us()).max(0) as u64;
+        let left = Duration::from_micros(left);
+        timeout = Some(timeout.map_or(left, |d| d.min(left)));
+    }
+    timeout
+}
+
+/// After each turn: the progress report, and the `--busy-poll=auto`
+/// trial's measure of it (which switches every thread's spinning).
+#[inline]
+fn after_turn(env: &mut ThreadEnv, shared: &Shared, trials: Option<&mut SpinTrials>, now: i64) {
+    if let Some(p) = env.progress.as_mut() {
+        p.tick(env.tid, env.clock.now_us(), &env.stats, shared);
+    }
+    if let Some(t) = trials {
+        // Service time: under -R the latency also holds the schedule
+        // lag, which grows or shrinks whichever way the thread waits.
+        let spin = t.tick(now, env.stats.total.service());
+        if spin != shared.spin.on() {
+            shared.spin.set(spin);
+        }
+    }
 }
 
 /// Waits for work (socket events, completions, timers) through the ring or

@@ -309,25 +309,11 @@ fn call(
         | Func::Le
         | Func::Lt => arithmetic(func, &args[0], &args[1]),
         Func::BitAnd | Func::BitOr | Func::BitXor | Func::Shl | Func::Shr => {
-            let (l, r) = (to_int(&args[0])?, to_int(&args[1])?);
-            Ok(Value::Int(match func {
-                Func::BitAnd => l & r,
-                Func::BitOr => l | r,
-                Func::BitXor => l ^ r,
-                // x86-64 shifts by the count modulo 64, as pgbench's C does.
-                Func::Shl => l.wrapping_shl(r as u32),
-                _ => l.wrapping_shr(r as u32),
-            }))
+            bitwise(func, &args[0], &args[1])
         }
         Func::Not => Ok(Value::Bool(!to_bool(&args[0])?)),
         Func::Pi => Ok(Value::Double(std::f64::consts::PI)),
-        Func::Abs => Ok(match args[0] {
-            Value::Int(i) => Value::Int(i.wrapping_abs()),
-            Value::Double(d) => Value::Double(if d < 0.0 { -d } else { d }),
-            // pgbench reads a boolean's storage as a double here.
-            Value::Bool(b) => Value::Double(f64::from_bits(u64::from(b))),
-            Value::Null => Value::Null,
-        }),
+        Func::Abs => Ok(abs(args[0])),
         Func::Debug => {
             write_debug(debug_out, script, command, &args[0]);
             Ok(args[0])
@@ -354,24 +340,54 @@ fn call(
             (Value::Bool(a), Value::Bool(b)) => a == b,
             _ => false,
         })),
-        Func::HashMurmur2 | Func::HashFnv1a => {
-            let (val, seed) = (to_int(&args[0])?, to_int(&args[1])?);
-            Ok(Value::Int(if func == Func::HashMurmur2 {
-                random::hash_murmur2(val, seed)
-            } else {
-                random::hash_fnv1a(val, seed)
-            }))
-        }
-        Func::Permute => {
-            let (val, size, seed) = (to_int(&args[0])?, to_int(&args[1])?, to_int(&args[2])?);
-            if size <= 0 {
-                return Err(EvalError::PermuteSize);
-            }
-            Ok(Value::Int(random::permute(val, size, seed)))
-        }
+        Func::HashMurmur2 | Func::HashFnv1a => hash(func, &args[0], &args[1]),
+        Func::Permute => permute(&args[0], &args[1], &args[2]),
         // Lazy functions are compiled into jumps and never called.
         Func::And | Func::Or | Func::Case => Ok(Value::Null),
     }
+}
+
+/// `&`, `|`, `#`, `<<` and `>>` on integers.
+fn bitwise(func: Func, l: &Value, r: &Value) -> Result<Value, EvalError> {
+    let (l, r) = (to_int(l)?, to_int(r)?);
+    Ok(Value::Int(match func {
+        Func::BitAnd => l & r,
+        Func::BitOr => l | r,
+        Func::BitXor => l ^ r,
+        // x86-64 shifts by the count modulo 64, as pgbench's C does.
+        Func::Shl => l.wrapping_shl(r as u32),
+        _ => l.wrapping_shr(r as u32),
+    }))
+}
+
+/// `abs(x)`, of the argument's own type.
+fn abs(v: Value) -> Value {
+    match v {
+        Value::Int(i) => Value::Int(i.wrapping_abs()),
+        Value::Double(d) => Value::Double(if d < 0.0 { -d } else { d }),
+        // pgbench reads a boolean's storage as a double here.
+        Value::Bool(b) => Value::Double(f64::from_bits(u64::from(b))),
+        Value::Null => Value::Null,
+    }
+}
+
+/// `hash_murmur2(val, seed)` and `hash_fnv1a(val, seed)`.
+fn hash(func: Func, val: &Value, seed: &Value) -> Result<Value, EvalError> {
+    let (val, seed) = (to_int(val)?, to_int(seed)?);
+    Ok(Value::Int(if func == Func::HashMurmur2 {
+        random::hash_murmur2(val, seed)
+    } else {
+        random::hash_fnv1a(val, seed)
+    }))
+}
+
+/// `permute(i, size, seed)`; a size that is not positive is an error.
+fn permute(val: &Value, size: &Value, seed: &Value) -> Result<Value, EvalError> {
+    let (val, size, seed) = (to_int(val)?, to_int(size)?, to_int(seed)?);
+    if size <= 0 {
+        return Err(EvalError::PermuteSize);
+    }
+    Ok(Value::Int(random::permute(val, size, seed)))
 }
 
 fn write_debug(out: &mut dyn Write, script: usize, command: usize, v: &Value) {

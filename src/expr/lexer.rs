@@ -173,28 +173,44 @@ impl<'a> Lexer<'a> {
             return self.number(start);
         }
         if is_alpha(b) {
-            let mut end = start + 1;
-            while self.peek_byte(end).is_some_and(is_alnum) {
-                end += 1;
-            }
-            let word = String::from_utf8_lossy(&self.src[start..end]).into_owned();
-            self.pos = end;
-            let kind = keyword(&word).unwrap_or(Tok::Ident(word));
-            return Ok(Token { kind, start, end });
+            return Ok(self.word(start));
         }
         if b == b':' && self.peek_byte(start + 1).is_some_and(is_alnum) {
-            let mut end = start + 1;
-            while self.peek_byte(end).is_some_and(is_alnum) {
-                end += 1;
-            }
-            let name = String::from_utf8_lossy(&self.src[start + 1..end]).into_owned();
-            self.pos = end;
-            return Ok(Token {
-                kind: Tok::Variable(name),
-                start,
-                end,
-            });
+            return Ok(self.variable(start));
         }
+        self.operator(start, b)
+    }
+
+    /// A keyword or the name of a function, starting at `start`.
+    fn word(&mut self, start: usize) -> Token {
+        let mut end = start + 1;
+        while self.peek_byte(end).is_some_and(is_alnum) {
+            end += 1;
+        }
+        let word = String::from_utf8_lossy(&self.src[start..end]).into_owned();
+        self.pos = end;
+        let kind = keyword(&word).unwrap_or(Tok::Ident(word));
+        Token { kind, start, end }
+    }
+
+    /// `:name`, a variable, starting at `start` (its colon).
+    fn variable(&mut self, start: usize) -> Token {
+        let mut end = start + 1;
+        while self.peek_byte(end).is_some_and(is_alnum) {
+            end += 1;
+        }
+        let name = String::from_utf8_lossy(&self.src[start + 1..end]).into_owned();
+        self.pos = end;
+        Token {
+            kind: Tok::Variable(name),
+            start,
+            end,
+        }
+    }
+
+    /// An operator or punctuation of one or two characters, the first one
+    /// `b` at `start`; any other character is an error.
+    fn operator(&mut self, start: usize, b: u8) -> Result<Token, ExprError> {
         let two = |c: u8| self.peek_byte(start + 1) == Some(c);
         let (kind, len) = match b {
             b'+' => (Tok::Plus, 1),

@@ -206,8 +206,29 @@ pub(super) fn interval_chart(title: &str, rows: &[(String, Estimate)], threshold
     chart.finish()
 }
 
-/// The two runs overlaid.
+/// The two runs overlaid: throughput over time, percentile spectra and
+/// latency distributions, a section each.
 fn overlays(out: &mut String, a: &RunResult, b: &RunResult) -> Result<(), ReportError> {
+    let _ = write!(
+        out,
+        "<section><h2>Throughput over time</h2>{}</section>",
+        throughput_chart(a, b)
+    );
+    let _ = write!(
+        out,
+        "<section><h2>Percentile spectra</h2>{}</section>",
+        spectra_chart(a, b)?
+    );
+    let _ = write!(
+        out,
+        "<section><h2>Latency distributions</h2>{}<p class=\"note\">Share of each run's committed transactions in each bucket, plotted at the bucket's middle.</p></section>",
+        distributions_chart(a, b)?
+    );
+    Ok(())
+}
+
+/// Committed transactions per second of both runs, over time.
+fn throughput_chart(a: &RunResult, b: &RunResult) -> String {
     let runs = [a, b];
     let tps = runs.map(time::committed_per_second);
     let top = tps.iter().flatten().map(|p| p.1).fold(0.0, f64::max);
@@ -224,12 +245,11 @@ fn overlays(out: &mut String, a: &RunResult, b: &RunResult) -> Result<(), Report
             points,
         });
     }
-    let _ = write!(
-        out,
-        "<section><h2>Throughput over time</h2>{}</section>",
-        chart.finish()
-    );
+    chart.finish()
+}
 
+/// Both runs' latency percentile spectra.
+fn spectra_chart(a: &RunResult, b: &RunResult) -> Result<String, ReportError> {
     let spectra = [
         distribution::spectrum_points(a)?,
         distribution::spectrum_points(b)?,
@@ -252,12 +272,11 @@ fn overlays(out: &mut String, a: &RunResult, b: &RunResult) -> Result<(), Report
             points: points.unwrap_or_default(),
         });
     }
-    let _ = write!(
-        out,
-        "<section><h2>Percentile spectra</h2>{}</section>",
-        chart.finish()
-    );
+    Ok(chart.finish())
+}
 
+/// Both runs' latency distributions, in logarithmic buckets.
+fn distributions_chart(a: &RunResult, b: &RunResult) -> Result<String, ReportError> {
     let buckets = [distribution::log_buckets(a)?, distribution::log_buckets(b)?];
     let all: Vec<(f64, f64, f64)> = buckets.iter().flatten().flatten().copied().collect();
     let lo = all.iter().map(|b| b.0).fold(f64::INFINITY, f64::min);
@@ -283,10 +302,5 @@ fn overlays(out: &mut String, a: &RunResult, b: &RunResult) -> Result<(), Report
                 .collect(),
         });
     }
-    let _ = write!(
-        out,
-        "<section><h2>Latency distributions</h2>{}<p class=\"note\">Share of each run's committed transactions in each bucket, plotted at the bucket's middle.</p></section>",
-        chart.finish()
-    );
-    Ok(())
+    Ok(chart.finish())
 }
