@@ -189,7 +189,7 @@ fn read(path: &Path) -> Result<Loaded, String> {
             crate::oserror::os_message(&e)
         )
     })?;
-    if let Some(targets) = crate::pool::read_targets(&text) {
+    if let Some(targets) = crate::targets::read_targets(&text) {
         let targets = targets.map_err(|e| format!("result file \"{}\": {e}", path.display()))?;
         let names: Vec<String> = targets.targets.iter().map(|t| t.name.clone()).collect();
         let Some(name) = target else {

@@ -114,7 +114,7 @@ fn render_saved(render: &Render) -> Result<i32, RunError> {
     })?;
     let text = String::from_utf8_lossy(&text);
     let now = crate::wallclock::now_us();
-    if let Some(targets) = crate::pool::read_targets(&text) {
+    if let Some(targets) = crate::targets::read_targets(&text) {
         let html = targets
             .map_err(|e| RunError::Engine(format!("result file \"{source}\": {e}")))
             .and_then(|targets| {
@@ -225,7 +225,7 @@ fn run_benchmark(config: &Config, benchmark: &Benchmark) -> Result<i32, RunError
         return Err(RunError::Unsupported("--busy-poll=on with --io=uring"));
     }
     if !benchmark.targets.is_empty() {
-        return crate::pool::run(config, benchmark).map_err(|e| RunError::Engine(e.to_string()));
+        return crate::targets::run(config, benchmark).map_err(|e| RunError::Engine(e.to_string()));
     }
     match &benchmark.study {
         Some(study) => crate::study::run(config, benchmark, study),

@@ -190,7 +190,7 @@ pub struct Client {
     pub id: u32,
     pub state: State,
     pub conn: Option<Connection>,
-    /// `--pool-size`: the pooled connection `conn` is (see [`super::pool`]).
+    /// `--pool-size`: the pooled connection `conn` is (see [`super::app_pool`]).
     pub slot: Option<usize>,
     /// `--pool-size`: when the client asked for a connection (µs).
     pub asked: i64,

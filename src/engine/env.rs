@@ -16,11 +16,11 @@ use pgwire::{ConnectProgress, Connector};
 use crate::random::PrngState;
 use crate::stats::{LogEntry, ThreadStats, TransactionLog};
 
+use super::app_pool::Pool;
 use super::client::{Client, State};
 use super::clock::Clock;
 use super::linger::Lingering;
 use super::pacing::{Outcome, Pacer};
-use super::pool::Pool;
 use super::progress::Progress;
 use super::spin::SpinMode;
 use super::timer::Sleeper;

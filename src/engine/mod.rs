@@ -56,6 +56,7 @@
 //! during the run measure it faster ([`spin`]). The spin is bounded
 //! ([`worker::SPIN_BUDGET`]), and it never delays a timer.
 
+mod app_pool;
 mod client;
 mod clock;
 mod env;
@@ -67,7 +68,6 @@ mod monitor;
 mod outcome;
 mod pacing;
 pub mod plan;
-mod pool;
 mod progress;
 mod result_file;
 mod setup;
@@ -692,7 +692,7 @@ fn thread_parts(
     let pool = plan.pool_shares().map(|shares| {
         // Pooled sockets' tokens come after the clients', their children's
         // and their lingering connections' (see `worker`).
-        pool::Pool::new(shares[t.tid] as usize, clients.len(), 3 * clients.len())
+        app_pool::Pool::new(shares[t.tid] as usize, clients.len(), 3 * clients.len())
     });
     let mut stats = ThreadStats::new(&layout);
     if pool.is_some() {

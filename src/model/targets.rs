@@ -1,6 +1,6 @@
 //! The result file of the same benchmark run against several targets: each
 //! target's sweep, what its pooler showed, and the comparison between
-//! them (computed by `crate::pool`; this is its shape).
+//! them (computed by `crate::targets`; this is its shape).
 
 use serde::{Deserialize, Serialize};
 
