@@ -21,6 +21,7 @@ use std::num::NonZeroUsize;
 
 mod compare;
 mod interrupt;
+mod run;
 mod temp_instance;
 
 use crate::cli::{self, help, CliError, Environment, Level};
@@ -229,7 +230,7 @@ fn run_benchmark(config: &Config, benchmark: &Benchmark) -> Result<i32, RunError
     }
     match &benchmark.study {
         Some(study) => crate::study::run(config, benchmark, study),
-        None => crate::engine::run(config, benchmark),
+        None => return run::benchmark(config, benchmark),
     }
     .map_err(|e| RunError::Engine(e.to_string()))
 }

@@ -48,8 +48,6 @@ pub enum EngineError {
     Preflight(Preflight),
     /// A transaction log file could not be opened.
     Log(LogError),
-    /// The `--json` file could not be opened.
-    ResultFile(super::result_file::OpenError),
     /// A worker thread could not be started.
     Thread(std::io::Error),
     /// A worker's poller failed (waiting, or watching a socket).
@@ -132,7 +130,6 @@ impl fmt::Display for EngineError {
             EngineError::PartitionMethod(m) => write!(f, "unexpected partition method: \"{m}\""),
             EngineError::Preflight(p) => preflight_refused(f, p, prog),
             EngineError::Log(e) => write!(f, "{e}"),
-            EngineError::ResultFile(e) => write!(f, "{e}"),
             EngineError::Thread(e) => write!(f, "could not create thread: {e}"),
             EngineError::Poll(e) => write!(f, "waiting for the clients' sockets failed: {e}"),
             EngineError::IoUring(e) => write!(

@@ -69,7 +69,6 @@ mod outcome;
 mod pacing;
 pub mod plan;
 mod progress;
-mod result_file;
 mod setup;
 mod setup_stop;
 mod shared;
@@ -101,9 +100,9 @@ use env::ThreadEnv;
 pub use error::EngineError;
 use linger::Lingering;
 use monitor::start_monitor;
-use outcome::{build_result, json_to_stdout, report, Ended};
+pub use outcome::Finished;
+use outcome::{build_result, json_to_stdout, Ended};
 use plan::Plan;
-use result_file::ResultFile;
 use shared::Shared;
 pub use signals::{install_between, received_between};
 use spin::SpinMode;
@@ -130,20 +129,19 @@ struct Prepared {
     database_start: Option<crate::observe::DatabaseStart>,
 }
 
-/// Runs the benchmark and returns the exit status.
-pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
-    let json_file = match &bench.json {
-        Some(path) if !json_to_stdout(bench) => {
-            Some(ResultFile::open(path, result_file::Kind::Json).map_err(EngineError::ResultFile)?)
-        }
-        _ => None,
-    };
-    let html_file = match &bench.html {
-        Some(path) => {
-            Some(ResultFile::open(path, result_file::Kind::Html).map_err(EngineError::ResultFile)?)
-        }
-        None => None,
-    };
+/// How a plain run ended.
+pub enum Ran {
+    /// The run's result, complete or not, to report.
+    Finished(Box<Finished>),
+    /// Nothing to report (the warm-up failed, every client aborted before
+    /// recording anything): the exit status.
+    Nothing(i32),
+}
+
+/// Runs the benchmark as pgbench does (after a `--warmup`, if asked),
+/// printing what pgbench prints while it runs; the result is the
+/// caller's to report.
+pub fn run(config: &Config, bench: &Benchmark) -> Result<Ran, EngineError> {
     let mut setup = StepSetup::pgbench();
     let mut measured = std::borrow::Cow::Borrowed(bench);
     if bench.warmup_s > 0 {
@@ -156,17 +154,20 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, EngineError> {
             ),
             _ => {
                 log::error(format_args!("the warm-up failed; nothing was measured"));
-                return Ok(done.status);
+                return Ok(Ran::Nothing(done.status));
             }
         }
         setup.announce = false;
         measured.to_mut().vacuum = crate::config::VacuumBeforeRun::Skip;
     }
     let prepared = prepare(config, &measured, &setup)?;
-    match execute(config, &prepared, &measured)? {
-        Executed::Ended(ended) => report(&prepared, &measured, *ended, [json_file, html_file]),
-        Executed::Aborted => Ok(2),
-    }
+    let Executed::Ended(ended) = execute(config, &prepared, &measured)? else {
+        return Ok(Ran::Nothing(2));
+    };
+    Ok(match build_result(&prepared, &measured, *ended)? {
+        Some(finished) => Ran::Finished(Box::new(finished)),
+        None => Ran::Nothing(2),
+    })
 }
 
 /// The unmeasured run before `bench` (`--warmup`): its clients and

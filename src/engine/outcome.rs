@@ -1,25 +1,15 @@
 //! What a run leaves behind: the threads' results merged into the result
-//! model, the report printed, the result files written, and pgbench's exit
-//! status.
-//!
-//! A plain run ([`super::run`]) goes through [`report`], which prints and
-//! writes; a sweep's step ([`super::run_step`]) stops at [`build_result`]
-//! and leaves the printing to the study. Standard output is written once
-//! the logs are complete, and a reader that went away ends the process by
-//! SIGPIPE only after everything else is done, as pgbench ends.
-
-use std::io::Write;
+//! model, with what pgbench needs to say of how the run ended and its exit
+//! status ([`Finished`]). Printing and writing it is the caller's
+//! (`crate::app` for a plain run, a study for its steps).
 
 use crate::config::{Benchmark, RunLength};
 use crate::model::run::{Partitioning, RunLimit, RunOptions, ScriptInfo};
 use crate::model::run::{RunResult, Timings};
-use crate::report;
 use crate::stats::ThreadStats;
 
 use super::monitor::{diagnosis, ThreadTimes};
-use super::result_file::ResultFile;
-use super::signals;
-use super::worker::{self, WorkerResult};
+use super::worker::WorkerResult;
 use super::{EngineError, Prepared};
 use crate::program::log;
 
@@ -108,65 +98,50 @@ fn run_options(prepared: &Prepared, bench: &Benchmark) -> RunOptions {
     }
 }
 
-/// Writes the JSON result to its file, or to standard output when no file
-/// was opened (`--json=-`). False when it could not be written.
-fn write_json(result: &RunResult, file: Option<ResultFile>, stdout: &mut Stdout) -> bool {
-    match (report::to_json(result), file) {
-        (Ok(json), Some(file)) => {
-            let path = file.path().to_owned();
-            if let Err(e) = file.write(json.as_bytes()) {
-                log::error(format_args!(
-                    "could not write \"{}\": {}",
-                    path.display(),
-                    crate::oserror::os_message(&e)
-                ));
-                return false;
-            }
-        }
-        (Ok(json), None) => stdout.write(format!("{json}\n").as_bytes()),
-        (Err(e), _) => {
-            log::error(format_args!("{e}"));
-            return false;
-        }
-    }
-    true
-}
-
-/// Writes the HTML report to its file. False when it could not be written.
-fn write_html(result: &RunResult, file: ResultFile) -> bool {
-    let path = file.path().to_owned();
-    let written = report::render_html(result, crate::wallclock::now_us())
-        .map_err(|e| e.to_string())
-        .and_then(|html| {
-            file.write(html.as_bytes())
-                .map_err(|e| crate::oserror::os_message(&e))
-        });
-    if let Err(e) = written {
-        log::error(format_args!("could not write \"{}\": {e}", path.display()));
-        return false;
-    }
-    true
-}
-
 /// A run's merged result and how it ended.
-pub(super) struct Built {
-    pub(super) result: RunResult,
-    aborted: usize,
-    interrupted: usize,
-    interrupted_by: Option<i32>,
+pub struct Finished {
+    pub result: RunResult,
+    /// Clients that aborted.
+    pub aborted: usize,
+    /// Clients still in a transaction at the end, whose queries were
+    /// cancelled.
+    pub interrupted: usize,
+    /// The signal that ended the run early.
+    pub interrupted_by: Option<i32>,
     /// A transaction log could not be written.
-    log_failed: bool,
+    pub log_failed: bool,
 }
 
-impl Built {
+impl Finished {
     /// pgbench's exit status, given whether some output failed.
-    pub(super) fn status(&self, output_failed: bool) -> i32 {
+    pub fn status(&self, output_failed: bool) -> i32 {
         if let Some(signo) = self.interrupted_by {
             128 + signo
         } else if self.aborted > 0 || self.interrupted > 0 || output_failed || self.log_failed {
             2
         } else {
             0
+        }
+    }
+
+    /// pgbench's last words on a run that did not end well: clients cut
+    /// off at the end, and whether the results above are incomplete.
+    pub fn say_how_it_ended(&self) {
+        let interrupted = self.interrupted;
+        if interrupted > 0 && self.interrupted_by.is_none() {
+            log::error(format_args!(
+                "{interrupted} of the clients were still in a transaction {} s after the end of the run: their queries were cancelled and their connections closed",
+                super::worker::END_GRACE_US / 1_000_000
+            ));
+        }
+        if self.interrupted_by.is_some() {
+            log::error(format_args!(
+                "Run was interrupted; the above results are incomplete."
+            ));
+        } else if self.aborted > 0 || interrupted > 0 {
+            log::error(format_args!(
+                "Run was aborted; the above results are incomplete."
+            ));
         }
     }
 }
@@ -177,7 +152,7 @@ pub(super) fn build_result(
     prepared: &Prepared,
     bench: &Benchmark,
     ended: Ended,
-) -> Result<Option<Built>, EngineError> {
+) -> Result<Option<Finished>, EngineError> {
     let Ended {
         results,
         start_time,
@@ -255,97 +230,11 @@ pub(super) fn build_result(
         window_start_us: bench_start,
         window_end_us: now,
     });
-    Ok(Some(Built {
+    Ok(Some(Finished {
         result,
         aborted,
         interrupted,
         interrupted_by,
         log_failed,
     }))
-}
-
-/// Merges the threads' results, prints the report, and gives the status.
-/// `files` are the `--json` and `--html` files, when given.
-pub(super) fn report(
-    prepared: &Prepared,
-    bench: &Benchmark,
-    ended: Ended,
-    files: [Option<ResultFile>; 2],
-) -> Result<i32, EngineError> {
-    let [json_file, html_file] = files;
-    let Some(built) = build_result(prepared, bench, ended)? else {
-        return Ok(2);
-    };
-    let result = &built.result;
-    let (interrupted, interrupted_by) = (built.interrupted, built.interrupted_by);
-    let mut output_failed = false;
-    let mut text = report::text::run::render_text(result, bench.pgbench_output);
-    if !bench.pgbench_output {
-        text.push_str(&crate::report::text::diagnosis::render_text(result));
-    }
-    let mut stdout = Stdout::default();
-    if json_to_stdout(bench) {
-        let _ = std::io::stderr().lock().write_all(text.as_bytes());
-    } else {
-        stdout.write(text.as_bytes());
-    }
-    if bench.json.is_some() {
-        output_failed |= !write_json(result, json_file, &mut stdout);
-    }
-    if let Some(file) = html_file {
-        output_failed |= !write_html(result, file);
-    }
-    if interrupted > 0 && interrupted_by.is_none() {
-        log::error(format_args!(
-            "{interrupted} of the clients were still in a transaction {} s after the end of the run: their queries were cancelled and their connections closed",
-            worker::END_GRACE_US / 1_000_000
-        ));
-    }
-    output_failed |= stdout.failed;
-    if interrupted_by.is_some() {
-        log::error(format_args!(
-            "Run was interrupted; the above results are incomplete."
-        ));
-    } else if built.aborted > 0 || interrupted > 0 {
-        log::error(format_args!(
-            "Run was aborted; the above results are incomplete."
-        ));
-    }
-    // Complete results some of which could not be written give 2 too.
-    let status = built.status(output_failed);
-    if stdout.closed {
-        signals::die_of_sigpipe();
-    }
-    Ok(status)
-}
-
-/// The report's way to standard output. Write errors are not left
-/// unsaid: a reader that went away (`pgbolt ... | head -1`) ends pgbolt
-/// as it ends pgbench, by SIGPIPE, but only once the logs are complete
-/// and the report is done; any other failure (a full disk under a
-/// redirection) is reported once and makes the exit status 2.
-#[derive(Default)]
-struct Stdout {
-    closed: bool,
-    failed: bool,
-}
-
-impl Stdout {
-    fn write(&mut self, bytes: &[u8]) {
-        if self.closed || self.failed {
-            return;
-        }
-        let mut out = std::io::stdout().lock();
-        match out.write_all(bytes).and_then(|()| out.flush()) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => self.closed = true,
-            Err(e) => {
-                log::error(format_args!(
-                    "could not write to standard output: {}",
-                    crate::oserror::os_message(&e)
-                ));
-                self.failed = true;
-            }
-        }
-    }
 }

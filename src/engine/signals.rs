@@ -132,18 +132,3 @@ pub fn received_between() -> Option<i32> {
 pub fn is_between_handler(action: &libc::sigaction) -> bool {
     action.sa_sigaction == on_signal_between as extern "C" fn(libc::c_int) as usize
 }
-
-/// Ends the process by SIGPIPE, as a C program that wrote to a pipe
-/// nobody reads any more ends (the Rust runtime ignores SIGPIPE, so a
-/// write only fails with `EPIPE`): a shell then sees the status it sees
-/// for pgbench.
-pub fn die_of_sigpipe() -> ! {
-    // SAFETY: restoring the default action and raising the signal are
-    // plain system calls; the default action ends the process.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-        libc::raise(libc::SIGPIPE);
-    }
-    // Not reached: SIGPIPE's default action ends the process.
-    std::process::exit(128 + libc::SIGPIPE)
-}

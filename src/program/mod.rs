@@ -108,6 +108,21 @@ pub fn announce_seed(value: u64) {
     ewriteln!("{PROGRAM}: setting random seed to {value}");
 }
 
+/// Ends the process by SIGPIPE, as a C program that wrote to a pipe
+/// nobody reads any more ends (the Rust runtime ignores SIGPIPE, so a
+/// write only fails with `EPIPE`): a shell then sees the status it sees
+/// for pgbench.
+pub fn die_of_sigpipe() -> ! {
+    // SAFETY: restoring the default action and raising the signal are
+    // plain system calls; the default action ends the process.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::raise(libc::SIGPIPE);
+    }
+    // Not reached: SIGPIPE's default action ends the process.
+    std::process::exit(128 + libc::SIGPIPE)
+}
+
 /// `eprint!` without its panic when standard error cannot be written (a
 /// pipe whose reader has gone): the message is lost and pgbolt carries
 /// on, its exit status still telling what happened.

@@ -17,6 +17,7 @@
 //! workload it records the command line ([`redacted_command_line`]) with
 //! every password in it replaced by `****`.
 
+pub mod files;
 pub mod html;
 pub mod json;
 pub mod text;
