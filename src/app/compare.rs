@@ -13,7 +13,6 @@
 //! options, a run that matches no step, the JSON or HTML not written), and
 //! [`REGRESSION_EXIT`] for a regression under `--fail-on-regression`.
 
-use std::io::Write;
 use std::path::Path;
 
 use crate::compare::sweep::{self, StepMatch};
@@ -24,6 +23,7 @@ use crate::model::run::RunResult;
 use crate::model::sweep::SweepResult;
 use crate::program::PROGRAM;
 use crate::report;
+use crate::report::files::{Outputs, Stdout};
 use crate::wallclock::now_us;
 
 /// A result file as read.
@@ -44,6 +44,13 @@ struct Made {
 
 /// Runs the comparison and returns the exit status.
 pub fn run(c: &Compare) -> i32 {
+    let outputs = match Outputs::check(c.json.as_deref(), c.html.as_deref()) {
+        Ok(outputs) => outputs,
+        Err(e) => {
+            crate::program::ewriteln!("{PROGRAM}: error: {e}");
+            return 1;
+        }
+    };
     let (baseline, candidate) = match (read(&c.baseline), read(&c.candidate)) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(message), _) | (_, Err(message)) => {
@@ -59,38 +66,15 @@ pub fn run(c: &Compare) -> i32 {
             return 1;
         }
     };
-    let json_to_stdout = c.json.as_deref() == Some(Path::new("-"));
-    if json_to_stdout {
-        crate::program::write_stderr_bytes(made.report.as_bytes());
-    } else {
-        let _ = std::io::stdout().lock().write_all(made.report.as_bytes());
-    }
-    if let Some(path) = &c.json {
-        let written = if json_to_stdout {
-            std::io::stdout().lock().write_all(made.json.as_bytes())
-        } else {
-            std::fs::write(path, &made.json)
-        };
-        if let Err(e) = written {
-            crate::program::ewriteln!(
-                "{PROGRAM}: error: could not write \"{}\": {}",
-                path.display(),
-                crate::oserror::os_message(&e)
-            );
-            return 1;
-        }
-    }
-    if let (Some(path), Some(page)) = (&c.html, made.html) {
-        let written = page.and_then(|page| {
-            std::fs::write(path, page).map_err(|e| crate::oserror::os_message(&e))
-        });
-        if let Err(message) = written {
-            crate::program::ewriteln!(
-                "{PROGRAM}: error: could not write \"{}\": {message}",
-                path.display()
-            );
-            return 1;
-        }
+    let mut stdout = Stdout::default();
+    let html = made.html;
+    if !outputs.write(
+        &made.report,
+        &mut stdout,
+        || Ok(made.json),
+        || html.unwrap_or_else(|| Err("no page was made".to_owned())),
+    ) {
+        return 1;
     }
     if c.fail_on_regression && made.verdict == Verdict::Regressed {
         REGRESSION_EXIT
@@ -189,7 +173,7 @@ fn read(path: &Path) -> Result<Loaded, String> {
             crate::oserror::os_message(&e)
         )
     })?;
-    if let Some(targets) = crate::targets::read_targets(&text) {
+    if let Some(targets) = crate::report::files::read_targets(&text) {
         let targets = targets.map_err(|e| format!("result file \"{}\": {e}", path.display()))?;
         let names: Vec<String> = targets.targets.iter().map(|t| t.name.clone()).collect();
         let Some(name) = target else {
@@ -217,7 +201,7 @@ fn read(path: &Path) -> Result<Loaded, String> {
         ));
     }
     let invalid = |e: &dyn std::fmt::Display| format!("result file \"{}\": {e}", path.display());
-    if let Some(sweep) = crate::study::read_sweep(&text) {
+    if let Some(sweep) = crate::report::files::read_sweep(&text) {
         let sweep = sweep.map_err(|e| invalid(&e))?;
         return checked_sweep(path, sweep).map(|s| Loaded::Sweep(Box::new(s)));
     }

@@ -21,7 +21,9 @@ use std::num::NonZeroUsize;
 
 mod compare;
 mod interrupt;
+mod merge;
 mod run;
+mod study;
 mod temp_instance;
 
 use crate::cli::{self, help, CliError, Environment, Level};
@@ -29,6 +31,7 @@ use crate::config::connection;
 use crate::config::{Benchmark, BusyPoll, Config, Init, IoMethod, Mode, Render};
 use crate::init::{InitOptions, InitSteps};
 use crate::program::{announce_seed, ewriteln, PROGRAM};
+use crate::report::files::{Outputs, Stdout};
 
 /// Why a mode could not run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,7 +101,7 @@ fn run_mode(config: &Config) -> Result<i32, RunError> {
         Mode::Run(benchmark) => run_benchmark(config, benchmark),
         Mode::Render(render) => render_saved(render),
         Mode::Compare(compare) => Ok(compare::run(compare)),
-        Mode::Merge(merge) => Ok(crate::fleet::merge::run(merge)),
+        Mode::Merge(merge) => Ok(merge::run(merge)),
     }
 }
 
@@ -106,6 +109,8 @@ fn run_mode(config: &Config) -> Result<i32, RunError> {
 /// connects. Failures are worded with the file at fault, exit status 1.
 fn render_saved(render: &Render) -> Result<i32, RunError> {
     use crate::oserror::os_message;
+    let outputs =
+        Outputs::check(None, Some(&render.html)).map_err(|e| RunError::Engine(e.to_string()))?;
     let source = render.result.display();
     let text = std::fs::read(&render.result).map_err(|e| {
         RunError::Engine(format!(
@@ -115,16 +120,16 @@ fn render_saved(render: &Render) -> Result<i32, RunError> {
     })?;
     let text = String::from_utf8_lossy(&text);
     let now = crate::wallclock::now_us();
-    if let Some(targets) = crate::targets::read_targets(&text) {
+    if let Some(targets) = crate::report::files::read_targets(&text) {
         let html = targets
             .map_err(|e| RunError::Engine(format!("result file \"{source}\": {e}")))
             .and_then(|targets| {
                 crate::report::html::render_targets_html(&targets, now)
                     .map_err(|e| RunError::Engine(e.to_string()))
             })?;
-        return write_page(render, &html);
+        return write_page(outputs, &html);
     }
-    let html = match crate::study::read_sweep(&text) {
+    let html = match crate::report::files::read_sweep(&text) {
         Some(sweep) => sweep
             .map_err(|e| RunError::Engine(format!("result file \"{source}\": {e}")))
             .and_then(|sweep| {
@@ -133,20 +138,19 @@ fn render_saved(render: &Render) -> Result<i32, RunError> {
             })?,
         None => render_run(&text, &source.to_string(), now)?,
     };
-    write_page(render, &html)
+    write_page(outputs, &html)
 }
 
-/// Writes the page `--render` made.
-fn write_page(render: &Render, html: &str) -> Result<i32, RunError> {
-    use crate::oserror::os_message;
-    std::fs::write(&render.html, html).map_err(|e| {
-        RunError::Engine(format!(
-            "could not write HTML file \"{}\": {}",
-            render.html.display(),
-            os_message(&e)
-        ))
-    })?;
-    Ok(0)
+/// Writes the page `--render` made (its path was checked before the
+/// result file was read).
+fn write_page(outputs: Outputs, html: &str) -> Result<i32, RunError> {
+    let written = outputs.write(
+        "",
+        &mut Stdout::default(),
+        || Ok(String::new()),
+        || Ok::<_, String>(html.to_owned()),
+    );
+    Ok(if written { 0 } else { 1 })
 }
 
 /// The page of a saved run's result.
@@ -226,13 +230,12 @@ fn run_benchmark(config: &Config, benchmark: &Benchmark) -> Result<i32, RunError
         return Err(RunError::Unsupported("--busy-poll=on with --io=uring"));
     }
     if !benchmark.targets.is_empty() {
-        return crate::targets::run(config, benchmark).map_err(|e| RunError::Engine(e.to_string()));
+        return study::targets(config, benchmark);
     }
     match &benchmark.study {
-        Some(study) => crate::study::run(config, benchmark, study),
-        None => return run::benchmark(config, benchmark),
+        Some(sweep) => study::sweep(config, benchmark, sweep),
+        None => run::benchmark(config, benchmark),
     }
-    .map_err(|e| RunError::Engine(e.to_string()))
 }
 
 /// Initialization has no io_uring driver and never spins.

@@ -11,13 +11,9 @@
 //! end together within [`window_tolerance_us`].
 
 use std::fmt;
-use std::io::Write;
-use std::path::Path;
 
-use crate::config::Merge;
 use crate::model::generators::{GeneratorInfo, GeneratorSummary};
 use crate::model::run::RunResult;
-use crate::program::PROGRAM;
 use crate::report;
 
 /// Why results cannot be merged.
@@ -213,79 +209,4 @@ pub fn merge_results(
         .collect();
     merged.generator = None;
     Ok((merged, missing))
-}
-
-/// Runs `--merge` and returns the exit status: 0, or 1 when the results
-/// cannot be merged or an output cannot be written.
-pub fn run(m: &Merge) -> i32 {
-    match merge_files(m) {
-        Ok(()) => 0,
-        Err(message) => {
-            crate::program::ewriteln!("{PROGRAM}: error: {message}");
-            1
-        }
-    }
-}
-
-fn merge_files(m: &Merge) -> Result<(), String> {
-    let mut results = Vec::with_capacity(m.results.len());
-    for path in &m.results {
-        let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            MergeError::Read {
-                path: shown.clone(),
-                message: crate::oserror::os_message(&e),
-            }
-            .to_string()
-        })?;
-        let result = report::read_result(&text).map_err(|e| {
-            MergeError::Read {
-                path: shown.clone(),
-                message: e.to_string(),
-            }
-            .to_string()
-        })?;
-        results.push((shown, result));
-    }
-    let (merged, missing) = merge_results(&results, m.allow_partial).map_err(|e| e.to_string())?;
-    let count = results
-        .first()
-        .and_then(|(_, r)| r.generator.as_ref())
-        .map_or(0, |g| g.count);
-    let mut text = report::text::run::render_text(&merged, false);
-    text.push_str(&crate::report::text::generators::render(
-        &merged, &missing, count,
-    ));
-    let json_to_stdout = m.json.as_deref() == Some(Path::new("-"));
-    if json_to_stdout {
-        crate::program::write_stderr_bytes(text.as_bytes());
-    } else {
-        let _ = std::io::stdout().lock().write_all(text.as_bytes());
-    }
-    let write = |path: &Path, bytes: &[u8]| {
-        std::fs::write(path, bytes).map_err(|e| {
-            format!(
-                "could not write \"{}\": {}",
-                path.display(),
-                crate::oserror::os_message(&e)
-            )
-        })
-    };
-    if let Some(path) = &m.json {
-        let json = report::to_json(&merged).map_err(|e| e.to_string())? + "\n";
-        if json_to_stdout {
-            std::io::stdout()
-                .lock()
-                .write_all(json.as_bytes())
-                .map_err(|e| e.to_string())?;
-        } else {
-            write(path, json.as_bytes())?;
-        }
-    }
-    if let Some(path) = &m.html {
-        let page =
-            report::render_html(&merged, crate::wallclock::now_us()).map_err(|e| e.to_string())?;
-        write(path, page.as_bytes())?;
-    }
-    Ok(())
 }

@@ -34,10 +34,6 @@
 //! The answers ([`result`]) come from the steps' results alone, so a saved
 //! sweep gives the same answers when read back. The USL fit is in [`crate::stats::usl`].
 
-pub(crate) mod files;
-
-use std::io::Write;
-
 use crate::config::study::{Dimension, Order, Reset, Study, Values};
 use crate::config::{Benchmark, Config, VacuumBeforeRun};
 use crate::engine::{EngineError, StepSetup};
@@ -46,10 +42,13 @@ use crate::model::sweep::{StepResult, SweepInfo, SweepResult};
 /// The doubling of `auto` stops here whatever the rules say.
 const AUTO_LIMIT: f64 = 1024.0;
 
-/// Runs the sweep of `study` and returns the exit status.
-pub fn run(config: &Config, bench: &Benchmark, study: &Study) -> Result<i32, EngineError> {
-    let json_file = files::open_json(bench)?;
-    let html_file = bench.html.as_deref().map(files::create).transpose()?;
+/// Runs the sweep of `study`: its result, and the exit status a plain
+/// run would have had (0, or the first failed step's).
+pub fn run(
+    config: &Config,
+    bench: &Benchmark,
+    study: &Study,
+) -> Result<(SweepResult, i32), EngineError> {
     let mut sweeper = Sweeper::new(config, bench, study, None);
     let between = crate::engine::install_between();
     let status = match &study.sweep.values {
@@ -57,32 +56,7 @@ pub fn run(config: &Config, bench: &Benchmark, study: &Study) -> Result<i32, Eng
         Values::Auto => sweeper.run_auto()?,
     };
     drop(between);
-    let result = sweeper.finish();
-    let text = crate::report::text::sweep::render(&result, bench);
-    let mut failed = !files::write_reports(&text, &result, "the sweep's result", bench, json_file);
-    if let (Some(path), Some(mut file)) = (&bench.html, html_file) {
-        let written = crate::report::html::render_sweep_html(&result, crate::wallclock::now_us())
-            .map_err(|e| e.to_string())
-            .and_then(|page| {
-                file.write_all(page.as_bytes())
-                    .map_err(|e| crate::oserror::os_message(&e))
-            });
-        if let Err(e) = written {
-            crate::program::ewriteln!(
-                "{}: error: could not write \"{}\": {e}",
-                crate::program::PROGRAM,
-                path.display()
-            );
-            failed = true;
-        }
-    }
-    Ok(if status == 0 && failed { 2 } else { status })
-}
-
-/// A sweep's result read from `text` (its JSON file, or a page that embeds
-/// it); `None` when `text` is not a sweep's (a run's result, say).
-pub fn read_sweep(text: &str) -> Option<Result<SweepResult, String>> {
-    files::read_kind(text, crate::model::sweep::KIND, "sweep result")
+    Ok((sweeper.finish(), status))
 }
 
 /// The state of a sweep under way.

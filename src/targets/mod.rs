@@ -35,7 +35,6 @@
 
 mod crossover;
 
-use std::io::Write;
 use std::time::Duration;
 
 use crate::config::study::{Dimension, Order, Reset, Study, Sweep, Values};
@@ -88,17 +87,11 @@ struct Prepared {
     pooler_pid: Option<i32>,
 }
 
-/// Runs the benchmark (or each step of its sweep) once per target and
-/// returns the exit status.
-pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, Error> {
+/// Runs the benchmark (or each step of its sweep) once per target: the
+/// targets' result and the exit status (0, or the first failed step's).
+pub fn run(config: &Config, bench: &Benchmark) -> Result<(TargetsResult, i32), Error> {
     let study = bench.study.clone().unwrap_or_else(|| one_step(bench));
     let largest = study.largest_clients().unwrap_or(bench.clients);
-    let json_file = crate::study::files::open_json(bench)?;
-    let html_file = bench
-        .html
-        .as_deref()
-        .map(crate::study::files::create)
-        .transpose()?;
     // One seed for every step of every target (drawn now when the user
     // gave `time`, `rand` or none), so that they all run the same
     // random sequences.
@@ -135,18 +128,7 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<i32, Error> {
     let order = crate::study::step_order(&study, values, bench.random_seed)?;
     let status = runner.run(&order, largest)?;
     drop(between);
-    let result = runner.finish();
-    let mut written = crate::study::files::write_reports(
-        &crate::report::text::targets::render(&result, bench),
-        &result,
-        "the targets' result",
-        bench,
-        json_file,
-    );
-    if let (Some(path), Some(file)) = (&bench.html, html_file) {
-        written &= write_html(&result, path, file);
-    }
-    Ok(if status == 0 && !written { 2 } else { status })
+    Ok((runner.finish(), status))
 }
 
 /// The comparison under way: one sweep per target.
@@ -258,24 +240,6 @@ impl Runner<'_> {
             stopped: self.stopped,
         }
     }
-}
-
-/// Writes the page; false when that failed (and was said).
-fn write_html(result: &TargetsResult, path: &std::path::Path, mut file: std::fs::File) -> bool {
-    let page = crate::report::html::render_targets_html(result, crate::wallclock::now_us())
-        .map_err(|e| e.to_string())
-        .and_then(|page| {
-            file.write_all(page.as_bytes())
-                .map_err(|e| crate::oserror::os_message(&e))
-        });
-    if let Err(e) = &page {
-        crate::program::ewriteln!(
-            "{}: error: could not write \"{}\": {e}",
-            crate::program::PROGRAM,
-            path.display()
-        );
-    }
-    page.is_ok()
 }
 
 /// A plain run as a sweep of one step: its clients.
@@ -397,10 +361,4 @@ fn preflight(targets: &[Prepared], bench: &Benchmark, largest: u32) -> Result<()
         }
     }
     Ok(())
-}
-
-/// A targets' result read from `text` (its JSON file, or a page that
-/// embeds it); `None` when it is not a targets' result.
-pub fn read_targets(text: &str) -> Option<Result<TargetsResult, String>> {
-    crate::study::files::read_kind(text, crate::model::targets::KIND, "targets' result")
 }
