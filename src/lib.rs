@@ -1,9 +1,15 @@
 //! pgbolt: a PostgreSQL benchmark client compatible with pgbench.
 //!
-//! Data flow: argv -> [`cli`] (no side effects) -> a validated configuration
-//! (scripts parsed, files read, connection options resolved) -> the engine
-//! (worker threads, each owning its clients, random states and statistics)
-//! -> merged statistics -> the report model -> renderers -> exit code.
+//! Data flow, one way: argv -> [`cli`] (no side effects) -> a validated
+//! [`config::Config`] (scripts parsed, files read, connection options
+//! resolved) -> [`app`] picks the mode -> [`targets`] and [`study`] call
+//! [`engine`] once per step (worker threads, each owning its clients,
+//! random states and statistics; [`observe`] watches the server) -> the
+//! plain results of [`model`] -> [`diagnose`] and [`compare`] compute over
+//! them -> [`report`] renders and writes them -> exit code.
+//!
+//! Each top-level module uses only the modules below it; the floors are
+//! written once, in `tests/layering.rs`, which holds them against the code.
 
 pub mod app;
 pub mod cli;

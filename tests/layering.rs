@@ -1,8 +1,9 @@
-//! The layering of `src/` (docs/architecture.md, and the `//!` of each
-//! module), held against the code: every `crate::MODULE` path in a file of
-//! a top-level module (use lines and inline paths, unit tests included,
-//! comments not) must name a module on a lower floor of [`FLOORS`], or be
-//! one of the few [`ALLOWED_UP`] imports with its reason.
+//! The layering of `src/`, written once in [`FLOORS`] (each module's `//!`
+//! says what it is for and what it uses), held against the code: every
+//! `crate::MODULE` path in a file of a top-level module (use lines and
+//! inline paths, unit tests included, comments not) must name a module on
+//! a lower floor, or be one of the few [`ALLOWED_UP`] imports with its
+//! reason.
 //!
 //! A new top-level module fails this test until it is given a floor: the
 //! table is where the decision is written down.

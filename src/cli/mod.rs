@@ -15,6 +15,10 @@
 //!
 //! `-?`/`--help` and `-V`/`--version` are recognised only as the first
 //! argument, like in pgbench.
+//!
+//! It builds a `crate::config::Config` and uses only what the settings name
+//! (scripts, init steps, random seeds) and the program's name: it runs no
+//! mode, writes no file and opens no connection (`crate::app` does).
 
 mod environment;
 pub mod error;

@@ -26,6 +26,9 @@
 //! over one or several runs are in [`changes`]. Two sweeps are compared
 //! step by step, and a single result with a sweep's matching step, in
 //! [`sweep`].
+//!
+//! It uses the model, the settings and the statistics; its text and pages
+//! are `crate::report`'s.
 
 mod changes;
 pub mod likeness;

@@ -26,8 +26,13 @@
 //!
 //! `--start-at` makes every generator connect its clients, run its
 //! preflight, then wait until that wall-clock time before it starts; one
-//! that is ready later than [`LATE_TOLERANCE_US`] after it refuses to run
+//! that is ready later than [`crate::config::fleet::LATE_TOLERANCE_US`] after it refuses to run
 //! rather than measure another window. The offline `--merge` adds the
 //! results exactly ([`merge`]).
+//!
+//! A generator's share is computed from the settings (`crate::config::fleet`);
+//! this module holds the merge, which uses the model and the report's exact
+//! addition of run results; reading the files and writing the merged one
+//! is `crate::app`'s.
 
 pub mod merge;

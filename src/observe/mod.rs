@@ -45,6 +45,9 @@
 //! exits, and after `pg_stat_force_next_flush()` (PostgreSQL 15+) for the
 //! monitor's own. Checkpoints and vacuums are placed on the timeline from
 //! readings every second in between (`events`).
+//!
+//! In the layering it uses the model (the shapes it fills), the program's
+//! messages and the wall clock; nothing that runs a benchmark.
 
 mod activity;
 mod counters;

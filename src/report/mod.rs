@@ -1,21 +1,22 @@
-//! Reports: one result model, several renderings.
+//! Reports: every rendering of every result kind, and the one reader and
+//! writer of result files.
 //!
-//! [`RunResult::build`] turns the merged statistics of a run and the
-//! resolved options into a [`RunResult`], the single value every output is
-//! rendered from, so the text, the JSON and any later format cannot
+//! Each result kind of `crate::model` (a run, a sweep, targets compared,
+//! a comparison of two results, a merged fleet) is the single value its
+//! outputs are rendered from, so the text, the JSON and the page cannot
 //! disagree:
-//! - [`render_pgbench`] prints pgbench 18's final report, line for line;
-//! - [`render_percentiles`] prints pgbolt's extra percentile lines
-//!   ([`render_text`] prints both, or only pgbench's with `pgbench_output`);
-//! - [`to_json`] writes the model with a `schema_version`, exact sums and
-//!   serialized histograms, and [`from_json`] and [`merge`] read results
-//!   back and add them exactly;
-//! - [`render_html`] writes one self-contained HTML page with charts
-//!   ([`html`]), which embeds the JSON.
+//! - [`text`]: pgbench 18's final report line for line and pgbolt's lines
+//!   after it, and the text (or Markdown) of every other kind;
+//! - [`json`]: a run's result with a `schema_version`, exact sums and
+//!   serialized histograms, read back ([`from_json`]) and added exactly
+//!   ([`merge`]);
+//! - [`html`]: one self-contained page per kind, with charts, which
+//!   embeds the JSON;
+//! - [`files`]: the `--json` and `--html` files of every mode, checked
+//!   before the work starts and written whole after it.
 //!
-//! The model never holds a password: besides the options that shape the
-//! workload it records the command line ([`redacted_command_line`]) with
-//! every password in it replaced by `****`.
+//! It uses the model, the settings, the statistics and the computations
+//! of [`crate::compare`] and [`crate::diagnose`]; it runs nothing.
 
 pub mod files;
 pub mod html;

@@ -31,8 +31,12 @@
 //!   ([`crate::engine::install_between`]). Either way that step is left
 //!   out, and the exit status is 128 plus the signal's number.
 //!
-//! The answers ([`result`]) come from the steps' results alone, so a saved
+//! The answers (`crate::model::sweep`) come from the steps' results alone, so a saved
 //! sweep gives the same answers when read back. The USL fit is in [`crate::stats::usl`].
+//!
+//! In the layering it uses the engine for each step, `crate::model::sweep`
+//! for its result and answers, and the settings; printing and writing a
+//! sweep's result is `crate::app`'s.
 
 use crate::config::study::{Dimension, Order, Reset, Study, Values};
 use crate::config::{Benchmark, Config, VacuumBeforeRun};

@@ -7,7 +7,7 @@
 //!   the command line's `-h`, `-p` and `-U` fill in what it leaves out. A
 //!   run without `--sweep` is a sweep of one step, the run's clients.
 //! - Before the first step, each target is checked: a PgBouncer (its
-//!   admin console answers, see [`console`]) whose `max_client_conn` is
+//!   admin console answers, see [`crate::observe::pooler`]) whose `max_client_conn` is
 //!   below the largest step's clients would refuse the rest, which looks
 //!   like a collapse, and `-M prepared` through transaction or statement
 //!   pooling cannot work on a PgBouncer older than 1.21 or with
@@ -28,10 +28,15 @@
 //!   (pgbolt started it, or it listens on the Unix socket the target
 //!   names and its process is ours to see). The sample spans the step's
 //!   warm-up too.
-//! - The report ([`compare`], [`text`], and the page of
+//! - The report (the crossover of `crossover`, `report::text::targets`, and the page of
 //!   [`crate::report::html::render_targets_html`]) puts the targets side
 //!   by side per step, with ratios against the first target and the
 //!   crossover.
+//!
+//! In the layering it sits above `crate::study` (each target's steps are a
+//! sweep) and uses the engine, `crate::observe::pooler`, the model and
+//! the settings; printing and writing the targets' result is
+//! `crate::app`'s.
 
 mod crossover;
 
