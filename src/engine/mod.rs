@@ -84,11 +84,13 @@ mod uring;
 mod worker;
 
 use std::collections::{BinaryHeap, VecDeque};
+use std::ops::Range;
+use std::os::fd::RawFd;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use mio::unix::SourceFd;
-use mio::{Interest, Poll};
+use mio::{Interest, Poll, Registry};
 
 use crate::config::{Benchmark, BusyPoll, Config, IoMethod, RunLength};
 use crate::model::run::RunResult;
@@ -274,63 +276,28 @@ fn execute(
     let shared = Arc::new(shared);
     let process_cpu_start = crate::observe::cpu::process_cpu_us();
     let monitor = start_monitor(prepared, bench, &shared);
-    let plan = prepared.plan.clone();
-    // Thread 0 runs on this thread, as pgbench's does: with `-j 1` the
-    // process stays single-threaded, which spares every system call the
-    // reference counting of a shared descriptor table and libc's
-    // cancellation-point bookkeeping.
-    let mut own = None;
-    let mut handles = Vec::new();
-    for (tid, range) in plan.client_ranges().into_iter().enumerate() {
-        let thread = ThreadStart {
+    let wake_fd = guard.wake_fd();
+    let starts = prepared
+        .plan
+        .client_ranges()
+        .into_iter()
+        .enumerate()
+        .map(|(tid, range)| ThreadStart {
             tid,
             range,
             clock,
             start_time,
             end_us,
-            wake_fd: guard.wake_fd(),
+            wake_fd,
             io_uring,
             spin,
-        };
-        let started = thread_parts(prepared, &plan, bench, &thread).and_then(|parts| {
-            if tid == 0 {
-                own = Some(parts);
-                return Ok(());
-            }
-            let (clients, env, poll) = parts;
-            let (plan, shared) = (plan.clone(), shared.clone());
-            std::thread::Builder::new()
-                .name(format!("pgbolt-{tid}"))
-                .spawn(move || run_worker(plan, shared, clients, env, poll))
-                .map(|handle| handles.push(handle))
-                .map_err(EngineError::Thread)
         });
-        if let Err(e) = started {
-            shared.fail_start(e);
-            own = None;
-            break;
-        }
-    }
-    let mut outcomes = Vec::with_capacity(handles.len() + 1);
-    if let Some((clients, env, poll)) = own {
-        outcomes.push(run_worker(plan, shared.clone(), clients, env, poll));
-    }
-    for h in handles {
-        outcomes.push(h.join().and_then(|outcome| outcome));
-    }
+    let outcomes = run_threads(prepared, bench, &shared, starts);
     // The run ends with its threads, as pgbench's does: not after the
     // monitor's end readings, which through a pooler wait seconds for
     // backends that never leave.
     let now = clock.now_us();
-    let mut results = Vec::with_capacity(outcomes.len());
-    let mut panicked = false;
-    for outcome in outcomes {
-        match outcome {
-            Ok(Some(r)) => results.push(r),
-            Ok(None) => {}
-            Err(_) => panicked = true,
-        }
-    }
+    let (results, panicked) = worker_results(outcomes);
     let interrupted_by = signals::received();
     let server_view = monitor.stop();
     drop(guard);
@@ -357,6 +324,71 @@ fn execute(
     })))
 }
 
+/// What a worker thread's loop returns, or its panic.
+type WorkerOutcome = std::thread::Result<Option<WorkerResult>>;
+
+/// Starts a thread for each of `starts` and waits for them all; a thread
+/// that fails to start stops the starting and fails the start gate.
+///
+/// Thread 0 runs on this thread, as pgbench's does: with `-j 1` the
+/// process stays single-threaded, which spares every system call the
+/// reference counting of a shared descriptor table and libc's
+/// cancellation-point bookkeeping.
+fn run_threads(
+    prepared: &Prepared,
+    bench: &Benchmark,
+    shared: &Arc<Shared>,
+    starts: impl Iterator<Item = ThreadStart>,
+) -> Vec<WorkerOutcome> {
+    let plan = prepared.plan.clone();
+    let mut own = None;
+    let mut handles = Vec::new();
+    for thread in starts {
+        let tid = thread.tid;
+        let started = thread_parts(prepared, &plan, bench, &thread).and_then(|parts| {
+            if tid == 0 {
+                own = Some(parts);
+                return Ok(());
+            }
+            let (clients, env, poll) = parts;
+            let (plan, shared) = (plan.clone(), shared.clone());
+            std::thread::Builder::new()
+                .name(format!("pgbolt-{tid}"))
+                .spawn(move || run_worker(plan, shared, clients, env, poll))
+                .map(|handle| handles.push(handle))
+                .map_err(EngineError::Thread)
+        });
+        if let Err(e) = started {
+            shared.fail_start(e);
+            own = None;
+            break;
+        }
+    }
+    let mut outcomes = Vec::with_capacity(handles.len() + 1);
+    if let Some((clients, env, poll)) = own {
+        outcomes.push(run_worker(plan, shared.clone(), clients, env, poll));
+    }
+    for h in handles {
+        outcomes.push(h.join().and_then(|outcome| outcome));
+    }
+    outcomes
+}
+
+/// The results the threads left (a thread that left none adds none), and
+/// whether one of them panicked.
+fn worker_results(outcomes: Vec<WorkerOutcome>) -> (Vec<WorkerResult>, bool) {
+    let mut results = Vec::with_capacity(outcomes.len());
+    let mut panicked = false;
+    for outcome in outcomes {
+        match outcome {
+            Ok(Some(r)) => results.push(r),
+            Ok(None) => {}
+            Err(_) => panicked = true,
+        }
+    }
+    (results, panicked)
+}
+
 /// Runs one worker thread's loop. A panic (a bug) is reported through the
 /// start gate too, so that threads still waiting there for every thread to
 /// connect give up instead of waiting forever.
@@ -380,11 +412,11 @@ fn run_worker(
 /// What a thread is started with besides the plan.
 struct ThreadStart {
     tid: usize,
-    range: std::ops::Range<u32>,
+    range: Range<u32>,
     clock: Clock,
     start_time: i64,
     end_us: Option<i64>,
-    wake_fd: std::os::fd::RawFd,
+    wake_fd: RawFd,
     io_uring: bool,
     spin: SpinMode,
 }
@@ -437,36 +469,9 @@ fn thread_parts(
     bench: &Benchmark,
     t: &ThreadStart,
 ) -> Result<(Vec<Client>, ThreadEnv, Poll), EngineError> {
-    let poll = Poll::new().map_err(EngineError::Poll)?;
-    poll.registry()
-        .register(
-            &mut SourceFd(&t.wake_fd),
-            worker::SIGNAL,
-            Interest::READABLE,
-        )
-        .map_err(EngineError::Poll)?;
-    let registry = poll.registry().try_clone().map_err(EngineError::Poll)?;
-    let sleeper = timer::Sleeper::new(&registry, worker::TIMER).map_err(EngineError::Poll)?;
+    let (poll, registry, sleeper) = thread_poll(t.wake_fd)?;
     let per_script = plan.commands_per_script();
-    let clients: Vec<Client> = t
-        .range
-        .clone()
-        .map(|local| {
-            // A generator's clients are numbered after the fleet's earlier
-            // generators' (see crate::fleet).
-            let id = local + bench.fleet.map_or(0, |s| s.client_offset);
-            let mut vars = prepared.base.clone();
-            if !defined(bench, "client_id") {
-                vars.set(plan.slots.client_id, crate::expr::Value::Int(i64::from(id)));
-            }
-            Client::new(
-                id,
-                vars,
-                prepared.states.clients[local as usize],
-                &per_script,
-            )
-        })
-        .collect();
+    let clients = thread_clients(prepared, plan, bench, t.range.clone(), &per_script);
     let log = match &bench.log {
         Some(opts) => Some(
             TransactionLog::create(&log_options(bench, opts), t.tid, t.start_time)
@@ -474,23 +479,13 @@ fn thread_parts(
         ),
         None => None,
     };
-    let layout = StatsLayout {
-        commands_per_script: per_script,
-        latency_limit_us: plan.latency_limit_us,
-        start_us: t.start_time,
-        throttled: plan.throttle_delay_us > 0.0,
-        series: bench.json.is_some() || bench.html.is_some(),
-    };
     let ts = prepared.states.threads[t.tid];
     let pool = plan.pool_shares().map(|shares| {
         // Pooled sockets' tokens come after the clients', their children's
         // and their lingering connections' (see `worker`).
         app_pool::Pool::new(shares[t.tid] as usize, clients.len(), 3 * clients.len())
     });
-    let mut stats = ThreadStats::new(&layout);
-    if pool.is_some() {
-        stats.track_pool_wait();
-    }
+    let stats = thread_stats(plan, bench, t.start_time, per_script, pool.is_some());
     let env = ThreadEnv {
         tid: t.tid,
         clock: t.clock,
@@ -516,20 +511,88 @@ fn thread_parts(
         ring: None,
         lingering: Lingering::default(),
         pool,
-        progress: bench.progress.map(|interval| {
-            progress::Progress::new(
-                interval,
-                ProgressOptions {
-                    timestamp: bench.progress_timestamp,
-                    throttled: bench.rate.is_some(),
-                    latency_limit: bench.latency_limit.is_some(),
-                    max_tries: plan.max_tries,
-                },
-                t.start_time,
-            )
-        }),
+        progress: thread_progress(plan, bench, t.start_time),
     };
     Ok((clients, env, poll))
+}
+
+/// A thread's poller, with the signal pipe's wake-up registered; a handle
+/// on its registry for the connections, and its timer.
+fn thread_poll(wake_fd: RawFd) -> Result<(Poll, Registry, timer::Sleeper), EngineError> {
+    let poll = Poll::new().map_err(EngineError::Poll)?;
+    poll.registry()
+        .register(&mut SourceFd(&wake_fd), worker::SIGNAL, Interest::READABLE)
+        .map_err(EngineError::Poll)?;
+    let registry = poll.registry().try_clone().map_err(EngineError::Poll)?;
+    let sleeper = timer::Sleeper::new(&registry, worker::TIMER).map_err(EngineError::Poll)?;
+    Ok((poll, registry, sleeper))
+}
+
+/// A thread's clients (those of `range`), each with the starting variables,
+/// its `client_id` and its own random state.
+fn thread_clients(
+    prepared: &Prepared,
+    plan: &Plan,
+    bench: &Benchmark,
+    range: Range<u32>,
+    per_script: &[usize],
+) -> Vec<Client> {
+    range
+        .map(|local| {
+            // A generator's clients are numbered after the fleet's earlier
+            // generators' (see crate::fleet).
+            let id = local + bench.fleet.map_or(0, |s| s.client_offset);
+            let mut vars = prepared.base.clone();
+            if !defined(bench, "client_id") {
+                vars.set(plan.slots.client_id, crate::expr::Value::Int(i64::from(id)));
+            }
+            Client::new(
+                id,
+                vars,
+                prepared.states.clients[local as usize],
+                per_script,
+            )
+        })
+        .collect()
+}
+
+/// A thread's statistics recorder, shaped by the run's options; with the
+/// wait for a pooled connection tracked when the clients share a pool.
+fn thread_stats(
+    plan: &Plan,
+    bench: &Benchmark,
+    start_time: i64,
+    per_script: Vec<usize>,
+    pooled: bool,
+) -> ThreadStats {
+    let layout = StatsLayout {
+        commands_per_script: per_script,
+        latency_limit_us: plan.latency_limit_us,
+        start_us: start_time,
+        throttled: plan.throttle_delay_us > 0.0,
+        series: bench.json.is_some() || bench.html.is_some(),
+    };
+    let mut stats = ThreadStats::new(&layout);
+    if pooled {
+        stats.track_pool_wait();
+    }
+    stats
+}
+
+/// A thread's `--progress` reports, when asked for.
+fn thread_progress(plan: &Plan, bench: &Benchmark, start_time: i64) -> Option<progress::Progress> {
+    bench.progress.map(|interval| {
+        progress::Progress::new(
+            interval,
+            ProgressOptions {
+                timestamp: bench.progress_timestamp,
+                throttled: bench.rate.is_some(),
+                latency_limit: bench.latency_limit.is_some(),
+                max_tries: plan.max_tries,
+            },
+            start_time,
+        )
+    })
 }
 
 fn log_options(bench: &Benchmark, log: &crate::config::TransactionLog) -> LogOptions {
