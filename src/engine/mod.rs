@@ -3,14 +3,16 @@
 //! # How a run goes
 //! 1. [`plan`]: scripts loaded, variables resolved to slots, clients dealt
 //!    to threads exactly as pgbench deals them.
-//! 2. [`setup`]: one blocking connection prints the version line, checks
-//!    the server's connection limit (the preflight, skipped with
-//!    `--no-preflight`), reads the scale from `pgbench_branches` when a
-//!    builtin script runs, and vacuums; then it closes.
+//! 2. [`prepare`](mod@prepare), through [`setup`]: one blocking connection
+//!    prints the version line, checks the server's connection limit (the
+//!    preflight, skipped with `--no-preflight`), reads the scale from
+//!    `pgbench_branches` when a builtin script runs, and vacuums; then it
+//!    closes.
 //! 3. Every client gets pgbench's automatic variables and its own random
-//!    state (drawn in pgbench's order from the seed, so `--random-seed`
-//!    reproduces pgbench's values); each thread gets its script-choice,
-//!    throttling and sampling generators.
+//!    state (drawn in pgbench's order from the seed by
+//!    [`prepare`](mod@prepare), so `--random-seed` reproduces pgbench's
+//!    values); each thread gets its script-choice, throttling and sampling
+//!    generators.
 //! 4. [`worker`]: each thread opens its clients' connections concurrently
 //!    (non-blocking connect state machines on its mio poller, as many at
 //!    once as the window of [`pacing`] allows), waits
@@ -68,6 +70,7 @@ mod monitor;
 mod outcome;
 mod pacing;
 pub mod plan;
+mod prepare;
 mod progress;
 mod setup;
 mod setup_stop;
@@ -81,17 +84,17 @@ mod uring;
 mod worker;
 
 use std::collections::{BinaryHeap, VecDeque};
+use std::ops::Range;
+use std::os::fd::RawFd;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use mio::unix::SourceFd;
-use mio::{Interest, Poll};
+use mio::{Interest, Poll, Registry};
 
 use crate::config::{Benchmark, BusyPoll, Config, IoMethod, RunLength};
-use crate::expr::vars::Variables;
 use crate::model::run::RunResult;
 use crate::program::log;
-use crate::random::{RandomSeed, RandomStates};
 use crate::stats::{LogOptions, ProgressOptions, StatsLayout, ThreadStats, TransactionLog};
 
 use client::Client;
@@ -101,33 +104,13 @@ pub use error::EngineError;
 use linger::Lingering;
 use monitor::start_monitor;
 pub use outcome::Finished;
-use outcome::{build_result, json_to_stdout, Ended};
+use outcome::{build_result, Ended};
 use plan::Plan;
+use prepare::{defined, prepare, Prepared};
 use shared::Shared;
 pub use signals::{install_between, received_between};
 use spin::SpinMode;
 use worker::WorkerResult;
-
-/// What the set-up established, for the threads.
-struct Prepared {
-    plan: Arc<Plan>,
-    connector: pgwire::Connector,
-    scale: i64,
-    partitioning: Option<(String, u32)>,
-    server_settings: std::collections::BTreeMap<String, String>,
-    states: RandomStates,
-    /// The variables every client starts with, `client_id` aside.
-    base: Variables,
-    /// The server's `server_version`, for the reports.
-    server_version: Option<String>,
-    /// Connection slots the preflight found left for the monitor.
-    spare_slots: Option<i64>,
-    /// Why the monitor must not connect, when the set-up found a reason.
-    monitor_refused: Option<String>,
-    /// `pg_stat_database` as the set-up connection read it last, for the
-    /// monitor.
-    database_start: Option<crate::observe::DatabaseStart>,
-}
 
 /// How a plain run ended.
 pub enum Ran {
@@ -293,63 +276,28 @@ fn execute(
     let shared = Arc::new(shared);
     let process_cpu_start = crate::observe::cpu::process_cpu_us();
     let monitor = start_monitor(prepared, bench, &shared);
-    let plan = prepared.plan.clone();
-    // Thread 0 runs on this thread, as pgbench's does: with `-j 1` the
-    // process stays single-threaded, which spares every system call the
-    // reference counting of a shared descriptor table and libc's
-    // cancellation-point bookkeeping.
-    let mut own = None;
-    let mut handles = Vec::new();
-    for (tid, range) in plan.client_ranges().into_iter().enumerate() {
-        let thread = ThreadStart {
+    let wake_fd = guard.wake_fd();
+    let starts = prepared
+        .plan
+        .client_ranges()
+        .into_iter()
+        .enumerate()
+        .map(|(tid, range)| ThreadStart {
             tid,
             range,
             clock,
             start_time,
             end_us,
-            wake_fd: guard.wake_fd(),
+            wake_fd,
             io_uring,
             spin,
-        };
-        let started = thread_parts(prepared, &plan, bench, &thread).and_then(|parts| {
-            if tid == 0 {
-                own = Some(parts);
-                return Ok(());
-            }
-            let (clients, env, poll) = parts;
-            let (plan, shared) = (plan.clone(), shared.clone());
-            std::thread::Builder::new()
-                .name(format!("pgbolt-{tid}"))
-                .spawn(move || run_worker(plan, shared, clients, env, poll))
-                .map(|handle| handles.push(handle))
-                .map_err(EngineError::Thread)
         });
-        if let Err(e) = started {
-            shared.fail_start(e);
-            own = None;
-            break;
-        }
-    }
-    let mut outcomes = Vec::with_capacity(handles.len() + 1);
-    if let Some((clients, env, poll)) = own {
-        outcomes.push(run_worker(plan, shared.clone(), clients, env, poll));
-    }
-    for h in handles {
-        outcomes.push(h.join().and_then(|outcome| outcome));
-    }
+    let outcomes = run_threads(prepared, bench, &shared, starts);
     // The run ends with its threads, as pgbench's does: not after the
     // monitor's end readings, which through a pooler wait seconds for
     // backends that never leave.
     let now = clock.now_us();
-    let mut results = Vec::with_capacity(outcomes.len());
-    let mut panicked = false;
-    for outcome in outcomes {
-        match outcome {
-            Ok(Some(r)) => results.push(r),
-            Ok(None) => {}
-            Err(_) => panicked = true,
-        }
-    }
+    let (results, panicked) = worker_results(outcomes);
     let interrupted_by = signals::received();
     let server_view = monitor.stop();
     drop(guard);
@@ -376,6 +324,71 @@ fn execute(
     })))
 }
 
+/// What a worker thread's loop returns, or its panic.
+type WorkerOutcome = std::thread::Result<Option<WorkerResult>>;
+
+/// Starts a thread for each of `starts` and waits for them all; a thread
+/// that fails to start stops the starting and fails the start gate.
+///
+/// Thread 0 runs on this thread, as pgbench's does: with `-j 1` the
+/// process stays single-threaded, which spares every system call the
+/// reference counting of a shared descriptor table and libc's
+/// cancellation-point bookkeeping.
+fn run_threads(
+    prepared: &Prepared,
+    bench: &Benchmark,
+    shared: &Arc<Shared>,
+    starts: impl Iterator<Item = ThreadStart>,
+) -> Vec<WorkerOutcome> {
+    let plan = prepared.plan.clone();
+    let mut own = None;
+    let mut handles = Vec::new();
+    for thread in starts {
+        let tid = thread.tid;
+        let started = thread_parts(prepared, &plan, bench, &thread).and_then(|parts| {
+            if tid == 0 {
+                own = Some(parts);
+                return Ok(());
+            }
+            let (clients, env, poll) = parts;
+            let (plan, shared) = (plan.clone(), shared.clone());
+            std::thread::Builder::new()
+                .name(format!("pgbolt-{tid}"))
+                .spawn(move || run_worker(plan, shared, clients, env, poll))
+                .map(|handle| handles.push(handle))
+                .map_err(EngineError::Thread)
+        });
+        if let Err(e) = started {
+            shared.fail_start(e);
+            own = None;
+            break;
+        }
+    }
+    let mut outcomes = Vec::with_capacity(handles.len() + 1);
+    if let Some((clients, env, poll)) = own {
+        outcomes.push(run_worker(plan, shared.clone(), clients, env, poll));
+    }
+    for h in handles {
+        outcomes.push(h.join().and_then(|outcome| outcome));
+    }
+    outcomes
+}
+
+/// The results the threads left (a thread that left none adds none), and
+/// whether one of them panicked.
+fn worker_results(outcomes: Vec<WorkerOutcome>) -> (Vec<WorkerResult>, bool) {
+    let mut results = Vec::with_capacity(outcomes.len());
+    let mut panicked = false;
+    for outcome in outcomes {
+        match outcome {
+            Ok(Some(r)) => results.push(r),
+            Ok(None) => {}
+            Err(_) => panicked = true,
+        }
+    }
+    (results, panicked)
+}
+
 /// Runs one worker thread's loop. A panic (a bug) is reported through the
 /// start gate too, so that threads still waiting there for every thread to
 /// connect give up instead of waiting forever.
@@ -396,203 +409,14 @@ fn run_worker(
     outcome
 }
 
-/// A host as libpq's `PQhost` names it: the socket directory, the host
-/// name, or the address when only `hostaddr` was given.
-fn debug_host(kind: &pgwire::conninfo::HostKind) -> String {
-    use pgwire::conninfo::HostKind;
-    match kind {
-        HostKind::Unix(dir) => dir.display().to_string(),
-        HostKind::Tcp {
-            name: Some(name), ..
-        } => name.clone(),
-        HostKind::Tcp {
-            addr: Some(addr), ..
-        } => addr.to_string(),
-        HostKind::Tcp { .. } => String::new(),
-    }
-}
-
-/// pgbench's `setting random seed to N` lines, shown as script loading
-/// reaches the point of the command line where each seed was met (a
-/// script that fails to load stops pgbench before the seeds after it).
-/// The last seed is the one used, already resolved.
-struct SeedLines<'a> {
-    notes: &'a [crate::config::SeedNote],
-    shown: usize,
-    used: u64,
-}
-
-impl<'a> SeedLines<'a> {
-    fn new(notes: &'a [crate::config::SeedNote], used: u64) -> Self {
-        SeedLines {
-            notes,
-            shown: 0,
-            used,
-        }
-    }
-
-    /// Shows the seeds met before the script numbered `scripts`.
-    fn show(&mut self, scripts: usize) {
-        while let Some(note) = self.notes.get(self.shown) {
-            if note.scripts_before > scripts {
-                break;
-            }
-            self.shown += 1;
-            let value = if self.shown == self.notes.len() {
-                Ok(self.used)
-            } else {
-                note.seed.resolve()
-            };
-            if let Ok(value) = value {
-                log::info(format_args!("setting random seed to {value}"));
-            }
-        }
-    }
-}
-
-/// Everything up to the clients' connections: the seed, the scripts, the
-/// set-up connection's work, the random states and the starting variables.
-fn prepare(config: &Config, bench: &Benchmark, step: &StepSetup) -> Result<Prepared, EngineError> {
-    let seed = bench.random_seed.unwrap_or(RandomSeed::Time);
-    let seed_value = seed.resolve().map_err(EngineError::Seed)?;
-    let mut seeds = SeedLines::new(&config.seeds, seed_value);
-    let plan = Plan::new(bench, config.debug, &mut |scripts| {
-        if step.announce {
-            seeds.show(scripts)
-        }
-    })?;
-    let (connector, mut setup_client) = setup::connect(&config.connection)?;
-    let stop = setup_stop::arm(&setup_client.cancel_token());
-    if step.announce {
-        setup::print_version(&setup_client, json_to_stdout(bench));
-    }
-    let server_version = setup_client.parameter("server_version").map(str::to_owned);
-    if config.debug {
-        let (what, n) = match bench.length {
-            RunLength::Transactions(n) => ("nxacts", n),
-            RunLength::Duration(s) => ("duration", s),
-        };
-        // pgbench names the host and port its set-up connection reached
-        // (PQhost, PQport): `host`, else `hostaddr`, as written (the
-        // default socket directory when neither is), the port as written.
-        let cfg = connector.config();
-        let index = setup_client.host_index();
-        let (host, port) = match (cfg.hosts.get(index), cfg.host_spellings.get(index)) {
-            (Some(h), Some(written)) if written.name.is_empty() => {
-                (debug_host(&h.kind), written.port.clone())
-            }
-            (Some(_), Some(written)) => (written.name.clone(), written.port.clone()),
-            (Some(h), None) => (debug_host(&h.kind), h.port.to_string()),
-            (None, _) => (String::new(), String::new()),
-        };
-        log::debug(format_args!(
-            "pghost: {host} pgport: {port} nclients: {} {what}: {n} dbName: {}",
-            plan.clients, cfg.dbname
-        ));
-    }
-    let spare_slots = if config.preflight {
-        setup::preflight(
-            &mut setup_client,
-            step.preflight_clients.unwrap_or(plan.connections()),
-            config.temp_instance.is_some(),
-        )?
-    } else {
-        None
-    };
-    if config.preflight
-        && bench.query_mode == crate::script::QueryMode::Prepared
-        && step.announce
-        && crate::observe::pooler::behind_pooler(&mut setup_client)
-    {
-        crate::observe::pooler::warn_prepared_through_pooler(&mut setup_client, &connector);
-    }
-    let monitor_refused = if config.preflight && bench.monitor.is_some() {
-        crate::observe::pooler::monitor_refused(&mut setup_client, &connector)
-    } else {
-        None
-    };
-    let server_settings = if config.preflight {
-        setup::server_settings(&mut setup_client)
-    } else {
-        Default::default()
-    };
-    let (scale, partitioning) = if plan.builtin_used {
-        let dbname = connector.config().dbname.clone();
-        let info = setup::table_info(&mut setup_client, &dbname, bench.scale.is_some())?;
-        (info.scale, info.partitioning)
-    } else {
-        (i64::from(bench.scale.unwrap_or(1)), None)
-    };
-    setup::vacuum(&mut setup_client, bench.vacuum);
-    if step.checkpoint {
-        setup::checkpoint(&mut setup_client);
-    }
-    let database_start = if bench.monitor.is_some()
-        && monitor_refused.is_none()
-        && spare_slots.map_or(true, |n| n >= 1)
-    {
-        crate::observe::read_database(&mut setup_client)
-    } else {
-        None
-    };
-    drop(stop);
-    setup_client.close();
-    raise_open_files_limit(bench.open_files_needed(config.io, config.temp_instance.is_some()));
-    let states = random_states(bench, &plan, seed_value);
-    let base = base_variables(&plan, bench, scale, &states);
-    Ok(Prepared {
-        plan: Arc::new(plan),
-        connector,
-        scale,
-        partitioning,
-        server_settings,
-        states,
-        base,
-        server_version,
-        spare_slots,
-        monitor_refused,
-        database_start,
-    })
-}
-
-/// pgbench's random states for this run; a generator of a fleet takes
-/// its clients' and threads' states from those of the whole fleet (see
-/// [`crate::fleet`]).
-fn random_states(bench: &Benchmark, plan: &Plan, seed: u64) -> RandomStates {
-    let default_seed = defined(bench, "default_seed");
-    let Some(share) = &bench.fleet else {
-        return RandomStates::new(
-            seed,
-            plan.clients as usize,
-            plan.threads as usize,
-            default_seed,
-        );
-    };
-    let mut states = RandomStates::new(
-        seed,
-        share.clients_total as usize,
-        share.threads_total as usize,
-        default_seed,
-    );
-    let (c, t) = (share.client_offset as usize, share.thread_offset as usize);
-    states.clients = states.clients[c..c + share.clients as usize].to_vec();
-    states.threads = states.threads[t..t + share.threads as usize].to_vec();
-    states
-}
-
-/// Whether `-D` defined `name`.
-fn defined(bench: &Benchmark, name: &str) -> bool {
-    bench.variables.iter().any(|d| d.name == name)
-}
-
 /// What a thread is started with besides the plan.
 struct ThreadStart {
     tid: usize,
-    range: std::ops::Range<u32>,
+    range: Range<u32>,
     clock: Clock,
     start_time: i64,
     end_us: Option<i64>,
-    wake_fd: std::os::fd::RawFd,
+    wake_fd: RawFd,
     io_uring: bool,
     spin: SpinMode,
 }
@@ -645,36 +469,9 @@ fn thread_parts(
     bench: &Benchmark,
     t: &ThreadStart,
 ) -> Result<(Vec<Client>, ThreadEnv, Poll), EngineError> {
-    let poll = Poll::new().map_err(EngineError::Poll)?;
-    poll.registry()
-        .register(
-            &mut SourceFd(&t.wake_fd),
-            worker::SIGNAL,
-            Interest::READABLE,
-        )
-        .map_err(EngineError::Poll)?;
-    let registry = poll.registry().try_clone().map_err(EngineError::Poll)?;
-    let sleeper = timer::Sleeper::new(&registry, worker::TIMER).map_err(EngineError::Poll)?;
+    let (poll, registry, sleeper) = thread_poll(t.wake_fd)?;
     let per_script = plan.commands_per_script();
-    let clients: Vec<Client> = t
-        .range
-        .clone()
-        .map(|local| {
-            // A generator's clients are numbered after the fleet's earlier
-            // generators' (see crate::fleet).
-            let id = local + bench.fleet.map_or(0, |s| s.client_offset);
-            let mut vars = prepared.base.clone();
-            if !defined(bench, "client_id") {
-                vars.set(plan.slots.client_id, crate::expr::Value::Int(i64::from(id)));
-            }
-            Client::new(
-                id,
-                vars,
-                prepared.states.clients[local as usize],
-                &per_script,
-            )
-        })
-        .collect();
+    let clients = thread_clients(prepared, plan, bench, t.range.clone(), &per_script);
     let log = match &bench.log {
         Some(opts) => Some(
             TransactionLog::create(&log_options(bench, opts), t.tid, t.start_time)
@@ -682,23 +479,13 @@ fn thread_parts(
         ),
         None => None,
     };
-    let layout = StatsLayout {
-        commands_per_script: per_script,
-        latency_limit_us: plan.latency_limit_us,
-        start_us: t.start_time,
-        throttled: plan.throttle_delay_us > 0.0,
-        series: bench.json.is_some() || bench.html.is_some(),
-    };
     let ts = prepared.states.threads[t.tid];
     let pool = plan.pool_shares().map(|shares| {
         // Pooled sockets' tokens come after the clients', their children's
         // and their lingering connections' (see `worker`).
         app_pool::Pool::new(shares[t.tid] as usize, clients.len(), 3 * clients.len())
     });
-    let mut stats = ThreadStats::new(&layout);
-    if pool.is_some() {
-        stats.track_pool_wait();
-    }
+    let stats = thread_stats(plan, bench, t.start_time, per_script, pool.is_some());
     let env = ThreadEnv {
         tid: t.tid,
         clock: t.clock,
@@ -724,43 +511,88 @@ fn thread_parts(
         ring: None,
         lingering: Lingering::default(),
         pool,
-        progress: bench.progress.map(|interval| {
-            progress::Progress::new(
-                interval,
-                ProgressOptions {
-                    timestamp: bench.progress_timestamp,
-                    throttled: bench.rate.is_some(),
-                    latency_limit: bench.latency_limit.is_some(),
-                    max_tries: plan.max_tries,
-                },
-                t.start_time,
-            )
-        }),
+        progress: thread_progress(plan, bench, t.start_time),
     };
     Ok((clients, env, poll))
 }
 
-/// The variables every client starts with: `-D` definitions, then
-/// `scale`, `default_seed` and `random_seed` unless `-D` set them
-/// (`client_id` is set per client).
-fn base_variables(plan: &Plan, bench: &Benchmark, scale: i64, states: &RandomStates) -> Variables {
-    use crate::expr::Value;
-    let mut vars = Variables::new(&plan.names);
-    for def in &bench.variables {
-        if let Some(slot) = plan.names.lookup(&def.name) {
-            vars.set_text(slot, &def.value);
-        }
+/// A thread's poller, with the signal pipe's wake-up registered; a handle
+/// on its registry for the connections, and its timer.
+fn thread_poll(wake_fd: RawFd) -> Result<(Poll, Registry, timer::Sleeper), EngineError> {
+    let poll = Poll::new().map_err(EngineError::Poll)?;
+    poll.registry()
+        .register(&mut SourceFd(&wake_fd), worker::SIGNAL, Interest::READABLE)
+        .map_err(EngineError::Poll)?;
+    let registry = poll.registry().try_clone().map_err(EngineError::Poll)?;
+    let sleeper = timer::Sleeper::new(&registry, worker::TIMER).map_err(EngineError::Poll)?;
+    Ok((poll, registry, sleeper))
+}
+
+/// A thread's clients (those of `range`), each with the starting variables,
+/// its `client_id` and its own random state.
+fn thread_clients(
+    prepared: &Prepared,
+    plan: &Plan,
+    bench: &Benchmark,
+    range: Range<u32>,
+    per_script: &[usize],
+) -> Vec<Client> {
+    range
+        .map(|local| {
+            // A generator's clients are numbered after the fleet's earlier
+            // generators' (see crate::fleet).
+            let id = local + bench.fleet.map_or(0, |s| s.client_offset);
+            let mut vars = prepared.base.clone();
+            if !defined(bench, "client_id") {
+                vars.set(plan.slots.client_id, crate::expr::Value::Int(i64::from(id)));
+            }
+            Client::new(
+                id,
+                vars,
+                prepared.states.clients[local as usize],
+                per_script,
+            )
+        })
+        .collect()
+}
+
+/// A thread's statistics recorder, shaped by the run's options; with the
+/// wait for a pooled connection tracked when the clients share a pool.
+fn thread_stats(
+    plan: &Plan,
+    bench: &Benchmark,
+    start_time: i64,
+    per_script: Vec<usize>,
+    pooled: bool,
+) -> ThreadStats {
+    let layout = StatsLayout {
+        commands_per_script: per_script,
+        latency_limit_us: plan.latency_limit_us,
+        start_us: start_time,
+        throttled: plan.throttle_delay_us > 0.0,
+        series: bench.json.is_some() || bench.html.is_some(),
+    };
+    let mut stats = ThreadStats::new(&layout);
+    if pooled {
+        stats.track_pool_wait();
     }
-    if !defined(bench, "scale") {
-        vars.set(plan.slots.scale, Value::Int(scale));
-    }
-    if let Some(seed) = states.default_seed {
-        vars.set(plan.slots.default_seed, Value::Int(seed));
-    }
-    if !defined(bench, "random_seed") {
-        vars.set(plan.slots.random_seed, Value::Int(states.random_seed));
-    }
-    vars
+    stats
+}
+
+/// A thread's `--progress` reports, when asked for.
+fn thread_progress(plan: &Plan, bench: &Benchmark, start_time: i64) -> Option<progress::Progress> {
+    bench.progress.map(|interval| {
+        progress::Progress::new(
+            interval,
+            ProgressOptions {
+                timestamp: bench.progress_timestamp,
+                throttled: bench.rate.is_some(),
+                latency_limit: bench.latency_limit.is_some(),
+                max_tries: plan.max_tries,
+            },
+            start_time,
+        )
+    })
 }
 
 fn log_options(bench: &Benchmark, log: &crate::config::TransactionLog) -> LogOptions {
@@ -774,24 +606,6 @@ fn log_options(bench: &Benchmark, log: &crate::config::TransactionLog) -> LogOpt
         continue_on_error: bench.continue_on_error,
         sampling_rate: log.sampling_rate,
         aggregate_interval_s: log.aggregate_interval,
-    }
-}
-
-/// Raises the soft limit on open files to what the run needs, with room for
-/// `\shell` pipes and cancel requests, as far as the hard limit allows (the
-/// command line was checked against the hard limit).
-fn raise_open_files_limit(needed: u64) {
-    let wanted = needed + 64;
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit read and write the struct we pass.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < wanted {
-            limit.rlim_cur = wanted.min(limit.rlim_max);
-            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
-        }
     }
 }
 

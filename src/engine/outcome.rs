@@ -169,6 +169,55 @@ pub(super) fn build_result(
             run_delay_us: r.run_delay_us,
         })
         .collect();
+    let Some(merged) = merge_threads(results)? else {
+        return Ok(None);
+    };
+    let options = run_options(prepared, bench);
+    // Under --start-at the wait after the connections is not connection
+    // time.
+    let connected = match (bench.start_at_us, ready_us) {
+        (Some(_), Some(ready)) => ready.min(merged.bench_start),
+        _ => merged.bench_start,
+    };
+    let timings = Timings {
+        bench_duration_us: (now - merged.bench_start).max(1),
+        initial_connection_us: connected - start_time,
+        total_connection_us: merged.conn_total,
+    };
+    let incomplete = merged.aborted > 0 || merged.interrupted > 0 || interrupted_by.is_some();
+    let mut result = RunResult::build(options, timings, incomplete, &merged.stats)
+        .map_err(|e| EngineError::Report(e.to_string()))?;
+    result.context = run_context(prepared, start_time, now);
+    result.diagnosis = Some(diagnosis(
+        &result,
+        server_view,
+        &thread_times,
+        (process_cpu_us, now - start_time),
+    ));
+    result.generator = Some(generator_info(bench, &result, merged.bench_start, now));
+    Ok(Some(Finished {
+        result,
+        aborted: merged.aborted,
+        interrupted: merged.interrupted,
+        interrupted_by,
+        log_failed: merged.log_failed,
+    }))
+}
+
+/// The threads' results added together.
+struct Merged {
+    stats: ThreadStats,
+    /// Time the threads spent connecting, summed, µs.
+    conn_total: i64,
+    /// When the first thread's clients started, µs.
+    bench_start: i64,
+    aborted: usize,
+    interrupted: usize,
+    log_failed: bool,
+}
+
+/// Adds the threads' statistics and counts; `None` when no thread left any.
+fn merge_threads(results: Vec<WorkerResult>) -> Result<Option<Merged>, EngineError> {
     let mut merged: Option<ThreadStats> = None;
     let (mut conn_total, mut bench_start, mut aborted, mut interrupted) = (0, i64::MAX, 0, 0);
     let mut log_failed = false;
@@ -185,38 +234,38 @@ pub(super) fn build_result(
                 .map_err(|e| EngineError::Report(e.to_string()))?,
         }
     }
-    let Some(stats) = merged else {
-        return Ok(None);
-    };
-    let options = run_options(prepared, bench);
-    // Under --start-at the wait after the connections is not connection
-    // time.
-    let connected = match (bench.start_at_us, ready_us) {
-        (Some(_), Some(ready)) => ready.min(bench_start),
-        _ => bench_start,
-    };
-    let timings = Timings {
-        bench_duration_us: (now - bench_start).max(1),
-        initial_connection_us: connected - start_time,
-        total_connection_us: conn_total,
-    };
-    let incomplete = aborted > 0 || interrupted > 0 || interrupted_by.is_some();
-    let mut result = RunResult::build(options, timings, incomplete, &stats)
-        .map_err(|e| EngineError::Report(e.to_string()))?;
-    result.context = crate::model::run::RunContext {
+    Ok(merged.map(|stats| Merged {
+        stats,
+        conn_total,
+        bench_start,
+        aborted,
+        interrupted,
+        log_failed,
+    }))
+}
+
+/// Where and when the run ran, for the result: the command line (its
+/// secrets redacted), the server, and the run's start and end.
+fn run_context(prepared: &Prepared, start_time: i64, now: i64) -> crate::model::run::RunContext {
+    crate::model::run::RunContext {
         command_line: Some(crate::model::run::redacted_command_line(std::env::args_os())),
         server_version: prepared.server_version.clone(),
         server_settings: prepared.server_settings.clone(),
         started_us: Some(start_time),
         ended_us: Some(now),
-    };
-    result.diagnosis = Some(diagnosis(
-        &result,
-        server_view,
-        &thread_times,
-        (process_cpu_us, now - start_time),
-    ));
-    result.generator = Some(crate::model::generators::GeneratorInfo {
+    }
+}
+
+/// Which of the fleet's generators wrote `result` (generator 0 of 1
+/// without `--generators`), the run's id and its measured window, for
+/// `--merge`.
+fn generator_info(
+    bench: &Benchmark,
+    result: &RunResult,
+    bench_start: i64,
+    now: i64,
+) -> crate::model::generators::GeneratorInfo {
+    crate::model::generators::GeneratorInfo {
         index: bench.fleet.map_or(0, |s| s.index),
         count: bench.fleet.map_or(1, |s| s.count),
         run_id: crate::model::generators::run_id(
@@ -229,12 +278,5 @@ pub(super) fn build_result(
         clock: crate::wallclock::CLOCK.to_owned(),
         window_start_us: bench_start,
         window_end_us: now,
-    });
-    Ok(Some(Finished {
-        result,
-        aborted,
-        interrupted,
-        interrupted_by,
-        log_failed,
-    }))
+    }
 }

@@ -111,13 +111,31 @@ pub fn window_tolerance_us(windows: &[(i64, i64)]) -> i64 {
     (shortest / 10).max(crate::config::fleet::LATE_TOLERANCE_US)
 }
 
+/// A result with the file it came from and the generator that wrote it.
+type Entry<'a> = (&'a str, &'a GeneratorInfo, &'a RunResult);
+
 /// The merged result of `results` (each with the file it came from), and
 /// the indexes of the generators missing from it.
 pub fn merge_results(
     results: &[(String, RunResult)],
     allow_partial: bool,
 ) -> Result<(RunResult, Vec<u32>), MergeError> {
-    let mut infos: Vec<(&str, &GeneratorInfo, &RunResult)> = Vec::new();
+    let mut infos = generator_infos(results)?;
+    check_one_run(&infos)?;
+    infos.sort_by_key(|(_, info, _)| info.index);
+    let missing = missing_generators(&infos, allow_partial)?;
+    check_windows(&infos)?;
+    let sorted: Vec<RunResult> = infos.iter().map(|(_, _, r)| (*r).clone()).collect();
+    let mut merged = report::merge(&sorted).map_err(|e| MergeError::Report(e.to_string()))?;
+    merged.generators = infos.iter().map(generator_summary).collect();
+    merged.generator = None;
+    Ok((merged, missing))
+}
+
+/// Each result with the generator that wrote it; an error for the first
+/// result that does not say.
+fn generator_infos(results: &[(String, RunResult)]) -> Result<Vec<Entry<'_>>, MergeError> {
+    let mut infos: Vec<Entry<'_>> = Vec::new();
     for (path, r) in results {
         let info = r
             .generator
@@ -125,6 +143,12 @@ pub fn merge_results(
             .ok_or_else(|| MergeError::NoGenerator { path: path.clone() })?;
         infos.push((path, info, r));
     }
+    Ok(infos)
+}
+
+/// Checks that every result is of the first's run: the same schema
+/// version, run id, scripts and number of generators.
+fn check_one_run(infos: &[Entry<'_>]) -> Result<(), MergeError> {
     let (first_path, first, first_result) = infos[0];
     for &(path, info, r) in &infos[1..] {
         if r.schema_version != first_result.schema_version {
@@ -151,8 +175,14 @@ pub fn merge_results(
             });
         }
     }
-    infos.sort_by_key(|(_, info, _)| info.index);
-    for pair in infos.windows(2) {
+    Ok(())
+}
+
+/// The indexes of the generators missing from `sorted` (sorted by index,
+/// of one run); an error when one appears twice, or when some are missing
+/// and `allow_partial` is not set.
+fn missing_generators(sorted: &[Entry<'_>], allow_partial: bool) -> Result<Vec<u32>, MergeError> {
+    for pair in sorted.windows(2) {
         if pair[0].1.index == pair[1].1.index {
             return Err(MergeError::DuplicateIndex {
                 index: pair[0].1.index,
@@ -160,15 +190,19 @@ pub fn merge_results(
             });
         }
     }
-    let missing: Vec<u32> = (0..first.count)
-        .filter(|i| !infos.iter().any(|(_, info, _)| info.index == *i))
+    let count = sorted[0].1.count;
+    let missing: Vec<u32> = (0..count)
+        .filter(|i| !sorted.iter().any(|(_, info, _)| info.index == *i))
         .collect();
     if !missing.is_empty() && !allow_partial {
-        return Err(MergeError::Missing {
-            missing,
-            count: first.count,
-        });
+        return Err(MergeError::Missing { missing, count });
     }
+    Ok(missing)
+}
+
+/// Checks that the generators' measured windows start and end together,
+/// within [`window_tolerance_us`].
+fn check_windows(infos: &[Entry<'_>]) -> Result<(), MergeError> {
     let windows: Vec<(i64, i64)> = infos
         .iter()
         .map(|(_, i, _)| (i.window_start_us, i.window_end_us))
@@ -185,28 +219,26 @@ pub fn merge_results(
             tolerance_us,
         });
     }
-    let sorted: Vec<RunResult> = infos.iter().map(|(_, _, r)| (*r).clone()).collect();
-    let mut merged = report::merge(&sorted).map_err(|e| MergeError::Report(e.to_string()))?;
-    merged.generators = infos
-        .iter()
-        .map(|(path, info, r)| GeneratorSummary {
-            index: info.index,
-            source: (*path).to_owned(),
-            clients: r.options.clients,
-            threads: r.options.threads,
-            committed: r.counts.counters.committed,
-            tps: r.tps,
-            window_start_us: info.window_start_us,
-            window_end_us: info.window_end_us,
-            cpu_s: r.diagnosis.as_ref().map(|d| d.client.process_cpu_s),
-            saturated: r.diagnosis.as_ref().and_then(|d| {
-                d.findings
-                    .iter()
-                    .find(|f| f.id == "client-saturated")
-                    .map(|f| f.severity.name().to_owned())
-            }),
-        })
-        .collect();
-    merged.generator = None;
-    Ok((merged, missing))
+    Ok(())
+}
+
+/// One generator's line in the merged result.
+fn generator_summary(&(path, info, r): &Entry<'_>) -> GeneratorSummary {
+    GeneratorSummary {
+        index: info.index,
+        source: path.to_owned(),
+        clients: r.options.clients,
+        threads: r.options.threads,
+        committed: r.counts.counters.committed,
+        tps: r.tps,
+        window_start_us: info.window_start_us,
+        window_end_us: info.window_end_us,
+        cpu_s: r.diagnosis.as_ref().map(|d| d.client.process_cpu_s),
+        saturated: r.diagnosis.as_ref().and_then(|d| {
+            d.findings
+                .iter()
+                .find(|f| f.id == "client-saturated")
+                .map(|f| f.severity.name().to_owned())
+        }),
+    }
 }
