@@ -21,9 +21,17 @@
 //!    aborted. Thread 0 is the calling thread, as in pgbench: with `-j 1`
 //!    the process stays single-threaded, which the kernel and libc reward
 //!    on every system call.
-//! 5. [`outcome`]: the per-thread statistics are merged and rendered by
-//!    [`crate::report`]; the exit status is pgbench's (2 when a client
-//!    aborted).
+//! 5. [`outcome`]: the per-thread statistics are merged into the run's
+//!    [`RunResult`] with what pgbench says of how the run ended
+//!    ([`Finished`]); the exit status is pgbench's (2 when a client
+//!    aborted). Printing the report and writing the result files is the
+//!    caller's (`crate::app`).
+//!
+//! The engine knows nothing of studies, fleets or files: it takes its
+//! settings from `crate::config` (a generator's share included), fills
+//! `crate::model`'s shapes, asks `crate::observe` to watch the server and
+//! `crate::diagnose` for the findings, and uses the script, expression,
+//! statistics and program modules below them.
 //!
 //! # One run among several (`run_step`)
 //! A sweep ([`crate::study`]) runs the benchmark many times in one process.
@@ -33,7 +41,7 @@
 //! set-up connection's work: whether to print the version line (once per
 //! sweep), the client count the preflight checks (the sweep's largest, at
 //! its first step) and a `CHECKPOINT` after the vacuum. [`run`] itself is
-//! `prepare`, `execute` and the report, so both share every line.
+//! `prepare`, `execute` and `build_result`, so both share every line.
 //!
 //! # The hot path
 //! After the start a transaction allocates nothing and takes no lock: SQL
