@@ -5,24 +5,14 @@
 //! exit status and standard error (the program's name and the version line
 //! taken out).
 
-use crate::common;
+use crate::common::{script_file, stderr, Program, Run};
 
-use crate::common::{pgbench_path, pgbolt_path, script_file, server};
-
-/// Exit status and standard error of `program` run with `args`, in
-/// pgbolt's words.
-fn run(program: &str, args: &[&str]) -> (Option<i32>, String) {
-    let out = server()
-        .command(program)
-        .args(args)
-        .output()
-        .expect("the program runs");
-    let name = if program == pgbench_path() {
-        "pgbench"
-    } else {
-        "pgbolt"
-    };
-    let stderr = common::stderr(&out)
+/// Exit status and standard error of `program` run with `args` in the
+/// shared server's `postgres` database, in pgbolt's words.
+fn run(program: Program, args: &[&str]) -> (Option<i32>, String) {
+    let out = Run::new("postgres", args).output(program);
+    let name = program.name();
+    let stderr = stderr(&out)
         .replace(name, "pgbolt")
         .lines()
         .filter(|l| !l.starts_with(&format!("{name} (")))
@@ -33,8 +23,8 @@ fn run(program: &str, args: &[&str]) -> (Option<i32>, String) {
 
 /// Runs both on `args`; the differences found, if any.
 fn compare(args: &[&str]) -> Option<String> {
-    let theirs = run(pgbench_path(), args);
-    let ours = run(pgbolt_path().to_str().expect("UTF-8 path"), args);
+    let theirs = run(Program::Pgbench, args);
+    let ours = run(Program::Pgbolt, args);
     (theirs != ours).then(|| {
         format!(
             "{args:?}\npgbench (exit {:?}):\n{}pgbolt (exit {:?}):\n{}",
@@ -93,8 +83,8 @@ fn debug_lines_of_meta_commands_match_pgbench() {
         "-f",
         &script.path,
     ];
-    let (code, theirs) = run(pgbench_path(), &args);
-    let (our_code, ours) = run(pgbolt_path().to_str().expect("UTF-8 path"), &args);
+    let (code, theirs) = run(Program::Pgbench, &args);
+    let (our_code, ours) = run(Program::Pgbolt, &args);
     assert_eq!((our_code, &ours), (code, &theirs));
     assert!(theirs.lines().count() >= 10, "{theirs}");
 }
