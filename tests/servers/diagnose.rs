@@ -18,8 +18,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use crate::common::{
-    bench_database, builder15, new_database, pgbolt_path, stderr, stdout,
-    wait_for_second_statement, Run,
+    builder15, new_database, pgbolt_path, stderr, stdout, wait_for_second_statement, Run,
 };
 use pgbolt::diagnose::{Diagnosis, Finding};
 use pgbolt::report::RunResult;
@@ -51,6 +50,17 @@ fn server15() -> &'static TempDb {
 fn turn() -> MutexGuard<'static, ()> {
     static TURN: Mutex<()> = Mutex::new(());
     TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A new database of `db` initialized at scale 1 by pgbolt (after
+/// pgbench's `-i`, the six-slot server of
+/// [`the_monitor_never_takes_a_clients_slot_and_can_be_turned_off`] was
+/// seen still counting its backend: `too many clients`).
+fn bench_database(db: &TempDb) -> String {
+    let name = new_database(db);
+    let out = pgbolt(db, &name, &["-i", "-q", "-s", "1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    name
 }
 
 fn command(db: &TempDb, dbname: &str, args: &[&str]) -> Command {
@@ -140,7 +150,7 @@ fn missing(d: &Diagnosis) -> Vec<&String> {
 /// they lack it).
 fn checkpoint_vacuum_and_commits(db: &TempDb, version: u32) {
     let _turn = turn();
-    let dbname = bench_database(db, &["-s", "1"]);
+    let dbname = bench_database(db);
     let others = "select 1;\n".repeat(300);
     let mut during = (0, 0);
     let (out, r) = run_json(
@@ -258,7 +268,7 @@ fn checkpoint_vacuum_and_another_sessions_commits_are_found_on_15() {
 
 fn scale_below_clients(db: &TempDb) {
     let _turn = turn();
-    let dbname = bench_database(db, &["-s", "1"]);
+    let dbname = bench_database(db);
     let (out, r) = run_json(db, &dbname, &["-c", "8", "-j", "2", "-t", "20"], || {});
     let f = finding(&r, "scale-below-clients");
     assert_eq!((f.figures["scale"], f.figures["clients"]), (1.0, 8.0));
@@ -286,7 +296,7 @@ fn scale_1_with_8_clients_under_tpcb_like_is_found_on_18() {
 fn the_top_statements_come_from_pg_stat_statements_when_installed() {
     let _turn = turn();
     let db = server18();
-    let dbname = bench_database(db, &["-s", "1"]);
+    let dbname = bench_database(db);
     let (_, r) = run_json(db, &dbname, &["-S", "-c", "2", "-t", "50"], || {});
     assert!(diagnosis(&r).statements.is_empty());
     assert!(diagnosis(&r)
@@ -323,7 +333,7 @@ fn scale_1_with_8_clients_under_tpcb_like_is_found_on_15() {
 fn a_stall_is_named_and_its_lock_waits_seen() {
     let _turn = turn();
     let db = server18();
-    let dbname = bench_database(db, &["-s", "1"]);
+    let dbname = bench_database(db);
     let (_, r) = run_json(
         db,
         &dbname,
@@ -390,7 +400,7 @@ fn one_thread_driving_many_clients_is_reported_as_the_figure_says() {
 fn a_clean_run_reports_no_finding() {
     let _turn = turn();
     let db = server18();
-    let dbname = bench_database(db, &["-s", "1"]);
+    let dbname = bench_database(db);
     let (out, r) = run_json(
         db,
         &dbname,
@@ -451,7 +461,7 @@ fn the_monitor_never_takes_a_clients_slot_and_can_be_turned_off() {
         .setting("max_connections", "6")
         .start()
         .expect("small server starts");
-    let dbname = bench_database(&db, &["-s", "1"]);
+    let dbname = bench_database(&db);
     // The superuser may take every slot, the reserved ones included.
     let (out, r) = run_json(&db, &dbname, &["-S", "-c", "6", "-t", "10"], || {});
     let d = diagnosis(&r);
@@ -491,7 +501,7 @@ fn the_monitor_never_takes_a_clients_slot_and_can_be_turned_off() {
 fn a_monitor_that_loses_its_connection_never_fails_the_run() {
     let _turn = turn();
     let db = server18();
-    let dbname = bench_database(db, &["-s", "1"]);
+    let dbname = bench_database(db);
     let (out, r) = run_json(
         db,
         &dbname,
@@ -558,7 +568,7 @@ fn a_rate_the_server_cannot_serve_is_a_schedule_lag_finding() {
 fn the_wait_for_start_at_is_not_in_the_diagnosis() {
     let _turn = turn();
     let db = server18();
-    let dbname = bench_database(db, &["-s", "1"]);
+    let dbname = bench_database(db);
     let start_at = pgbolt::fleet::wall_clock_us() + 2_500_000;
     let start_arg = format!("--start-at={}", start_at as f64 / 1e6);
     let others = "select 1;\n".repeat(200);
@@ -619,7 +629,7 @@ fn the_wait_for_start_at_is_not_in_the_diagnosis() {
 fn a_sweeps_warm_up_is_not_in_its_steps_diagnosis() {
     let _turn = turn();
     let db = server18();
-    let dbname = bench_database(db, &["-s", "1"]);
+    let dbname = bench_database(db);
     let json = scratch(db, "sweep.json");
     let out = pgbolt(
         db,
