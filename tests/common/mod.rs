@@ -125,6 +125,13 @@ impl Program {
     }
 }
 
+/// What `program` printed on standard error with its name before a colon
+/// (`pgbolt: `, `pgbench: `) as `PROG: `, so both programs' messages
+/// compare equal.
+pub fn messages(out: &Output, program: Program) -> String {
+    stderr(out).replace(&format!("{}: ", program.name()), "PROG: ")
+}
+
 /// One command line, run by either program against a database of a
 /// server: `PGHOST`, `PGPORT` and `PGUSER` of the server, `PGDATABASE`,
 /// no inherited `PGBENCH_RANDOM_SEED`, nothing on standard input and the

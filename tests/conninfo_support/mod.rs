@@ -12,8 +12,8 @@ use std::sync::OnceLock;
 
 use pgbolt::tempdb::TempDb;
 
-pub use crate::common::Program;
-use crate::common::{stderr, without_pg_env};
+use crate::common::without_pg_env;
+pub use crate::common::{messages, Program};
 
 /// The shared server, with `log_connections` on.
 pub fn server() -> &'static TempDb {
@@ -61,11 +61,6 @@ pub fn run(program: Program, args: &[&str], env: &[(&str, &str)]) -> Output {
         .stdin(Stdio::null())
         .output()
         .expect("program runs")
-}
-
-/// Standard error with `program: ` replaced by `PROG: `.
-pub fn messages(out: &Output, program: Program) -> String {
-    stderr(out).replace(&format!("{}: ", program.name()), "PROG: ")
 }
 
 /// Runs `f` and returns its result with the server's `connection

@@ -12,13 +12,6 @@ use std::process::Output;
 use crate::report_support::compare::*;
 use crate::report_support::*;
 
-/// Standard error with the program's name before a colon replaced, at
-/// the start of a line or after `starting vacuum...`, so both tools'
-/// messages compare equal.
-fn messages(out: &Output, program: &str) -> String {
-    stderr(out).replace(&format!("{program}: "), "PROG: ")
-}
-
 /// Runs both tools and checks that they exit with `status` and print the
 /// same messages; returns pgbolt's messages.
 fn same_messages(run: &Run, status: i32) -> String {
@@ -36,8 +29,8 @@ fn same_messages(run: &Run, status: i32) -> String {
         "{what}: {}",
         stderr(&theirs)
     );
-    let mine = messages(&ours, "pgbolt");
-    assert_eq!(mine, messages(&theirs, "pgbench"), "{what}");
+    let mine = messages(&ours, Program::Pgbolt);
+    assert_eq!(mine, messages(&theirs, Program::Pgbench), "{what}");
     mine
 }
 
@@ -245,12 +238,12 @@ fn a_missing_accounts_table_is_reported_with_pgbench_18s_wording() {
     let (ours, theirs) = (run.pgbolt(), run.pgbench());
     assert_eq!(ours.status.code(), Some(1));
     assert_eq!(theirs.status.code(), Some(1));
-    let expected = messages(&theirs, "pgbench");
+    let expected = messages(&theirs, Program::Pgbench);
     assert!(
         expected.starts_with("PROG: error: no pgbench_accounts table found in \"search_path\"\n"),
         "{expected}"
     );
-    assert_eq!(messages(&ours, "pgbolt"), expected);
+    assert_eq!(messages(&ours, Program::Pgbolt), expected);
 }
 
 /// `-b list` and `--show-script`: the same text on standard error, the
@@ -293,8 +286,8 @@ fn compare_with_vacuum(run: &Run) -> (String, String) {
         shape(&expected[1..], false),
         "{what}\n{report}"
     );
-    let mine = messages(&ours, "pgbolt");
-    assert_eq!(mine, messages(&theirs, "pgbench"), "{what}");
+    let mine = messages(&ours, Program::Pgbolt);
+    assert_eq!(mine, messages(&theirs, Program::Pgbench), "{what}");
     (report, mine)
 }
 
@@ -517,12 +510,12 @@ fn a_refused_reconnection_aborts_the_client_as_in_pgbench() {
     let processed = "number of transactions actually processed: 1/3";
     assert!(stdout(&theirs).contains(processed), "{}", stdout(&theirs));
     assert!(stdout(&mine).contains(processed), "{}", stdout(&mine));
-    let expected = messages(&theirs, "pgbench");
+    let expected = messages(&theirs, Program::Pgbench);
     assert!(
         expected.contains("PROG: error: client 0 aborted while establishing connection"),
         "{expected}"
     );
-    assert_eq!(messages(&mine, "pgbolt"), expected);
+    assert_eq!(messages(&mine, Program::Pgbolt), expected);
 }
 
 /// `-t` times `-c` beyond 2147483647: pgbench 15 to 18 compute the

@@ -14,8 +14,8 @@ pub mod json;
 pub mod logs;
 
 pub use crate::common::{
-    line, new_database, pgbench_path, script_file as script, server, stderr, stdout, Program, Run,
-    ScriptFile,
+    line, messages, new_database, pgbench_path, script_file as script, server, stderr, stdout,
+    Program, Run, ScriptFile,
 };
 
 /// Waits until a backend of application `app` on the shared server is on

@@ -10,7 +10,7 @@ use crate::common;
 
 use std::process::Output;
 
-use crate::common::{bench_database, new_database, server, stderr, Run};
+use crate::common::{bench_database, messages, new_database, server, stderr, Program, Run};
 use pgbolt::tempdb::TempDb;
 
 /// Runs pgbench, then pgbolt, with the same arguments, on `db` with `env`
@@ -75,11 +75,6 @@ fn preflight_to_a_superuser() {
     );
 }
 
-/// Standard error with the program's name as `PROG`.
-fn messages(out: &Output, program: &str) -> String {
-    stderr(out).replace(&format!("{program}: "), "PROG: ")
-}
-
 /// Notices drawn by the queries before the vacuum (`client_min_messages`
 /// at `log` shows each statement) come as they arrive, before
 /// `starting vacuum...`, as pgbench shows them; those of pgbolt's own
@@ -95,8 +90,8 @@ fn set_up_notices_come_in_pgbench_order() {
         let (pgbench, pgbolt) = both(server(), &args, &env);
         assert_eq!(pgbench.status.code(), Some(0), "{}", stderr(&pgbench));
         assert_eq!(pgbolt.status.code(), Some(0), "{}", stderr(&pgbolt));
-        let ours = messages(&pgbolt, "pgbolt");
-        assert_eq!(ours, messages(&pgbench, "pgbench"), "{args:?}");
+        let ours = messages(&pgbolt, Program::Pgbolt);
+        assert_eq!(ours, messages(&pgbench, Program::Pgbench), "{args:?}");
         assert!(!ours.contains("pg_backend_pid"), "{ours}");
     }
 }
@@ -110,14 +105,14 @@ fn notices_come_before_a_missing_table_error() {
     let (pgbench, pgbolt) = both(server(), &["-S", "-t", "1", &db], &env);
     assert_eq!(pgbench.status.code(), Some(1), "{}", stderr(&pgbench));
     assert_eq!(pgbolt.status.code(), Some(1), "{}", stderr(&pgbolt));
-    let theirs = messages(&pgbench, "pgbench");
+    let theirs = messages(&pgbench, Program::Pgbench);
     let notice = "LOG:  statement: select count(*) from pgbench_branches\n";
     let error = "PROG: error: could not count number of branches";
     assert!(
         theirs.find(notice) < theirs.find(error) && theirs.contains(error),
         "{theirs}"
     );
-    assert_eq!(messages(&pgbolt, "pgbolt"), theirs);
+    assert_eq!(messages(&pgbolt, Program::Pgbolt), theirs);
 }
 
 /// `sslnegotiation=direct` against a server before 17 (the machine's
@@ -132,7 +127,10 @@ fn a_server_hanging_up_during_a_direct_handshake() {
     let (pgbench, pgbolt) = both(db, &args, &env);
     assert_eq!(pgbolt.status.code(), Some(1), "{}", stderr(&pgbolt));
     assert_eq!(pgbolt.status.code(), pgbench.status.code());
-    assert_eq!(messages(&pgbolt, "pgbolt"), messages(&pgbench, "pgbench"));
+    assert_eq!(
+        messages(&pgbolt, Program::Pgbolt),
+        messages(&pgbench, Program::Pgbench)
+    );
     assert_eq!(
         stderr(&pgbolt),
         format!(
@@ -165,8 +163,8 @@ fn exit_on_abort_reports_one_aborted_client_per_thread() {
         let (pgbench, pgbolt) = both(server(), &args, &[]);
         assert_eq!(pgbolt.status.code(), Some(2), "{}", stderr(&pgbolt));
         assert_eq!(pgbench.status.code(), Some(2), "{}", stderr(&pgbench));
-        for (out, name) in [(&pgbolt, "pgbolt"), (&pgbench, "pgbench")] {
-            let err = messages(out, name);
+        for (out, program) in [(&pgbolt, Program::Pgbolt), (&pgbench, Program::Pgbench)] {
+            let (err, name) = (messages(out, program), program.name());
             assert_eq!(
                 err.matches("aborted in command 0 query 0").count(),
                 1,
