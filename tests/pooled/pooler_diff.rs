@@ -1,5 +1,5 @@
 //! pgbench and pgbolt side by side through a real pgbouncer (Debian's, see
-//! `tests/common/pgbouncer.rs`), on the paths `tests/pooler.rs` leaves
+//! `tests/common/pgbouncer.rs`), on the paths `tests/pooled/pooler.rs` leaves
 //! out: pgbouncer's admin console, `-C` against `max_client_conn`,
 //! `-M prepared` with clients waiting for a server connection, TLS to
 //! pgbouncer, and the startup parameters pgbouncer refuses. Each case runs

@@ -359,7 +359,7 @@ fn an_interrupted_sweep_reports_the_steps_done_and_leaves_out_the_partial_one() 
         line.clear();
     }
     // Into step 2's run (its set-up, with -n, takes milliseconds); a
-    // signal during a set-up is tested in tests/robust_signals.rs.
+    // signal during a set-up is tested in tests/robust/robust_signals.rs.
     std::thread::sleep(std::time::Duration::from_millis(400));
     // SAFETY: kill(2) on the child this test started.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);

@@ -1,6 +1,6 @@
 //! Table-driven tests of the expression language through its public API:
 //! what an expression evaluates to, how it fails, and where parse errors
-//! point. (`tests/expr_diff.rs` checks the same things against pgbench.)
+//! point. (`tests/runs/expr_diff.rs` checks the same things against pgbench.)
 
 use pgbolt::expr::{parse, EvalContext, EvalError, EvalStack, ExprErrorKind, Value};
 use pgbolt::random::PrngState;
