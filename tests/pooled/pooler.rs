@@ -1,7 +1,7 @@
 //! Runs through a real pgbouncer (Debian's, see `tests/common/pgbouncer.rs`)
 //! in session and transaction pooling, pgbench and pgbolt with the same
 //! arguments: exit statuses, report counts and error phrases. `-i` through
-//! pgbouncer is compared in `tests/pooled/init_failures.rs`.
+//! pgbouncer is compared in `tests/init/init_failures.rs`.
 
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
