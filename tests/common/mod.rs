@@ -1,6 +1,8 @@
-//! Helpers shared by the binary-level test suites (each suite's support
-//! module re-exports them): the real pgbench, the test binary's shared
-//! throwaway server, output as text, report lines and script files.
+//! Helpers shared by the binary-level test suites: the real pgbench, the
+//! test binary's shared throwaway server, a fresh database on it, one
+//! builder that runs pgbolt, pgbench or both with the same arguments
+//! ([`Run`]), output as text, report lines and script files. The
+//! `*_support` modules beside it hold only what one suite needs.
 //!
 //! # Which pgbench, which server
 //! The oracle is pgbench 18 ([`pgbench_path`]: the one `make deps`
@@ -12,7 +14,7 @@
 
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
@@ -70,6 +72,171 @@ pub fn server15() -> &'static TempDb {
 
 pub fn pgbolt_path() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_pgbolt"))
+}
+
+/// A command for `program` with no inherited `PG*` variable: for tests
+/// that say where and how to connect themselves.
+pub fn without_pg_env(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut cmd = Command::new(program);
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("PG") {
+            cmd.env_remove(name);
+        }
+    }
+    cmd
+}
+
+/// A new empty database of `db` (the shared [`server`] for most tests),
+/// with a name unique in this test binary.
+pub fn new_database(db: &TempDb) -> String {
+    db.create_database().expect("create database")
+}
+
+/// A new database of `db` initialized by the real pgbench with `-i -q`,
+/// then `args` (`-s 1` for pgbench's tables at scale 1).
+pub fn bench_database(db: &TempDb, args: &[&str]) -> String {
+    let name = new_database(db);
+    let init: Vec<&str> = ["-i", "-q"].iter().chain(args).copied().collect();
+    let out = Run::on(db, &name, &init).pgbench();
+    assert!(out.status.success(), "pgbench -i: {}", stderr(&out));
+    name
+}
+
+/// The two programs every differential test runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Program {
+    Pgbolt,
+    Pgbench,
+}
+
+impl Program {
+    pub fn path(self) -> PathBuf {
+        match self {
+            Program::Pgbolt => pgbolt_path(),
+            Program::Pgbench => PathBuf::from(pgbench_path()),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Program::Pgbolt => "pgbolt",
+            Program::Pgbench => "pgbench",
+        }
+    }
+}
+
+/// What `program` printed on standard error with its name before a colon
+/// (`pgbolt: `, `pgbench: `) as `PROG: `, so both programs' messages
+/// compare equal.
+pub fn messages(out: &Output, program: Program) -> String {
+    stderr(out).replace(&format!("{}: ", program.name()), "PROG: ")
+}
+
+/// One command line, run by either program against a database of a
+/// server: `PGHOST`, `PGPORT` and `PGUSER` of the server, `PGDATABASE`,
+/// no inherited `PGBENCH_RANDOM_SEED`, nothing on standard input and the
+/// default action for the signals the tests send ([`default_signals`]).
+#[derive(Clone)]
+pub struct Run<'a> {
+    server: &'a TempDb,
+    pub dbname: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub dir: Option<PathBuf>,
+}
+
+impl Run<'static> {
+    /// `args` in `dbname` of the test binary's shared [`server`].
+    pub fn new(dbname: &str, args: &[&str]) -> Run<'static> {
+        Run::on(server(), dbname, args)
+    }
+}
+
+impl<'a> Run<'a> {
+    /// `args` in `dbname` of `server`.
+    pub fn on(server: &'a TempDb, dbname: &str, args: &[&str]) -> Run<'a> {
+        Run {
+            server,
+            dbname: dbname.to_owned(),
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            env: Vec::new(),
+            dir: None,
+        }
+    }
+
+    /// One more argument after the others.
+    pub fn arg(mut self, arg: &str) -> Self {
+        self.args.push(arg.to_owned());
+        self
+    }
+
+    pub fn env(mut self, name: &str, value: &str) -> Self {
+        self.env.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Runs the program in `dir` (where its log files go).
+    pub fn in_dir(mut self, dir: &Path) -> Self {
+        self.dir = Some(dir.to_owned());
+        self
+    }
+
+    pub fn command(&self, program: Program) -> Command {
+        let mut cmd = self.server.command(program.path());
+        cmd.env("PGDATABASE", &self.dbname)
+            .env_remove("PGBENCH_RANDOM_SEED")
+            .stdin(Stdio::null());
+        for (name, value) in &self.env {
+            cmd.env(name, value);
+        }
+        if let Some(dir) = &self.dir {
+            cmd.current_dir(dir);
+        }
+        cmd.args(&self.args);
+        default_signals(&mut cmd);
+        cmd
+    }
+
+    pub fn pgbolt_command(&self) -> Command {
+        self.command(Program::Pgbolt)
+    }
+
+    pub fn pgbench_command(&self) -> Command {
+        self.command(Program::Pgbench)
+    }
+
+    /// Runs `program` to its end: what it printed and its exit status.
+    pub fn output(&self, program: Program) -> Output {
+        self.command(program)
+            .output()
+            .unwrap_or_else(|e| panic!("{} runs: {e}", program.name()))
+    }
+
+    pub fn pgbolt(&self) -> Output {
+        self.output(Program::Pgbolt)
+    }
+
+    pub fn pgbench(&self) -> Output {
+        self.output(Program::Pgbench)
+    }
+
+    /// pgbolt's output, then pgbench's, run one after the other.
+    pub fn both(&self) -> (Output, Output) {
+        (self.pgbolt(), self.pgbench())
+    }
+
+    /// Runs `program` and returns its output with its process id, which
+    /// log file names carry.
+    pub fn spawn(&self, program: Program) -> (u32, Output) {
+        let child = self
+            .command(program)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("program starts");
+        let pid = child.id();
+        (pid, child.wait_with_output().expect("program ends"))
+    }
 }
 
 pub fn text(bytes: &[u8]) -> String {

@@ -52,6 +52,8 @@ use std::time::{Duration, Instant};
 
 use pgbolt::tempdb::TempDb;
 
+use super::without_pg_env;
+
 /// Debian's pgbouncer.
 pub const PGBOUNCER: &str = "/usr/sbin/pgbouncer";
 
@@ -297,12 +299,7 @@ impl Bouncer {
     /// `program` with `PGHOST`, `PGPORT`, `PGUSER` and `PGPASSWORD` aimed at
     /// pgbouncer, every other inherited `PG*` variable removed.
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
-        let mut command = Command::new(program);
-        for (name, _) in std::env::vars_os() {
-            if name.to_string_lossy().starts_with("PG") {
-                command.env_remove(name);
-            }
-        }
+        let mut command = without_pg_env(program);
         command
             .env("PGHOST", &self.root)
             .env("PGPORT", self.port.to_string())

@@ -7,27 +7,13 @@
 pub use crate::common::standby::Standby;
 
 use std::io::{Read, Seek, SeekFrom};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::sync::OnceLock;
 
 use pgbolt::tempdb::TempDb;
 
-use crate::common::{pgbench_path, pgbolt_path, stderr};
-
-#[derive(Clone, Copy, Debug)]
-pub enum Program {
-    Pgbolt,
-    Pgbench,
-}
-
-impl Program {
-    fn name(self) -> &'static str {
-        match self {
-            Program::Pgbolt => "pgbolt",
-            Program::Pgbench => "pgbench",
-        }
-    }
-}
+use crate::common::without_pg_env;
+pub use crate::common::{messages, Program};
 
 /// The shared server, with `log_connections` on.
 pub fn server() -> &'static TempDb {
@@ -64,19 +50,10 @@ pub fn socket_conninfo(db: &str) -> String {
 /// directory (no password or service file of the machine's), then `env`.
 pub fn run(program: Program, args: &[&str], env: &[(&str, &str)]) -> Output {
     let home = tempfile::tempdir().expect("temp dir");
-    let mut cmd = match program {
-        Program::Pgbolt => {
-            // The sessions pgbench opens are compared: no monitor session.
-            let mut cmd = Command::new(pgbolt_path());
-            cmd.args(["--pgbench-output", "--no-monitor"]);
-            cmd
-        }
-        Program::Pgbench => Command::new(pgbench_path()),
-    };
-    for (name, _) in std::env::vars() {
-        if name.starts_with("PG") {
-            cmd.env_remove(name);
-        }
+    let mut cmd = without_pg_env(program.path());
+    if program == Program::Pgbolt {
+        // The sessions pgbench opens are compared: no monitor session.
+        cmd.args(["--pgbench-output", "--no-monitor"]);
     }
     cmd.env("HOME", home.path())
         .envs(env.iter().copied())
@@ -84,11 +61,6 @@ pub fn run(program: Program, args: &[&str], env: &[(&str, &str)]) -> Output {
         .stdin(Stdio::null())
         .output()
         .expect("program runs")
-}
-
-/// Standard error with `program: ` replaced by `PROG: `.
-pub fn messages(out: &Output, program: Program) -> String {
-    stderr(out).replace(&format!("{}: ", program.name()), "PROG: ")
 }
 
 /// Runs `f` and returns its result with the server's `connection

@@ -1,16 +1,14 @@
-//! Shared helpers of the engine tests: one throwaway server per test
-//! binary, a fresh database per test initialized with the real pgbench,
-//! and runners for pgbolt and pgbench with the same arguments.
+//! Shared helpers of the engine tests: a fresh database per test
+//! initialized with the real pgbench, and short forms of `tests/common`'s
+//! [`Run`] for pgbolt and pgbench with the same arguments on the shared
+//! server.
 
 #![allow(dead_code)]
 
-#[path = "../common/mod.rs"]
-mod common;
-
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-pub use common::{line, pgbench_path, pgbolt_path, server, stderr, stdout, ScriptFile};
+use crate::common;
+pub use crate::common::{line, server, stderr, stdout, Run, ScriptFile};
 
 /// Waits until a backend of application `app` on the shared server is on
 /// its second statement like `statement` (see the common helper).
@@ -21,48 +19,26 @@ pub fn wait_for_second_statement(app: &str, statement: &str) {
 /// A fresh database, initialized with `pgbench -i -s scale` when `scale`
 /// is given.
 pub fn database(scale: Option<u32>) -> String {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let name = format!(
-        "engine_{}_{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::SeqCst)
-    );
-    let db = server();
-    db.psql(&format!("CREATE DATABASE {name}"))
-        .expect("create database");
-    if let Some(scale) = scale {
-        let out = pgbench(&name, &["-i", "-q", "-s", &scale.to_string()]);
-        assert!(out.status.success(), "{}", stderr(&out));
+    match scale {
+        Some(scale) => common::bench_database(server(), &["-s", &scale.to_string()]),
+        None => common::new_database(server()),
     }
-    name
-}
-
-fn command(program: &str, dbname: &str, args: &[&str]) -> Command {
-    let db = server();
-    let mut cmd = db.command(program);
-    cmd.env("PGDATABASE", dbname);
-    cmd.env_remove("PGBENCH_RANDOM_SEED");
-    cmd.args(args);
-    common::default_signals(&mut cmd);
-    cmd
 }
 
 pub fn pgbolt_command(dbname: &str, args: &[&str]) -> Command {
-    command(&pgbolt_path().to_string_lossy(), dbname, args)
+    Run::new(dbname, args).pgbolt_command()
 }
 
 pub fn pgbolt(dbname: &str, args: &[&str]) -> Output {
-    pgbolt_command(dbname, args).output().expect("pgbolt runs")
+    Run::new(dbname, args).pgbolt()
 }
 
 pub fn pgbench_command(dbname: &str, args: &[&str]) -> Command {
-    command(pgbench_path(), dbname, args)
+    Run::new(dbname, args).pgbench_command()
 }
 
 pub fn pgbench(dbname: &str, args: &[&str]) -> Output {
-    command(pgbench_path(), dbname, args)
-        .output()
-        .expect("pgbench runs")
+    Run::new(dbname, args).pgbench()
 }
 
 /// Runs SQL in `dbname` and returns psql's unaligned output.

@@ -14,11 +14,8 @@ use std::process::Output;
 use pgbolt::expr::vars::{VarNames, Variables};
 use pgbolt::expr::{parse, EvalContext, EvalStack, Expr, Value};
 use pgbolt::random::RandomStates;
-use pgbolt::tempdb::{self, TempDb};
 
-pub fn server() -> &'static TempDb {
-    tempdb::shared().expect("a throwaway PostgreSQL server starts")
-}
+use crate::common;
 
 /// How pgbench is run.
 #[derive(Debug, Clone)]
@@ -60,21 +57,23 @@ pub fn script(exprs: &[String]) -> String {
 }
 
 pub fn run_pgbench(run: &Run, script_text: &str) -> (Output, Seen) {
-    let db = server();
     let mut file = tempfile::NamedTempFile::new().expect("temporary script file");
     file.write_all(script_text.as_bytes())
         .expect("script written");
-    let mut cmd = db.command("pgbench");
-    cmd.args(["-n", "-f"])
-        .arg(file.path())
-        .arg(format!("--random-seed={}", run.seed))
-        .arg(format!("-t{}", run.transactions))
-        .arg(format!("-c{}", run.clients))
-        .arg(format!("-j{}", run.threads));
+    let mut args = vec![
+        "-n".to_owned(),
+        "-f".to_owned(),
+        file.path().display().to_string(),
+        format!("--random-seed={}", run.seed),
+        format!("-t{}", run.transactions),
+        format!("-c{}", run.clients),
+        format!("-j{}", run.threads),
+    ];
     for (name, value) in &run.defines {
-        cmd.arg(format!("-D{name}={value}"));
+        args.push(format!("-D{name}={value}"));
     }
-    let out = cmd.output().expect("pgbench runs");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = common::Run::new("postgres", &args).pgbench();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let mut seen = Seen::default();
     for line in stderr.lines() {

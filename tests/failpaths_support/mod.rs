@@ -4,15 +4,12 @@
 
 #![allow(dead_code)]
 
-#[path = "../robust_support/mod.rs"]
-mod robust_support;
-
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use pgbolt::tempdb::TempDb;
 
-pub use robust_support::*;
+pub use crate::robust_support::*;
 
 /// The two I/O drivers of a run; the io_uring one only where the kernel
 /// lets pgbolt use it (it says so and exits otherwise).

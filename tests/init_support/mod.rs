@@ -5,9 +5,6 @@
 
 #![allow(dead_code)]
 
-#[path = "../common/mod.rs"]
-pub mod common;
-
 use std::num::NonZeroUsize;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,8 +14,8 @@ use pgbolt::init::{self, InitOptions, InitSteps, PartitionMethod};
 use pgbolt::tempdb::{self, TempDb};
 use pgwire::conninfo::{Config, Host, HostKind, Secret};
 
-use common::pgbench_path;
-use common::pgbouncer::Bouncer;
+use crate::common::pgbouncer::Bouncer;
+use crate::common::{pgbench_path, Run};
 
 /// One server for this test binary, set up so that `vacuum` marks pages
 /// all-visible deterministically (for pgbench and pgbolt alike): commits
@@ -147,13 +144,9 @@ pub fn run_pgbench(dbname: &str, args: &[&str]) -> Outcome {
 }
 
 pub fn run_pgbench_as(dbname: &str, user: &str, args: &[&str]) -> Outcome {
-    let db = server();
-    let mut command = Command::new(pgbench_path());
-    command
-        .env("PGHOST", db.socket_dir())
-        .env("PGPORT", db.port().to_string())
+    let command = Run::on(server(), dbname, &[])
         .env("PGUSER", user)
-        .env("PGPASSWORD", db.superuser_password());
+        .pgbench_command();
     pgbench_init(command, dbname, args)
 }
 

@@ -4,13 +4,12 @@
 
 #![allow(dead_code)]
 
-#[path = "../common/mod.rs"]
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-pub use common::{pgbench_path, pgbolt_path, server};
+pub use crate::common::{server, Program};
 
 /// What one program did, in words both programs share.
 #[derive(Debug, PartialEq, Eq)]
@@ -21,29 +20,6 @@ pub struct Outcome {
     pub messages: String,
     /// Peak resident memory in kilobytes, as `/usr/bin/time` saw it.
     pub peak_kb: u64,
-}
-
-/// The two programs.
-#[derive(Clone, Copy, Debug)]
-pub enum Program {
-    Pgbench,
-    Pgbolt,
-}
-
-impl Program {
-    fn path(self) -> String {
-        match self {
-            Program::Pgbench => pgbench_path().to_owned(),
-            Program::Pgbolt => pgbolt_path().to_string_lossy().into_owned(),
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Program::Pgbench => "pgbench",
-            Program::Pgbolt => "pgbolt",
-        }
-    }
 }
 
 /// Runs `program` with `args` in `dir` under `/usr/bin/time`, connected to

@@ -62,7 +62,7 @@ pub fn report_lines(report: &str) -> Vec<String> {
 /// pgbolt's report with its own lines checked and removed: the version
 /// line first, the percentile lines last.
 pub fn ours_without_additions(report: &str, rate: bool) -> Vec<String> {
-    let report = &super::common::without_diagnosis(report);
+    let report = &crate::common::without_diagnosis(report);
     let mut lines: Vec<&str> = report.lines().collect();
     assert!(
         re(r"^pgbolt \(\d+\.\d+\.\d+, server \d+\.\d+.*\)$").is_match(lines[0]),
@@ -231,11 +231,7 @@ pub fn compare(run: &Run, case: &Case<'_>) -> Seen {
         "{what}: standard error"
     );
     if case.args.contains(&"-t") {
-        let plain = Run {
-            args: [&run.args[..], &["--pgbench-output".to_owned()]].concat(),
-            ..run.clone()
-        };
-        let out = plain.pgbolt();
+        let out = run.clone().arg("--pgbench-output").pgbolt();
         assert_eq!(
             out.status.code(),
             ours.status.code(),

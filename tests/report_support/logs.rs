@@ -67,16 +67,11 @@ pub fn check_aggregate(line: &str, args: &[&str]) {
 
 /// Runs one tool in a fresh directory; returns its log files as
 /// (name suffix after the process id, lines).
-pub fn log_files(run: &Run, ours: bool, prefix: &str) -> Vec<(String, Vec<String>)> {
+pub fn log_files(run: &Run, program: Program, prefix: &str) -> Vec<(String, Vec<String>)> {
     let dir = tempfile::tempdir().expect("temp dir");
     let run = run.clone().in_dir(dir.path());
-    let (pid, out) = run.spawn(ours);
-    assert!(
-        out.status.success(),
-        "{}: {}",
-        if ours { "pgbolt" } else { "pgbench" },
-        stderr(&out)
-    );
+    let (pid, out) = run.spawn(program);
+    assert!(out.status.success(), "{}: {}", program.name(), stderr(&out));
     let name = re(&format!(r"^{}\.{pid}(\.\d+)?$", regex::escape(prefix)));
     let mut files: Vec<(String, Vec<String>)> = std::fs::read_dir(dir.path())
         .expect("read dir")

@@ -1,11 +1,8 @@
-//! Shared helpers of the robustness tests: throwaway servers, pgbolt
-//! started in the background, and waits that fail a test instead of
-//! hanging it.
+//! Shared helpers of the robustness tests: a server of a test's own (to
+//! stop or freeze), pgbolt started in the background, and waits that fail
+//! a test instead of hanging it.
 
 #![allow(dead_code)]
-
-#[path = "../common/mod.rs"]
-pub mod common;
 
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
@@ -13,13 +10,8 @@ use std::time::{Duration, Instant};
 
 use pgbolt::tempdb::TempDb;
 
-pub use common::{line, pgbench_path, pgbolt_path, text};
-
-/// The test binary's shared server, for tests that neither stop nor
-/// freeze it.
-pub fn shared() -> &'static TempDb {
-    common::server()
-}
+use crate::common::{bench_database, new_database, Run};
+pub use crate::common::{line, pgbench_path, pgbolt_path, server, text};
 
 /// A server of the test's own, for tests that stop or freeze it.
 pub fn own_server() -> TempDb {
@@ -28,37 +20,25 @@ pub fn own_server() -> TempDb {
 
 /// A fresh database on `db`, with pgbench's tables at scale 1 when `init`.
 pub fn database(db: &TempDb, init: bool) -> String {
-    let name = db.create_database().expect("create database");
     if init {
-        let out = db
-            .command(pgbench_path())
-            .args(["-i", "-q", "-s", "1", &name])
-            .output()
-            .expect("pgbench runs");
-        assert!(out.status.success(), "{}", text(&out.stderr));
+        bench_database(db, &["-s", "1"])
+    } else {
+        new_database(db)
     }
-    name
 }
 
-/// pgbolt connecting to `db`'s database `dbname`.
+/// pgbolt connecting to `db`'s database `dbname`, in the C locale.
 pub fn pgbolt(db: &TempDb, dbname: &str, args: &[&str]) -> Command {
-    program(db, &pgbolt_path().to_string_lossy(), dbname, args)
+    Run::on(db, dbname, args)
+        .env("LC_ALL", "C")
+        .pgbolt_command()
 }
 
 /// The real pgbench with the same environment as [`pgbolt`].
 pub fn pgbench(db: &TempDb, dbname: &str, args: &[&str]) -> Command {
-    program(db, pgbench_path(), dbname, args)
-}
-
-fn program(db: &TempDb, path: &str, dbname: &str, args: &[&str]) -> Command {
-    let mut cmd = db.command(path);
-    cmd.env("PGDATABASE", dbname)
-        .env_remove("PGBENCH_RANDOM_SEED")
+    Run::on(db, dbname, args)
         .env("LC_ALL", "C")
-        .stdin(Stdio::null())
-        .args(args);
-    common::default_signals(&mut cmd);
-    cmd
+        .pgbench_command()
 }
 
 /// A program running in the background with its output collected.

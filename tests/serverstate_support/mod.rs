@@ -5,9 +5,6 @@
 
 #![allow(dead_code)]
 
-#[path = "../common/mod.rs"]
-pub mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -16,13 +13,11 @@ use std::time::{Duration, Instant};
 use pgbolt::tempdb::TempDb;
 use regex::Regex;
 
-pub use common::standby::Standby;
-pub use common::{pgbench_path, pgbolt_path, script_file, text, ScriptFile};
-
-/// The test binary's shared server.
-pub fn shared() -> &'static TempDb {
-    common::server()
-}
+pub use crate::common::standby::Standby;
+use crate::common::without_pg_env;
+pub use crate::common::{
+    bench_database, new_database, pgbench_path, pgbolt_path, script_file, server, text, ScriptFile,
+};
 
 /// Where a program connects: socket directory, port, user and database.
 #[derive(Debug, Clone)]
@@ -56,12 +51,7 @@ impl Target {
     /// `program` (pgbench or pgbolt) with `args`, connecting here, with
     /// no other `PG*` setting than those in `env`.
     pub fn command(&self, program: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
-        let mut cmd = Command::new(program);
-        for (name, _) in std::env::vars_os() {
-            if name.to_string_lossy().starts_with("PG") {
-                cmd.env_remove(name);
-            }
-        }
+        let mut cmd = without_pg_env(program);
         cmd.env("PGHOST", &self.host)
             .env("PGPORT", self.port.to_string())
             .env("PGUSER", &self.user)
@@ -129,7 +119,7 @@ pub fn seen(out: &Output, sorted: bool) -> Seen {
     }
     Seen {
         code: out.status.code(),
-        stdout: clean(common::without_diagnosis(&text(&out.stdout)).as_bytes()),
+        stdout: clean(crate::common::without_diagnosis(&text(&out.stdout)).as_bytes()),
         stderr,
     }
 }

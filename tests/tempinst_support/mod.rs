@@ -5,8 +5,7 @@
 
 #![allow(dead_code)]
 
-#[path = "../common/mod.rs"]
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

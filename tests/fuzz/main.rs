@@ -1,0 +1,6 @@
+//! Property-based fuzzing of every parser of outside input, and of the
+//! client against a fake server; `make fuzz` runs this binary with many
+//! more cases (`PGBOLT_FUZZ_CASES`). No PostgreSQL server.
+
+mod robust_fakeserver;
+mod robust_fuzz;
