@@ -107,9 +107,19 @@ impl Progress {
 
     /// As the thread ends: publishes its final totals, and on thread 0
     /// prints the line still waiting for the other threads' totals,
-    /// waiting for them at most what is left of its beat.
+    /// waiting for them at most what is left of its beat. An interval that
+    /// ended before the loop saw it (on a busy machine the thread may wake
+    /// after the run's end and leave the loop at once) gets its line too.
     pub fn finish(&mut self, tid: usize, clock: &Clock, stats: &ThreadStats, shared: &Shared) {
         shared.publish(tid, stats.snapshot(), i64::MAX);
+        let now = clock.now_us();
+        if self.reporter.is_some() && self.due.is_none() && now >= self.next_report {
+            self.due = Some(Due {
+                at: now,
+                own: stats.snapshot(),
+                recheck: now,
+            });
+        }
         if self.due.is_none() {
             return;
         }
