@@ -19,9 +19,11 @@ check:
 
 # The whole suite: Rust tests (unit, integration against throwaway servers and
 # the real pgbench) and the bench harness's own unit tests. TMPDIR must be
-# reachable by the postgres OS user when running as root.
+# reachable by the postgres OS user when running as root. scripts/test-suite
+# runs the test binaries TEST_LANES at a time (see docs/testing.md).
+TEST_LANES ?= 2
 test: deps check
-	TMPDIR=/tmp $(CARGO) test --workspace
+	TMPDIR=/tmp CARGO=$(CARGO) python3 scripts/test-suite --lanes $(TEST_LANES)
 	python3 -m unittest discover -s bench -q
 
 # `make bench`: builds pgbolt in release mode, then compares it with pgbench on

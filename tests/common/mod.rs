@@ -269,8 +269,9 @@ pub fn wait_for_second_statement(db: &TempDb, app: &str, statement: &str) {
     );
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let mut seen = std::collections::HashMap::new();
+    let mut session = sql::Session::open(db, "postgres");
     loop {
-        for row in db.psql(&sql).unwrap_or_default().lines() {
+        for row in session.try_query(&sql).unwrap_or_default().lines() {
             if let Some((pid, started)) = row.split_once(' ') {
                 let before = seen.insert(pid.to_owned(), started.to_owned());
                 if before.is_some_and(|b| b != started) {
@@ -352,6 +353,7 @@ pub fn run_without_terminal(cmd: &mut Command, answer: &[u8]) -> Output {
 }
 
 pub mod pgbouncer;
+pub mod sql;
 pub mod standby;
 
 /// `text` without pgbolt's diagnosis section: the `diagnosis:` line and

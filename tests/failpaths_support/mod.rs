@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use pgbolt::tempdb::TempDb;
 
+use crate::common::sql::Session;
+
 pub use crate::robust_support::*;
 
 /// The two I/O drivers of a run; the io_uring one only where the kernel
@@ -99,8 +101,14 @@ impl Stopped {
             MARKER.replace('\'', "''")
         );
         let deadline = Instant::now() + Duration::from_secs(60);
+        let mut session = Session::open(db, "postgres");
         let pid = loop {
-            if let Ok(pid) = db.psql(&sql).unwrap_or_default().trim().parse::<i32>() {
+            if let Ok(pid) = session
+                .try_query(&sql)
+                .unwrap_or_default()
+                .trim()
+                .parse::<i32>()
+            {
                 break pid;
             }
             assert!(

@@ -15,6 +15,7 @@ use pgbolt::tempdb::{self, TempDb};
 use pgwire::conninfo::{Config, Host, HostKind, Secret};
 
 use crate::common::pgbouncer::Bouncer;
+use crate::common::sql::Session;
 use crate::common::{pgbench_path, Run};
 
 /// One server for this test binary, set up so that `vacuum` marks pages
@@ -61,40 +62,30 @@ pub fn config(dbname: &str, user: &str) -> Config {
     config
 }
 
+/// Runs `sql` in `dbname` as the superuser; see [`Session::query`].
 pub fn psql(dbname: &str, sql: &str) -> String {
-    let db = server();
-    let output = db
-        .command("psql")
-        .args([
-            "-X",
-            "-q",
-            "-A",
-            "-t",
-            "-v",
-            "ON_ERROR_STOP=1",
-            "-d",
-            dbname,
-            "-c",
-            sql,
-        ])
-        .output()
-        .expect("psql runs");
-    assert!(
-        output.status.success(),
-        "psql failed on {sql}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
+    session(dbname).query(sql)
 }
 
-/// A fresh pair of databases: one for pgbench, one for pgbolt.
+/// A session in `dbname` as the superuser, for several queries.
+pub fn session(dbname: &str) -> Session {
+    Session::open(server(), dbname)
+}
+
+/// A fresh pair of databases with `pg_visibility`: one for pgbench, one
+/// for pgbolt.
 pub fn database_pair() -> (String, String) {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    static TEMPLATE: OnceLock<()> = OnceLock::new();
+    TEMPLATE.get_or_init(|| {
+        psql("postgres", "create database init_template");
+        psql("init_template", "create extension pg_visibility");
+    });
     let pair = (format!("pgbench_{n}"), format!("pgbolt_{n}"));
+    let mut postgres = session("postgres");
     for name in [&pair.0, &pair.1] {
-        psql("postgres", &format!("create database {name}"));
-        psql(name, "create extension pg_visibility");
+        postgres.query(&format!("create database {name} template init_template"));
     }
     pair
 }
@@ -276,10 +267,11 @@ pub fn tables_exist(dbname: &str) -> bool {
 }
 
 pub fn compare(case: &str, pgbench_db: &str, pgbolt_db: &str, queries: &[(&str, &str)]) {
+    let (mut pgbolt, mut pgbench) = (session(pgbolt_db), session(pgbench_db));
     for (what, sql) in queries {
         assert_eq!(
-            psql(pgbolt_db, sql),
-            psql(pgbench_db, sql),
+            pgbolt.query(sql),
+            pgbench.query(sql),
             "case {case}: {what} differ"
         );
     }
