@@ -2,6 +2,7 @@
 # need on a Debian/Ubuntu machine (as root) before doing anything else.
 
 CARGO ?= cargo
+CLIPPY = $(CARGO) clippy --workspace --all-targets -- -D warnings
 .PHONY: demo test deps build check fuzz
 
 deps:
@@ -15,15 +16,17 @@ demo: build
 
 check:
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CLIPPY)
 
-# The whole suite: Rust tests (unit, integration against throwaway servers and
-# the real pgbench) and the bench harness's own unit tests. TMPDIR must be
-# reachable by the postgres OS user when running as root. scripts/test-suite
-# runs the test binaries TEST_LANES at a time (see docs/testing.md).
+# The whole suite: formatting, clippy, the Rust tests (unit, integration
+# against throwaway servers and the real pgbench) and the bench harness's own
+# unit tests. TMPDIR must be reachable by the postgres OS user when running as
+# root. scripts/test-suite runs the test binaries TEST_LANES at a time, with
+# clippy beside them (see docs/testing.md).
 TEST_LANES ?= 2
-test: deps check
-	TMPDIR=/tmp CARGO=$(CARGO) python3 scripts/test-suite --lanes $(TEST_LANES)
+test: deps
+	$(CARGO) fmt --all -- --check
+	TMPDIR=/tmp CARGO=$(CARGO) python3 scripts/test-suite --lanes $(TEST_LANES) --alongside "$(CLIPPY)"
 	python3 -m unittest discover -s bench -q
 
 # `make bench`: builds pgbolt in release mode, then compares it with pgbench on
