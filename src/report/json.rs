@@ -5,6 +5,7 @@
 //! several runs) merge into exactly the report one process recording every
 //! transaction would have produced.
 
+use super::check::Check;
 use crate::model::run::{
     command_result, per_second, series, Counts, Distribution, ReportError, RunContext, RunResult,
     ScriptResult, Series, SCHEMA_VERSION,
@@ -44,12 +45,14 @@ pub fn from_json(text: &str) -> Result<RunResult, ReportError> {
 }
 
 /// Reads a result file: the JSON written by [`to_json`], or an HTML report,
-/// whose embedded result is read.
+/// whose embedded result is read; its fields pass [`super::check`].
 pub fn read_result(text: &str) -> Result<RunResult, ReportError> {
-    match super::html::embedded_json(text) {
+    let result = match super::html::embedded_json(text) {
         Some(json) if text.trim_start().starts_with('<') => from_json(json),
         _ => from_json(text),
-    }
+    }?;
+    result.check()?;
+    Ok(result)
 }
 
 /// Fills in what version 2 adds and version 1 can give: p99.99.

@@ -14,6 +14,7 @@ mod results_support;
 
 mod app_pool;
 mod compare;
+mod crafted;
 mod docs_diff;
 mod docs_examples;
 mod failures_diff;

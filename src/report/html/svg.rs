@@ -20,6 +20,9 @@ const RIGHT: f64 = 34.0;
 const TOP: f64 = 14.0;
 const BOTTOM: f64 = 42.0;
 
+/// The most ticks an axis has, whatever its range.
+const MAX_TICKS: usize = 20;
+
 /// How values map onto an axis.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Scale {
@@ -43,17 +46,24 @@ pub struct Axis {
 impl Axis {
     /// A linear axis from 0 (or `min`) to a round value at or above `max`.
     pub fn linear(min: f64, max: f64, title: &str) -> Axis {
-        let max = if max > min { max } else { min + 1.0 };
+        let min = if min.is_finite() { min } else { 0.0 };
+        let max = if max > min && max.is_finite() {
+            max
+        } else {
+            min + min.abs().max(1.0)
+        };
         let step = nice_step((max - min) / 5.0);
         // A value a hair above a round one (a run of 20.03 s) does not
         // add a whole step of empty chart: up to 2% of a step is clipped.
         let top = (max / step - 0.02).ceil().max(1.0) * step;
-        let mut ticks = Vec::new();
-        let mut v = (min / step).floor() * step;
-        while v <= top + step * 1e-9 {
-            ticks.push((v, number(v)));
-            v += step;
-        }
+        let first = (min / step).floor();
+        // Ticks are counted, not stepped to: a step lost in the rounding
+        // of large values would never reach the top.
+        let count = ((top / step - first).round() as usize).min(MAX_TICKS);
+        let ticks: Vec<(f64, String)> = (0..=count)
+            .map(|k| (first + k as f64) * step)
+            .map(|v| (v, number(v)))
+            .collect();
         Axis {
             min: ticks.first().map_or(min, |t| t.0),
             max: top,
@@ -347,6 +357,25 @@ mod tests {
         assert_eq!(l.ticks.first().map(|t| t.1.as_str()), Some("0.1"));
         assert_eq!(number(20_000.0), "20k");
         assert_eq!(number(0.25), "0.25");
+    }
+
+    /// Ranges no result of pgbolt has still give a few ticks, at once.
+    #[test]
+    fn any_range_gives_few_ticks() {
+        for (min, max) in [
+            (1e20, 1e20 + 1.0),
+            (0.0, f64::INFINITY),
+            (f64::NAN, 1.0),
+            (0.0, 1e300),
+        ] {
+            let a = Axis::linear(min, max, "x");
+            assert!(
+                a.ticks.len() >= 2 && a.ticks.len() <= MAX_TICKS + 1,
+                "{min} {max}: {:?}",
+                a.ticks
+            );
+            assert!(a.min.is_finite() && a.max.is_finite(), "{min} {max}");
+        }
     }
 
     #[test]
