@@ -183,3 +183,48 @@ fn a_comparison_given_to_render_is_named_for_what_it_is() {
     );
     assert!(!s.dir.join("page.html").exists());
 }
+
+/// A result file's name and a server's version are outside text: in the
+/// Markdown comparison they stay on their line and show as written (no
+/// raw HTML), and in the text comparison each stays on its line.
+#[test]
+fn the_comparisons_escape_the_names_and_strings_they_embed() {
+    let hostile = "18\n<script>alert(1)</script>";
+    let mut run = saved().run.clone();
+    run["context"]["server_version"] = hostile.into();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let name = "b\n<script>alert(2)<\\script>|`x`.json";
+    std::fs::write(dir.path().join(name), run.to_string()).expect("write");
+    std::fs::copy(saved().dir.join("run.json"), dir.path().join("a.json")).expect("copy");
+    let md = offline(
+        dir.path(),
+        &["--compare", "a.json", name, "--compare-format=markdown"],
+    );
+    assert!(md.status.success(), "{}", stderr(&md));
+    let md = stdout(&md);
+    // Raw HTML only ever inside a code span, where Markdown shows it as
+    // text.
+    for line in md.lines().filter(|l| l.contains('<')) {
+        assert!(line.starts_with("- ") && line.contains(": `"), "{line}");
+    }
+    assert!(
+        md.contains("- candidate: `b\\n<script>alert(2)<\\script>\\|'x'.json` ("),
+        "{md}"
+    );
+    assert!(
+        md.contains("- server version: `18.6` → `18\\n<script>alert(1)</script>`"),
+        "{md}"
+    );
+    assert!(md.lines().all(|l| !l.starts_with('<')), "{md}");
+    let text = offline(dir.path(), &["--compare", "a.json", name]);
+    assert!(text.status.success(), "{}", stderr(&text));
+    let text = stdout(&text);
+    assert!(
+        text.contains("candidate: b\\n<script>alert(2)<\\script>|`x`.json ("),
+        "{text}"
+    );
+    assert!(
+        text.contains("  server version: 18.6 -> 18\\n<script>alert(1)</script>\n"),
+        "{text}"
+    );
+}
