@@ -167,18 +167,33 @@ fn metrics_chart(metrics: &[MetricChange], threshold: f64) -> String {
 /// Changes as points with their intervals, one row each (labelled),
 /// against the threshold on either side of no change.
 pub(super) fn interval_chart(title: &str, rows: &[(String, Estimate)], threshold: f64) -> String {
-    let reach = rows
-        .iter()
-        .flat_map(|(_, e)| [e.low.abs(), e.high.abs()])
-        .fold(threshold * 2.0, f64::max)
-        * 100.0;
-    let mut x = Axis::linear(-reach, reach, "change (%)");
-    let step = x.ticks.get(1).map_or(reach, |t| t.0 - x.ticks[0].0);
-    x.ticks = (-(reach / step).ceil() as i64..=(reach / step).ceil() as i64)
-        .map(|k| (k as f64 * step, super::svg::number(k as f64 * step)))
-        .collect();
-    x.min = x.ticks.first().map_or(-reach, |t| t.0);
-    x.max = x.ticks.last().map_or(reach, |t| t.0);
+    let bounds = rows.iter().flat_map(|(_, e)| [e.low, e.value, e.high]);
+    let (low, high) = bounds.fold((-threshold * 2.0, threshold * 2.0), |(lo, hi), v| {
+        (lo.min(v), hi.max(v))
+    });
+    // Past a doubling or a halving, a linear axis squeezes every modest
+    // change against zero: the ratios go on a logarithmic axis instead.
+    let ratios = high > 1.0 || low < -0.5;
+    let at = |change: f64| {
+        if ratios {
+            (1.0 + change).max(1e-4)
+        } else {
+            change * 100.0
+        }
+    };
+    let x = if ratios {
+        Axis::change_ratio(at(low), at(high), "change (%, logarithmic)")
+    } else {
+        let reach = low.abs().max(high.abs()) * 100.0;
+        let mut x = Axis::linear(-reach, reach, "change (%)");
+        let step = x.ticks.get(1).map_or(reach, |t| t.0 - x.ticks[0].0);
+        x.ticks = (-(reach / step).ceil() as i64..=(reach / step).ceil() as i64)
+            .map(|k| (k as f64 * step, super::svg::number(k as f64 * step)))
+            .collect();
+        x.min = x.ticks.first().map_or(-reach, |t| t.0);
+        x.max = x.ticks.last().map_or(reach, |t| t.0);
+        x
+    };
     let mut y = Axis::linear(0.0, rows.len() as f64 + 1.0, "");
     y.ticks = rows
         .iter()
@@ -191,16 +206,12 @@ pub(super) fn interval_chart(title: &str, rows: &[(String, Estimate)], threshold
         chart.line(Line {
             class: super::svg::SERIES_CLASSES[i % super::svg::SERIES_CLASSES.len()],
             label: label.clone(),
-            points: vec![
-                (e.low * 100.0, row),
-                (e.value * 100.0, row),
-                (e.high * 100.0, row),
-            ],
+            points: vec![(at(e.low), row), (at(e.value), row), (at(e.high), row)],
         });
     }
-    chart.marker(-threshold * 100.0, "");
+    chart.marker(at(-threshold), "");
     chart.marker(
-        threshold * 100.0,
+        at(threshold),
         &format!("threshold ±{}%", super::svg::number(threshold * 100.0)),
     );
     chart.finish()

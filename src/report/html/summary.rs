@@ -143,7 +143,7 @@ pub fn key_figures(r: &RunResult) -> Result<Option<String>, ReportError> {
             }
         );
     };
-    figure("tps", "Throughput", format!("{:.6}", r.tps), "tps", false);
+    figure("tps", "Throughput", format!("{:.1}", r.tps), "tps", false);
     figure(
         "committed",
         "Committed",

@@ -12,10 +12,10 @@
 use std::fmt::Write as _;
 
 use super::escape::esc;
-use super::svg::{Axis, Chart, Line};
+use super::svg::{Axis, Chart, Line, Scale};
 use super::{page_end, page_start};
 use crate::model::run::ReportError;
-use crate::model::sweep::{Point, SweepResult, NEAR_BEST};
+use crate::model::sweep::{Point, SloInfo, SweepResult, NEAR_BEST};
 
 type Section = fn(&SweepResult) -> String;
 
@@ -122,9 +122,48 @@ fn header(r: &SweepResult) -> String {
     out
 }
 
+/// The swept value's axis: logarithmic, with a tick at each value, when
+/// the values grow by a factor ([`geometric`]), else linear from 0.
 fn x_axis(r: &SweepResult) -> Axis {
-    let top = r.summary.points.iter().map(|p| p.value).fold(1.0, f64::max);
+    let values: Vec<f64> = r.summary.points.iter().map(|p| p.value).collect();
+    if geometric(&values) {
+        return Axis::log_at(&values, &r.sweep.dimension);
+    }
+    let top = values.iter().copied().fold(1.0, f64::max);
     Axis::linear(0.0, top, &r.sweep.dimension)
+}
+
+/// Whether ascending `values` grow by a factor rather than by a step: at
+/// least three, all positive, spanning a factor of 4 or more, and their
+/// ratios more even than their differences (1, 2, 4, 8 but not 10, 20,
+/// 30, 40).
+fn geometric(values: &[f64]) -> bool {
+    if values.len() < 3 || values[0] <= 0.0 || values[values.len() - 1] < 4.0 * values[0] {
+        return false;
+    }
+    let spread = |steps: Vec<f64>| {
+        let mean = steps.iter().sum::<f64>() / steps.len() as f64;
+        let var = steps.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / steps.len() as f64;
+        if mean.abs() > 0.0 {
+            var.sqrt() / mean.abs()
+        } else {
+            f64::INFINITY
+        }
+    };
+    let differences = spread(values.windows(2).map(|w| w[1] - w[0]).collect());
+    let ratios = spread(values.windows(2).map(|w| (w[1] / w[0]).ln()).collect());
+    ratios < differences
+}
+
+/// `count + 1` values from `from` to `to`, evenly spaced on `axis`.
+fn along(axis: &Axis, from: f64, to: f64, count: u32) -> Vec<f64> {
+    (0..=count)
+        .map(|i| f64::from(i) / f64::from(count))
+        .map(|t| match axis.scale {
+            Scale::Log => from * (to / from).powf(t),
+            Scale::Linear => from + (to - from) * t,
+        })
+        .collect()
 }
 
 fn series(points: &[Point], y: impl Fn(&Point) -> f64) -> Vec<(f64, f64)> {
@@ -144,10 +183,13 @@ fn throughput(r: &SweepResult) -> String {
                 .fold(0.0, f64::max),
         );
     }
-    let (x_end, y_axis) = (
-        x.max,
-        Axis::linear(0.0, top * 1.05, "committed transactions per second"),
-    );
+    let x_end = x.max;
+    let x_start = match x.scale {
+        Scale::Log => x.min.max(1.0),
+        Scale::Linear => 1.0,
+    };
+    let y_axis = Axis::linear(0.0, top * 1.05, "committed transactions per second");
+    let samples = along(&x, x_start, x_end.max(x_start * 1.01), 100);
     let mut chart = Chart::new("Throughput against the swept value", x, y_axis.clone());
     chart.line(Line {
         class: "s0",
@@ -155,9 +197,9 @@ fn throughput(r: &SweepResult) -> String {
         points: series(points, |p| p.tps),
     });
     if let Some(fit) = fit {
-        let curve: Vec<(f64, f64)> = (0..=100)
-            .map(|i| 1.0 + (x_end - 1.0) * f64::from(i) / 100.0)
-            .map(|n| (n, fit.throughput(n).min(y_axis.max)))
+        let curve: Vec<(f64, f64)> = samples
+            .iter()
+            .map(|&n| (n, fit.throughput(n).min(y_axis.max)))
             .collect();
         let label = if r.summary.fit_note.is_some() {
             "USL fit (does not fit: no answer)"
@@ -169,11 +211,17 @@ fn throughput(r: &SweepResult) -> String {
             label: label.to_owned(),
             points: curve,
         });
+        // λN up to where it leaves the chart at its top.
         let ideal_end = (y_axis.max / fit.lambda).min(x_end);
+        let ideal: Vec<(f64, f64)> = samples
+            .iter()
+            .map(|&n| n.min(ideal_end))
+            .map(|n| (n, fit.lambda * n))
+            .collect();
         chart.line(Line {
             class: "s2",
             label: "linear ideal (λN)".to_owned(),
-            points: vec![(1.0, fit.lambda), (ideal_end, fit.lambda * ideal_end)],
+            points: ideal,
         });
     }
     format!("<section><h2>Throughput</h2>{}</section>", chart.finish())
@@ -186,7 +234,12 @@ fn percentiles(r: &SweepResult) -> String {
         .map(|p| p.p50_ms)
         .filter(|v| *v > 0.0)
         .fold(f64::INFINITY, f64::min);
-    let high = points.iter().map(|p| p.p99_9_ms).fold(0.0, f64::max);
+    let limits: Vec<&SloInfo> = r.sweep.slo.iter().filter(|s| s.limit_ms > 0.0).collect();
+    let high = points
+        .iter()
+        .map(|p| p.p99_9_ms)
+        .chain(limits.iter().map(|s| s.limit_ms))
+        .fold(0.0, f64::max);
     let y = Axis::log(
         if low.is_finite() { low } else { 0.001 },
         high,
@@ -205,6 +258,12 @@ fn percentiles(r: &SweepResult) -> String {
             label: label.to_owned(),
             points: series(points, |p| y(p).max(0.001)),
         });
+    }
+    for slo in limits {
+        chart.limit(
+            slo.limit_ms,
+            &format!("SLO {} < {} ms", slo.name, value(slo.limit_ms)),
+        );
     }
     format!("<section><h2>Latency</h2>{}</section>", chart.finish())
 }
@@ -262,7 +321,7 @@ fn over_time(r: &SweepResult) -> String {
 
 fn table(r: &SweepResult) -> String {
     let mut out = String::from(
-        "<section><h2>Steps</h2><table><tr><th>clients</th><th>threads</th><th>rate</th><th>tps</th><th>± stddev</th><th>p50 ms</th><th>p90 ms</th><th>p99 ms</th><th>p99.9 ms</th><th>failed</th><th>L/N</th><th>client CPU</th><th>backends on CPU</th><th>waiting</th><th>for the client</th><th>findings</th><th>SLO</th></tr>",
+        "<section><h2>Steps</h2><div class=\"wide\"><table class=\"steps\"><tr><th>clients</th><th>threads</th><th>rate</th><th>tps</th><th>± stddev</th><th>p50 ms</th><th>p90 ms</th><th>p99 ms</th><th>p99.9 ms</th><th>failed</th><th>L/N</th><th>client CPU</th><th>backends on CPU</th><th>waiting</th><th>for the client</th><th>findings</th><th>SLO</th></tr>",
     );
     for p in &r.summary.points {
         let _ = write!(
@@ -299,11 +358,31 @@ fn table(r: &SweepResult) -> String {
         );
     }
     out.push_str(
-        "</table><p>L/N: throughput × mean latency over the clients (Little's law). Client CPU: the busiest pgbolt thread's share of the step. Backends: shares of the samples of pgbolt's server backends (see the diagnosis of a run); waiting for the client includes idle in a transaction. Findings: the diagnosis's warnings in the step.</p></section>",
+        "</table></div><p>L/N: throughput × mean latency over the clients (Little's law). Client CPU: the busiest pgbolt thread's share of the step. Backends: shares of the samples of pgbolt's server backends (see the diagnosis of a run); waiting for the client includes idle in a transaction. Findings: the diagnosis's warnings in the step.</p></section>",
     );
     out
 }
 
 fn percent(share: f64) -> String {
     format!("{:.0}%", share * 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::geometric;
+
+    #[test]
+    fn values_that_grow_by_a_factor_are_geometric() {
+        for (values, wanted) in [
+            (&[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0][..], true),
+            (&[1.0, 10.0, 100.0], true),
+            (&[2.0, 4.0, 8.0, 12.0, 16.0], false),
+            (&[10.0, 20.0, 30.0, 40.0, 50.0], false),
+            (&[1.0, 2.0], false),
+            (&[8.0, 16.0, 24.0], false),
+            (&[0.0, 4.0, 8.0], false),
+        ] {
+            assert_eq!(geometric(values), wanted, "{values:?}");
+        }
+    }
 }
