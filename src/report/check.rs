@@ -127,10 +127,28 @@ fn run(r: &RunResult, prefix: &str) -> Result<(), Invalid> {
         let name = format!("series.intervals[{n}].offset_s");
         within_f(prefix, &name, i.offset_s, -max_offset_s, max_offset_s)?;
     }
-    for (n, g) in r.generators.iter().enumerate() {
-        let name = format!("generators[{n}].window_end_us (from window_start_us)");
-        let window = g.window_end_us.saturating_sub(g.window_start_us);
-        within(prefix, &name, window, -MAX_SPAN_US, MAX_SPAN_US)?;
+    let windows = r
+        .generators
+        .iter()
+        .enumerate()
+        .map(|(n, g)| {
+            (
+                format!("generators[{n}]"),
+                g.window_start_us,
+                g.window_end_us,
+            )
+        })
+        .chain(
+            r.generator
+                .iter()
+                .map(|g| ("generator".to_owned(), g.window_start_us, g.window_end_us)),
+        );
+    for (at, start, end) in windows {
+        for (field, us) in [("window_start_us", start), ("window_end_us", end)] {
+            let name = format!("{at}.{field} (from series.start_us)");
+            let from_series = us.saturating_sub(r.series.start_us);
+            within(prefix, &name, from_series, -MAX_SPAN_US, MAX_SPAN_US)?;
+        }
     }
     let Some(d) = &r.diagnosis else {
         return Ok(());

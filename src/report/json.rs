@@ -125,7 +125,7 @@ pub fn merge(results: &[RunResult]) -> Result<RunResult, ReportError> {
         }
         all.merge(&series_of(&r.series)?);
     }
-    merged.context = RunContext::default();
+    merged.context = merged_context(results);
     merged.diagnosis = None;
     merged.latency = latency.finish()?;
     merged.service_time = service.finish()?;
@@ -178,6 +178,39 @@ fn series_of(s: &Series) -> Result<IntervalSeries, ReportError> {
         parts.push((i.stats, h));
     }
     Ok(IntervalSeries::from_parts(s.start_us, s.width_us, &parts))
+}
+
+/// What the results' contexts agree on: the server's version and
+/// settings when every result names the same, the first start and the
+/// last end; no command line (each generator has its own).
+fn merged_context(results: &[RunResult]) -> RunContext {
+    let same = |f: fn(&RunContext) -> Option<String>| {
+        let first = f(&results[0].context)?;
+        results[1..]
+            .iter()
+            .all(|r| f(&r.context).as_ref() == Some(&first))
+            .then_some(first)
+    };
+    let settings = &results[0].context.server_settings;
+    let times = |f: fn(&RunContext) -> Option<i64>| results.iter().map(move |r| f(&r.context));
+    RunContext {
+        command_line: None,
+        server_version: same(|c| c.server_version.clone()),
+        server_settings: if results
+            .iter()
+            .all(|r| &r.context.server_settings == settings)
+        {
+            settings.clone()
+        } else {
+            Default::default()
+        },
+        started_us: times(|c| c.started_us)
+            .collect::<Option<Vec<_>>>()
+            .and_then(|t| t.into_iter().min()),
+        ended_us: times(|c| c.ended_us)
+            .collect::<Option<Vec<_>>>()
+            .and_then(|t| t.into_iter().max()),
+    }
 }
 
 fn merge_counts(mine: &mut Counts, theirs: &Counts) {

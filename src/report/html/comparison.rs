@@ -14,6 +14,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::escape::esc;
+use super::frame::{self, Frame};
 use super::svg::{Axis, Chart, Line};
 use super::{distribution, page_end, page_start, time};
 use crate::compare::likeness::Difference;
@@ -44,7 +45,7 @@ pub fn render_comparison_html(
     .map_err(ReportError::Json)?;
     let title = format!("pgbolt comparison: {}", c.verdict.describe());
     let mut out = page_start(&title, json.len());
-    header(&mut out, c);
+    header(&mut out, c, baseline, candidate);
     changes(&mut out, c);
     overlays(&mut out, baseline, candidate)?;
     page_end(
@@ -58,28 +59,54 @@ pub fn render_comparison_html(
 
 const RUNS: [(&str, &str); 2] = [("s0", "baseline"), ("s1", "candidate")];
 
-fn header(out: &mut String, c: &Comparison) {
-    let _ = write!(
-        out,
-        "<header><h1>pgbolt comparison: <span data-figure=\"verdict\">{}</span></h1><dl class=\"meta\">",
-        esc(c.verdict.describe())
-    );
+/// The frame's header, read from the baseline (what differs in the
+/// candidate is listed next), then the differences and both sides'
+/// findings.
+fn header(out: &mut String, c: &Comparison, baseline: &RunResult, candidate: &RunResult) {
+    let mut lines = Vec::new();
     for ((class, name), side) in RUNS.iter().zip([&c.baseline, &c.candidate]) {
-        let _ = write!(
-            out,
-            "<dt><span class=\"key {class}\"></span>{name}</dt><dd><code>{}</code>: {}</dd>",
-            esc(&side.source),
-            esc(&crate::report::text::comparison::side_summary(side))
-        );
+        let label = if *name == "baseline" {
+            "Baseline"
+        } else {
+            "Candidate"
+        };
+        lines.push((
+            label,
+            format!(
+                "<span class=\"key {class}\"></span><code>{}</code>: {}",
+                esc(&side.source),
+                esc(&crate::report::text::comparison::side_summary(side))
+            ),
+        ));
     }
     let metrics: Vec<&str> = c.verdict_metrics.iter().map(|m| m.name()).collect();
-    let _ = write!(
-        out,
-        "<dt>Verdict on</dt><dd>{}, threshold {}%, {}% intervals</dd></dl></header>",
-        esc(&metrics.join(", ")),
-        c.threshold * 100.0,
-        c.confidence * 100.0
-    );
+    lines.push((
+        "Verdict on",
+        format!(
+            "{}, threshold {}%, {}% intervals",
+            esc(&metrics.join(", ")),
+            c.threshold * 100.0,
+            c.confidence * 100.0
+        ),
+    ));
+    let outcome = |r: &RunResult| if r.aborted { "aborted" } else { "completed" };
+    let frame = Frame {
+        heading: format!(
+            "pgbolt comparison: <span data-figure=\"verdict\">{}</span>",
+            esc(c.verdict.describe())
+        ),
+        run: baseline,
+        lines,
+        span: frame::span([baseline, candidate].into_iter()),
+        outcome: format!(
+            "baseline {}, candidate {}; verdict: {}",
+            outcome(baseline),
+            outcome(candidate),
+            esc(c.verdict.describe())
+        ),
+        banner: None,
+    };
+    out.push_str(&frame.html());
     differences_section(
         out,
         "runs",
@@ -87,6 +114,18 @@ fn header(out: &mut String, c: &Comparison) {
         "None: same scripts, options, server version and recorded settings.",
     );
     out.push_str("</section>");
+    let _ = write!(
+        out,
+        "<section><h2>Findings</h2>{}</section>",
+        frame::findings_of_steps(
+            [
+                ("baseline".to_owned(), baseline),
+                ("candidate".to_owned(), candidate)
+            ]
+            .into_iter(),
+            "run"
+        )
+    );
 }
 
 /// The section of the differences between the `what` (runs, sweeps), or

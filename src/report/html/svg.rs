@@ -105,6 +105,16 @@ impl Axis {
         }
     }
 
+    /// The axis of swept values: logarithmic, with a tick at each value,
+    /// when they grow by a factor ([`geometric`]), else linear from 0.
+    pub fn swept(values: &[f64], title: &str) -> Axis {
+        if geometric(values) {
+            return Axis::log_at(values, title);
+        }
+        let top = values.iter().copied().fold(1.0, f64::max);
+        Axis::linear(0.0, top, title)
+    }
+
     /// A logarithmic axis for values that grow by a factor (a sweep of
     /// `clients:1..64*2`): ticks at the values themselves (every second,
     /// fourth ... one when they are many), so they read 1, 2, 4, 8.
@@ -183,6 +193,28 @@ impl Axis {
         let t = if hi > lo { (v - lo) / (hi - lo) } else { 0.0 };
         from + t.clamp(0.0, 1.0) * (to - from)
     }
+}
+
+/// Whether ascending `values` grow by a factor rather than by a step: at
+/// least three, all positive, spanning a factor of 4 or more, and their
+/// ratios more even than their differences (1, 2, 4, 8 but not 10, 20,
+/// 30, 40).
+pub fn geometric(values: &[f64]) -> bool {
+    if values.len() < 3 || values[0] <= 0.0 || values[values.len() - 1] < 4.0 * values[0] {
+        return false;
+    }
+    let spread = |steps: Vec<f64>| {
+        let mean = steps.iter().sum::<f64>() / steps.len() as f64;
+        let var = steps.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / steps.len() as f64;
+        if mean.abs() > 0.0 {
+            var.sqrt() / mean.abs()
+        } else {
+            f64::INFINITY
+        }
+    };
+    let differences = spread(values.windows(2).map(|w| w[1] - w[0]).collect());
+    let ratios = spread(values.windows(2).map(|w| (w[1] / w[0]).ln()).collect());
+    ratios < differences
 }
 
 /// Rows the markers' labels take.
@@ -539,6 +571,21 @@ mod tests {
             }
         }
         assert_eq!(svg.matches("<line class=\"mark\"").count(), 13);
+    }
+
+    #[test]
+    fn values_that_grow_by_a_factor_are_geometric() {
+        for (values, wanted) in [
+            (&[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0][..], true),
+            (&[1.0, 10.0, 100.0], true),
+            (&[2.0, 4.0, 8.0, 12.0, 16.0], false),
+            (&[10.0, 20.0, 30.0, 40.0, 50.0], false),
+            (&[1.0, 2.0], false),
+            (&[8.0, 16.0, 24.0], false),
+            (&[0.0, 4.0, 8.0], false),
+        ] {
+            assert_eq!(geometric(values), wanted, "{values:?}");
+        }
     }
 
     #[test]

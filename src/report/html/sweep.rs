@@ -12,6 +12,7 @@
 use std::fmt::Write as _;
 
 use super::escape::esc;
+use super::frame::{self, Frame};
 use super::svg::{Axis, Chart, Line, Scale};
 use super::{page_end, page_start};
 use crate::model::run::ReportError;
@@ -25,6 +26,7 @@ type Figure = fn(&Point) -> f64;
 /// The sections of a sweep's page, in order.
 const SECTIONS: &[Section] = &[
     header,
+    findings,
     throughput,
     percentiles,
     hockey_stick,
@@ -56,23 +58,49 @@ fn value(v: f64) -> String {
 fn header(r: &SweepResult) -> String {
     let s = &r.summary;
     let dim = &r.sweep.dimension;
-    let mut out = format!(
-        "<header><h1>Sweep of {}</h1><p>{} values, {} measured steps",
-        esc(dim),
-        s.points.len(),
+    let values: Vec<String> = s.points.iter().map(|p| value(p.value)).collect();
+    let mut steps = format!(
+        "{} {}: {}; {} measured steps",
+        values.len(),
+        if values.len() == 1 { "value" } else { "values" },
+        values.join(", "),
         r.steps.len()
     );
     if r.sweep.repeat > 1 {
-        let _ = write!(out, ", {} repeats", r.sweep.repeat);
+        let _ = write!(steps, ", {} repeats", r.sweep.repeat);
     }
     if r.sweep.warmup_s > 0 {
-        let _ = write!(out, ", warm-up {} s each", r.sweep.warmup_s);
+        let _ = write!(steps, ", warm-up {} s each", r.sweep.warmup_s);
     }
-    out.push_str(".</p>");
-    if let Some(why) = &r.sweep.stopped {
-        let _ = write!(out, "<p>Stopped: {}.</p>", esc(why));
+    let mut lines = vec![("Steps", esc(&steps)), ("Length", step_lengths(r))];
+    if !r.sweep.slo.is_empty() {
+        let slo: Vec<String> = r
+            .sweep
+            .slo
+            .iter()
+            .map(|o| format!("{} &lt; {} ms", esc(&o.name), value(o.limit_ms)))
+            .collect();
+        lines.push(("SLO", slo.join(", ")));
     }
-    out.push_str("</header><section><h2>Answers</h2><ul>");
+    let mut out = match r.steps.first() {
+        Some(first) => Frame {
+            heading: format!("Sweep of {}", esc(dim)),
+            run: &first.result,
+            lines,
+            span: frame::span(r.steps.iter().map(|s| &s.result)),
+            outcome: match &r.sweep.stopped {
+                Some(why) => format!("<strong>stopped</strong>: {}", esc(why)),
+                None => "completed".to_owned(),
+            },
+            banner: None,
+        }
+        .html(),
+        None => format!(
+            "<header><h1>Sweep of {}</h1><p>No step was measured.</p></header>",
+            esc(dim)
+        ),
+    };
+    out.push_str("<section><h2>Answers</h2><ul>");
     let at = |i: usize| {
         let p = &s.points[i];
         format!("{} {} ({:.1} tps)", value(p.value), esc(dim), p.tps)
@@ -122,37 +150,50 @@ fn header(r: &SweepResult) -> String {
     out
 }
 
-/// The swept value's axis: logarithmic, with a tick at each value, when
-/// the values grow by a factor ([`geometric`]), else linear from 0.
-fn x_axis(r: &SweepResult) -> Axis {
-    let values: Vec<f64> = r.summary.points.iter().map(|p| p.value).collect();
-    if geometric(&values) {
-        return Axis::log_at(&values, &r.sweep.dimension);
+/// The steps' measured lengths: the range over the steps, in s.
+pub(super) fn step_lengths(r: &SweepResult) -> String {
+    let lengths = r
+        .steps
+        .iter()
+        .map(|s| s.result.timings.bench_duration_us as f64 / 1e6);
+    let (low, high) = lengths.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
+        (lo.min(v), hi.max(v))
+    });
+    if !low.is_finite() {
+        "–".to_owned()
+    } else if high - low < 0.0005 {
+        format!("{low:.3} s measured per step")
+    } else {
+        format!("{low:.3} to {high:.3} s measured per step")
     }
-    let top = values.iter().copied().fold(1.0, f64::max);
-    Axis::linear(0.0, top, &r.sweep.dimension)
 }
 
-/// Whether ascending `values` grow by a factor rather than by a step: at
-/// least three, all positive, spanning a factor of 4 or more, and their
-/// ratios more even than their differences (1, 2, 4, 8 but not 10, 20,
-/// 30, 40).
-fn geometric(values: &[f64]) -> bool {
-    if values.len() < 3 || values[0] <= 0.0 || values[values.len() - 1] < 4.0 * values[0] {
-        return false;
-    }
-    let spread = |steps: Vec<f64>| {
-        let mean = steps.iter().sum::<f64>() / steps.len() as f64;
-        let var = steps.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / steps.len() as f64;
-        if mean.abs() > 0.0 {
-            var.sqrt() / mean.abs()
-        } else {
-            f64::INFINITY
-        }
-    };
-    let differences = spread(values.windows(2).map(|w| w[1] - w[0]).collect());
-    let ratios = spread(values.windows(2).map(|w| (w[1] / w[0]).ln()).collect());
-    ratios < differences
+/// Each step's findings, once per finding, with the steps it fired in.
+fn findings(r: &SweepResult) -> String {
+    format!("<section><h2>Findings</h2>{}</section>", step_findings(r))
+}
+
+/// The findings of `r`'s steps, each once, with the steps it fired in.
+pub(super) fn step_findings(r: &SweepResult) -> String {
+    let dim = &r.sweep.dimension;
+    let repeats = r.sweep.repeat > 1;
+    frame::findings_of_steps(
+        r.steps.iter().map(|s| {
+            let step = if repeats {
+                format!("{} {dim} (repeat {})", value(s.value), s.repeat)
+            } else {
+                format!("{} {dim}", value(s.value))
+            };
+            (step, &s.result)
+        }),
+        "step",
+    )
+}
+
+/// The swept value's axis.
+fn x_axis(r: &SweepResult) -> Axis {
+    let values: Vec<f64> = r.summary.points.iter().map(|p| p.value).collect();
+    Axis::swept(&values, &r.sweep.dimension)
 }
 
 /// `count + 1` values from `from` to `to`, evenly spaced on `axis`.
@@ -365,24 +406,4 @@ fn table(r: &SweepResult) -> String {
 
 fn percent(share: f64) -> String {
     format!("{:.0}%", share * 100.0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::geometric;
-
-    #[test]
-    fn values_that_grow_by_a_factor_are_geometric() {
-        for (values, wanted) in [
-            (&[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0][..], true),
-            (&[1.0, 10.0, 100.0], true),
-            (&[2.0, 4.0, 8.0, 12.0, 16.0], false),
-            (&[10.0, 20.0, 30.0, 40.0, 50.0], false),
-            (&[1.0, 2.0], false),
-            (&[8.0, 16.0, 24.0], false),
-            (&[0.0, 4.0, 8.0], false),
-        ] {
-            assert_eq!(geometric(values), wanted, "{values:?}");
-        }
-    }
 }
