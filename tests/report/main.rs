@@ -20,6 +20,7 @@ mod docs_examples;
 mod failures_diff;
 mod html;
 mod longrun_diff;
+mod pages;
 mod report_diff;
 mod report_logs_diff;
 mod report_pgbench;

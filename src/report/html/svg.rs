@@ -453,7 +453,9 @@ impl Chart {
         out
     }
 
-    /// Grid lines, tick labels and axis titles, in one path per axis.
+    /// Grid lines, tick labels and axis titles, in one path per axis. The
+    /// x ticks' labels sit low enough that the lowest y tick's label
+    /// (usually `0`) never touches the first of them at the corner.
     fn grid(&self, out: &mut String) {
         let (left, right, top, bottom) = (LEFT, WIDTH - RIGHT, TOP, HEIGHT - BOTTOM);
         let mut path = String::new();
@@ -475,7 +477,7 @@ impl Chart {
                 out,
                 "<text class=\"ty\" x=\"{:.1}\" y=\"{:.1}\">{}</text>",
                 left - 5.0,
-                self.py(*v) + 4.0,
+                self.py(*v) + 3.5,
                 esc(label)
             );
         }
@@ -484,7 +486,7 @@ impl Chart {
                 out,
                 "<text class=\"tx\" x=\"{:.1}\" y=\"{:.1}\">{}</text>",
                 self.px(*v),
-                bottom + 15.0,
+                bottom + 18.0,
                 esc(label)
             );
         }
