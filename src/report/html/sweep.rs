@@ -179,6 +179,12 @@ pub(super) fn step_findings(r: &SweepResult) -> String {
     let repeats = r.sweep.repeat > 1;
     frame::findings_of_steps(
         r.steps.iter().map(|s| {
+            // `1 client`, `2 clients`.
+            let dim = if s.value == 1.0 {
+                dim.strip_suffix('s').unwrap_or(dim)
+            } else {
+                dim
+            };
             let step = if repeats {
                 format!("{} {dim} (repeat {})", value(s.value), s.repeat)
             } else {
