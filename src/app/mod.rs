@@ -22,16 +22,16 @@ use std::num::NonZeroUsize;
 mod compare;
 mod interrupt;
 mod merge;
+mod render;
 mod run;
 mod study;
 mod temp_instance;
 
 use crate::cli::{self, help, CliError, Environment, Level};
 use crate::config::connection;
-use crate::config::{Benchmark, BusyPoll, Config, Init, IoMethod, Mode, Render};
+use crate::config::{Benchmark, BusyPoll, Config, Init, IoMethod, Mode};
 use crate::init::{InitOptions, InitSteps};
 use crate::program::{announce_seed, ewriteln, PROGRAM};
-use crate::report::files::{Outputs, Stdout};
 
 /// Why a mode could not run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,65 +99,10 @@ fn run_mode(config: &Config) -> Result<i32, RunError> {
         Mode::ShowScript(name) => Ok(show_script(name)),
         Mode::Init(init) => initialize(config, init),
         Mode::Run(benchmark) => run_benchmark(config, benchmark),
-        Mode::Render(render) => render_saved(render),
+        Mode::Render(r) => render::run(r),
         Mode::Compare(compare) => Ok(compare::run(compare)),
         Mode::Merge(merge) => Ok(merge::run(merge)),
     }
-}
-
-/// `--render`: reads a saved result and writes its HTML report; nothing
-/// connects. Failures are worded with the file at fault, exit status 1.
-fn render_saved(render: &Render) -> Result<i32, RunError> {
-    use crate::oserror::os_message;
-    let outputs =
-        Outputs::check(None, Some(&render.html)).map_err(|e| RunError::Engine(e.to_string()))?;
-    let source = render.result.display();
-    let text = std::fs::read(&render.result).map_err(|e| {
-        RunError::Engine(format!(
-            "could not read result file \"{source}\": {}",
-            os_message(&e)
-        ))
-    })?;
-    let text = String::from_utf8_lossy(&text);
-    let now = crate::wallclock::now_us();
-    if let Some(targets) = crate::report::files::read_targets(&text) {
-        let html = targets
-            .map_err(|e| RunError::Engine(format!("result file \"{source}\": {e}")))
-            .and_then(|targets| {
-                crate::report::html::render_targets_html(&targets, now)
-                    .map_err(|e| RunError::Engine(e.to_string()))
-            })?;
-        return write_page(outputs, &html);
-    }
-    let html = match crate::report::files::read_sweep(&text) {
-        Some(sweep) => sweep
-            .map_err(|e| RunError::Engine(format!("result file \"{source}\": {e}")))
-            .and_then(|sweep| {
-                crate::report::html::render_sweep_html(&sweep, now)
-                    .map_err(|e| RunError::Engine(e.to_string()))
-            })?,
-        None => render_run(&text, &source.to_string(), now)?,
-    };
-    write_page(outputs, &html)
-}
-
-/// Writes the page `--render` made (its path was checked before the
-/// result file was read).
-fn write_page(outputs: Outputs, html: &str) -> Result<i32, RunError> {
-    let written = outputs.write(
-        "",
-        &mut Stdout::default(),
-        || Ok(String::new()),
-        || Ok::<_, String>(html.to_owned()),
-    );
-    Ok(if written { 0 } else { 1 })
-}
-
-/// The page of a saved run's result.
-fn render_run(text: &str, source: &str, now: i64) -> Result<String, RunError> {
-    let result = crate::report::read_result(text)
-        .map_err(|e| RunError::Engine(format!("result file \"{source}\": {e}")))?;
-    crate::report::render_html(&result, now).map_err(|e| RunError::Engine(e.to_string()))
 }
 
 /// Prints to standard output; a closed pipe (`pgbolt --help | head`) is

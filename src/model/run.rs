@@ -469,6 +469,9 @@ pub enum ReportError {
     /// A result file of another kind (a sweep's), which this reader does
     /// not take yet.
     Kind(String),
+    /// A field holds what no pgbolt writes and no renderer can draw (a
+    /// series' interval width of 0): its JSON path, and what it must be.
+    Field { field: String, problem: String },
 }
 
 impl std::fmt::Display for ReportError {
@@ -488,6 +491,7 @@ impl std::fmt::Display for ReportError {
                 f,
                 "this is a {kind}'s result file: reading it here is not supported yet"
             ),
+            ReportError::Field { field, problem } => write!(f, "field {field} {problem}"),
         }
     }
 }

@@ -281,8 +281,9 @@ fn write_file(file: ResultFile, text: &str) -> bool {
 
 /// The result of `kind` in `text` (its JSON, or a page that embeds it);
 /// `None` when `text` holds another kind; an error naming `what` when it
-/// is of that kind but does not read.
-pub fn read_kind<T: serde::de::DeserializeOwned>(
+/// is of that kind but does not read or does not pass its
+/// [`super::check`].
+pub fn read_kind<T: serde::de::DeserializeOwned + super::check::Check>(
     text: &str,
     kind: &str,
     what: &str,
@@ -296,8 +297,11 @@ pub fn read_kind<T: serde::de::DeserializeOwned>(
         kind: Option<String>,
     }
     let found: Kind = serde_json::from_str(json).ok()?;
-    (found.kind.as_deref() == Some(kind))
-        .then(|| serde_json::from_str(json).map_err(|e| format!("invalid {what}: {e}")))
+    (found.kind.as_deref() == Some(kind)).then(|| {
+        let read: T = serde_json::from_str(json).map_err(|e| format!("invalid {what}: {e}"))?;
+        read.check().map_err(|e| format!("invalid {what}: {e}"))?;
+        Ok(read)
+    })
 }
 
 /// A sweep's result read from `text` (its JSON file, or a page that embeds

@@ -5,6 +5,7 @@
 //! several runs) merge into exactly the report one process recording every
 //! transaction would have produced.
 
+use super::check::Check;
 use crate::model::run::{
     command_result, per_second, series, Counts, Distribution, ReportError, RunContext, RunResult,
     ScriptResult, Series, SCHEMA_VERSION,
@@ -44,12 +45,14 @@ pub fn from_json(text: &str) -> Result<RunResult, ReportError> {
 }
 
 /// Reads a result file: the JSON written by [`to_json`], or an HTML report,
-/// whose embedded result is read.
+/// whose embedded result is read; its fields pass [`super::check`].
 pub fn read_result(text: &str) -> Result<RunResult, ReportError> {
-    match super::html::embedded_json(text) {
+    let result = match super::html::embedded_json(text) {
         Some(json) if text.trim_start().starts_with('<') => from_json(json),
         _ => from_json(text),
-    }
+    }?;
+    result.check()?;
+    Ok(result)
 }
 
 /// Fills in what version 2 adds and version 1 can give: p99.99.
@@ -122,7 +125,7 @@ pub fn merge(results: &[RunResult]) -> Result<RunResult, ReportError> {
         }
         all.merge(&series_of(&r.series)?);
     }
-    merged.context = RunContext::default();
+    merged.context = merged_context(results);
     merged.diagnosis = None;
     merged.latency = latency.finish()?;
     merged.service_time = service.finish()?;
@@ -175,6 +178,39 @@ fn series_of(s: &Series) -> Result<IntervalSeries, ReportError> {
         parts.push((i.stats, h));
     }
     Ok(IntervalSeries::from_parts(s.start_us, s.width_us, &parts))
+}
+
+/// What the results' contexts agree on: the server's version and
+/// settings when every result names the same, the first start and the
+/// last end; no command line (each generator has its own).
+fn merged_context(results: &[RunResult]) -> RunContext {
+    let same = |f: fn(&RunContext) -> Option<String>| {
+        let first = f(&results[0].context)?;
+        results[1..]
+            .iter()
+            .all(|r| f(&r.context).as_ref() == Some(&first))
+            .then_some(first)
+    };
+    let settings = &results[0].context.server_settings;
+    let times = |f: fn(&RunContext) -> Option<i64>| results.iter().map(move |r| f(&r.context));
+    RunContext {
+        command_line: None,
+        server_version: same(|c| c.server_version.clone()),
+        server_settings: if results
+            .iter()
+            .all(|r| &r.context.server_settings == settings)
+        {
+            settings.clone()
+        } else {
+            Default::default()
+        },
+        started_us: times(|c| c.started_us)
+            .collect::<Option<Vec<_>>>()
+            .and_then(|t| t.into_iter().min()),
+        ended_us: times(|c| c.ended_us)
+            .collect::<Option<Vec<_>>>()
+            .and_then(|t| t.into_iter().max()),
+    }
 }
 
 fn merge_counts(mine: &mut Counts, theirs: &Counts) {

@@ -12,12 +12,15 @@
 //!   ([`merge`]);
 //! - [`html`]: one self-contained page per kind, with charts, which
 //!   embeds the JSON;
+//! - [`check`]: the fields of a result read back, checked before anything
+//!   draws or compares it;
 //! - [`files`]: the `--json` and `--html` files of every mode, checked
 //!   before the work starts and written whole after it.
 //!
 //! It uses the model, the settings, the statistics and the computations
 //! of [`crate::compare`] and [`crate::diagnose`]; it runs nothing.
 
+pub mod check;
 pub mod files;
 pub mod html;
 pub mod json;

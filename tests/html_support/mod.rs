@@ -120,8 +120,87 @@ impl ProxyTrap {
     }
 }
 
-/// Opens `page` in headless Chromium.
+/// Opens `page` in headless Chromium, 1000 px wide.
 pub fn browse(page: &Path) -> Browsed {
+    browse_at(page, 1000)
+}
+
+/// What a small script measured in a page laid out 1280 px wide.
+pub struct Measured {
+    pub browsed: Browsed,
+    /// `document.scrollingElement.scrollWidth`.
+    pub scroll_width: f64,
+    /// Pairs of text labels of one chart whose boxes overlap.
+    pub overlaps: Vec<String>,
+}
+
+/// The measuring script: the page's scroll width, and every pair of
+/// `<text>` elements of one `<svg>` whose bounding boxes overlap (by more
+/// than half a pixel), written into an attribute of the body that
+/// `--dump-dom` shows.
+const MEASURE: &str = r#"<script>(() => {
+  const out = {scrollWidth: document.scrollingElement.scrollWidth, overlaps: []};
+  document.querySelectorAll('svg').forEach((svg, n) => {
+    const boxes = [...svg.querySelectorAll('text')]
+      .map(t => [t.getBoundingClientRect(), t.textContent])
+      .filter(([r]) => r.width > 0 && r.height > 0);
+    for (let a = 0; a < boxes.length; a++) {
+      for (let b = a + 1; b < boxes.length; b++) {
+        const [p, s] = boxes[a], [q, u] = boxes[b];
+        if (p.left < q.right - 0.5 && q.left < p.right - 0.5 &&
+            p.top < q.bottom - 0.5 && q.top < p.bottom - 0.5) {
+          out.overlaps.push('chart ' + n + ': "' + s + '" and "' + u + '"');
+        }
+      }
+    }
+  });
+  document.body.setAttribute('data-measured', JSON.stringify(out));
+})();</script>"#;
+
+/// Opens a copy of `page` with [`MEASURE`] at the end of its body (its
+/// Content-Security-Policy let through inline scripts, nothing more),
+/// 1280 px wide, and reads what the script measured.
+pub fn measure(page: &Path) -> Measured {
+    let html = std::fs::read_to_string(page).expect("page");
+    let csp = "default-src 'none'; style-src 'unsafe-inline';";
+    assert!(html.contains(csp), "no Content-Security-Policy in the page");
+    let html = html
+        .replacen(
+            csp,
+            "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline';",
+            1,
+        )
+        .replacen("</body>", &format!("{MEASURE}</body>"), 1);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let copy = dir.path().join("measured.html");
+    std::fs::write(&copy, html).expect("copy");
+    let browsed = browse_at(&copy, 1280);
+    let start = browsed
+        .dom
+        .find("data-measured=\"")
+        .expect("the measuring script ran")
+        + "data-measured=\"".len();
+    let end = browsed.dom[start..].find('"').expect("attribute ends") + start;
+    let text = browsed.dom[start..end]
+        .replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    let value: serde_json::Value = serde_json::from_str(&text).expect("measures");
+    Measured {
+        scroll_width: value["scrollWidth"].as_f64().expect("scroll width"),
+        overlaps: value["overlaps"]
+            .as_array()
+            .expect("overlaps")
+            .iter()
+            .map(|v| v.as_str().unwrap_or_default().to_owned())
+            .collect(),
+        browsed,
+    }
+}
+
+/// Opens `page` in headless Chromium, `width` px wide.
+pub fn browse_at(page: &Path, width: u32) -> Browsed {
     require_chromium();
     let trap = ProxyTrap::start();
     let profile = tempfile::tempdir().expect("profile dir");
@@ -142,11 +221,11 @@ pub fn browse(page: &Path) -> Browsed {
             "--disable-component-update",
             "--disable-sync",
             "--hide-scrollbars",
-            "--window-size=1000,2400",
             "--enable-logging=stderr",
             "--v=0",
             "--dump-dom",
         ])
+        .arg(format!("--window-size={width},2400"))
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .arg(format!("--proxy-server=http://127.0.0.1:{}", trap.port))
         .arg("--proxy-bypass-list=<-loopback>")
@@ -201,6 +280,14 @@ impl Browsed {
         );
         let colours: std::collections::HashSet<_> = pixels.iter().step_by(7).collect();
         assert!(colours.len() > 20, "{what}: {} colours", colours.len());
+    }
+
+    /// The HTML of the header's value whose `data-header` is `name`.
+    pub fn header(&self, name: &str) -> Option<String> {
+        let marker = format!("data-header=\"{name}\">");
+        let start = self.dom.find(&marker)? + marker.len();
+        let end = self.dom[start..].find("</dd>")?;
+        Some(self.dom[start..start + end].to_owned())
     }
 
     /// The text of the element whose `data-figure` is `name`.

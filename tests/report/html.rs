@@ -34,7 +34,7 @@ fn assert_figures(page: &Browsed, json: &Value) {
     };
     assert_eq!(
         figure("tps"),
-        format!("{:.6}", json["tps"].as_f64().expect("tps"))
+        format!("{:.1}", json["tps"].as_f64().expect("tps"))
     );
     let counts = &json["counts"];
     for name in ["committed", "failed", "retried", "skipped"] {

@@ -14,11 +14,13 @@ mod results_support;
 
 mod app_pool;
 mod compare;
+mod crafted;
 mod docs_diff;
 mod docs_examples;
 mod failures_diff;
 mod html;
 mod longrun_diff;
+mod pages;
 mod report_diff;
 mod report_logs_diff;
 mod report_pgbench;

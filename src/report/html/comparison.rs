@@ -14,6 +14,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::escape::esc;
+use super::frame::{self, Frame};
 use super::svg::{Axis, Chart, Line};
 use super::{distribution, page_end, page_start, time};
 use crate::compare::likeness::Difference;
@@ -44,7 +45,7 @@ pub fn render_comparison_html(
     .map_err(ReportError::Json)?;
     let title = format!("pgbolt comparison: {}", c.verdict.describe());
     let mut out = page_start(&title, json.len());
-    header(&mut out, c);
+    header(&mut out, c, baseline, candidate);
     changes(&mut out, c);
     overlays(&mut out, baseline, candidate)?;
     page_end(
@@ -58,28 +59,54 @@ pub fn render_comparison_html(
 
 const RUNS: [(&str, &str); 2] = [("s0", "baseline"), ("s1", "candidate")];
 
-fn header(out: &mut String, c: &Comparison) {
-    let _ = write!(
-        out,
-        "<header><h1>pgbolt comparison: <span data-figure=\"verdict\">{}</span></h1><dl class=\"meta\">",
-        esc(c.verdict.describe())
-    );
+/// The frame's header, read from the baseline (what differs in the
+/// candidate is listed next), then the differences and both sides'
+/// findings.
+fn header(out: &mut String, c: &Comparison, baseline: &RunResult, candidate: &RunResult) {
+    let mut lines = Vec::new();
     for ((class, name), side) in RUNS.iter().zip([&c.baseline, &c.candidate]) {
-        let _ = write!(
-            out,
-            "<dt><span class=\"key {class}\"></span>{name}</dt><dd><code>{}</code>: {}</dd>",
-            esc(&side.source),
-            esc(&crate::report::text::comparison::side_summary(side))
-        );
+        let label = if *name == "baseline" {
+            "Baseline"
+        } else {
+            "Candidate"
+        };
+        lines.push((
+            label,
+            format!(
+                "<span class=\"key {class}\"></span><code>{}</code>: {}",
+                esc(&side.source),
+                esc(&crate::report::text::comparison::side_summary(side))
+            ),
+        ));
     }
     let metrics: Vec<&str> = c.verdict_metrics.iter().map(|m| m.name()).collect();
-    let _ = write!(
-        out,
-        "<dt>Verdict on</dt><dd>{}, threshold {}%, {}% intervals</dd></dl></header>",
-        esc(&metrics.join(", ")),
-        c.threshold * 100.0,
-        c.confidence * 100.0
-    );
+    lines.push((
+        "Verdict on",
+        format!(
+            "{}, threshold {}%, {}% intervals",
+            esc(&metrics.join(", ")),
+            c.threshold * 100.0,
+            c.confidence * 100.0
+        ),
+    ));
+    let outcome = |r: &RunResult| if r.aborted { "aborted" } else { "completed" };
+    let frame = Frame {
+        heading: format!(
+            "pgbolt comparison: <span data-figure=\"verdict\">{}</span>",
+            esc(c.verdict.describe())
+        ),
+        run: baseline,
+        lines,
+        span: frame::span([baseline, candidate].into_iter()),
+        outcome: format!(
+            "baseline {}, candidate {}; verdict: {}",
+            outcome(baseline),
+            outcome(candidate),
+            esc(c.verdict.describe())
+        ),
+        banner: None,
+    };
+    out.push_str(&frame.html());
     differences_section(
         out,
         "runs",
@@ -87,6 +114,18 @@ fn header(out: &mut String, c: &Comparison) {
         "None: same scripts, options, server version and recorded settings.",
     );
     out.push_str("</section>");
+    let _ = write!(
+        out,
+        "<section><h2>Findings</h2>{}</section>",
+        frame::findings_of_steps(
+            [
+                ("baseline".to_owned(), baseline),
+                ("candidate".to_owned(), candidate)
+            ]
+            .into_iter(),
+            "run"
+        )
+    );
 }
 
 /// The section of the differences between the `what` (runs, sweeps), or
@@ -167,18 +206,33 @@ fn metrics_chart(metrics: &[MetricChange], threshold: f64) -> String {
 /// Changes as points with their intervals, one row each (labelled),
 /// against the threshold on either side of no change.
 pub(super) fn interval_chart(title: &str, rows: &[(String, Estimate)], threshold: f64) -> String {
-    let reach = rows
-        .iter()
-        .flat_map(|(_, e)| [e.low.abs(), e.high.abs()])
-        .fold(threshold * 2.0, f64::max)
-        * 100.0;
-    let mut x = Axis::linear(-reach, reach, "change (%)");
-    let step = x.ticks.get(1).map_or(reach, |t| t.0 - x.ticks[0].0);
-    x.ticks = (-(reach / step).ceil() as i64..=(reach / step).ceil() as i64)
-        .map(|k| (k as f64 * step, super::svg::number(k as f64 * step)))
-        .collect();
-    x.min = x.ticks.first().map_or(-reach, |t| t.0);
-    x.max = x.ticks.last().map_or(reach, |t| t.0);
+    let bounds = rows.iter().flat_map(|(_, e)| [e.low, e.value, e.high]);
+    let (low, high) = bounds.fold((-threshold * 2.0, threshold * 2.0), |(lo, hi), v| {
+        (lo.min(v), hi.max(v))
+    });
+    // Past a doubling or a halving, a linear axis squeezes every modest
+    // change against zero: the ratios go on a logarithmic axis instead.
+    let ratios = high > 1.0 || low < -0.5;
+    let at = |change: f64| {
+        if ratios {
+            (1.0 + change).max(1e-4)
+        } else {
+            change * 100.0
+        }
+    };
+    let x = if ratios {
+        Axis::change_ratio(at(low), at(high), "change (%, logarithmic)")
+    } else {
+        let reach = low.abs().max(high.abs()) * 100.0;
+        let mut x = Axis::linear(-reach, reach, "change (%)");
+        let step = x.ticks.get(1).map_or(reach, |t| t.0 - x.ticks[0].0);
+        x.ticks = (-(reach / step).ceil() as i64..=(reach / step).ceil() as i64)
+            .map(|k| (k as f64 * step, super::svg::number(k as f64 * step)))
+            .collect();
+        x.min = x.ticks.first().map_or(-reach, |t| t.0);
+        x.max = x.ticks.last().map_or(reach, |t| t.0);
+        x
+    };
     let mut y = Axis::linear(0.0, rows.len() as f64 + 1.0, "");
     y.ticks = rows
         .iter()
@@ -191,16 +245,12 @@ pub(super) fn interval_chart(title: &str, rows: &[(String, Estimate)], threshold
         chart.line(Line {
             class: super::svg::SERIES_CLASSES[i % super::svg::SERIES_CLASSES.len()],
             label: label.clone(),
-            points: vec![
-                (e.low * 100.0, row),
-                (e.value * 100.0, row),
-                (e.high * 100.0, row),
-            ],
+            points: vec![(at(e.low), row), (at(e.value), row), (at(e.high), row)],
         });
     }
-    chart.marker(-threshold * 100.0, "");
+    chart.marker(at(-threshold), "");
     chart.marker(
-        threshold * 100.0,
+        at(threshold),
         &format!("threshold ±{}%", super::svg::number(threshold * 100.0)),
     );
     chart.finish()

@@ -20,11 +20,11 @@ pub fn findings(r: &RunResult) -> Result<Option<String>, ReportError> {
     if d.findings.is_empty() {
         out.push_str("<p>No finding: nothing suggests these numbers measure something else than the server.</p>");
     } else {
-        out.push_str("<table><tr><th>severity</th><th>finding</th><th>why it matters</th><th>what to do</th></tr>");
+        out.push_str("<table class=\"findings\"><tr><th>severity</th><th>finding</th><th>why it matters</th><th>what to do</th></tr>");
         for f in &d.findings {
             let _ = write!(
                 out,
-                "<tr><td class=\"text\">{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td></tr>",
+                "<tr><td class=\"label\">{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td></tr>",
                 f.severity.name(),
                 esc(&f.summary),
                 esc(&f.why),
@@ -43,9 +43,6 @@ pub fn findings(r: &RunResult) -> Result<Option<String>, ReportError> {
     Ok(Some(out))
 }
 
-/// Rows the markers' labels take turns on.
-const MARKER_ROWS: usize = 3;
-
 /// The server's events that fall on the time axis `axis_max` s long,
 /// each with its time in s from the start of the series.
 fn events_on_axis(r: &RunResult, axis_max: f64) -> Vec<(f64, &ServerEvent)> {
@@ -62,8 +59,8 @@ fn events_on_axis(r: &RunResult, axis_max: f64) -> Vec<(f64, &ServerEvent)> {
 /// Marks the checkpoints, vacuums and analyzes on a chart of the run's
 /// time axis (`axis_max` s long).
 pub(super) fn mark_events(r: &RunResult, axis_max: f64, chart: &mut Chart) {
-    for (i, (t, e)) in events_on_axis(r, axis_max).into_iter().enumerate() {
-        chart.marker_row(t, &e.kind, i % MARKER_ROWS);
+    for (t, e) in events_on_axis(r, axis_max) {
+        chart.marker(t, &e.kind);
     }
 }
 

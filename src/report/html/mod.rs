@@ -32,6 +32,7 @@ mod comparison;
 mod diagnosis;
 mod distribution;
 pub mod escape;
+mod frame;
 mod summary;
 pub mod svg;
 mod sweep;

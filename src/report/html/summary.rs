@@ -1,16 +1,17 @@
 //! The page's header (what ran, where, when) and its key figures.
 //!
 //! Each key figure carries a `data-figure` attribute naming it, and shows
-//! the JSON's value with fixed decimals (counts as integers, TPS with 6
-//! decimals as pgbench prints it, latencies in ms with 3), so a reader, or
-//! a test, finds the same numbers in the page as in the embedded result.
+//! the JSON's value with fixed decimals (counts as integers, TPS with 1
+//! decimal, latencies in ms with 3), so a reader, or a test, finds the
+//! same numbers in the page as in the embedded result (which holds them
+//! exact).
 
 use std::fmt::Write as _;
 
 use super::escape::esc;
+use super::frame::Frame;
 use crate::model::run::RunLimit;
 use crate::model::run::{ReportError, RunResult};
-use crate::wallclock::utc;
 
 /// The page title.
 pub fn title(r: &RunResult) -> String {
@@ -31,43 +32,10 @@ fn plural(n: u32, word: &str) -> String {
     }
 }
 
-/// What ran, where and when.
+/// What ran, where and when, in the frame every page shares.
 pub fn header(r: &RunResult) -> Result<Option<String>, ReportError> {
     let o = &r.options;
-    let c = &r.context;
-    let mut out = String::new();
-    out.push_str("<header><h1>pgbolt benchmark report</h1>");
-    if r.aborted {
-        out.push_str(
-            "<div class=\"banner\" data-figure=\"aborted\">This run ended early (a client aborted, or it was interrupted): the figures cover what ran until then.</div>",
-        );
-    }
-    out.push_str("<dl class=\"meta\">");
-    let mut item = |label: &str, html: String| {
-        let _ = write!(out, "<dt>{label}</dt><dd>{html}</dd>");
-    };
-    let server = c
-        .server_version
-        .as_deref()
-        .map_or("unknown".to_owned(), esc);
-    item(
-        "Versions",
-        format!("{} {}, server {server}", esc(&r.tool), esc(&r.tool_version)),
-    );
-    if let Some(line) = &c.command_line {
-        item("Command", format!("<code>{}</code>", esc(line)));
-    }
-    let scripts: Vec<String> = o
-        .scripts
-        .iter()
-        .map(|s| format!("<code>{}</code> @{}", esc(&s.name), s.weight))
-        .collect();
-    item("Scripts", scripts.join(", "));
-    let partitions = o.partitioning.as_ref().map_or(String::new(), |p| {
-        format!(" ({} partitions, {})", p.partitions, esc(&p.method))
-    });
-    item("Scale", format!("{}{partitions}", o.scale));
-    item(
+    let mut lines = vec![(
         "Clients",
         format!(
             "{}, {}, query mode {}",
@@ -75,30 +43,42 @@ pub fn header(r: &RunResult) -> Result<Option<String>, ReportError> {
             plural(o.threads, "thread"),
             esc(&o.query_mode)
         ),
-    );
+    )];
     let limit = match o.limit {
         RunLimit::TransactionsPerClient(n) => format!("{n} transactions per client"),
         RunLimit::DurationSeconds(s) => format!("{s} s"),
     };
     let measured = r.timings.bench_duration_us as f64 / 1e6;
-    item("Duration", format!("{limit} (measured: {measured:.3} s)"));
+    lines.push(("Duration", format!("{limit} (measured: {measured:.3} s)")));
     let extra = options(r);
     if !extra.is_empty() {
-        item("Options", extra.join(", "));
+        lines.push(("Options", extra.join(", ")));
     }
-    if let (Some(start), Some(end)) = (c.started_us, c.ended_us) {
-        item("Time", format!("{} to {}", utc(start), utc(end)));
+    if !r.generators.is_empty() {
+        lines.push((
+            "Generators",
+            format!("{} merged (listed below)", r.generators.len()),
+        ));
     }
-    item(
-        "Outcome",
-        if r.aborted {
+    let frame = Frame {
+        heading: if r.generators.is_empty() {
+            "pgbolt benchmark report".to_owned()
+        } else {
+            "pgbolt benchmark report: a fleet's results merged".to_owned()
+        },
+        run: r,
+        lines,
+        span: r.context.started_us.zip(r.context.ended_us),
+        outcome: if r.aborted {
             "<strong>aborted</strong>".to_owned()
         } else {
             "completed".to_owned()
         },
-    );
-    out.push_str("</dl></header>");
-    Ok(Some(out))
+        banner: r.aborted.then(|| {
+            "<div class=\"banner\" data-figure=\"aborted\">This run ended early (a client aborted, or it was interrupted): the figures cover what ran until then.</div>".to_owned()
+        }),
+    };
+    Ok(Some(frame.html()))
 }
 
 /// The options that change what the figures mean, in words.
@@ -143,7 +123,7 @@ pub fn key_figures(r: &RunResult) -> Result<Option<String>, ReportError> {
             }
         );
     };
-    figure("tps", "Throughput", format!("{:.6}", r.tps), "tps", false);
+    figure("tps", "Throughput", format!("{:.1}", r.tps), "tps", false);
     figure(
         "committed",
         "Committed",

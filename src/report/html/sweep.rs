@@ -12,10 +12,11 @@
 use std::fmt::Write as _;
 
 use super::escape::esc;
-use super::svg::{Axis, Chart, Line};
+use super::frame::{self, Frame};
+use super::svg::{Axis, Chart, Line, Scale};
 use super::{page_end, page_start};
 use crate::model::run::ReportError;
-use crate::model::sweep::{Point, SweepResult, NEAR_BEST};
+use crate::model::sweep::{Point, SloInfo, SweepResult, NEAR_BEST};
 
 type Section = fn(&SweepResult) -> String;
 
@@ -25,6 +26,7 @@ type Figure = fn(&Point) -> f64;
 /// The sections of a sweep's page, in order.
 const SECTIONS: &[Section] = &[
     header,
+    findings,
     throughput,
     percentiles,
     hockey_stick,
@@ -56,23 +58,49 @@ fn value(v: f64) -> String {
 fn header(r: &SweepResult) -> String {
     let s = &r.summary;
     let dim = &r.sweep.dimension;
-    let mut out = format!(
-        "<header><h1>Sweep of {}</h1><p>{} values, {} measured steps",
-        esc(dim),
-        s.points.len(),
+    let values: Vec<String> = s.points.iter().map(|p| value(p.value)).collect();
+    let mut steps = format!(
+        "{} {}: {}; {} measured steps",
+        values.len(),
+        if values.len() == 1 { "value" } else { "values" },
+        values.join(", "),
         r.steps.len()
     );
     if r.sweep.repeat > 1 {
-        let _ = write!(out, ", {} repeats", r.sweep.repeat);
+        let _ = write!(steps, ", {} repeats", r.sweep.repeat);
     }
     if r.sweep.warmup_s > 0 {
-        let _ = write!(out, ", warm-up {} s each", r.sweep.warmup_s);
+        let _ = write!(steps, ", warm-up {} s each", r.sweep.warmup_s);
     }
-    out.push_str(".</p>");
-    if let Some(why) = &r.sweep.stopped {
-        let _ = write!(out, "<p>Stopped: {}.</p>", esc(why));
+    let mut lines = vec![("Steps", esc(&steps)), ("Length", step_lengths(r))];
+    if !r.sweep.slo.is_empty() {
+        let slo: Vec<String> = r
+            .sweep
+            .slo
+            .iter()
+            .map(|o| format!("{} &lt; {} ms", esc(&o.name), value(o.limit_ms)))
+            .collect();
+        lines.push(("SLO", slo.join(", ")));
     }
-    out.push_str("</header><section><h2>Answers</h2><ul>");
+    let mut out = match r.steps.first() {
+        Some(first) => Frame {
+            heading: format!("Sweep of {}", esc(dim)),
+            run: &first.result,
+            lines,
+            span: frame::span(r.steps.iter().map(|s| &s.result)),
+            outcome: match &r.sweep.stopped {
+                Some(why) => format!("<strong>stopped</strong>: {}", esc(why)),
+                None => "completed".to_owned(),
+            },
+            banner: None,
+        }
+        .html(),
+        None => format!(
+            "<header><h1>Sweep of {}</h1><p>No step was measured.</p></header>",
+            esc(dim)
+        ),
+    };
+    out.push_str("<section><h2>Answers</h2><ul>");
     let at = |i: usize| {
         let p = &s.points[i];
         format!("{} {} ({:.1} tps)", value(p.value), esc(dim), p.tps)
@@ -122,9 +150,67 @@ fn header(r: &SweepResult) -> String {
     out
 }
 
+/// The steps' measured lengths: the range over the steps, in s.
+pub(super) fn step_lengths(r: &SweepResult) -> String {
+    let lengths = r
+        .steps
+        .iter()
+        .map(|s| s.result.timings.bench_duration_us as f64 / 1e6);
+    let (low, high) = lengths.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
+        (lo.min(v), hi.max(v))
+    });
+    if !low.is_finite() {
+        "–".to_owned()
+    } else if high - low < 0.0005 {
+        format!("{low:.3} s measured per step")
+    } else {
+        format!("{low:.3} to {high:.3} s measured per step")
+    }
+}
+
+/// Each step's findings, once per finding, with the steps it fired in.
+fn findings(r: &SweepResult) -> String {
+    format!("<section><h2>Findings</h2>{}</section>", step_findings(r))
+}
+
+/// The findings of `r`'s steps, each once, with the steps it fired in.
+pub(super) fn step_findings(r: &SweepResult) -> String {
+    let dim = &r.sweep.dimension;
+    let repeats = r.sweep.repeat > 1;
+    frame::findings_of_steps(
+        r.steps.iter().map(|s| {
+            // `1 client`, `2 clients`.
+            let dim = if s.value == 1.0 {
+                dim.strip_suffix('s').unwrap_or(dim)
+            } else {
+                dim
+            };
+            let step = if repeats {
+                format!("{} {dim} (repeat {})", value(s.value), s.repeat)
+            } else {
+                format!("{} {dim}", value(s.value))
+            };
+            (step, &s.result)
+        }),
+        "step",
+    )
+}
+
+/// The swept value's axis.
 fn x_axis(r: &SweepResult) -> Axis {
-    let top = r.summary.points.iter().map(|p| p.value).fold(1.0, f64::max);
-    Axis::linear(0.0, top, &r.sweep.dimension)
+    let values: Vec<f64> = r.summary.points.iter().map(|p| p.value).collect();
+    Axis::swept(&values, &r.sweep.dimension)
+}
+
+/// `count + 1` values from `from` to `to`, evenly spaced on `axis`.
+fn along(axis: &Axis, from: f64, to: f64, count: u32) -> Vec<f64> {
+    (0..=count)
+        .map(|i| f64::from(i) / f64::from(count))
+        .map(|t| match axis.scale {
+            Scale::Log => from * (to / from).powf(t),
+            Scale::Linear => from + (to - from) * t,
+        })
+        .collect()
 }
 
 fn series(points: &[Point], y: impl Fn(&Point) -> f64) -> Vec<(f64, f64)> {
@@ -144,10 +230,13 @@ fn throughput(r: &SweepResult) -> String {
                 .fold(0.0, f64::max),
         );
     }
-    let (x_end, y_axis) = (
-        x.max,
-        Axis::linear(0.0, top * 1.05, "committed transactions per second"),
-    );
+    let x_end = x.max;
+    let x_start = match x.scale {
+        Scale::Log => x.min.max(1.0),
+        Scale::Linear => 1.0,
+    };
+    let y_axis = Axis::linear(0.0, top * 1.05, "committed transactions per second");
+    let samples = along(&x, x_start, x_end.max(x_start * 1.01), 100);
     let mut chart = Chart::new("Throughput against the swept value", x, y_axis.clone());
     chart.line(Line {
         class: "s0",
@@ -155,9 +244,9 @@ fn throughput(r: &SweepResult) -> String {
         points: series(points, |p| p.tps),
     });
     if let Some(fit) = fit {
-        let curve: Vec<(f64, f64)> = (0..=100)
-            .map(|i| 1.0 + (x_end - 1.0) * f64::from(i) / 100.0)
-            .map(|n| (n, fit.throughput(n).min(y_axis.max)))
+        let curve: Vec<(f64, f64)> = samples
+            .iter()
+            .map(|&n| (n, fit.throughput(n).min(y_axis.max)))
             .collect();
         let label = if r.summary.fit_note.is_some() {
             "USL fit (does not fit: no answer)"
@@ -169,11 +258,17 @@ fn throughput(r: &SweepResult) -> String {
             label: label.to_owned(),
             points: curve,
         });
+        // λN up to where it leaves the chart at its top.
         let ideal_end = (y_axis.max / fit.lambda).min(x_end);
+        let ideal: Vec<(f64, f64)> = samples
+            .iter()
+            .map(|&n| n.min(ideal_end))
+            .map(|n| (n, fit.lambda * n))
+            .collect();
         chart.line(Line {
             class: "s2",
             label: "linear ideal (λN)".to_owned(),
-            points: vec![(1.0, fit.lambda), (ideal_end, fit.lambda * ideal_end)],
+            points: ideal,
         });
     }
     format!("<section><h2>Throughput</h2>{}</section>", chart.finish())
@@ -186,7 +281,12 @@ fn percentiles(r: &SweepResult) -> String {
         .map(|p| p.p50_ms)
         .filter(|v| *v > 0.0)
         .fold(f64::INFINITY, f64::min);
-    let high = points.iter().map(|p| p.p99_9_ms).fold(0.0, f64::max);
+    let limits: Vec<&SloInfo> = r.sweep.slo.iter().filter(|s| s.limit_ms > 0.0).collect();
+    let high = points
+        .iter()
+        .map(|p| p.p99_9_ms)
+        .chain(limits.iter().map(|s| s.limit_ms))
+        .fold(0.0, f64::max);
     let y = Axis::log(
         if low.is_finite() { low } else { 0.001 },
         high,
@@ -205,6 +305,12 @@ fn percentiles(r: &SweepResult) -> String {
             label: label.to_owned(),
             points: series(points, |p| y(p).max(0.001)),
         });
+    }
+    for slo in limits {
+        chart.limit(
+            slo.limit_ms,
+            &format!("SLO {} < {} ms", slo.name, value(slo.limit_ms)),
+        );
     }
     format!("<section><h2>Latency</h2>{}</section>", chart.finish())
 }
@@ -262,7 +368,7 @@ fn over_time(r: &SweepResult) -> String {
 
 fn table(r: &SweepResult) -> String {
     let mut out = String::from(
-        "<section><h2>Steps</h2><table><tr><th>clients</th><th>threads</th><th>rate</th><th>tps</th><th>± stddev</th><th>p50 ms</th><th>p90 ms</th><th>p99 ms</th><th>p99.9 ms</th><th>failed</th><th>L/N</th><th>client CPU</th><th>backends on CPU</th><th>waiting</th><th>for the client</th><th>findings</th><th>SLO</th></tr>",
+        "<section><h2>Steps</h2><div class=\"wide\"><table class=\"steps\"><tr><th>clients</th><th>threads</th><th>rate</th><th>tps</th><th>± stddev</th><th>p50 ms</th><th>p90 ms</th><th>p99 ms</th><th>p99.9 ms</th><th>failed</th><th>L/N</th><th>client CPU</th><th>backends on CPU</th><th>waiting</th><th>for the client</th><th>findings</th><th>SLO</th></tr>",
     );
     for p in &r.summary.points {
         let _ = write!(
@@ -299,7 +405,7 @@ fn table(r: &SweepResult) -> String {
         );
     }
     out.push_str(
-        "</table><p>L/N: throughput × mean latency over the clients (Little's law). Client CPU: the busiest pgbolt thread's share of the step. Backends: shares of the samples of pgbolt's server backends (see the diagnosis of a run); waiting for the client includes idle in a transaction. Findings: the diagnosis's warnings in the step.</p></section>",
+        "</table></div><p>L/N: throughput × mean latency over the clients (Little's law). Client CPU: the busiest pgbolt thread's share of the step. Backends: shares of the samples of pgbolt's server backends (see the diagnosis of a run); waiting for the client includes idle in a transaction. Findings: the diagnosis's warnings in the step.</p></section>",
     );
     out
 }

@@ -18,6 +18,7 @@ use serde::Serialize;
 
 use super::comparison::{differences_section, interval_chart};
 use super::escape::esc;
+use super::frame::{self, Frame};
 use super::svg::{Axis, Chart, Line};
 use super::{page_end, page_start};
 use crate::compare::sweep::SweepComparison;
@@ -55,7 +56,7 @@ pub fn render_sweep_comparison_html(
         c.verdict.describe()
     );
     let mut out = page_start(&title, json.len());
-    header(&mut out, c);
+    header(&mut out, c, [baseline, candidate]);
     curves(&mut out, c, [baseline, candidate]);
     steps(&mut out, c);
     fits(&mut out, c);
@@ -68,26 +69,65 @@ pub fn render_sweep_comparison_html(
     Ok(out)
 }
 
-fn header(out: &mut String, c: &SweepComparison) {
-    let _ = write!(
-        out,
-        "<header><h1>pgbolt comparison of sweeps of {}: <span data-figure=\"verdict\">{}</span></h1><dl class=\"meta\">",
+/// How a sweep ended, as HTML.
+fn ended(s: &SweepResult) -> String {
+    match &s.sweep.stopped {
+        Some(why) => format!("stopped ({})", esc(why)),
+        None => "completed".to_owned(),
+    }
+}
+
+/// The frame's header, read from the baseline's first step (what differs
+/// in the candidate is listed next), then the differences and both
+/// sweeps' findings.
+fn header(out: &mut String, c: &SweepComparison, sweeps: [&SweepResult; 2]) {
+    let heading = format!(
+        "pgbolt comparison of sweeps of {}: <span data-figure=\"verdict\">{}</span>",
         esc(&c.dimension),
         esc(c.verdict.describe())
     );
+    let mut lines = Vec::new();
     for ((class, name), side) in SWEEPS.iter().zip([&c.baseline, &c.candidate]) {
-        let _ = write!(
-            out,
-            "<dt><span class=\"key {class}\"></span>{name}</dt><dd><code>{}</code>: {}</dd>",
-            esc(&side.source),
-            esc(&text::side_summary(c, side))
-        );
+        let label = if *name == "baseline" {
+            "Baseline"
+        } else {
+            "Candidate"
+        };
+        lines.push((
+            label,
+            format!(
+                "<span class=\"key {class}\"></span><code>{}</code>: {}",
+                esc(&side.source),
+                esc(&text::side_summary(c, side))
+            ),
+        ));
     }
-    let _ = write!(
-        out,
-        "<dt>Verdict</dt><dd>{}</dd></dl></header>",
-        esc(&text::verdict_line(c))
-    );
+    lines.push(("Verdict", esc(&text::verdict_line(c))));
+    let runs = || {
+        sweeps
+            .iter()
+            .flat_map(|s| s.steps.iter().map(|step| &step.result))
+    };
+    match runs().next() {
+        Some(first) => out.push_str(
+            &Frame {
+                heading,
+                run: first,
+                lines,
+                span: frame::span(runs()),
+                outcome: format!(
+                    "baseline {}, candidate {}",
+                    ended(sweeps[0]),
+                    ended(sweeps[1])
+                ),
+                banner: None,
+            }
+            .html(),
+        ),
+        None => {
+            let _ = write!(out, "<header><h1>{heading}</h1></header>");
+        }
+    }
     differences_section(
         out,
         "sweeps",
@@ -96,6 +136,10 @@ fn header(out: &mut String, c: &SweepComparison) {
     );
     for line in text::unmatched_lines(c) {
         let _ = write!(out, "<p class=\"note\">{}</p>", esc(&line));
+    }
+    out.push_str("</section><section><h2>Findings</h2>");
+    for ((_, name), sweep) in SWEEPS.iter().zip(sweeps) {
+        let _ = write!(out, "<h3>{name}</h3>{}", super::sweep::step_findings(sweep));
     }
     out.push_str("</section>");
 }

@@ -8,6 +8,7 @@
 use std::fmt::Write as _;
 
 use super::escape::esc;
+use super::frame::{self, Frame};
 use super::svg::{Axis, Chart, Line, SERIES_CLASSES};
 use super::{page_end, page_start};
 use crate::model::pooler::PoolerView;
@@ -24,7 +25,7 @@ type ViewFigure = fn(&PoolerView) -> Option<f64>;
 type Series<'a> = (usize, &'a str, Vec<(f64, f64)>);
 
 /// The sections of the page, in order.
-const SECTIONS: &[Section] = &[header, throughput, p99, pooler, table];
+const SECTIONS: &[Section] = &[header, findings, throughput, p99, pooler, table];
 
 /// The page of `result`; `rendered_at_us` is shown in its footer.
 pub fn render_targets_html(
@@ -57,14 +58,50 @@ fn dimension(r: &TargetsResult) -> &str {
 
 fn header(r: &TargetsResult) -> String {
     let names: Vec<&str> = r.targets.iter().map(|t| t.name.as_str()).collect();
-    let mut out = format!(
-        "<header><h1>Targets compared: {}</h1>",
-        esc(&names.join(", "))
-    );
-    if let Some(why) = &r.stopped {
-        let _ = write!(out, "<p>Stopped: {}.</p>", esc(why));
-    }
-    out.push_str("</header><section><h2>Targets</h2><ul>");
+    let heading = format!("Targets compared: {}", names.join(", "));
+    let first = r.targets.iter().find_map(|t| t.sweep.steps.first());
+    let runs = || {
+        r.targets
+            .iter()
+            .flat_map(|t| t.sweep.steps.iter().map(|s| &s.result))
+    };
+    let values: Vec<String> = r
+        .comparison
+        .rows
+        .iter()
+        .map(|row| super::svg::number(row.value))
+        .collect();
+    let lengths: Vec<String> = r
+        .targets
+        .iter()
+        .map(|t| format!("{}: {}", esc(&t.name), super::sweep::step_lengths(&t.sweep)))
+        .collect();
+    let lines = vec![
+        (
+            "Steps",
+            esc(&format!("{} {}", dimension(r), values.join(", "))),
+        ),
+        ("Length", lengths.join("; ")),
+    ];
+    let mut out = match first {
+        Some(first) => Frame {
+            heading: esc(&heading),
+            run: &first.result,
+            lines,
+            span: frame::span(runs()),
+            outcome: match &r.stopped {
+                Some(why) => format!("<strong>stopped</strong>: {}", esc(why)),
+                None => "completed".to_owned(),
+            },
+            banner: None,
+        }
+        .html(),
+        None => format!(
+            "<header><h1>{}</h1><p>No step was measured.</p></header>",
+            esc(&heading)
+        ),
+    };
+    out.push_str("<section><h2>Targets</h2><ul>");
     for t in &r.targets {
         let _ = write!(
             out,
@@ -102,14 +139,24 @@ fn header(r: &TargetsResult) -> String {
     out
 }
 
+/// Each target's findings, with the steps they fired in.
+fn findings(r: &TargetsResult) -> String {
+    let mut out = String::from("<section><h2>Findings</h2>");
+    for t in &r.targets {
+        let _ = write!(
+            out,
+            "<h3>{}</h3>{}",
+            esc(&t.name),
+            super::sweep::step_findings(&t.sweep)
+        );
+    }
+    out.push_str("</section>");
+    out
+}
+
 fn x_axis(r: &TargetsResult) -> Axis {
-    let top = r
-        .comparison
-        .rows
-        .iter()
-        .map(|row| row.value)
-        .fold(1.0, f64::max);
-    Axis::linear(0.0, top, dimension(r))
+    let values: Vec<f64> = r.comparison.rows.iter().map(|row| row.value).collect();
+    Axis::swept(&values, dimension(r))
 }
 
 fn points(r: &TargetsResult) -> impl Iterator<Item = (usize, &str, &[Point])> {

@@ -15,9 +15,35 @@ use std::fmt::Write as _;
 use super::svg::{Axis, Chart, Line};
 use crate::model::run::{IntervalResult, ReportError, RunResult};
 
+/// The measured window in s from the start of the series: after the
+/// connections, to the end. A generator's (or a merged fleet's) result
+/// says where its window was, which also covers the wait for
+/// `--start-at`; the others begin when the connections were made.
+fn window(r: &RunResult) -> (f64, f64) {
+    let since = |us: i64| (us - r.series.start_us) as f64 / 1e6;
+    let windows = r
+        .generators
+        .iter()
+        .map(|g| (g.window_start_us, g.window_end_us))
+        .chain(
+            r.generator
+                .iter()
+                .map(|g| (g.window_start_us, g.window_end_us)),
+        );
+    match windows.reduce(|(a0, a1), (b0, b1)| (a0.min(b0), a1.max(b1))) {
+        Some((start, end)) if end > start && start >= r.series.start_us => {
+            (since(start), since(end))
+        }
+        _ => {
+            let begin = r.timings.initial_connection_us as f64 / 1e6;
+            (begin, begin + r.timings.bench_duration_us as f64 / 1e6)
+        }
+    }
+}
+
 /// The end of the run in s from the start of the series.
 fn run_end(r: &RunResult) -> f64 {
-    (r.timings.initial_connection_us + r.timings.bench_duration_us) as f64 / 1e6
+    window(r).1
 }
 
 /// The intervals to plot, each with where it is plotted (the middle of
@@ -25,7 +51,7 @@ fn run_end(r: &RunResult) -> f64 {
 /// many seconds of it the run covered.
 fn spans(r: &RunResult) -> Vec<(&IntervalResult, f64, f64)> {
     let width = r.series.width_us as f64 / 1e6;
-    let (begin, end) = (r.timings.initial_connection_us as f64 / 1e6, run_end(r));
+    let (begin, end) = window(r);
     let count = r.series.intervals.len();
     r.series
         .intervals
@@ -133,7 +159,7 @@ pub fn throughput(r: &RunResult) -> Result<Option<String>, ReportError> {
 /// Committed transactions per second of each interval, at seconds since
 /// the run's start (after the connections), so that runs line up.
 pub fn committed_per_second(r: &RunResult) -> Vec<(f64, f64)> {
-    let begin = r.timings.initial_connection_us as f64 / 1e6;
+    let begin = window(r).0;
     spans(r)
         .iter()
         .map(|&(i, x, ran)| (x - begin, i.stats.counts.committed as f64 / ran))

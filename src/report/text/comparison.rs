@@ -5,6 +5,7 @@
 
 use std::fmt::Write;
 
+use super::escape::line;
 use crate::compare::likeness::Difference;
 use crate::compare::{Comparison, MetricChange, Side};
 use crate::config::Metric;
@@ -15,13 +16,13 @@ pub fn render_text(c: &Comparison) -> String {
     let _ = writeln!(
         out,
         "baseline:  {} ({})",
-        c.baseline.source,
+        line(&c.baseline.source),
         side_summary(&c.baseline)
     );
     let _ = writeln!(
         out,
         "candidate: {} ({})",
-        c.candidate.source,
+        line(&c.candidate.source),
         side_summary(&c.candidate)
     );
     differences_text(&mut out, "runs", &c.differences);
@@ -122,7 +123,13 @@ pub(super) fn differences_text(out: &mut String, what: &str, differences: &[Diff
     if !differences.is_empty() {
         let _ = writeln!(out, "differences between the {what}:");
         for d in differences {
-            let _ = writeln!(out, "  {}: {} -> {}", d.what, d.baseline, d.candidate);
+            let _ = writeln!(
+                out,
+                "  {}: {} -> {}",
+                line(&d.what),
+                line(&d.baseline),
+                line(&d.candidate)
+            );
         }
     }
 }
@@ -241,15 +248,14 @@ fn verdict_line(c: &Comparison) -> String {
     )
 }
 
-/// Text for a Markdown table cell or list item: `|` would end a cell and
-/// `<` could open HTML.
+/// Text for a Markdown table cell or list item.
 pub(super) fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace('<', "&lt;")
+    super::escape::markdown(text)
 }
 
-/// Text inside backticks: a backtick would end the span.
+/// Text inside backticks.
 pub(super) fn code(text: &str) -> String {
-    text.replace('`', "'")
+    super::escape::code(text)
 }
 
 #[cfg(test)]

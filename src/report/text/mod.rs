@@ -4,6 +4,7 @@
 
 pub mod comparison;
 pub mod diagnosis;
+pub mod escape;
 pub mod generators;
 pub mod run;
 pub mod sweep;

@@ -8,6 +8,7 @@ use std::fmt::Write;
 use super::comparison::{
     aligned, cell, code, differences_markdown, differences_text, distribution_line, row,
 };
+use super::escape::line;
 use crate::compare::sweep::{SweepComparison, SweepSide};
 use crate::compare::Verdict;
 use crate::config::Metric;
@@ -29,14 +30,14 @@ pub fn render_text(c: &SweepComparison) -> String {
     let _ = writeln!(
         out,
         "baseline:  {} ({})",
-        c.baseline.source,
-        side_summary(c, &c.baseline)
+        line(&c.baseline.source),
+        line(&side_summary(c, &c.baseline))
     );
     let _ = writeln!(
         out,
         "candidate: {} ({})",
-        c.candidate.source,
-        side_summary(c, &c.candidate)
+        line(&c.candidate.source),
+        line(&side_summary(c, &c.candidate))
     );
     differences_text(&mut out, "sweeps", &c.differences);
     for line in unmatched_lines(c) {

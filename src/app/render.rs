@@ -1,0 +1,94 @@
+//! `--render`: a saved result read and drawn as its page; nothing
+//! connects.
+//!
+//! The result is a run's (a single run or a fleet's merged result), a
+//! sweep's or a comparison of targets, as its JSON or as a page that
+//! embeds it. A file that is none of these is said plainly for what it
+//! is (a comparison, some other JSON, not a result at all) instead of
+//! with the first field a reader missed: a comparison draws two results
+//! and its page is made by `--compare ... --html`, from the two files.
+//! A result of a known kind whose fields do not read or do not pass
+//! [`crate::report::check`] is an error naming the file and the field.
+//! Every failure ends with exit status 1.
+
+use super::RunError;
+use crate::config::Render;
+use crate::oserror::os_message;
+use crate::report::files::{read_sweep, read_targets, Outputs, Stdout};
+
+/// Renders the saved result of `render` and returns the exit status.
+pub fn run(render: &Render) -> Result<i32, RunError> {
+    let outputs =
+        Outputs::check(None, Some(&render.html)).map_err(|e| RunError::Engine(e.to_string()))?;
+    let source = render.result.display().to_string();
+    let bytes = std::fs::read(&render.result).map_err(|e| {
+        RunError::Engine(format!(
+            "could not read result file \"{source}\": {}",
+            os_message(&e)
+        ))
+    })?;
+    let text = String::from_utf8_lossy(&bytes);
+    let fail =
+        |e: &dyn std::fmt::Display| RunError::Engine(format!("result file \"{source}\": {e}"));
+    let now = crate::wallclock::now_us();
+    let html = if let Some(targets) = read_targets(&text) {
+        let targets = targets.map_err(|e| fail(&e))?;
+        crate::report::html::render_targets_html(&targets, now).map_err(|e| fail(&e))?
+    } else if let Some(sweep) = read_sweep(&text) {
+        let sweep = sweep.map_err(|e| fail(&e))?;
+        crate::report::html::render_sweep_html(&sweep, now).map_err(|e| fail(&e))?
+    } else if let Some(what) = not_a_run(&text) {
+        return Err(RunError::Engine(format!("\"{source}\" {what}")));
+    } else {
+        let result = crate::report::read_result(&text).map_err(|e| fail(&e))?;
+        crate::report::render_html(&result, now).map_err(|e| fail(&e))?
+    };
+    let written = outputs.write(
+        "",
+        &mut Stdout::default(),
+        || Ok(String::new()),
+        || Ok::<_, String>(html),
+    );
+    Ok(if written { 0 } else { 1 })
+}
+
+/// What `--render` takes, after a file that is none of it.
+const KINDS: &str =
+    "; --render draws the result of a run, a merged fleet, a sweep or targets compared";
+
+/// What `text` is when it is not a run's result (nor a sweep's or
+/// targets', asked before): `None` when it looks like one, whether or not
+/// it then reads.
+fn not_a_run(text: &str) -> Option<String> {
+    let page = text.trim_start().starts_with('<');
+    let json = match crate::report::html::embedded_json(text) {
+        Some(json) if page => json,
+        _ if page => return Some(format!("is a page that embeds no pgbolt result{KINDS}")),
+        _ => text,
+    };
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(json) else {
+        return Some(format!(
+            "is neither JSON nor a page written by pgbolt{KINDS}"
+        ));
+    };
+    let inner = value.get("comparison").unwrap_or(&value);
+    let kind = inner.get("kind").and_then(|k| k.as_str());
+    let file = if page { "page" } else { "JSON" };
+    match kind {
+        Some(kind @ ("comparison" | "sweep_comparison")) => Some(format!(
+            "is the {file} of a comparison of two {} (pgbolt --compare), not a result; its page is made from the two results: pgbolt --compare BASELINE CANDIDATE --html=FILE",
+            if kind == "comparison" { "runs" } else { "sweeps" }
+        )),
+        Some(other) => Some(format!(
+            "is a result of kind \"{}\", which this pgbolt does not know{KINDS}",
+            other.escape_debug()
+        )),
+        None if value.get("tool").and_then(|t| t.as_str()) != Some("pgbolt") => {
+            let what = if page { "a page" } else { "JSON" };
+            Some(format!(
+                "is {what} that pgbolt did not write (it has no \"tool\": \"pgbolt\"){KINDS}"
+            ))
+        }
+        None => None,
+    }
+}
