@@ -21,6 +21,9 @@ pub(super) struct Ended {
     pub(super) interrupted_by: Option<i32>,
     /// When every client was connected.
     pub(super) ready_us: Option<i64>,
+    /// The end of a study's measured window: what ended later is not
+    /// counted (see [`super::Window::FromConnected`]).
+    pub(super) window_end_us: Option<i64>,
     /// What the monitor saw (the reason it did not run in its `missing`);
     /// `None` under `--no-monitor`.
     pub(super) server_view: Option<crate::observe::ServerView>,
@@ -159,9 +162,14 @@ pub(super) fn build_result(
         now,
         interrupted_by,
         ready_us,
+        window_end_us,
         server_view,
         process_cpu_us,
     } = ended;
+    // A study's window closes at its end even when the clients' last
+    // transactions took longer (they are not counted); a plain run's
+    // lasts until its threads are done, as pgbench's does.
+    let measured_end = window_end_us.map_or(now, |end| end.min(now));
     let thread_times: Vec<ThreadTimes> = results
         .iter()
         .map(|r| ThreadTimes {
@@ -180,7 +188,7 @@ pub(super) fn build_result(
         _ => merged.bench_start,
     };
     let timings = Timings {
-        bench_duration_us: (now - merged.bench_start).max(1),
+        bench_duration_us: (measured_end - merged.bench_start).max(1),
         initial_connection_us: connected - start_time,
         total_connection_us: merged.conn_total,
     };
@@ -194,7 +202,12 @@ pub(super) fn build_result(
         &thread_times,
         (process_cpu_us, now - start_time),
     ));
-    result.generator = Some(generator_info(bench, &result, merged.bench_start, now));
+    result.generator = Some(generator_info(
+        bench,
+        &result,
+        merged.bench_start,
+        measured_end,
+    ));
     Ok(Some(Finished {
         result,
         aborted: merged.aborted,

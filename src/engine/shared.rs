@@ -18,14 +18,18 @@ struct Gate {
     error: Option<EngineError>,
     /// When the last thread arrived (every client connected).
     ready_us: Option<i64>,
+    /// `-T`: when the run ends, µs since the epoch; set at the start, or
+    /// when the last thread arrives under `length_after_connect_us`.
+    end_us: Option<i64>,
 }
 
 pub struct Shared {
     threads: usize,
     gate: Mutex<Gate>,
     opened: Condvar,
-    /// `-T`: when the run ends, µs since the epoch.
-    pub end_us: Option<i64>,
+    /// `-T` in µs when the run's window opens as its last client
+    /// connects (a study's step), not at its start (pgbench's runs).
+    pub length_after_connect_us: Option<i64>,
     /// `--start-at`, µs since the epoch: the gate opens then, not before.
     pub start_at: Option<i64>,
     exit_on_abort: AtomicBool,
@@ -47,9 +51,12 @@ impl Shared {
     pub fn new(threads: usize, end_us: Option<i64>) -> Shared {
         Shared {
             threads,
-            gate: Mutex::new(Gate::default()),
+            gate: Mutex::new(Gate {
+                end_us,
+                ..Gate::default()
+            }),
             opened: Condvar::new(),
-            end_us,
+            length_after_connect_us: None,
             start_at: None,
             exit_on_abort: AtomicBool::new(false),
             abort_thread: AtomicUsize::new(usize::MAX),
@@ -115,6 +122,12 @@ impl Shared {
         }
     }
 
+    /// When a timed run ends, µs since the epoch (`None` for `-t`, and
+    /// before the last client connected when the window opens then).
+    pub fn end_us(&self) -> Option<i64> {
+        self.gate.lock().ok().and_then(|g| g.end_us)
+    }
+
     /// When every client was connected (`None` before).
     pub fn ready_us(&self) -> Option<i64> {
         self.gate.lock().ok().and_then(|g| g.ready_us)
@@ -127,6 +140,9 @@ impl Shared {
         gate.arrived += 1;
         if gate.arrived == self.threads {
             gate.ready_us = Some(now_us);
+            if let Some(length) = self.length_after_connect_us {
+                gate.end_us = Some(now_us + length);
+            }
             if let Some(at) = self.start_at {
                 if now_us > at + crate::config::fleet::LATE_TOLERANCE_US {
                     gate.failed = true;

@@ -122,6 +122,11 @@ pub struct Point {
     pub threads: u32,
     pub rate: Option<f64>,
     pub repeats: u32,
+    /// The shortest measured window of the repeats, seconds: from the
+    /// moment every client was connected to the end of the step (null in
+    /// files written before it was recorded).
+    #[serde(default)]
+    pub measured_s: Option<f64>,
     /// Mean over the repeats.
     pub tps: f64,
     /// Sample standard deviation over the repeats (null for one).
@@ -249,6 +254,10 @@ pub fn point(value: f64, runs: &[&RunResult], slo: &[Slo]) -> Option<Point> {
         threads: first.options.threads,
         rate: first.options.rate,
         repeats: runs.len() as u32,
+        measured_s: runs
+            .iter()
+            .map(|r| r.timings.bench_duration_us as f64 / 1e6)
+            .reduce(f64::min),
         tps: mean,
         tps_stddev: stddev,
         tps_min: tps.iter().copied().fold(f64::INFINITY, f64::min),

@@ -7,7 +7,11 @@
 //! does before a run (the small tables, `truncate pgbench_history`, and a
 //! `CHECKPOINT` with `--sweep-reset=checkpoint`), the clients connect, the
 //! step runs for `-T`/`-t`, and its result comes back instead of being
-//! printed. Every other option keeps its meaning in every step.
+//! printed. Every other option keeps its meaning in every step but one:
+//! a step's `-T` counts from the moment its last client is connected
+//! ([`Window::FromConnected`]), where a plain run's counts from its
+//! start as pgbench's does, so that every step measures the same length
+//! however long its clients took to connect.
 //!
 //! - The warm-up (`--warmup=SEC`) is a run of its own just before each
 //!   measured step, with the step's clients and threads, whose result is
@@ -40,7 +44,7 @@
 
 use crate::config::study::{Dimension, Order, Reset, Study, Values};
 use crate::config::{Benchmark, Config, VacuumBeforeRun};
-use crate::engine::{EngineError, StepSetup};
+use crate::engine::{EngineError, StepSetup, Window};
 use crate::model::sweep::{StepResult, SweepInfo, SweepResult};
 
 /// The doubling of `auto` stops here whatever the rules say.
@@ -224,6 +228,7 @@ impl<'a> Sweeper<'a> {
             announce: !self.announced,
             preflight_clients,
             checkpoint: self.study.reset == Reset::Checkpoint,
+            window: Window::FromConnected,
         };
         self.announced = true;
         if self.bench.warmup_s > 0 {

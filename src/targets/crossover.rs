@@ -103,6 +103,7 @@ mod tests {
             threads: 1,
             rate: None,
             repeats: tps.len() as u32,
+            measured_s: Some(1.0),
             tps: mean,
             tps_stddev: None,
             tps_min: tps.iter().copied().fold(f64::INFINITY, f64::min),

@@ -245,6 +245,49 @@ fn a_sweep_compares_direct_and_the_throwaway_pgbouncer() {
     );
 }
 
+/// Regression: a study's step measured `-T` minus the time its clients
+/// took to connect (at `-T 5`, 2.09 s at 600 clients direct, 5.0 s
+/// through the pooler), so the targets compared unlike lengths. At 200
+/// clients each target's step now measures `-T` from its last
+/// connection, within 2%, in the file and in the table.
+#[test]
+fn every_target_measures_t_from_its_last_connection_at_200_clients() {
+    let json = tempfile::NamedTempFile::new().expect("a temporary file");
+    let out = run(&mut temp_pgbouncer(&[
+        "--temp-pgbouncer",
+        "--pool-size=2",
+        "-S",
+        "-c",
+        "200",
+        "-T",
+        "2",
+        "--no-monitor",
+        &format!("--json={}", json.path().display()),
+    ]));
+    let (text, errors) = (stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{errors}");
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json.path()).unwrap()).unwrap();
+    for t in result["targets"].as_array().unwrap() {
+        let step = &t["sweep"]["steps"][0]["result"];
+        assert_eq!(step["options"]["clients"], 200, "{step}");
+        let length = step["timings"]["bench_duration_us"].as_f64().unwrap() / 1e6;
+        assert!((length - 2.0).abs() <= 0.04, "{}: {length} s", t["name"]);
+        let shown = t["sweep"]["summary"]["points"][0]["measured_s"]
+            .as_f64()
+            .unwrap();
+        assert_eq!(shown, length, "{}", t["name"]);
+    }
+    assert_eq!(
+        text.matches("measured steps of 2 s from the last connection")
+            .count(),
+        2,
+        "{text}"
+    );
+    assert!(text.contains(" clients threads   secs "), "{text}");
+    assert_torn_down(&pooler_dir(&errors));
+}
+
 /// The server allows fewer connections than the direct target's largest
 /// step: the preflight refuses before the first step (the pooled target
 /// would have run); with room enough the same sweep runs.

@@ -90,7 +90,9 @@ fn a_clients_sweep_gives_the_table_the_result_file_and_the_fit() {
     let text = stdout(&out);
     assert!(out.status.success(), "{}{text}", stderr(&out));
     assert!(
-        text.starts_with("sweep of clients: 5 values, 5 measured steps of 1 s\n"),
+        text.starts_with(
+            "sweep of clients: 5 values, 5 measured steps of 1 s from the last connection\n"
+        ),
         "{text}"
     );
     assert_eq!(table_clients(&text), [1, 2, 4, 8, 16], "{text}");
@@ -236,7 +238,9 @@ fn a_threads_sweep_with_repeats_alternates_its_order() {
         &["-c", "2", "--repeat=2", "--sweep=threads:1,2"],
     );
     assert!(
-        text.contains("4 measured steps of 1 s, 2 repeats (alternate order)"),
+        text.contains(
+            "4 measured steps of 1 s from the last connection, 2 repeats (alternate order)"
+        ),
         "{text}"
     );
     assert_eq!(steps_field(&result, "threads"), [1, 2, 2, 1]);

@@ -11,7 +11,7 @@ pub fn render(result: &SweepResult, bench: &Benchmark) -> String {
     let mut out = String::new();
     let info = &result.sweep;
     let length = match bench.length {
-        RunLength::Duration(s) => format!("{s} s"),
+        RunLength::Duration(s) => format!("{s} s from the last connection"),
         RunLength::Transactions(n) => format!("{n} transactions per client"),
     };
     let _ = write!(
@@ -52,7 +52,7 @@ fn table(out: &mut String, result: &SweepResult) {
         backends: points.iter().any(|p| p.backends.is_some()),
         slo: !result.sweep.slo.is_empty(),
     };
-    let _ = write!(out, "{:>8} {:>7}", "clients", "threads");
+    let _ = write!(out, "{:>8} {:>7} {:>6}", "clients", "threads", "secs");
     if columns.rate {
         let _ = write!(out, " {:>9}", "rate");
     }
@@ -75,7 +75,8 @@ fn table(out: &mut String, result: &SweepResult) {
 }
 
 fn row(out: &mut String, p: &Point, columns: &Columns) {
-    let _ = write!(out, "{:>8} {:>7}", p.clients, p.threads);
+    let secs = p.measured_s.map_or("-".to_owned(), |s| format!("{s:.2}"));
+    let _ = write!(out, "{:>8} {:>7} {secs:>6}", p.clients, p.threads);
     if columns.rate {
         let rate = p.rate.map_or("-".to_owned(), |r| format!("{r:.0}"));
         let _ = write!(out, " {rate:>9}");
@@ -203,6 +204,9 @@ fn answers(out: &mut String, result: &SweepResult) {
             }
         }
     }
+    out.push_str(
+        "secs: the measured window, from the last connection (the shortest of the\nrepeats)\n",
+    );
     out.push_str("L/N: throughput x mean latency over the clients (Little's law; 1 when\nevery client is always in a transaction)\n");
     if s.points
         .iter()
