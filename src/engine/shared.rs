@@ -179,13 +179,19 @@ impl Shared {
     }
 
     /// Waits like [`Self::wait_opened`], then gives when the measured
-    /// window opens (µs since the epoch): `--start-at`, or when every
-    /// client was connected if that was later or there is none. `None`
-    /// when the run does not start.
+    /// window opens (see [`Self::window_start_us`]). `None` when the run
+    /// does not start.
     pub fn wait_window_start(&self) -> Option<i64> {
         if !self.wait_opened() {
             return None;
         }
+        self.window_start_us()
+    }
+
+    /// When the measured window opens, µs since the epoch: `--start-at`,
+    /// or when every client was connected if that was later or there is
+    /// none (`None` before every client is connected).
+    pub fn window_start_us(&self) -> Option<i64> {
         let ready = self.ready_us()?;
         Some(self.start_at.map_or(ready, |at| at.max(ready)))
     }

@@ -175,6 +175,12 @@ fn begin_run(env: &mut ThreadEnv, shared: &Shared, clients: usize, start: i64) {
         log.begin(start);
     }
     env.end_us = shared.end_us();
+    // Every thread's series starts where the measured window does, not
+    // where the process did: under `--start-at` a generator started
+    // early would otherwise show empty intervals before it.
+    if let Some(at) = shared.window_start_us() {
+        env.stats.series.begin_at(at);
+    }
     if shared.length_after_connect_us.is_some() {
         env.count_until = env.end_us.unwrap_or(i64::MAX);
     }

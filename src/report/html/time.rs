@@ -1,11 +1,12 @@
 //! The run over time: throughput with failures, retries and skips, and
 //! latency percentiles per interval, from the result's series.
 //!
-//! Rates are per second of each interval. The series starts before the
-//! clients connect and its last interval usually ends with the run,
-//! part-way through, so the first and last intervals' rates are taken over
-//! the part of them that the run covered (the series itself keeps whole
-//! intervals), each plotted at the middle of that part; a first or last
+//! Rates are per second of each interval. The series starts with the
+//! measured window (in files of older versions, before the clients
+//! connected) and its last interval usually ends with the run, part-way
+//! through, so the first and last intervals' rates are taken over the
+//! part of them that the measured window covered (the series itself keeps
+//! whole intervals), each plotted at the middle of that part; a first or last
 //! interval the run covered for less than a quarter of its width is left
 //! off the charts, since its few transactions would draw a spike that
 //! means nothing.
@@ -15,9 +16,29 @@ use std::fmt::Write as _;
 use super::svg::{Axis, Chart, Line};
 use crate::model::run::{IntervalResult, ReportError, RunResult};
 
+/// The measured window in s from the start of the series: the
+/// generator's window where the result has one (the generators' together
+/// in a merged result), else the connections then the benchmarking time.
+fn window(r: &RunResult) -> (f64, f64) {
+    let since = |us: i64| (us - r.series.start_us) as f64 / 1e6;
+    let merged = r
+        .generators
+        .iter()
+        .map(|g| (g.window_start_us, g.window_end_us))
+        .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
+    match (&r.generator, merged) {
+        (Some(g), _) => (since(g.window_start_us), since(g.window_end_us)),
+        (None, Some((start, end))) => (since(start), since(end)),
+        (None, None) => (
+            r.timings.initial_connection_us as f64 / 1e6,
+            (r.timings.initial_connection_us + r.timings.bench_duration_us) as f64 / 1e6,
+        ),
+    }
+}
+
 /// The end of the run in s from the start of the series.
 fn run_end(r: &RunResult) -> f64 {
-    (r.timings.initial_connection_us + r.timings.bench_duration_us) as f64 / 1e6
+    window(r).1
 }
 
 /// The intervals to plot, each with where it is plotted (the middle of
@@ -25,7 +46,7 @@ fn run_end(r: &RunResult) -> f64 {
 /// many seconds of it the run covered.
 fn spans(r: &RunResult) -> Vec<(&IntervalResult, f64, f64)> {
     let width = r.series.width_us as f64 / 1e6;
-    let (begin, end) = (r.timings.initial_connection_us as f64 / 1e6, run_end(r));
+    let (begin, end) = window(r);
     let count = r.series.intervals.len();
     r.series
         .intervals
