@@ -65,6 +65,7 @@ pub fn compare(targets: &[(&str, &[Point])]) -> Comparison {
         baseline: baseline.to_owned(),
         rows,
         crossovers,
+        unjudged: None,
     }
 }
 

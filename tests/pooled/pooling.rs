@@ -408,6 +408,12 @@ fn server_dir(pooler_dir: &Path) -> PathBuf {
 /// Ctrl-C while the pooler's step runs, and pgbolt killed outright: the
 /// pooler and the server are stopped and their directories removed
 /// (by the signal's clean-up, then by the watchdogs).
+///
+/// Regression: after Ctrl-C the report called the steps never run
+/// "failed" and drew a crossover from the values measured before the
+/// stop. It says the comparison was interrupted, shows pgbouncer's
+/// missing step as not measured, draws no crossover, keeps no pooler view
+/// of the step left out, and exits with 130.
 #[test]
 fn a_run_stopped_by_a_signal_leaves_no_pooler_behind() {
     for signal in [libc::SIGINT, libc::SIGKILL] {
@@ -415,8 +421,24 @@ fn a_run_stopped_by_a_signal_leaves_no_pooler_behind() {
         let server = server_dir(&dir);
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, signal) };
+        let mut stdout = child.stdout.take().expect("stdout");
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut text).unwrap();
         let status = child.wait().expect("pgbolt ends");
         assert!(!status.success(), "signal {signal}: {errors}");
+        if signal == libc::SIGINT {
+            assert_eq!(status.code(), Some(130), "{errors}\n{text}");
+            for expected in [
+                "stopped: interrupted by SIGINT during step 2 of 2 (pgbouncer), which is left out",
+                "crossover: not judged: the comparison stopped before its last step",
+                "not measured",
+            ] {
+                assert!(text.contains(expected), "{expected}:\n{text}");
+            }
+            assert!(!text.contains("failed ("), "{text}");
+            assert!(!text.contains("crossover: none"), "{text}");
+            assert!(!text.contains("the pooler's view"), "{text}");
+        }
         let deadline = Instant::now() + Duration::from_secs(15);
         while (dir.exists() || server.exists()) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(100));

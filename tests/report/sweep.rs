@@ -377,6 +377,72 @@ fn an_interrupted_sweep_reports_the_steps_done_and_leaves_out_the_partial_one() 
     assert_eq!(table_clients(&text), [1], "{text}");
 }
 
+/// Regression: a set-up connection refused between two steps (here the
+/// role lost its login during step 1) ended the sweep with exit status 1
+/// and no report, losing the step measured. It ends with status 2, the
+/// error, and step 1 in the report and the file.
+#[test]
+fn a_set_up_failing_between_steps_keeps_the_steps_done() {
+    let db = crate::common::server();
+    db.psql("CREATE ROLE sweep_loses_login LOGIN")
+        .expect("create role");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("sweep.json");
+    let script = select_script();
+    let mut cmd = Run::new(
+        "postgres",
+        &[
+            "-n",
+            "-f",
+            &script.path,
+            "-T",
+            "2",
+            "--no-monitor",
+            "--sweep=clients:1,2",
+            &format!("--json={}", path.display()),
+        ],
+    )
+    .env("PGUSER", "sweep_loses_login")
+    .pgbolt_command();
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = cmd.spawn().expect("pgbolt starts");
+    // Step 1's client is connected once it runs its script.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while db
+        .psql(
+            "SELECT count(*) FROM pg_stat_activity \
+             WHERE usename = 'sweep_loses_login' AND query = 'select 1;'",
+        )
+        .unwrap_or_default()
+        .trim()
+        == "0"
+    {
+        assert!(std::time::Instant::now() < deadline, "step 1 never ran");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    db.psql("ALTER ROLE sweep_loses_login NOLOGIN")
+        .expect("alter role");
+    let out = child.wait_with_output().expect("pgbolt ends");
+    let (text, errors) = (stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(2), "{errors}{text}");
+    assert!(errors.contains("is not permitted to log in"), "{errors}");
+    assert!(
+        text.contains("\nstopped: step 2 of 2 could not start ("),
+        "{text}"
+    );
+    assert_eq!(table_clients(&text), [1], "{text}");
+    let result = json(&path);
+    assert_eq!(steps_field(&result, "clients"), [1]);
+    assert!(
+        result["sweep"]["stopped"]
+            .as_str()
+            .unwrap()
+            .contains("is not permitted to log in"),
+        "{result}"
+    );
+}
+
 /// `--warmup` in a plain run: the warm-up runs first and counts nowhere,
 /// neither in the report nor in the transaction log.
 #[test]

@@ -65,7 +65,7 @@ fn comparison(out: &mut String, result: &TargetsResult) {
             match cell {
                 Some(cell) => cell_text(out, cell, i > 0),
                 None => {
-                    let _ = write!(out, "  {:>26} {:>9}", "failed", "-");
+                    let _ = write!(out, "  {:>26} {:>9}", "not measured", "-");
                     if i > 0 {
                         let _ = write!(out, " {:>7} {:>7}", "-", "-");
                     }
@@ -76,6 +76,9 @@ fn comparison(out: &mut String, result: &TargetsResult) {
     }
     for crossover in &c.crossovers {
         let _ = writeln!(out, "crossover: {}", crossover_text(crossover, dimension));
+    }
+    if let Some(why) = &c.unjudged {
+        let _ = writeln!(out, "crossover: not judged: {why}");
     }
 }
 
