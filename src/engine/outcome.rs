@@ -98,6 +98,16 @@ fn run_options(prepared: &Prepared, bench: &Benchmark) -> RunOptions {
         report_per_command: plan.report_per_command,
         continue_on_error: plan.continue_on_error,
         warmup_s: bench.warmup_s,
+        variables: bench
+            .variables
+            .iter()
+            .map(|v| {
+                (
+                    v.name.clone(),
+                    crate::model::run::redacted_variable(&v.value),
+                )
+            })
+            .collect(),
     }
 }
 

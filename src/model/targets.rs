@@ -103,4 +103,12 @@ pub struct Crossover {
     pub target_ahead_from: Option<f64>,
     /// The same for the baseline.
     pub baseline_ahead_from: Option<f64>,
+    /// Every value at which the target's TPS is above the baseline's
+    /// beyond the spread, whether or not it stays ahead after it (empty
+    /// in files written before it was recorded).
+    #[serde(default)]
+    pub target_ahead_at: Vec<f64>,
+    /// The same for the baseline.
+    #[serde(default)]
+    pub baseline_ahead_at: Vec<f64>,
 }

@@ -75,11 +75,15 @@ fn header(out: &mut String, c: &Comparison) {
     let metrics: Vec<&str> = c.verdict_metrics.iter().map(|m| m.name()).collect();
     let _ = write!(
         out,
-        "<dt>Verdict on</dt><dd>{}, threshold {}%, {}% intervals</dd></dl></header>",
+        "<dt>Verdict on</dt><dd>{}, threshold {}%, {}% intervals</dd>",
         esc(&metrics.join(", ")),
         c.threshold * 100.0,
         c.confidence * 100.0
     );
+    for caveat in &c.caveats {
+        let _ = write!(out, "<dt>Note</dt><dd>{}</dd>", esc(caveat));
+    }
+    out.push_str("</dl></header>");
     differences_section(
         out,
         "runs",

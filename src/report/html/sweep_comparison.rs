@@ -85,9 +85,13 @@ fn header(out: &mut String, c: &SweepComparison) {
     }
     let _ = write!(
         out,
-        "<dt>Verdict</dt><dd>{}</dd></dl></header>",
+        "<dt>Verdict</dt><dd>{}</dd>",
         esc(&text::verdict_line(c))
     );
+    for caveat in &c.caveats {
+        let _ = write!(out, "<dt>Note</dt><dd>{}</dd>", esc(caveat));
+    }
+    out.push_str("</dl></header>");
     differences_section(
         out,
         "sweeps",
