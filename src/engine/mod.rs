@@ -268,14 +268,22 @@ pub fn run_step(
     })
 }
 
-/// The preflight alone, before a series of runs starts: connects as a
-/// run's set-up connection does and checks that the server can take
-/// `clients` more connections (nothing to check behind a pooler).
-pub fn preflight_only(config: &Config, clients: u32) -> Result<(), EngineError> {
+/// The preflight alone, before a series of runs starts (or before a
+/// throwaway instance's tables are loaded): connects as a run's set-up
+/// connection does and checks that the server can take `clients` more
+/// connections (nothing to check behind a pooler); `swept` when they are
+/// a sweep's largest step, for the hint.
+pub fn preflight_only(config: &Config, clients: u32, swept: bool) -> Result<(), EngineError> {
     let (_, mut client) = setup::connect(&config.connection)?;
     let checked = setup::preflight(&mut client, clients, config.temp_instance.is_some());
     client.close();
-    checked.map(drop)
+    checked.map(drop).map_err(|e| match e {
+        EngineError::Preflight(mut p) => {
+            p.swept = swept;
+            EngineError::Preflight(p)
+        }
+        other => other,
+    })
 }
 
 /// How the threads finished.

@@ -97,6 +97,22 @@ struct Prepared {
     pooler_pid: Option<i32>,
 }
 
+/// The checks made before the first step (see the module's doc), alone:
+/// before a throwaway instance's tables are loaded, so that a refusal
+/// costs no loading.
+pub fn refusals(config: &Config, bench: &Benchmark) -> Result<(), Error> {
+    let study = bench.study.clone().unwrap_or_else(|| one_step(bench));
+    let largest = study.largest_clients().unwrap_or(bench.clients);
+    let prepared = variants(bench)
+        .into_iter()
+        .map(|(target, bench)| prepare(config, target, bench))
+        .collect::<Result<Vec<_>, Error>>()?;
+    if config.preflight {
+        preflight(&prepared, bench, largest)?;
+    }
+    Ok(())
+}
+
 /// Runs the benchmark (or each step of its sweep) once per target: the
 /// targets' result and the exit status (0, or the first failed step's).
 pub fn run(config: &Config, bench: &Benchmark) -> Result<(TargetsResult, i32), Error> {
@@ -368,7 +384,12 @@ fn preflight(targets: &[Prepared], bench: &Benchmark, largest: u32) -> Result<()
                 }
             }
             None => {
-                crate::engine::preflight_only(&t.config, largest + pooled).map_err(|e| {
+                let swept = bench
+                    .study
+                    .as_ref()
+                    .and_then(Study::largest_clients)
+                    .is_some();
+                crate::engine::preflight_only(&t.config, largest + pooled, swept).map_err(|e| {
                     let counted = if pooled > 0 {
                         format!(
                             " (the largest step's {largest} clients and the throwaway \

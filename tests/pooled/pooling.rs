@@ -289,8 +289,9 @@ fn every_target_measures_t_from_its_last_connection_at_200_clients() {
 }
 
 /// The server allows fewer connections than the direct target's largest
-/// step: the preflight refuses before the first step (the pooled target
-/// would have run); with room enough the same sweep runs.
+/// step: the preflight refuses before the tables are loaded (the pooled
+/// target would have run), with a hint a sweep can follow; with room
+/// enough the same sweep runs.
 #[test]
 fn the_preflight_refuses_a_direct_target_the_server_cannot_take() {
     let args = [
@@ -312,6 +313,11 @@ fn the_preflight_refuses_a_direct_target_the_server_cannot_take() {
         "{errors}"
     );
     assert!(!errors.contains("step 1 of"), "{errors}");
+    // Regression: refused only after the tables were loaded, with a hint
+    // to give -c, which a sweep of clients cannot be given.
+    assert!(!errors.contains("generating data"), "{errors}");
+    assert!(errors.contains("hint: Sweep to at most "), "{errors}");
+    assert!(!errors.contains("-c "), "{errors}");
     assert_torn_down(&pooler_dir(&errors));
 
     let out = run(temp_pgbouncer(&args).arg("--temp-instance-setting=max_connections=50"));
@@ -345,6 +351,8 @@ fn prepared_statements_are_refused_through_transaction_pooling_on_pgbouncer_1_18
     );
     assert!(errors.contains("Use -M extended"), "{errors}");
     assert!(!errors.contains("step 1 of"), "{errors}");
+    // Known before the tables are loaded, refused before.
+    assert!(!errors.contains("generating data"), "{errors}");
 
     let out = run(&mut temp_pgbouncer(&[
         "--temp-pgbouncer=session",

@@ -317,6 +317,14 @@ fn the_preflight_checks_the_largest_step_before_the_first() {
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert!(!stderr(&out).contains("step 1"), "{}", stderr(&out));
     assert!(stderr(&out).contains("5000"), "{}", stderr(&out));
+    // Regression: the hint said "Run with fewer clients (-c N)", an
+    // option a sweep of clients refuses.
+    assert!(
+        stderr(&out).contains("hint: Sweep to at most "),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stderr(&out).contains("(-c "), "{}", stderr(&out));
 }
 
 #[test]
