@@ -326,6 +326,7 @@ fn execute(
     shared.start_at = bench.start_at_us;
     let shared = Arc::new(shared);
     let process_cpu_start = crate::observe::cpu::process_cpu_us();
+    let machine_start = crate::observe::cpu::machine_ticks();
     let monitor = start_monitor(prepared, bench, &shared);
     let wake_fd = guard.wake_fd();
     let starts = prepared
@@ -373,6 +374,9 @@ fn execute(
         window_end_us: shared.length_after_connect_us.and_then(|_| shared.end_us()),
         server_view,
         process_cpu_us: crate::observe::cpu::process_cpu_us() - process_cpu_start,
+        machine_busy_share: machine_start
+            .zip(crate::observe::cpu::machine_ticks())
+            .and_then(|(start, end)| crate::observe::cpu::machine_busy_share(start, end)),
     })))
 }
 

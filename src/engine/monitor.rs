@@ -63,6 +63,7 @@ pub fn diagnosis(
     view: Option<crate::observe::ServerView>,
     threads: &[ThreadTimes],
     process: (i64, i64),
+    machine_busy_share: Option<f64>,
 ) -> crate::model::diagnosis::Diagnosis {
     let view = view.unwrap_or_default();
     let mut d = crate::model::diagnosis::Diagnosis {
@@ -82,6 +83,7 @@ pub fn diagnosis(
             process_cpu_s: process.0 as f64 / 1e6,
             process_wall_s: process.1 as f64 / 1e6,
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+            machine_busy_share,
         },
         server_cpu: view.server_cpu,
         findings: Vec::new(),

@@ -29,6 +29,8 @@ pub(super) struct Ended {
     pub(super) server_view: Option<crate::observe::ServerView>,
     /// The process's CPU from before the clients connected to the end.
     pub(super) process_cpu_us: i64,
+    /// The share of this machine's CPU time that was busy meanwhile.
+    pub(super) machine_busy_share: Option<f64>,
 }
 
 /// What the generators of one run share, for its id (see
@@ -175,6 +177,7 @@ pub(super) fn build_result(
         window_end_us,
         server_view,
         process_cpu_us,
+        machine_busy_share,
     } = ended;
     // A study's window closes at its end even when the clients' last
     // transactions took longer (they are not counted); a plain run's
@@ -211,6 +214,7 @@ pub(super) fn build_result(
         server_view,
         &thread_times,
         (process_cpu_us, now - start_time),
+        machine_busy_share,
     ));
     result.generator = Some(generator_info(
         bench,

@@ -270,6 +270,11 @@ pub struct ClientLoad {
     pub process_wall_s: f64,
     /// CPUs of this machine pgbolt may use.
     pub cpus: u32,
+    /// The share of this machine's CPU time (all its CPUs, every
+    /// process) that was busy over the same time as the process's CPU,
+    /// from `/proc/stat` (null where there is none).
+    #[serde(default)]
+    pub machine_busy_share: Option<f64>,
 }
 
 /// The server's processes' CPU over the window, read from `/proc`.

@@ -153,9 +153,16 @@ pub struct Point {
     pub slo_met: Option<bool>,
     /// The busiest pgbolt worker thread's CPU over the measured window,
     /// as a share of it (mean over the repeats; null when the diagnosis
-    /// has no thread figures).
+    /// has no thread figures). The busiest is the one that ran or waited
+    /// for a CPU the longest.
     #[serde(default)]
     pub client_cpu: Option<f64>,
+    /// The same thread's wait for a CPU (runnable, not running), as a
+    /// share of the window (null where the kernel does not say): beside
+    /// `client_cpu` it tells a client short of CPU time from a machine
+    /// whose CPUs were taken.
+    #[serde(default)]
+    pub client_cpu_wait: Option<f64>,
     /// pgbolt's backends' states, the repeats' samples pooled (null
     /// without the monitor).
     #[serde(default)]
@@ -177,21 +184,35 @@ pub struct BackendShares {
     pub idle_in_transaction: f64,
 }
 
+/// The load figures of a point, from its runs' diagnoses: the busiest
+/// thread's CPU and wait shares, the backends' states, the findings.
+type Load = (Option<f64>, Option<f64>, Option<BackendShares>, Vec<String>);
+
 /// The load figures of a point, from its runs' diagnoses.
-fn load(runs: &[&RunResult]) -> (Option<f64>, Option<BackendShares>, Vec<String>) {
-    let busiest: Vec<f64> = runs
+fn load(runs: &[&RunResult]) -> Load {
+    // Each run's busiest thread (running or waiting): its CPU and its
+    // wait, as shares of the window.
+    let busiest: Vec<(f64, Option<f64>)> = runs
         .iter()
         .filter_map(|r| {
             let wall = r.timings.bench_duration_us as f64 / 1e6;
-            let cpu = &r.diagnosis.as_ref()?.client.thread_cpu_s;
-            (wall > 0.0)
-                .then(|| cpu.iter().copied().reduce(f64::max))
-                .flatten()
-                .map(|s| s / wall)
+            let c = &r.diagnosis.as_ref()?.client;
+            let wait = |i: usize| c.thread_runqueue_s.get(i).copied();
+            let busy = |i: usize| c.thread_cpu_s[i] + wait(i).unwrap_or(0.0);
+            let thread = (0..c.thread_cpu_s.len()).max_by(|&a, &b| busy(a).total_cmp(&busy(b)))?;
+            (wall > 0.0).then(|| {
+                (
+                    c.thread_cpu_s[thread] / wall,
+                    wait(thread).map(|w| w / wall),
+                )
+            })
         })
         .collect();
-    let client_cpu =
-        (!busiest.is_empty()).then(|| busiest.iter().sum::<f64>() / busiest.len() as f64);
+    let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+    let cpu: Vec<f64> = busiest.iter().map(|b| b.0).collect();
+    let waits: Option<Vec<f64>> = busiest.iter().map(|b| b.1).collect();
+    let client_cpu = mean(&cpu);
+    let client_cpu_wait = waits.as_deref().and_then(mean);
     let mut states = StateCounts::default();
     let mut findings = Vec::new();
     for d in runs.iter().filter_map(|r| r.diagnosis.as_ref()) {
@@ -213,7 +234,7 @@ fn load(runs: &[&RunResult]) -> (Option<f64>, Option<BackendShares>, Vec<String>
         client: states.share(states.client),
         idle_in_transaction: states.share(states.idle_in_transaction),
     });
-    (client_cpu, backends, findings)
+    (client_cpu, client_cpu_wait, backends, findings)
 }
 
 /// Pools a value's repeats into a point; `None` without results.
@@ -245,7 +266,7 @@ pub fn point(value: f64, runs: &[&RunResult], slo: &[Slo]) -> Option<Point> {
         .sum::<f64>()
         / runs.len() as f64;
     let slo_ms: Vec<f64> = slo.iter().map(|s| at(s.quantile)).collect();
-    let (client_cpu, backends, findings) = load(runs);
+    let (client_cpu, client_cpu_wait, backends, findings) = load(runs);
     let slo_met = (!slo.is_empty())
         .then(|| !histogram.is_empty() && slo.iter().zip(&slo_ms).all(|(s, v)| *v < s.limit_ms));
     Some(Point {
@@ -277,6 +298,7 @@ pub fn point(value: f64, runs: &[&RunResult], slo: &[Slo]) -> Option<Point> {
         slo_ms,
         slo_met,
         client_cpu,
+        client_cpu_wait,
         backends,
         findings,
     })

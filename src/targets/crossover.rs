@@ -137,6 +137,7 @@ mod tests {
             slo_ms: Vec::new(),
             slo_met: None,
             client_cpu: None,
+            client_cpu_wait: None,
             backends: None,
             findings: Vec::new(),
         }

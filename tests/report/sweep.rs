@@ -144,6 +144,9 @@ fn a_clients_sweep_gives_the_table_the_result_file_and_the_fit() {
         // CPU and the backends' states (the monitor is on by default).
         let cpu = point["client_cpu"].as_f64().expect("client_cpu");
         assert!(cpu > 0.0 && cpu <= 1.05, "{point}");
+        // Beside it, the same thread's wait for a CPU.
+        let wait = point["client_cpu_wait"].as_f64().expect("client_cpu_wait");
+        assert!((0.0..=1.05).contains(&wait), "{point}");
         let b = &point["backends"];
         let sum: f64 = ["on_cpu", "waiting", "client", "idle_in_transaction"]
             .iter()
@@ -151,7 +154,7 @@ fn a_clients_sweep_gives_the_table_the_result_file_and_the_fit() {
             .sum();
         assert!(sum > 0.95 && sum <= 1.0 + 1e-9, "{point}");
     }
-    assert!(text.contains(" cli cpu cpu/wait/cli\n"), "{text}");
+    assert!(text.contains(" cli cpu/wait cpu/wait/cli\n"), "{text}");
     // --render draws the sweep's page from its file.
     let html = dir.path().join("x.html");
     let out = std::process::Command::new(pgbolt_path())

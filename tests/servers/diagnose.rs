@@ -387,10 +387,52 @@ fn one_thread_driving_many_clients_is_reported_as_the_figure_says() {
     let queued = d.client.thread_runqueue_s.first().copied().unwrap_or(0.0);
     let share = (d.client.thread_cpu_s[0] + queued) / wall;
     assert!(d.client.thread_cpu_s[0] > 0.0);
-    let found = d.findings.iter().find(|f| f.id == "client-saturated");
+    let found = d
+        .findings
+        .iter()
+        .find(|f| f.id == "client-saturated" || f.id == "machine-saturated");
     assert_eq!(found.is_some(), share > 0.8, "share {share}: {found:?}");
     if let Some(f) = found {
         assert!((f.figures["busy_share"] - share).abs() < 1e-9);
+    }
+}
+
+/// Regression: on a machine overloaded by its server's backends, "client
+/// saturated: thread 0 ran 5% of the run and waited 95% for a CPU". At
+/// ten clients per CPU of a select-only script, pgbolt's one thread waits
+/// for a CPU more than it runs while the machine's CPUs are full: that is
+/// the machine's saturation, never the client's.
+#[test]
+fn ten_clients_per_cpu_saturate_the_machine_not_the_client() {
+    let _turn = turn();
+    let db = server18();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let clients = (10 * cpus).to_string();
+    let (out, r) = run_script(db, "select 1;\n", &["-c", &clients, "-j", "1", "-T", "2"]);
+    let d = diagnosis(&r);
+    let wall = r.timings.bench_duration_us as f64 / 1e6;
+    let (cpu, queued) = (
+        d.client.thread_cpu_s[0] / wall,
+        d.client.thread_runqueue_s.first().copied().unwrap_or(0.0) / wall,
+    );
+    let machine = d.client.machine_busy_share.expect("/proc/stat is read");
+    let ids: Vec<&str> = d.findings.iter().map(|f| f.id.as_str()).collect();
+    let figures = format!("cpu {cpu}, wait {queued}, machine {machine}: {ids:?}");
+    if queued > cpu && machine >= 0.9 {
+        assert!(!ids.contains(&"client-saturated"), "{figures}");
+        assert_eq!(
+            ids.contains(&"machine-saturated"),
+            cpu + queued > 0.8,
+            "{figures}"
+        );
+    } else {
+        assert!(!ids.contains(&"machine-saturated"), "{figures}");
+    }
+    // On the project's 2-CPU machine the thread waits most of the run.
+    if cpus <= 2 {
+        assert!(ids.contains(&"machine-saturated"), "{figures}");
+        let text = stdout(&out);
+        assert!(text.contains("machine saturated: thread 0 ran "), "{text}");
     }
 }
 
@@ -425,6 +467,7 @@ fn a_clean_run_reports_no_finding() {
         "schedule-lag",
         "client-shares-machine",
         "client-saturated",
+        "machine-saturated",
     ];
     let unexplained: Vec<&str> = d
         .findings

@@ -62,7 +62,7 @@ fn table(out: &mut String, result: &SweepResult) {
         "tps", "± stddev", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "failed", "L/N"
     );
     if columns.client_cpu {
-        let _ = write!(out, " {:>7}", "cli cpu");
+        let _ = write!(out, " {:>12}", "cli cpu/wait");
     }
     if columns.backends {
         let _ = write!(out, " {:>12}", "cpu/wait/cli");
@@ -88,10 +88,9 @@ fn row(out: &mut String, p: &Point, columns: &Columns) {
         p.tps, spread, p.p50_ms, p.p90_ms, p.p99_ms, p.p99_9_ms, p.failed, p.little_ratio
     );
     if columns.client_cpu {
-        let cpu = p
-            .client_cpu
-            .map_or("-".to_owned(), |c| format!("{:.0}%", c * 100.0));
-        let _ = write!(out, " {cpu:>7}");
+        let share = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{:.0}", v * 100.0));
+        let cpu = format!("{}/{}%", share(p.client_cpu), share(p.client_cpu_wait));
+        let _ = write!(out, " {cpu:>12}");
     }
     if columns.backends {
         let shares = p.backends.map_or("-".to_owned(), |b| {
@@ -212,6 +211,6 @@ fn answers(out: &mut String, result: &SweepResult) {
         .iter()
         .any(|p| p.client_cpu.is_some() || p.backends.is_some())
     {
-        out.push_str("cli cpu: the busiest pgbolt thread's CPU share of the step; cpu/wait/cli:\n% of the backends' samples on CPU, waiting, and waiting for the client\n(idle in a transaction included)\n");
+        out.push_str("cli cpu/wait: the busiest pgbolt thread's % of the step on a CPU and\nwaiting for one (a thread that mostly waits is short of machine, not of\nthreads); cpu/wait/cli: % of the backends' samples on CPU, waiting, and\nwaiting for the client (idle in a transaction included)\n");
     }
 }
