@@ -254,6 +254,11 @@ pub struct StatementTime {
     pub mean_ms: f64,
 }
 
+/// Fewest `pg_stat_activity` samples from which the backends' state
+/// shares are more than a rough picture: with fewer, a share of 50% may
+/// be one backend seen twice, and the reports say so.
+pub const MIN_STATE_SAMPLES: u64 = 20;
+
 /// The client's CPU, from the operating system.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClientLoad {

@@ -182,6 +182,12 @@ pub struct BackendShares {
     /// Waiting for the client.
     pub client: f64,
     pub idle_in_transaction: f64,
+    /// The `pg_stat_activity` samples the shares rest on, the repeats'
+    /// added (0 in files written before it was recorded); below
+    /// [`super::diagnosis::MIN_STATE_SAMPLES`] the shares are a rough
+    /// picture.
+    #[serde(default)]
+    pub samples: u64,
 }
 
 /// The load figures of a point, from its runs' diagnoses: the busiest
@@ -215,9 +221,11 @@ fn load(runs: &[&RunResult]) -> Load {
     let client_cpu_wait = waits.as_deref().and_then(mean);
     let mut states = StateCounts::default();
     let mut findings = Vec::new();
+    let mut samples = 0;
     for d in runs.iter().filter_map(|r| r.diagnosis.as_ref()) {
         if let Some(activity) = &d.activity {
             states.add(&activity.total);
+            samples += d.monitor.samples;
         }
         findings.extend(
             d.findings
@@ -233,6 +241,7 @@ fn load(runs: &[&RunResult]) -> Load {
         waiting: states.share(states.waiting_total()),
         client: states.share(states.client),
         idle_in_transaction: states.share(states.idle_in_transaction),
+        samples,
     });
     (client_cpu, client_cpu_wait, backends, findings)
 }

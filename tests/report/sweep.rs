@@ -454,6 +454,45 @@ fn a_set_up_failing_between_steps_keeps_the_steps_done() {
     );
 }
 
+/// Regression: backend state shares at 600 clients rested on about two
+/// `pg_stat_activity` samples with no word about it. A run's diagnosis
+/// and a sweep's table now say when the shares rest on fewer than 20.
+#[test]
+fn shares_from_few_samples_say_so() {
+    let script = select_script();
+    let (text, result) = sweep(&script, &["--sweep=clients:1,2", "--monitor-interval=300"]);
+    for point in result["summary"]["points"].as_array().unwrap() {
+        let samples = point["backends"]["samples"].as_u64().expect("samples");
+        assert!((1..20).contains(&samples), "{point}");
+    }
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("clients"))
+        .skip(1)
+        .take(2)
+        .collect();
+    assert!(rows.iter().all(|r| r.ends_with('*')), "{text}");
+    assert!(
+        text.contains("*: backend shares from fewer than 20 samples of pg_stat_activity"),
+        "{text}"
+    );
+    let out = pgbolt(&[
+        "-n",
+        "-f",
+        &script.path,
+        "-T",
+        "1",
+        "--monitor-interval=300",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out)
+            .contains("samples only: too few for these shares to be more than a rough picture"),
+        "{}",
+        stdout(&out)
+    );
+}
+
 /// `--warmup` in a plain run: the warm-up runs first and counts nowhere,
 /// neither in the report nor in the transaction log.
 #[test]

@@ -95,10 +95,11 @@ fn row(out: &mut String, p: &Point, columns: &Columns) {
     if columns.backends {
         let shares = p.backends.map_or("-".to_owned(), |b| {
             format!(
-                "{:.0}/{:.0}/{:.0}",
+                "{:.0}/{:.0}/{:.0}{}",
                 b.on_cpu * 100.0,
                 b.waiting * 100.0,
-                (b.client + b.idle_in_transaction) * 100.0
+                (b.client + b.idle_in_transaction) * 100.0,
+                if thin(&b) { "*" } else { "" }
             )
         });
         let _ = write!(out, " {shares:>12}");
@@ -207,10 +208,23 @@ fn answers(out: &mut String, result: &SweepResult) {
         "secs: the measured window, from the last connection (the shortest of the\nrepeats)\n",
     );
     out.push_str("L/N: throughput x mean latency over the clients (Little's law; 1 when\nevery client is always in a transaction)\n");
+    if s.points.iter().filter_map(|p| p.backends).any(|b| thin(&b)) {
+        let _ = writeln!(
+            out,
+            "*: backend shares from fewer than {} samples of pg_stat_activity: a rough\npicture (a lower --monitor-interval or longer steps give more)",
+            crate::model::diagnosis::MIN_STATE_SAMPLES
+        );
+    }
     if s.points
         .iter()
         .any(|p| p.client_cpu.is_some() || p.backends.is_some())
     {
         out.push_str("cli cpu/wait: the busiest pgbolt thread's % of the step on a CPU and\nwaiting for one (a thread that mostly waits is short of machine, not of\nthreads); cpu/wait/cli: % of the backends' samples on CPU, waiting, and\nwaiting for the client (idle in a transaction included)\n");
     }
+}
+
+/// Whether backend shares rest on too few samples to be more than a
+/// rough picture (files that did not record the count are not marked).
+fn thin(b: &crate::model::sweep::BackendShares) -> bool {
+    b.samples > 0 && b.samples < crate::model::diagnosis::MIN_STATE_SAMPLES
 }
