@@ -48,11 +48,18 @@ pub fn start_monitor(prepared: &Prepared, bench: &Benchmark, shared: &Arc<Shared
         );
     }
     let shared = shared.clone();
+    // The clients' own backends are known exactly when each keeps the
+    // connection it opened (not under -C, nor with pgbolt's own pool,
+    // whose connections are not the clients').
+    let exact = !prepared.plan.connect_per_transaction && prepared.plan.pool_size.is_none();
     MonitorRun::Running(crate::observe::Monitor::start(
         &prepared.connector,
         interval_ms,
         prepared.database_start.clone(),
-        move || shared.wait_window_start(),
+        move || {
+            let at = shared.wait_window_start()?;
+            Some((at, exact.then(|| shared.backends())))
+        },
     ))
 }
 

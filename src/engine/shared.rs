@@ -42,6 +42,10 @@ pub struct Shared {
     /// Under `--busy-poll=auto`: whether the threads spin now (thread 0
     /// decides, see `spin`).
     pub spin: SpinSwitch,
+    /// The server backends the clients' connections got at start-up (the
+    /// PIDs of their BackendKeyData), added by each thread once its
+    /// clients are connected: the monitor counts these as the run's.
+    backend_pids: Mutex<Vec<i32>>,
 }
 
 /// How often threads publish their totals for progress reports.
@@ -64,7 +68,25 @@ impl Shared {
                 .map(|_| Mutex::new((Snapshot::default(), i64::MIN)))
                 .collect(),
             spin: SpinSwitch::default(),
+            backend_pids: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Adds backend PIDs of a thread's connected clients.
+    pub fn add_backends(&self, pids: impl IntoIterator<Item = i32>) {
+        if let Ok(mut all) = self.backend_pids.lock() {
+            all.extend(pids);
+        }
+    }
+
+    /// The clients' backend PIDs added so far, sorted.
+    pub fn backends(&self) -> Vec<i32> {
+        let mut pids = self
+            .backend_pids
+            .lock()
+            .map_or_else(|_| Vec::new(), |p| p.clone());
+        pids.sort_unstable();
+        pids
     }
 
     /// Publishes thread `tid`'s totals as of `at` (`i64::MAX` once the

@@ -161,6 +161,11 @@ fn get_ready(
             shared.fail_start(e);
             return false;
         }
+        shared.add_backends(
+            clients
+                .iter()
+                .filter_map(|c| c.conn.as_ref().map(pgwire::Connection::backend_pid)),
+        );
     }
     shared.wait_start(env.clock.now_us(), &env.clock)
 }

@@ -408,6 +408,58 @@ fn one_thread_driving_many_clients_is_reported_as_the_figure_says() {
     }
 }
 
+/// Regression: the monitor counted every backend whose application_name
+/// was pgbolt's as the run's (a pooler's idle server connections from an
+/// earlier run, another program), which skewed the state shares. It now
+/// counts the backends its clients' connections got: another session of
+/// the same name, asleep in `pg_sleep` through the whole run, is not
+/// among them.
+#[test]
+fn a_session_of_the_same_name_is_not_the_runs() {
+    let _turn = turn();
+    let db = server18();
+    let dbname = new_database(db);
+    let mut other = db.command("psql");
+    other
+        .env("PGDATABASE", &dbname)
+        .env("PGAPPNAME", "pgbolt")
+        .args(["-X", "-q", "-c", "select pg_sleep(6)"])
+        .stdout(std::process::Stdio::null());
+    let mut other = other.spawn().expect("psql starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while db
+        .psql("select count(*) from pg_stat_activity where wait_event = 'PgSleep'")
+        .unwrap_or_default()
+        .trim()
+        == "0"
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the other session never slept"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let path = scratch(db, "select.sql");
+    std::fs::write(&path, "select 1;\n").expect("script");
+    let path = path.display().to_string();
+    let (_, r) = run_json(
+        db,
+        &dbname,
+        &["-n", "-f", &path, "-c", "2", "-T", "2"],
+        || {},
+    );
+    let _ = other.kill();
+    let _ = other.wait();
+    let d = diagnosis(&r);
+    let activity = d.activity.as_ref().expect("activity");
+    assert!(activity.total.total() > 0, "{activity:?}");
+    assert!(
+        !activity.total.waiting.contains_key("Timeout"),
+        "{:?}",
+        activity.total
+    );
+}
+
 /// Regression: on a machine overloaded by its server's backends, "client
 /// saturated: thread 0 ran 5% of the run and waited 95% for a CPU". At
 /// ten clients per CPU of a select-only script, pgbolt's one thread waits
