@@ -91,7 +91,7 @@ pub struct RunOptions {
     /// `-D NAME=VALUE`, by name (values not UTF-8 shown lossily, a
     /// connection URI's password hidden); empty in files written before
     /// they were recorded.
-    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    #[serde(default)]
     pub variables: std::collections::BTreeMap<String, String>,
 }
 
