@@ -71,6 +71,9 @@ impl std::error::Error for RunError {}
 pub fn run(config: Config) -> Result<i32, RunError> {
     match &config.temp_instance {
         Some(temp) => temp_instance::run(&config, temp, |local, tables| {
+            if let (Mode::Run(benchmark), Some(_)) = (&local.mode, tables) {
+                study::refuse_before_loading(local, benchmark)?;
+            }
             if let Some(init) = tables {
                 let status = initialize(local, init)?;
                 if status != 0 {

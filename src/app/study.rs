@@ -34,6 +34,26 @@ pub fn targets(config: &Config, bench: &Benchmark) -> Result<i32, RunError> {
     }))
 }
 
+/// What a benchmark would refuse at its first step that a throwaway
+/// instance can tell before its tables are loaded: the connection limit
+/// against the largest step (or `-c`), and each target's checks (a
+/// pooler's `max_client_conn`, `-M prepared` through transaction
+/// pooling).
+pub fn refuse_before_loading(config: &Config, bench: &Benchmark) -> Result<(), RunError> {
+    let refused = |e: &dyn std::fmt::Display| RunError::Engine(e.to_string());
+    if !bench.targets.is_empty() {
+        return crate::targets::refusals(config, bench).map_err(|e| refused(&e));
+    }
+    if !config.preflight {
+        return Ok(());
+    }
+    let (clients, swept) = match bench.study.as_ref().map(Study::largest_clients) {
+        Some(Some(largest)) => (largest, true),
+        _ => (bench.pool_size.unwrap_or(bench.clients), false),
+    };
+    crate::engine::preflight_only(config, clients, swept).map_err(|e| refused(&e))
+}
+
 fn check(bench: &Benchmark) -> Result<Outputs, RunError> {
     Outputs::check(bench.json.as_deref(), bench.html.as_deref())
         .map_err(|e| RunError::Engine(e.to_string()))

@@ -7,7 +7,10 @@
 //! point is to measure a clean server). The mode then runs unchanged: only
 //! the connection options are rewritten to point at the instance, so `-i`
 //! and a benchmark behave exactly as against any other server. A benchmark
-//! without `-i` first creates pgbench's tables at the requested scale.
+//! without `-i` first creates pgbench's tables at the requested scale,
+//! after the refusals its first step would make and the instance can
+//! already tell (the connection limit, the targets' checks): loading
+//! tables for a run that is then refused wastes the user's time.
 //!
 //! The instance is stopped and its directory removed on every exit path:
 //! `Drop` on return and on panic, tempdb's signal clean-up on Ctrl-C and

@@ -38,7 +38,22 @@ pub struct Changes {
     pub metrics: Vec<MetricChange>,
     pub latency_distribution: Option<DistributionChange>,
     pub verdict: Verdict,
+    /// The metrics the verdict judged.
+    pub judged: Vec<Metric>,
+    /// What the verdict cannot see or leaves out.
+    pub caveats: Vec<String>,
 }
+
+/// The caveat of a throughput not judged under `-R`.
+pub const SCHEDULED: &str = "under -R throughput follows the schedule, so it is shown but not \
+     judged: the latency percentiles, counted from each transaction's scheduled start (schedule \
+     lag included), judge instead";
+
+/// The caveat of a verdict with one run on a side.
+pub const ONE_RUN: &str = "one run on a side: the intervals come from within that run and cannot \
+     see how much runs vary from one to the next, so a verdict may be noise between runs; for one \
+     that can, run each side as a sweep with repeats (--sweep=clients:N --repeat=3 and more) and \
+     compare those files";
 
 /// Compares the runs of `candidate` with those of `baseline` (one run a
 /// side, or a step's repeats).
@@ -49,6 +64,10 @@ pub fn changes(
     chosen: &[Metric],
 ) -> Changes {
     let samples = [Sample::new(baseline), Sample::new(candidate)];
+    let scheduled = baseline
+        .iter()
+        .chain(candidate)
+        .any(|r| r.options.rate.is_some());
     let metrics: Vec<MetricChange> = Metric::ALL
         .into_iter()
         .map(|metric| {
@@ -56,10 +75,29 @@ pub fn changes(
                 None => tps_change(&samples),
                 Some(q) => percentile_change(metric, q, &samples),
             };
-            change.outcome = outcome(metric, change.change, threshold);
+            change.outcome = if scheduled && metric == Metric::Tps {
+                Outcome::NotJudged
+            } else {
+                outcome(metric, change.change, threshold)
+            };
             change
         })
         .collect();
+    let mut judged: Vec<Metric> = chosen
+        .iter()
+        .copied()
+        .filter(|m| !(scheduled && *m == Metric::Tps))
+        .collect();
+    if judged.is_empty() {
+        judged.push(Metric::P99);
+    }
+    let mut caveats = Vec::new();
+    if scheduled {
+        caveats.push(SCHEDULED.to_owned());
+    }
+    if baseline.len() < 2 || candidate.len() < 2 {
+        caveats.push(ONE_RUN.to_owned());
+    }
     let latency_distribution =
         stats::mann_whitney(&samples[0].latency, &samples[1].latency).map(|t| DistributionChange {
             probability_slower: t.superiority,
@@ -70,13 +108,15 @@ pub fn changes(
     let verdict = combine(
         metrics
             .iter()
-            .filter(|m| chosen.contains(&m.metric))
+            .filter(|m| judged.contains(&m.metric))
             .map(|m| m.outcome.into()),
     );
     Changes {
         metrics,
         latency_distribution,
         verdict,
+        judged,
+        caveats,
     }
 }
 
@@ -396,7 +436,7 @@ impl From<Outcome> for Verdict {
             Outcome::Improved => Verdict::Improved,
             Outcome::Regressed => Verdict::Regressed,
             Outcome::NoSignificantChange | Outcome::WithinThreshold => Verdict::NoSignificantChange,
-            Outcome::Undetermined => Verdict::Undetermined,
+            Outcome::Undetermined | Outcome::NotJudged => Verdict::Undetermined,
         }
     }
 }

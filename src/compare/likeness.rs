@@ -2,7 +2,8 @@
 //!
 //! Scripts are compared by their text's SHA-256 (and weight) when both
 //! results record it, else by their commands' first lines; a difference
-//! there refuses the comparison. Options that shape the workload, the
+//! there refuses the comparison. Options that shape the workload (`-D`
+//! variables among them, which a script reads as its input), the
 //! server's version and its recorded settings are warnings: comparing
 //! them is often the very point (a new `shared_buffers`, an upgrade), but
 //! the reader must see them first.
@@ -72,6 +73,28 @@ pub fn differences(a: &RunResult, b: &RunResult) -> Vec<Difference> {
         b.merged_runs.to_string(),
     );
     note("aborted", a.aborted.to_string(), b.aborted.to_string());
+    note(
+        "pool size (--pool-size)",
+        oa.pool_size.map_or("none".to_owned(), |n| n.to_string()),
+        ob.pool_size.map_or("none".to_owned(), |n| n.to_string()),
+    );
+    note(
+        "continue on error",
+        oa.continue_on_error.to_string(),
+        ob.continue_on_error.to_string(),
+    );
+    let variables: std::collections::BTreeSet<&String> =
+        oa.variables.keys().chain(ob.variables.keys()).collect();
+    for name in variables {
+        let get = |v: &std::collections::BTreeMap<String, String>| {
+            v.get(name).cloned().unwrap_or_else(|| "not set".to_owned())
+        };
+        note(
+            &format!("variable {name} (-D)"),
+            get(&oa.variables),
+            get(&ob.variables),
+        );
+    }
     let (ca, cb) = (&a.context, &b.context);
     let version = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".to_owned());
     note(

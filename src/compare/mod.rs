@@ -20,7 +20,15 @@
 //! 3. **A verdict** per chosen metric and overall: a change counts only
 //!    when its interval excludes zero *and* its estimate is beyond the
 //!    threshold; anything else is "no significant change", never a
-//!    percentage to celebrate.
+//!    percentage to celebrate. Under `-R` (on either side) throughput is
+//!    shown but not judged: it follows the schedule, and half the rate is
+//!    half the throughput on any system. The latency percentiles, which
+//!    `-R` counts from each transaction's scheduled start and which so
+//!    include the schedule lag, judge instead (p99 when throughput was
+//!    the only metric chosen). A verdict with one run on a side says that
+//!    its intervals, drawn from within one run, cannot see how much runs
+//!    vary between themselves, and how to get one that can (a step's
+//!    repeats).
 //!
 //! A side is one run, or the repeats of a sweep's step: the statistics
 //! over one or several runs are in [`changes`]. Two sweeps are compared
@@ -67,6 +75,9 @@ pub enum Outcome {
     WithinThreshold,
     /// No interval could be computed (see the method).
     Undetermined,
+    /// Throughput under `-R`: it follows the schedule, so a change of it
+    /// says what the rate was, not how fast the system is.
+    NotJudged,
 }
 
 impl Outcome {
@@ -77,6 +88,7 @@ impl Outcome {
             Outcome::NoSignificantChange => "no significant change",
             Outcome::WithinThreshold => "within threshold",
             Outcome::Undetermined => "undetermined",
+            Outcome::NotJudged => "not judged (-R)",
         }
     }
 }
@@ -157,8 +169,11 @@ pub struct Comparison {
     pub tool_version: &'static str,
     pub confidence: f64,
     pub threshold: f64,
-    /// The metrics the verdict is based on.
+    /// The metrics the verdict is based on: the chosen ones, without
+    /// throughput under `-R` (p99 when nothing else was chosen).
     pub verdict_metrics: Vec<Metric>,
+    /// What the verdict cannot see or leaves out, in words.
+    pub caveats: Vec<String>,
     pub baseline: Side,
     pub candidate: Side,
     /// What differs between the runs, besides the figures.
@@ -267,7 +282,8 @@ pub fn compare_runs(
         tool_version: env!("CARGO_PKG_VERSION"),
         confidence: CONFIDENCE,
         threshold: options.threshold,
-        verdict_metrics: options.metrics.clone(),
+        verdict_metrics: changes.judged,
+        caveats: changes.caveats,
         baseline: side(baseline, sources[0]),
         candidate: side(candidate, sources[1]),
         differences,

@@ -138,6 +138,60 @@ fn a_thread_waiting_for_a_cpu_counts_as_busy() {
         .contains("ran 40% of the run and waited 50% for a CPU"));
 }
 
+/// Regression: on a machine overloaded by 500 backends, "client
+/// saturated: thread 0 ran 5% of the run and waited 95% for a CPU". A
+/// thread that mostly waited while the server's backends filled this
+/// machine's CPUs is the machine's saturation; the same thread beside a
+/// remote server (its CPU unknown here), or one that mostly ran, is the
+/// client's.
+#[test]
+fn a_thread_waiting_behind_the_servers_backends_is_the_machines_saturation() {
+    let mut r = clean();
+    let d = diagnosis(&mut r);
+    d.client.thread_cpu_s = vec![5.0];
+    d.client.thread_runqueue_s = vec![95.0];
+    d.client.cpus = 2;
+    assert_eq!(ids(&r), ["client-saturated"]);
+    let d = diagnosis(&mut r);
+    d.server_cpu = Some(ServerCpu {
+        cpu_s: 150.0,
+        monitor_backend_cpu_s: 1.0,
+        wall_s: 100.0,
+    });
+    d.monitor.samples = 1000;
+    d.activity = Some(Activity {
+        total: StateCounts {
+            on_cpu: 480_000,
+            ..StateCounts::default()
+        },
+        start_us: 0,
+        width_us: 1_000_000,
+        intervals: Vec::new(),
+    });
+    let f = findings(&r);
+    let found: Vec<&str> = f.iter().map(|f| f.id.as_str()).collect();
+    assert!(found.contains(&"machine-saturated"), "{found:?}");
+    assert!(!found.contains(&"client-saturated"), "{found:?}");
+    let m = f.iter().find(|f| f.id == "machine-saturated").unwrap();
+    assert_eq!(m.severity, Severity::Critical);
+    assert!(
+        m.summary
+            .contains("waited 95% for a CPU while this machine's 2 CPUs were full (the server 75% of them, 480.0 of its backends"),
+        "{}",
+        m.summary
+    );
+    // Mostly running: pgbolt's own saturation, whatever the machine.
+    let c = &mut diagnosis(&mut r).client;
+    c.thread_cpu_s = vec![90.0];
+    c.thread_runqueue_s = vec![5.0];
+    let found = ids(&r);
+    assert!(found.contains(&"client-saturated".to_owned()), "{found:?}");
+    assert!(
+        !found.contains(&"machine-saturated".to_owned()),
+        "{found:?}"
+    );
+}
+
 #[test]
 fn a_client_taking_a_quarter_of_a_shared_machine_is_found_only_beside_a_local_server() {
     let mut r = clean();
@@ -148,6 +202,7 @@ fn a_client_taking_a_quarter_of_a_shared_machine_is_found_only_beside_a_local_se
         process_cpu_s: 60.0,
         process_wall_s: 100.0,
         cpus: 2,
+        machine_busy_share: None,
     };
     assert!(ids(&r).is_empty());
     diagnosis(&mut r).server_cpu = Some(ServerCpu::default());

@@ -66,6 +66,10 @@ pub struct ThreadEnv {
     /// The run is over (`-T` elapsed or a stop was requested).
     pub over: bool,
     pub end_us: Option<i64>,
+    /// What ends later is not counted: the end of a study's measured
+    /// window ([`super::Window::FromConnected`]); `i64::MAX` in a plain
+    /// run, which counts what ends after `-T` as pgbench does.
+    pub count_until: i64,
     /// `-P`: progress lines (thread 0 prints them).
     pub progress: Option<Progress>,
     /// `--io` chose io_uring; the thread then creates [`ThreadEnv::ring`].

@@ -81,6 +81,9 @@ pub struct Preflight {
     /// The server is `--temp-instance`'s, whose settings come from
     /// `--temp-instance-setting`.
     pub temp_instance: bool,
+    /// The clients are a sweep's largest step, not `-c` (which a sweep of
+    /// clients cannot be given): the hint says so.
+    pub swept: bool,
 }
 
 impl Preflight {
@@ -197,12 +200,15 @@ fn preflight_refused(f: &mut fmt::Formatter<'_>, p: &Preflight, prog: &str) -> f
     }
     write!(
         f,
-        "and {} are in use, which leaves {}\n\
-         {prog}: hint: Run with fewer clients (-c {}), ",
+        "and {} are in use, which leaves {}\n{prog}: hint: ",
         p.in_use,
         p.available().max(0),
-        p.available().max(1),
     )?;
+    if p.swept {
+        write!(f, "Sweep to at most {} clients, ", p.available().max(1))?;
+    } else {
+        write!(f, "Run with fewer clients (-c {}), ", p.available().max(1))?;
+    }
     if p.temp_instance {
         let needed = i64::from(p.clients) + p.reserved + p.in_use;
         write!(
@@ -268,6 +274,7 @@ mod tests {
                 superuser,
                 role_slots,
                 temp_instance: false,
+                swept: false,
             });
             let text = error.to_string();
             assert!(text.contains(expected), "{role_slots}: {text}");

@@ -136,8 +136,10 @@ pub fn advance(c: &mut Client, idx: usize, plan: &Plan, env: &mut ThreadEnv) {
             State::EndCommand => {
                 if plan.report_per_command {
                     let t = now.get(env);
-                    env.stats
-                        .record_command(c.script, c.command, t - c.command_begun);
+                    if t <= env.count_until {
+                        env.stats
+                            .record_command(c.script, c.command, t - c.command_begun);
+                    }
                 }
                 c.command = c.jump.take().unwrap_or(c.command + 1);
                 c.state = State::StartCommand;
@@ -155,7 +157,9 @@ pub fn advance(c: &mut Client, idx: usize, plan: &Plan, env: &mut ThreadEnv) {
             }
             State::Retry => retry(c, plan, env, &mut now),
             State::Failure => {
-                env.stats.record_command_failure(c.script, c.command);
+                if now.get(env) <= env.count_until {
+                    env.stats.record_command_failure(c.script, c.command);
+                }
                 if plan.verbose_errors {
                     verbose_error(c, plan, env, &mut now, false);
                 }
@@ -265,7 +269,9 @@ fn retry(c: &mut Client, plan: &Plan, env: &mut ThreadEnv, now: &mut Now) {
         verbose_error(c, plan, env, now, true);
     }
     c.tries += 1;
-    env.stats.record_command_retry(c.script, c.command);
+    if now.get(env) <= env.count_until {
+        env.stats.record_command_retry(c.script, c.command);
+    }
     c.random = c.random_at_start;
     c.command = 0;
     c.jump = None;
@@ -339,9 +345,14 @@ fn start_command(c: &mut Client, idx: usize, plan: &Plan, env: &mut ThreadEnv, n
 }
 
 /// pgbench's `processXactStats`: accounts for the transaction (or the
-/// skipped one) in the thread's statistics and log.
+/// skipped one) in the thread's statistics and log, unless it ended after
+/// a study's measured window.
 fn record_transaction(c: &mut Client, env: &mut ThreadEnv, now: &mut Now, skipped: bool) {
     let t = now.get(env);
+    if t > env.count_until {
+        c.count += 1;
+        return;
+    }
     let outcome = if skipped {
         Outcome::Skipped
     } else {

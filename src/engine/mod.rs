@@ -40,8 +40,19 @@
 //! nothing printed and no result file written. A [`StepSetup`] shapes the
 //! set-up connection's work: whether to print the version line (once per
 //! sweep), the client count the preflight checks (the sweep's largest, at
-//! its first step) and a `CHECKPOINT` after the vacuum. [`run`] itself is
-//! `prepare`, `execute` and `build_result`, so both share every line.
+//! its first step), a `CHECKPOINT` after the vacuum, and when `-T`
+//! starts counting ([`Window`]). [`run`] itself is `prepare`, `execute`
+//! and `build_result`, so both share every line.
+//!
+//! # When `-T` starts
+//! pgbench sets a timed run's end before its clients connect, so
+//! connecting takes its time out of the measured window: at `-c 500 -T 5`
+//! about a second of it on a small machine. A plain run keeps that, to
+//! the microsecond. A study compares steps with each other, and a step at
+//! 600 clients measured over 2 s against one at 50 over 4.7 s is not like
+//! with like; so a study's steps ask for [`Window::FromConnected`]: the
+//! end is set by the thread whose clients connect last, `-T` after that
+//! moment, before any thread starts (they wait at the start gate for it).
 //!
 //! # The hot path
 //! After the start a transaction allocates nothing and takes no lock: SQL
@@ -152,7 +163,7 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<Ran, EngineError> {
         measured.to_mut().vacuum = crate::config::VacuumBeforeRun::Skip;
     }
     let prepared = prepare(config, &measured, &setup)?;
-    let Executed::Ended(ended) = execute(config, &prepared, &measured)? else {
+    let Executed::Ended(ended) = execute(config, &prepared, &measured, setup.window)? else {
         return Ok(Ran::Nothing(2));
     };
     Ok(match build_result(&prepared, &measured, *ended)? {
@@ -182,6 +193,20 @@ pub struct StepSetup {
     pub preflight_clients: Option<u32>,
     /// Run `CHECKPOINT` after the vacuum.
     pub checkpoint: bool,
+    /// When `-T` starts counting.
+    pub window: Window,
+}
+
+/// When a timed run's `-T` starts counting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Window {
+    /// When the run starts, before its clients connect, as pgbench
+    /// counts: connecting takes its time out of the measured window.
+    FromStart,
+    /// When the last client is connected: the measured window lasts `-T`
+    /// however long connecting took, so that a study's steps at 10 and at
+    /// 500 clients measure equal lengths.
+    FromConnected,
 }
 
 impl StepSetup {
@@ -191,6 +216,7 @@ impl StepSetup {
             announce: true,
             preflight_clients: None,
             checkpoint: false,
+            window: Window::FromStart,
         }
     }
 }
@@ -220,7 +246,7 @@ pub fn run_step(
         });
     }
     let prepared = prepared?;
-    let ended = match execute(config, &prepared, bench)? {
+    let ended = match execute(config, &prepared, bench, setup.window)? {
         Executed::Ended(ended) => *ended,
         Executed::Aborted => {
             return Ok(Step {
@@ -242,14 +268,22 @@ pub fn run_step(
     })
 }
 
-/// The preflight alone, before a series of runs starts: connects as a
-/// run's set-up connection does and checks that the server can take
-/// `clients` more connections (nothing to check behind a pooler).
-pub fn preflight_only(config: &Config, clients: u32) -> Result<(), EngineError> {
+/// The preflight alone, before a series of runs starts (or before a
+/// throwaway instance's tables are loaded): connects as a run's set-up
+/// connection does and checks that the server can take `clients` more
+/// connections (nothing to check behind a pooler); `swept` when they are
+/// a sweep's largest step, for the hint.
+pub fn preflight_only(config: &Config, clients: u32, swept: bool) -> Result<(), EngineError> {
     let (_, mut client) = setup::connect(&config.connection)?;
     let checked = setup::preflight(&mut client, clients, config.temp_instance.is_some());
     client.close();
-    checked.map(drop)
+    checked.map(drop).map_err(|e| match e {
+        EngineError::Preflight(mut p) => {
+            p.swept = swept;
+            EngineError::Preflight(p)
+        }
+        other => other,
+    })
 }
 
 /// How the threads finished.
@@ -259,11 +293,13 @@ enum Executed {
     Aborted,
 }
 
-/// Starts the threads on a prepared run and waits for them.
+/// Starts the threads on a prepared run and waits for them; a timed run's
+/// end counts from its start or from its last connection (`window`).
 fn execute(
     config: &Config,
     prepared: &Prepared,
     bench: &Benchmark,
+    window: Window,
 ) -> Result<Executed, EngineError> {
     let io_uring = choose_io(config.io)?;
     let spin = if io_uring {
@@ -277,12 +313,20 @@ fn execute(
     let begin = bench
         .start_at_us
         .map_or(start_time, |at| at.max(start_time));
-    let end_us = prepared.plan.duration.map(|d| begin + d.as_micros() as i64);
+    let length_us = prepared.plan.duration.map(|d| d.as_micros() as i64);
+    let end_us = match window {
+        Window::FromStart => length_us.map(|d| begin + d),
+        Window::FromConnected => None,
+    };
     let guard = signals::install().map_err(EngineError::Thread)?;
     let mut shared = Shared::new(prepared.plan.threads as usize, end_us);
+    if window == Window::FromConnected {
+        shared.length_after_connect_us = length_us;
+    }
     shared.start_at = bench.start_at_us;
     let shared = Arc::new(shared);
     let process_cpu_start = crate::observe::cpu::process_cpu_us();
+    let machine_start = crate::observe::cpu::machine_ticks();
     let monitor = start_monitor(prepared, bench, &shared);
     let wake_fd = guard.wake_fd();
     let starts = prepared
@@ -327,8 +371,12 @@ fn execute(
         now,
         interrupted_by,
         ready_us: shared.ready_us(),
+        window_end_us: shared.length_after_connect_us.and_then(|_| shared.end_us()),
         server_view,
         process_cpu_us: crate::observe::cpu::process_cpu_us() - process_cpu_start,
+        machine_busy_share: machine_start
+            .zip(crate::observe::cpu::machine_ticks())
+            .and_then(|(start, end)| crate::observe::cpu::machine_busy_share(start, end)),
     })))
 }
 
@@ -513,6 +561,7 @@ fn thread_parts(
         conn_duration: 0,
         over: false,
         end_us: t.end_us,
+        count_until: i64::MAX,
         io_uring: t.io_uring,
         spin: t.spin,
         sleeper,

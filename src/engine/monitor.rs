@@ -48,11 +48,18 @@ pub fn start_monitor(prepared: &Prepared, bench: &Benchmark, shared: &Arc<Shared
         );
     }
     let shared = shared.clone();
+    // The clients' own backends are known exactly when each keeps the
+    // connection it opened (not under -C, nor with pgbolt's own pool,
+    // whose connections are not the clients').
+    let exact = !prepared.plan.connect_per_transaction && prepared.plan.pool_size.is_none();
     MonitorRun::Running(crate::observe::Monitor::start(
         &prepared.connector,
         interval_ms,
         prepared.database_start.clone(),
-        move || shared.wait_window_start(),
+        move || {
+            let at = shared.wait_window_start()?;
+            Some((at, exact.then(|| shared.backends())))
+        },
     ))
 }
 
@@ -63,6 +70,7 @@ pub fn diagnosis(
     view: Option<crate::observe::ServerView>,
     threads: &[ThreadTimes],
     process: (i64, i64),
+    machine_busy_share: Option<f64>,
 ) -> crate::model::diagnosis::Diagnosis {
     let view = view.unwrap_or_default();
     let mut d = crate::model::diagnosis::Diagnosis {
@@ -82,6 +90,7 @@ pub fn diagnosis(
             process_cpu_s: process.0 as f64 / 1e6,
             process_wall_s: process.1 as f64 / 1e6,
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+            machine_busy_share,
         },
         server_cpu: view.server_cpu,
         findings: Vec::new(),

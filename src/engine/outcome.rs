@@ -21,11 +21,16 @@ pub(super) struct Ended {
     pub(super) interrupted_by: Option<i32>,
     /// When every client was connected.
     pub(super) ready_us: Option<i64>,
+    /// The end of a study's measured window: what ended later is not
+    /// counted (see [`super::Window::FromConnected`]).
+    pub(super) window_end_us: Option<i64>,
     /// What the monitor saw (the reason it did not run in its `missing`);
     /// `None` under `--no-monitor`.
     pub(super) server_view: Option<crate::observe::ServerView>,
     /// The process's CPU from before the clients connected to the end.
     pub(super) process_cpu_us: i64,
+    /// The share of this machine's CPU time that was busy meanwhile.
+    pub(super) machine_busy_share: Option<f64>,
 }
 
 /// What the generators of one run share, for its id (see
@@ -95,6 +100,16 @@ fn run_options(prepared: &Prepared, bench: &Benchmark) -> RunOptions {
         report_per_command: plan.report_per_command,
         continue_on_error: plan.continue_on_error,
         warmup_s: bench.warmup_s,
+        variables: bench
+            .variables
+            .iter()
+            .map(|v| {
+                (
+                    v.name.clone(),
+                    crate::model::run::redacted_variable(&v.value),
+                )
+            })
+            .collect(),
     }
 }
 
@@ -159,9 +174,15 @@ pub(super) fn build_result(
         now,
         interrupted_by,
         ready_us,
+        window_end_us,
         server_view,
         process_cpu_us,
+        machine_busy_share,
     } = ended;
+    // A study's window closes at its end even when the clients' last
+    // transactions took longer (they are not counted); a plain run's
+    // lasts until its threads are done, as pgbench's does.
+    let measured_end = window_end_us.map_or(now, |end| end.min(now));
     let thread_times: Vec<ThreadTimes> = results
         .iter()
         .map(|r| ThreadTimes {
@@ -180,7 +201,7 @@ pub(super) fn build_result(
         _ => merged.bench_start,
     };
     let timings = Timings {
-        bench_duration_us: (now - merged.bench_start).max(1),
+        bench_duration_us: (measured_end - merged.bench_start).max(1),
         initial_connection_us: connected - start_time,
         total_connection_us: merged.conn_total,
     };
@@ -193,8 +214,14 @@ pub(super) fn build_result(
         server_view,
         &thread_times,
         (process_cpu_us, now - start_time),
+        machine_busy_share,
     ));
-    result.generator = Some(generator_info(bench, &result, merged.bench_start, now));
+    result.generator = Some(generator_info(
+        bench,
+        &result,
+        merged.bench_start,
+        measured_end,
+    ));
     Ok(Some(Finished {
         result,
         aborted: merged.aborted,

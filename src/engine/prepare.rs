@@ -172,7 +172,14 @@ fn check_server(
             client,
             step.preflight_clients.unwrap_or(plan.connections()),
             config.temp_instance.is_some(),
-        )?
+        )
+        .map_err(|e| match e {
+            EngineError::Preflight(mut p) => {
+                p.swept = step.preflight_clients.is_some();
+                EngineError::Preflight(p)
+            }
+            other => other,
+        })?
     } else {
         None
     };

@@ -197,6 +197,7 @@ fn check_room(
         role_slots: row.get(3).and_then(|v| v.as_deref()) == Some("t"),
         superuser: row.get(4).and_then(|v| v.as_deref()) == Some("t"),
         temp_instance,
+        swept: false,
     };
     if i64::from(clients) > check.available() {
         return Err(EngineError::Preflight(check));

@@ -18,14 +18,18 @@ struct Gate {
     error: Option<EngineError>,
     /// When the last thread arrived (every client connected).
     ready_us: Option<i64>,
+    /// `-T`: when the run ends, µs since the epoch; set at the start, or
+    /// when the last thread arrives under `length_after_connect_us`.
+    end_us: Option<i64>,
 }
 
 pub struct Shared {
     threads: usize,
     gate: Mutex<Gate>,
     opened: Condvar,
-    /// `-T`: when the run ends, µs since the epoch.
-    pub end_us: Option<i64>,
+    /// `-T` in µs when the run's window opens as its last client
+    /// connects (a study's step), not at its start (pgbench's runs).
+    pub length_after_connect_us: Option<i64>,
     /// `--start-at`, µs since the epoch: the gate opens then, not before.
     pub start_at: Option<i64>,
     exit_on_abort: AtomicBool,
@@ -38,6 +42,10 @@ pub struct Shared {
     /// Under `--busy-poll=auto`: whether the threads spin now (thread 0
     /// decides, see `spin`).
     pub spin: SpinSwitch,
+    /// The server backends the clients' connections got at start-up (the
+    /// PIDs of their BackendKeyData), added by each thread once its
+    /// clients are connected: the monitor counts these as the run's.
+    backend_pids: Mutex<Vec<i32>>,
 }
 
 /// How often threads publish their totals for progress reports.
@@ -47,9 +55,12 @@ impl Shared {
     pub fn new(threads: usize, end_us: Option<i64>) -> Shared {
         Shared {
             threads,
-            gate: Mutex::new(Gate::default()),
+            gate: Mutex::new(Gate {
+                end_us,
+                ..Gate::default()
+            }),
             opened: Condvar::new(),
-            end_us,
+            length_after_connect_us: None,
             start_at: None,
             exit_on_abort: AtomicBool::new(false),
             abort_thread: AtomicUsize::new(usize::MAX),
@@ -57,7 +68,25 @@ impl Shared {
                 .map(|_| Mutex::new((Snapshot::default(), i64::MIN)))
                 .collect(),
             spin: SpinSwitch::default(),
+            backend_pids: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Adds backend PIDs of a thread's connected clients.
+    pub fn add_backends(&self, pids: impl IntoIterator<Item = i32>) {
+        if let Ok(mut all) = self.backend_pids.lock() {
+            all.extend(pids);
+        }
+    }
+
+    /// The clients' backend PIDs added so far, sorted.
+    pub fn backends(&self) -> Vec<i32> {
+        let mut pids = self
+            .backend_pids
+            .lock()
+            .map_or_else(|_| Vec::new(), |p| p.clone());
+        pids.sort_unstable();
+        pids
     }
 
     /// Publishes thread `tid`'s totals as of `at` (`i64::MAX` once the
@@ -115,6 +144,12 @@ impl Shared {
         }
     }
 
+    /// When a timed run ends, µs since the epoch (`None` for `-t`, and
+    /// before the last client connected when the window opens then).
+    pub fn end_us(&self) -> Option<i64> {
+        self.gate.lock().ok().and_then(|g| g.end_us)
+    }
+
     /// When every client was connected (`None` before).
     pub fn ready_us(&self) -> Option<i64> {
         self.gate.lock().ok().and_then(|g| g.ready_us)
@@ -127,6 +162,9 @@ impl Shared {
         gate.arrived += 1;
         if gate.arrived == self.threads {
             gate.ready_us = Some(now_us);
+            if let Some(length) = self.length_after_connect_us {
+                gate.end_us = Some(now_us + length);
+            }
             if let Some(at) = self.start_at {
                 if now_us > at + crate::config::fleet::LATE_TOLERANCE_US {
                     gate.failed = true;
@@ -163,13 +201,19 @@ impl Shared {
     }
 
     /// Waits like [`Self::wait_opened`], then gives when the measured
-    /// window opens (µs since the epoch): `--start-at`, or when every
-    /// client was connected if that was later or there is none. `None`
-    /// when the run does not start.
+    /// window opens (see [`Self::window_start_us`]). `None` when the run
+    /// does not start.
     pub fn wait_window_start(&self) -> Option<i64> {
         if !self.wait_opened() {
             return None;
         }
+        self.window_start_us()
+    }
+
+    /// When the measured window opens, µs since the epoch: `--start-at`,
+    /// or when every client was connected if that was later or there is
+    /// none (`None` before every client is connected).
+    pub fn window_start_us(&self) -> Option<i64> {
         let ready = self.ready_us()?;
         Some(self.start_at.map_or(ready, |at| at.max(ready)))
     }

@@ -161,19 +161,34 @@ fn get_ready(
             shared.fail_start(e);
             return false;
         }
+        shared.add_backends(
+            clients
+                .iter()
+                .filter_map(|c| c.conn.as_ref().map(pgwire::Connection::backend_pid)),
+        );
     }
     shared.wait_start(env.clock.now_us(), &env.clock)
 }
 
 /// The run starts at `start`: the schedule of `-R` and the log's first
 /// interval count from it, a timed run's end is the one all threads
-/// share, and every client is ready to run.
+/// share (in a study's step, also the end of what is counted), and every
+/// client is ready to run.
 fn begin_run(env: &mut ThreadEnv, shared: &Shared, clients: usize, start: i64) {
     env.throttle_trigger = start;
     if let Some(log) = env.log.as_mut() {
         log.begin(start);
     }
-    env.end_us = shared.end_us;
+    env.end_us = shared.end_us();
+    // Every thread's series starts where the measured window does, not
+    // where the process did: under `--start-at` a generator started
+    // early would otherwise show empty intervals before it.
+    if let Some(at) = shared.window_start_us() {
+        env.stats.series.begin_at(at);
+    }
+    if shared.length_after_connect_us.is_some() {
+        env.count_until = env.end_us.unwrap_or(i64::MAX);
+    }
     for idx in 0..clients {
         env.runq.push_back(idx);
     }

@@ -254,6 +254,11 @@ pub struct StatementTime {
     pub mean_ms: f64,
 }
 
+/// Fewest `pg_stat_activity` samples from which the backends' state
+/// shares are more than a rough picture: with fewer, a share of 50% may
+/// be one backend seen twice, and the reports say so.
+pub const MIN_STATE_SAMPLES: u64 = 20;
+
 /// The client's CPU, from the operating system.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClientLoad {
@@ -270,6 +275,11 @@ pub struct ClientLoad {
     pub process_wall_s: f64,
     /// CPUs of this machine pgbolt may use.
     pub cpus: u32,
+    /// The share of this machine's CPU time (all its CPUs, every
+    /// process) that was busy over the same time as the process's CPU,
+    /// from `/proc/stat` (null where there is none).
+    #[serde(default)]
+    pub machine_busy_share: Option<f64>,
 }
 
 /// The server's processes' CPU over the window, read from `/proc`.

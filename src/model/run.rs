@@ -88,6 +88,11 @@ pub struct RunOptions {
     /// just before the measured run (0 without).
     #[serde(default)]
     pub warmup_s: u32,
+    /// `-D NAME=VALUE`, by name (values not UTF-8 shown lossily, a
+    /// connection URI's password hidden); empty in files written before
+    /// they were recorded.
+    #[serde(default)]
+    pub variables: std::collections::BTreeMap<String, String>,
 }
 
 impl RunOptions {
@@ -118,6 +123,7 @@ impl RunOptions {
             report_per_command: false,
             continue_on_error: false,
             warmup_s: 0,
+            variables: std::collections::BTreeMap::new(),
         }
     }
 
@@ -374,6 +380,11 @@ fn redact_argument(arg: &str) -> String {
         return format!("{}{}", &arg[..2], redact_value(&arg[2..]));
     }
     redact_value(arg)
+}
+
+/// A `-D` value as the result records it: a password in it hidden.
+pub fn redacted_variable(value: &[u8]) -> String {
+    redact_value(&String::from_utf8_lossy(value))
 }
 
 fn redact_value(value: &str) -> String {

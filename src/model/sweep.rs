@@ -122,6 +122,11 @@ pub struct Point {
     pub threads: u32,
     pub rate: Option<f64>,
     pub repeats: u32,
+    /// The shortest measured window of the repeats, seconds: from the
+    /// moment every client was connected to the end of the step (null in
+    /// files written before it was recorded).
+    #[serde(default)]
+    pub measured_s: Option<f64>,
     /// Mean over the repeats.
     pub tps: f64,
     /// Sample standard deviation over the repeats (null for one).
@@ -148,9 +153,16 @@ pub struct Point {
     pub slo_met: Option<bool>,
     /// The busiest pgbolt worker thread's CPU over the measured window,
     /// as a share of it (mean over the repeats; null when the diagnosis
-    /// has no thread figures).
+    /// has no thread figures). The busiest is the one that ran or waited
+    /// for a CPU the longest.
     #[serde(default)]
     pub client_cpu: Option<f64>,
+    /// The same thread's wait for a CPU (runnable, not running), as a
+    /// share of the window (null where the kernel does not say): beside
+    /// `client_cpu` it tells a client short of CPU time from a machine
+    /// whose CPUs were taken.
+    #[serde(default)]
+    pub client_cpu_wait: Option<f64>,
     /// pgbolt's backends' states, the repeats' samples pooled (null
     /// without the monitor).
     #[serde(default)]
@@ -170,28 +182,50 @@ pub struct BackendShares {
     /// Waiting for the client.
     pub client: f64,
     pub idle_in_transaction: f64,
+    /// The `pg_stat_activity` samples the shares rest on, the repeats'
+    /// added (0 in files written before it was recorded); below
+    /// [`super::diagnosis::MIN_STATE_SAMPLES`] the shares are a rough
+    /// picture.
+    #[serde(default)]
+    pub samples: u64,
 }
 
+/// The load figures of a point, from its runs' diagnoses: the busiest
+/// thread's CPU and wait shares, the backends' states, the findings.
+type Load = (Option<f64>, Option<f64>, Option<BackendShares>, Vec<String>);
+
 /// The load figures of a point, from its runs' diagnoses.
-fn load(runs: &[&RunResult]) -> (Option<f64>, Option<BackendShares>, Vec<String>) {
-    let busiest: Vec<f64> = runs
+fn load(runs: &[&RunResult]) -> Load {
+    // Each run's busiest thread (running or waiting): its CPU and its
+    // wait, as shares of the window.
+    let busiest: Vec<(f64, Option<f64>)> = runs
         .iter()
         .filter_map(|r| {
             let wall = r.timings.bench_duration_us as f64 / 1e6;
-            let cpu = &r.diagnosis.as_ref()?.client.thread_cpu_s;
-            (wall > 0.0)
-                .then(|| cpu.iter().copied().reduce(f64::max))
-                .flatten()
-                .map(|s| s / wall)
+            let c = &r.diagnosis.as_ref()?.client;
+            let wait = |i: usize| c.thread_runqueue_s.get(i).copied();
+            let busy = |i: usize| c.thread_cpu_s[i] + wait(i).unwrap_or(0.0);
+            let thread = (0..c.thread_cpu_s.len()).max_by(|&a, &b| busy(a).total_cmp(&busy(b)))?;
+            (wall > 0.0).then(|| {
+                (
+                    c.thread_cpu_s[thread] / wall,
+                    wait(thread).map(|w| w / wall),
+                )
+            })
         })
         .collect();
-    let client_cpu =
-        (!busiest.is_empty()).then(|| busiest.iter().sum::<f64>() / busiest.len() as f64);
+    let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+    let cpu: Vec<f64> = busiest.iter().map(|b| b.0).collect();
+    let waits: Option<Vec<f64>> = busiest.iter().map(|b| b.1).collect();
+    let client_cpu = mean(&cpu);
+    let client_cpu_wait = waits.as_deref().and_then(mean);
     let mut states = StateCounts::default();
     let mut findings = Vec::new();
+    let mut samples = 0;
     for d in runs.iter().filter_map(|r| r.diagnosis.as_ref()) {
         if let Some(activity) = &d.activity {
             states.add(&activity.total);
+            samples += d.monitor.samples;
         }
         findings.extend(
             d.findings
@@ -207,8 +241,9 @@ fn load(runs: &[&RunResult]) -> (Option<f64>, Option<BackendShares>, Vec<String>
         waiting: states.share(states.waiting_total()),
         client: states.share(states.client),
         idle_in_transaction: states.share(states.idle_in_transaction),
+        samples,
     });
-    (client_cpu, backends, findings)
+    (client_cpu, client_cpu_wait, backends, findings)
 }
 
 /// Pools a value's repeats into a point; `None` without results.
@@ -240,7 +275,7 @@ pub fn point(value: f64, runs: &[&RunResult], slo: &[Slo]) -> Option<Point> {
         .sum::<f64>()
         / runs.len() as f64;
     let slo_ms: Vec<f64> = slo.iter().map(|s| at(s.quantile)).collect();
-    let (client_cpu, backends, findings) = load(runs);
+    let (client_cpu, client_cpu_wait, backends, findings) = load(runs);
     let slo_met = (!slo.is_empty())
         .then(|| !histogram.is_empty() && slo.iter().zip(&slo_ms).all(|(s, v)| *v < s.limit_ms));
     Some(Point {
@@ -249,6 +284,10 @@ pub fn point(value: f64, runs: &[&RunResult], slo: &[Slo]) -> Option<Point> {
         threads: first.options.threads,
         rate: first.options.rate,
         repeats: runs.len() as u32,
+        measured_s: runs
+            .iter()
+            .map(|r| r.timings.bench_duration_us as f64 / 1e6)
+            .reduce(f64::min),
         tps: mean,
         tps_stddev: stddev,
         tps_min: tps.iter().copied().fold(f64::INFINITY, f64::min),
@@ -268,6 +307,7 @@ pub fn point(value: f64, runs: &[&RunResult], slo: &[Slo]) -> Option<Point> {
         slo_ms,
         slo_met,
         client_cpu,
+        client_cpu_wait,
         backends,
         findings,
     })

@@ -57,8 +57,14 @@ pub struct Comparison {
     pub baseline: String,
     /// One per swept value, ascending.
     pub rows: Vec<Row>,
-    /// One per pair of targets, the earlier one as the pair's baseline.
+    /// One per pair of targets, the earlier one as the pair's baseline
+    /// (none when the comparison stopped early, see `unjudged`).
     pub crossovers: Vec<Crossover>,
+    /// Why no crossover was drawn: the comparison stopped before every
+    /// value was measured on every target, and a crossover speaks of the
+    /// values never run too.
+    #[serde(default)]
+    pub unjudged: Option<String>,
 }
 
 /// One swept value.
@@ -66,7 +72,8 @@ pub struct Comparison {
 pub struct Row {
     pub value: f64,
     /// One per target, in the targets' order; `None` where the target
-    /// has no result at this value (a step that failed).
+    /// has no result at this value (the comparison stopped, by a signal
+    /// or a failed step, before it was measured).
     pub cells: Vec<Option<Cell>>,
 }
 
@@ -96,4 +103,12 @@ pub struct Crossover {
     pub target_ahead_from: Option<f64>,
     /// The same for the baseline.
     pub baseline_ahead_from: Option<f64>,
+    /// Every value at which the target's TPS is above the baseline's
+    /// beyond the spread, whether or not it stays ahead after it (empty
+    /// in files written before it was recorded).
+    #[serde(default)]
+    pub target_ahead_at: Vec<f64>,
+    /// The same for the baseline.
+    #[serde(default)]
+    pub baseline_ahead_at: Vec<f64>,
 }

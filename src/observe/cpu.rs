@@ -1,5 +1,6 @@
 //! CPU time from the operating system: the calling thread's and the
-//! process's (`clock_gettime`), and a local server's processes (`/proc`).
+//! process's (`clock_gettime`), the whole machine's (`/proc/stat`), and a
+//! local server's processes (`/proc`).
 
 use std::collections::HashMap;
 
@@ -21,6 +22,39 @@ pub fn thread_run_delay_us() -> Option<i64> {
 /// CPU time of the whole process, µs.
 pub fn process_cpu_us() -> i64 {
     clock_us(libc::CLOCK_PROCESS_CPUTIME_ID)
+}
+
+/// The machine's CPU time so far, clock ticks summed over its CPUs: busy
+/// (everything but idle and I/O wait) and total, from `/proc/stat`'s
+/// `cpu` line; `None` where there is none.
+pub fn machine_ticks() -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    parse_machine_ticks(text.lines().next()?)
+}
+
+/// Busy and total ticks of a `/proc/stat` `cpu` line.
+fn parse_machine_ticks(line: &str) -> Option<(u64, u64)> {
+    let mut fields = line.split_whitespace();
+    if fields.next()? != "cpu" {
+        return None;
+    }
+    // user nice system idle iowait irq softirq steal (guest time is
+    // already in user and nice).
+    let ticks: Vec<u64> = fields
+        .take(8)
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    let total: u64 = ticks.iter().sum();
+    let idle = ticks.get(3)? + ticks.get(4).copied().unwrap_or(0);
+    Some((total - idle, total))
+}
+
+/// The share of the machine's CPU time that was busy between two
+/// [`machine_ticks`] readings.
+pub fn machine_busy_share(start: (u64, u64), end: (u64, u64)) -> Option<f64> {
+    let total = end.1.checked_sub(start.1)?;
+    let busy = end.0.checked_sub(start.0)?;
+    (total > 0).then(|| busy as f64 / total as f64)
 }
 
 fn clock_us(clock: libc::clockid_t) -> i64 {
@@ -161,6 +195,14 @@ pub fn server_cpu_between(start: &ServerReading, end: &ServerReading) -> (f64, f
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_machine_line_of_proc_stat_gives_busy_and_total_ticks() {
+        let line = "cpu  100 5 50 800 20 3 2 10 0 0";
+        assert_eq!(parse_machine_ticks(line), Some((170, 990)));
+        assert_eq!(parse_machine_ticks("cpu0 1 2 3 4"), None);
+        assert_eq!(machine_busy_share((170, 990), (260, 1090)), Some(0.9));
+    }
 
     #[test]
     fn a_stat_line_with_parentheses_in_the_name_parses() {

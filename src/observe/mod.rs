@@ -113,6 +113,9 @@ const STOP_WAIT: Duration = Duration::from_secs(5);
 struct Settings<'a> {
     /// The clients' `application_name`.
     clients_name: &'a str,
+    /// The clients' backend PIDs, when the engine knows them (see
+    /// [`Monitor::start`]).
+    backends: Option<Vec<i32>>,
     interval: Duration,
     database_start: Option<DatabaseStart>,
     /// When the measured window opens, µs since the epoch.
@@ -157,7 +160,7 @@ impl Monitor {
         connector: &Connector,
         interval_ms: u32,
         database_start: Option<DatabaseStart>,
-        opened: impl FnOnce() -> Option<i64> + Send + 'static,
+        opened: impl FnOnce() -> Option<(i64, Option<Vec<i32>>)> + Send + 'static,
     ) -> Monitor {
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
         let (sender, view) = mpsc::channel();
@@ -173,13 +176,14 @@ impl Monitor {
         let started = std::thread::Builder::new()
             .name("pgbolt-monitor".to_owned())
             .spawn(move || {
-                let Some(window_start_us) = opened() else {
+                let Some((window_start_us, backends)) = opened() else {
                     return;
                 };
                 let view = match connector {
                     Ok(connector) => {
                         let session = Settings {
                             clients_name: &clients_name,
+                            backends,
                             interval,
                             database_start,
                             window_start_us,
@@ -297,6 +301,24 @@ impl Session {
             queries: 0,
         };
         session.find_pooler();
+        // Without a pooler in between, the run's backends are the PIDs
+        // its connections got: a backend of another program (or of an
+        // earlier run's pooler) that calls itself the same is not the
+        // run's. Through a pooler those PIDs are the pooler's own, and
+        // the name is all there is.
+        if let (false, Some(pids)) = (session.pooled, &settings.backends) {
+            let list: Vec<String> = pids.iter().map(i32::to_string).collect();
+            let filter = format!(
+                "from pg_catalog.pg_stat_activity where pid = any('{{{}}}'::int[]) \
+                 and datname = pg_catalog.current_database()",
+                list.join(",")
+            );
+            session.activity_sql = format!(
+                "select coalesce(state, ''), coalesce(wait_event_type, ''), \
+                 coalesce(wait_event, ''), count(*) {filter} group by 1, 2, 3"
+            );
+            session.remaining_sql = format!("select count(*) {filter}");
+        }
         session.prepare_activity();
         let backend = session.client.connection().backend_pid();
         let server = if session.pooled {

@@ -281,6 +281,7 @@ mod tests {
             report_per_command: false,
             continue_on_error: false,
             warmup_s: 0,
+            variables: Default::default(),
         };
         let timings = Timings {
             bench_duration_us: 5_000_000,

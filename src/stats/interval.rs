@@ -106,6 +106,15 @@ impl IntervalSeries {
         }
     }
 
+    /// Moves the start of an empty series to `start_us` (the measured
+    /// window's, known only once the clients are connected); a series
+    /// that holds figures keeps its start.
+    pub fn begin_at(&mut self, start_us: i64) {
+        if self.buckets.is_empty() {
+            self.start_us = start_us;
+        }
+    }
+
     /// Start of the first bucket, µs since the epoch.
     pub fn start_us(&self) -> i64 {
         self.start_us

@@ -147,7 +147,9 @@ pub struct StatsLayout {
     /// it is scheduled: the lag is 0 and the service time is the latency,
     /// which the statistics then derive instead of recording them again.
     pub throttled: bool,
-    /// When the run started, µs since the Unix epoch (start of the series).
+    /// When the run started, µs since the Unix epoch: the series' start
+    /// until the engine moves it to the measured window's
+    /// ([`IntervalSeries::begin_at`]).
     pub start_us: i64,
     /// Keeps the per-interval series. Only the JSON report shows it, so a
     /// run without `--json` spares each thread the series' memory (up to

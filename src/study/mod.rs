@@ -7,7 +7,11 @@
 //! does before a run (the small tables, `truncate pgbench_history`, and a
 //! `CHECKPOINT` with `--sweep-reset=checkpoint`), the clients connect, the
 //! step runs for `-T`/`-t`, and its result comes back instead of being
-//! printed. Every other option keeps its meaning in every step.
+//! printed. Every other option keeps its meaning in every step but one:
+//! a step's `-T` counts from the moment its last client is connected
+//! ([`Window::FromConnected`]), where a plain run's counts from its
+//! start as pgbench's does, so that every step measures the same length
+//! however long its clients took to connect.
 //!
 //! - The warm-up (`--warmup=SEC`) is a run of its own just before each
 //!   measured step, with the step's clients and threads, whose result is
@@ -25,6 +29,11 @@
 //! - `-l` writes each step's transaction log under a prefix of its own,
 //!   the step's number appended (`pgbench_log.step3.PID`); the warm-up
 //!   writes none.
+//! - A step whose set-up fails after earlier steps were measured (the
+//!   server refuses the connection, the role lost its login, a pooler
+//!   died) ends the sweep with those steps' report and exit status 2, as
+//!   an error during a run does; at the first step it is a set-up
+//!   failure like a plain run's (exit status 1, no report).
 //! - SIGINT or SIGTERM at any moment ends the sweep with its report: a
 //!   signal during a step's run stops it as it stops a plain run; one
 //!   during a set-up cancels the set-up's statement
@@ -40,7 +49,7 @@
 
 use crate::config::study::{Dimension, Order, Reset, Study, Values};
 use crate::config::{Benchmark, Config, VacuumBeforeRun};
-use crate::engine::{EngineError, StepSetup};
+use crate::engine::{EngineError, StepSetup, Window};
 use crate::model::sweep::{StepResult, SweepInfo, SweepResult};
 
 /// The doubling of `auto` stops here whatever the rules say.
@@ -138,7 +147,14 @@ impl<'a> Sweeper<'a> {
         let largest = self.study.largest_clients();
         for (i, &(value, repeat)) in order.iter().enumerate() {
             let preflight = if i == 0 { largest } else { None };
-            let status = self.step(value, repeat, (i + 1, order.len()), preflight)?;
+            let status = match self.step(value, repeat, (i + 1, order.len()), preflight) {
+                Err(e) if !self.steps.is_empty() => {
+                    let step = format!("step {} of {}", i + 1, order.len());
+                    self.stopped = Some(could_not_start(&e, &step));
+                    return Ok(2);
+                }
+                other => other?,
+            };
             if status != 0 {
                 self.stopped = Some(left_out(
                     status,
@@ -164,6 +180,10 @@ impl<'a> Sweeper<'a> {
                     Err(EngineError::Preflight(check)) if !self.steps.is_empty() => {
                         self.stopped = Some(format!("{}", EngineError::Preflight(check)));
                         return Ok(0);
+                    }
+                    Err(e) if !self.steps.is_empty() => {
+                        self.stopped = Some(could_not_start(&e, &format!("step {index}")));
+                        return Ok(2);
                     }
                     other => other?,
                 };
@@ -224,6 +244,7 @@ impl<'a> Sweeper<'a> {
             announce: !self.announced,
             preflight_clients,
             checkpoint: self.study.reset == Reset::Checkpoint,
+            window: Window::FromConnected,
         };
         self.announced = true;
         if self.bench.warmup_s > 0 {
@@ -300,6 +321,17 @@ pub(crate) fn left_out(status: i32, step: &str) -> String {
         libc::SIGTERM => format!("interrupted by SIGTERM during {step}, which is left out"),
         _ => format!("{step} failed (exit status {status}) and is left out"),
     }
+}
+
+/// Why a study ended at `step`, whose set-up failed with `error` (the
+/// server refused the connection, the role lost its login, the pooler
+/// died) after earlier steps were measured; the error is printed now.
+/// Those steps are the study's result and its exit status is 2, as for
+/// an error during a run: the failure is not one of the options, which
+/// the first step's set-up would have met.
+pub(crate) fn could_not_start(error: &EngineError, step: &str) -> String {
+    crate::program::log::error(format_args!("{error}"));
+    format!("{step} could not start ({error}) and is left out")
 }
 
 /// The order of the steps of `study` over `values`: interleaved, or

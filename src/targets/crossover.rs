@@ -58,6 +58,8 @@ pub fn compare(targets: &[(&str, &[Point])]) -> Comparison {
                     baseline: base.to_owned(),
                     target_ahead_from: ahead_from(points, base_points),
                     baseline_ahead_from: ahead_from(base_points, points),
+                    target_ahead_at: ahead_at(points, base_points),
+                    baseline_ahead_at: ahead_at(base_points, points),
                 })
         })
         .collect();
@@ -65,13 +67,13 @@ pub fn compare(targets: &[(&str, &[Point])]) -> Comparison {
         baseline: baseline.to_owned(),
         rows,
         crossovers,
+        unjudged: None,
     }
 }
 
-/// The smallest value from which `a` beats `b` beyond the spread at
-/// every value both measured, up to the largest; `None` if `a` is not
-/// ahead at the largest.
-fn ahead_from(a: &[Point], b: &[Point]) -> Option<f64> {
+/// Each value both measured, ascending, with whether `a` beats `b` there
+/// beyond the spread (its lowest repeat above `b`'s highest).
+fn beats(a: &[Point], b: &[Point]) -> Vec<(f64, bool)> {
     let mut common: Vec<(f64, bool)> = a
         .iter()
         .filter_map(|p| {
@@ -81,6 +83,22 @@ fn ahead_from(a: &[Point], b: &[Point]) -> Option<f64> {
         })
         .collect();
     common.sort_by(|x, y| x.0.total_cmp(&y.0));
+    common
+}
+
+/// Every value at which `a` beats `b` beyond the spread.
+fn ahead_at(a: &[Point], b: &[Point]) -> Vec<f64> {
+    beats(a, b)
+        .into_iter()
+        .filter_map(|(value, ahead)| ahead.then_some(value))
+        .collect()
+}
+
+/// The smallest value from which `a` beats `b` beyond the spread at
+/// every value both measured, up to the largest; `None` if `a` is not
+/// ahead at the largest.
+fn ahead_from(a: &[Point], b: &[Point]) -> Option<f64> {
+    let common = beats(a, b);
     let mut from = None;
     for (value, ahead) in common.iter().rev() {
         if !ahead {
@@ -103,6 +121,7 @@ mod tests {
             threads: 1,
             rate: None,
             repeats: tps.len() as u32,
+            measured_s: Some(1.0),
             tps: mean,
             tps_stddev: None,
             tps_min: tps.iter().copied().fold(f64::INFINITY, f64::min),
@@ -118,6 +137,7 @@ mod tests {
             slo_ms: Vec::new(),
             slo_met: None,
             client_cpu: None,
+            client_cpu_wait: None,
             backends: None,
             findings: Vec::new(),
         }
@@ -181,5 +201,36 @@ mod tests {
         let c = compare(&[("a", &a), ("b", &b)]);
         assert!(c.rows[1].cells[1].is_none());
         assert_eq!(c.crossovers[0].baseline_ahead_from, Some(1.0));
+    }
+
+    /// Regression: direct beat the pooler beyond the repeats' spread at
+    /// one step, not at the largest, and the report said "crossover:
+    /// none". That step is now named.
+    #[test]
+    fn a_win_beyond_the_spread_at_one_step_is_reported() {
+        let direct = [
+            point(8.0, &[100.0, 104.0], 1.0),
+            point(64.0, &[300.0, 310.0], 1.0),
+            point(256.0, &[200.0, 260.0], 1.0),
+        ];
+        let pooled = [
+            point(8.0, &[98.0, 106.0], 1.0),
+            point(64.0, &[200.0, 220.0], 1.0),
+            point(256.0, &[230.0, 250.0], 1.0),
+        ];
+        let c = compare(&[("direct", &direct), ("pgbouncer", &pooled)]);
+        let x = &c.crossovers[0];
+        assert_eq!((x.target_ahead_from, x.baseline_ahead_from), (None, None));
+        assert_eq!(x.baseline_ahead_at, [64.0]);
+        assert!(x.target_ahead_at.is_empty());
+        assert_eq!(
+            crate::report::text::targets::crossover_text(x, "clients"),
+            "none from one value on; direct beats pgbouncer beyond the spread at 64 clients"
+        );
+        let same = compare(&[("direct", &direct[..1]), ("pgbouncer", &pooled[..1])]);
+        assert_eq!(
+            crate::report::text::targets::crossover_text(&same.crossovers[0], "clients"),
+            "none: pgbouncer and direct are within the repeats' spread at every clients value"
+        );
     }
 }

@@ -21,7 +21,12 @@
 //!   drifting server nor the order favours one. `--connect-dimension` runs
 //!   each target twice, the second time with `-C`, as `NAME-C`.
 //!   Each target's steps make a sweep of their own ([`crate::study`]), with
-//!   all its answers; a failed step ends the whole comparison.
+//!   all its answers; a failed step ends the whole comparison, as does a
+//!   step whose set-up fails after earlier steps (exit status 2, the
+//!   steps done reported) or a signal (128 plus its number). A comparison
+//!   that stopped early draws no crossover (it would speak for values
+//!   never measured), shows the values a target lacks as not measured,
+//!   and leaves out the pooler's view of the step it stopped in.
 //! - While a step runs against a PgBouncer, a thread samples its console
 //!   ([`crate::observe::pooler::Sampler`]): `SHOW POOLS` every 200 ms and `SHOW STATS`
 //!   at both ends, and the pooler's CPU from `/proc` when it runs here
@@ -90,6 +95,22 @@ struct Prepared {
     pooler: Option<PoolerInfo>,
     /// The pooler's process when it runs here (for its CPU).
     pooler_pid: Option<i32>,
+}
+
+/// The checks made before the first step (see the module's doc), alone:
+/// before a throwaway instance's tables are loaded, so that a refusal
+/// costs no loading.
+pub fn refusals(config: &Config, bench: &Benchmark) -> Result<(), Error> {
+    let study = bench.study.clone().unwrap_or_else(|| one_step(bench));
+    let largest = study.largest_clients().unwrap_or(bench.clients);
+    let prepared = variants(bench)
+        .into_iter()
+        .map(|(target, bench)| prepare(config, target, bench))
+        .collect::<Result<Vec<_>, Error>>()?;
+    if config.preflight {
+        preflight(&prepared, bench, largest)?;
+    }
+    Ok(())
 }
 
 /// Runs the benchmark (or each step of its sweep) once per target: the
@@ -162,12 +183,17 @@ impl Runner<'_> {
                 index += 1;
                 // Each target's first step checks for the largest.
                 let preflight = (i == 0).then_some(largest);
-                let status = self.step(t, value, repeat, (index, total), preflight)?;
+                let step = format!("step {index} of {total} ({})", self.targets[t].target.name);
+                let (status, why) = match self.step(t, value, repeat, (index, total), preflight) {
+                    Err(Error::Engine(e)) if index > 1 => {
+                        (2, crate::study::could_not_start(&e, &step))
+                    }
+                    other => {
+                        let status = other?;
+                        (status, crate::study::left_out(status, &step))
+                    }
+                };
                 if status != 0 {
-                    let why = crate::study::left_out(
-                        status,
-                        &format!("step {index} of {total} ({})", self.targets[t].target.name),
-                    );
                     for s in &mut self.sweepers {
                         s.stop(why.clone());
                     }
@@ -193,7 +219,10 @@ impl Runner<'_> {
             Console::open(&p.resolved).map(|c| Sampler::start(c, SAMPLE_EVERY, p.pooler_pid))
         });
         let status = self.sweepers[t].step(value, repeat, at, preflight);
-        if let Some(view) = sampler.and_then(Sampler::finish) {
+        let view = sampler.and_then(Sampler::finish);
+        // The view of a step left out (interrupted, failed) is left out
+        // with it.
+        if let (Some(view), Ok(0)) = (view, &status) {
             crate::program::ewriteln!(
                 "  {}: cl_active {}, cl_waiting {}, sv_active {}, maxwait {:.3} s{}{}",
                 p.target.name,
@@ -233,7 +262,15 @@ impl Runner<'_> {
             .iter()
             .map(|t| (t.name.as_str(), t.sweep.summary.points.as_slice()))
             .collect();
-        let comparison = crossover::compare(&points);
+        let mut comparison = crossover::compare(&points);
+        if self.stopped.is_some() {
+            comparison.crossovers.clear();
+            comparison.unjudged = Some(
+                "the comparison stopped before its last step, and a crossover would speak \
+                 for the values not measured"
+                    .to_owned(),
+            );
+        }
         TargetsResult {
             schema_version: crate::model::run::SCHEMA_VERSION,
             kind: crate::model::targets::KIND.to_owned(),
@@ -347,7 +384,12 @@ fn preflight(targets: &[Prepared], bench: &Benchmark, largest: u32) -> Result<()
                 }
             }
             None => {
-                crate::engine::preflight_only(&t.config, largest + pooled).map_err(|e| {
+                let swept = bench
+                    .study
+                    .as_ref()
+                    .and_then(Study::largest_clients)
+                    .is_some();
+                crate::engine::preflight_only(&t.config, largest + pooled, swept).map_err(|e| {
                     let counted = if pooled > 0 {
                         format!(
                             " (the largest step's {largest} clients and the throwaway \

@@ -245,9 +245,53 @@ fn a_sweep_compares_direct_and_the_throwaway_pgbouncer() {
     );
 }
 
+/// Regression: a study's step measured `-T` minus the time its clients
+/// took to connect (at `-T 5`, 2.09 s at 600 clients direct, 5.0 s
+/// through the pooler), so the targets compared unlike lengths. At 200
+/// clients each target's step now measures `-T` from its last
+/// connection, within 2%, in the file and in the table.
+#[test]
+fn every_target_measures_t_from_its_last_connection_at_200_clients() {
+    let json = tempfile::NamedTempFile::new().expect("a temporary file");
+    let out = run(&mut temp_pgbouncer(&[
+        "--temp-pgbouncer",
+        "--pool-size=2",
+        "-S",
+        "-c",
+        "200",
+        "-T",
+        "2",
+        "--no-monitor",
+        &format!("--json={}", json.path().display()),
+    ]));
+    let (text, errors) = (stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{errors}");
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json.path()).unwrap()).unwrap();
+    for t in result["targets"].as_array().unwrap() {
+        let step = &t["sweep"]["steps"][0]["result"];
+        assert_eq!(step["options"]["clients"], 200, "{step}");
+        let length = step["timings"]["bench_duration_us"].as_f64().unwrap() / 1e6;
+        assert!((length - 2.0).abs() <= 0.04, "{}: {length} s", t["name"]);
+        let shown = t["sweep"]["summary"]["points"][0]["measured_s"]
+            .as_f64()
+            .unwrap();
+        assert_eq!(shown, length, "{}", t["name"]);
+    }
+    assert_eq!(
+        text.matches("measured steps of 2 s from the last connection")
+            .count(),
+        2,
+        "{text}"
+    );
+    assert!(text.contains(" clients threads   secs "), "{text}");
+    assert_torn_down(&pooler_dir(&errors));
+}
+
 /// The server allows fewer connections than the direct target's largest
-/// step: the preflight refuses before the first step (the pooled target
-/// would have run); with room enough the same sweep runs.
+/// step: the preflight refuses before the tables are loaded (the pooled
+/// target would have run), with a hint a sweep can follow; with room
+/// enough the same sweep runs.
 #[test]
 fn the_preflight_refuses_a_direct_target_the_server_cannot_take() {
     let args = [
@@ -269,6 +313,11 @@ fn the_preflight_refuses_a_direct_target_the_server_cannot_take() {
         "{errors}"
     );
     assert!(!errors.contains("step 1 of"), "{errors}");
+    // Regression: refused only after the tables were loaded, with a hint
+    // to give -c, which a sweep of clients cannot be given.
+    assert!(!errors.contains("generating data"), "{errors}");
+    assert!(errors.contains("hint: Sweep to at most "), "{errors}");
+    assert!(!errors.contains("-c "), "{errors}");
     assert_torn_down(&pooler_dir(&errors));
 
     let out = run(temp_pgbouncer(&args).arg("--temp-instance-setting=max_connections=50"));
@@ -302,6 +351,8 @@ fn prepared_statements_are_refused_through_transaction_pooling_on_pgbouncer_1_18
     );
     assert!(errors.contains("Use -M extended"), "{errors}");
     assert!(!errors.contains("step 1 of"), "{errors}");
+    // Known before the tables are loaded, refused before.
+    assert!(!errors.contains("generating data"), "{errors}");
 
     let out = run(&mut temp_pgbouncer(&[
         "--temp-pgbouncer=session",
@@ -365,6 +416,12 @@ fn server_dir(pooler_dir: &Path) -> PathBuf {
 /// Ctrl-C while the pooler's step runs, and pgbolt killed outright: the
 /// pooler and the server are stopped and their directories removed
 /// (by the signal's clean-up, then by the watchdogs).
+///
+/// Regression: after Ctrl-C the report called the steps never run
+/// "failed" and drew a crossover from the values measured before the
+/// stop. It says the comparison was interrupted, shows pgbouncer's
+/// missing step as not measured, draws no crossover, keeps no pooler view
+/// of the step left out, and exits with 130.
 #[test]
 fn a_run_stopped_by_a_signal_leaves_no_pooler_behind() {
     for signal in [libc::SIGINT, libc::SIGKILL] {
@@ -372,8 +429,24 @@ fn a_run_stopped_by_a_signal_leaves_no_pooler_behind() {
         let server = server_dir(&dir);
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, signal) };
+        let mut stdout = child.stdout.take().expect("stdout");
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut text).unwrap();
         let status = child.wait().expect("pgbolt ends");
         assert!(!status.success(), "signal {signal}: {errors}");
+        if signal == libc::SIGINT {
+            assert_eq!(status.code(), Some(130), "{errors}\n{text}");
+            for expected in [
+                "stopped: interrupted by SIGINT during step 2 of 2 (pgbouncer), which is left out",
+                "crossover: not judged: the comparison stopped before its last step",
+                "not measured",
+            ] {
+                assert!(text.contains(expected), "{expected}:\n{text}");
+            }
+            assert!(!text.contains("failed ("), "{text}");
+            assert!(!text.contains("crossover: none"), "{text}");
+            assert!(!text.contains("the pooler's view"), "{text}");
+        }
         let deadline = Instant::now() + Duration::from_secs(15);
         while (dir.exists() || server.exists()) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(100));

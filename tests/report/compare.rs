@@ -123,8 +123,9 @@ fn the_same_schedule_twice_is_no_significant_change() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
+    // Under -R the throughput is the schedule's: p99 judges instead.
     assert!(
-        text.contains("verdict (tps; threshold 3%): no significant change"),
+        text.contains("verdict (p99; threshold 3%): no significant change"),
         "{text}"
     );
     let c = json(&out_json);
@@ -136,8 +137,15 @@ fn the_same_schedule_twice_is_no_significant_change() {
     assert!(low <= 0.0 && high >= 0.0, "{tps}");
 }
 
+/// Regression: halving `-R` gave "tps -49.8% regressed" and exit status
+/// 3 under `--fail-on-regression`, a false CI failure: under `-R` the
+/// throughput follows the schedule. The change is still shown, with an
+/// interval that covers the truth, but not judged; the latency from the
+/// schedule (which holds the schedule lag) is, and has not changed. The
+/// report says both, and that one run a side cannot see run-to-run
+/// variation.
 #[test]
-fn halving_the_rate_is_a_regression_whose_interval_covers_the_truth() {
+fn halving_the_rate_is_judged_on_latency_not_throughput() {
     let _turn = turn();
     let dir = tempfile::tempdir().expect("temp dir");
     let (a, b) = halved_rate(dir.path(), "6", "11");
@@ -151,13 +159,63 @@ fn halving_the_rate_is_a_regression_whose_interval_covers_the_truth() {
             &format!("--json={}", out_json.display()),
         ],
     );
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{}{text}", stderr(&out));
     let c = json(&out_json);
-    assert_eq!(c["verdict"], "regressed");
+    assert_ne!(c["verdict"], "regressed", "{text}");
+    assert_eq!(c["verdict_metrics"], serde_json::json!(["p99"]));
     assert_eq!(listed(&c), ["rate"]);
-    let tps = &metric(&c, "tps")["change"];
-    let (low, high) = (tps["low"].as_f64().unwrap(), tps["high"].as_f64().unwrap());
+    let tps = metric(&c, "tps");
+    assert_eq!(tps["outcome"], "not_judged");
+    let change = &tps["change"];
+    let (low, high) = (
+        change["low"].as_f64().unwrap(),
+        change["high"].as_f64().unwrap(),
+    );
     assert!(low <= -0.5 && (-0.5..0.0).contains(&high), "{tps}");
+    assert!(text.contains("not judged (-R)"), "{text}");
+    assert!(
+        text.contains("note: under -R throughput follows the schedule"),
+        "{text}"
+    );
+    assert!(
+        text.contains("note: one run on a side: the intervals come from within that run"),
+        "{text}"
+    );
+    assert!(text.contains("--repeat=3"), "{text}");
+}
+
+/// Regression: `--compare` said the runs did not differ when their `-D`
+/// values did. Every variable that differs is listed.
+#[test]
+fn different_variables_are_listed() {
+    let _turn = turn();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let script = sleep_script();
+    let run = |name: &str, d: &str, extra: &[&str]| {
+        let args = [
+            &["-f", &script.path, "-D", d, "-c", "1", "-t", "20"][..],
+            extra,
+        ]
+        .concat();
+        result(dir.path(), name, &args)
+    };
+    let a = run("a.json", "d=0.001", &["-D", "only=here"]);
+    let b = run("b.json", "d=0.002", &[]);
+    let out = compare(&a, &b, &["--json=-"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(
+        listed(&c),
+        ["variable d (-D)", "variable only (-D)"],
+        "{}",
+        c["differences"]
+    );
+    let text = stdout(&compare(&a, &b, &[]));
+    assert!(
+        text.contains("differences between the runs:\n  variable d (-D): 0.001 -> 0.002\n  variable only (-D): here -> not set\n"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -392,7 +450,7 @@ fn step_tps(c: &serde_json::Value) -> Vec<(f64, f64, String)> {
 }
 
 #[test]
-fn sweeps_at_a_halved_rate_regress_at_every_step_and_the_same_sweep_twice_does_not() {
+fn sweeps_at_a_halved_rate_are_not_judged_on_throughput_and_the_same_sweep_twice_is_no_change() {
     let _turn = turn();
     let dir = tempfile::tempdir().expect("temp dir");
     let base = sweep_at(dir.path(), "base.json", "100");
@@ -411,20 +469,26 @@ fn sweeps_at_a_halved_rate_regress_at_every_step_and_the_same_sweep_twice_does_n
             &format!("--html={}", page.display()),
         ],
     );
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    // Under -R throughput follows the schedule: shown, not judged, so
+    // halving the rate fails no CI job.
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(
-        text.contains("verdict (tps; threshold 3%; over 2 steps): regressed (2 regressed)"),
+        text.contains("verdict (p99; threshold 3%; over 2 steps): "),
+        "{text}"
+    );
+    assert!(
+        text.contains("note: under -R throughput follows the schedule"),
         "{text}"
     );
     let c = json(&out_json);
     assert_eq!(c["kind"], "sweep_comparison");
-    assert_eq!(c["verdict"], "regressed");
+    assert_ne!(c["verdict"], "regressed");
     assert_eq!(listed(&c), ["rate"]);
     let steps = step_tps(&c);
     assert_eq!(steps.len(), 2);
     for (step, (value, high, method)) in c["steps"].as_array().unwrap().iter().zip(&steps) {
-        assert_eq!(step["verdict"], "regressed", "{step}");
+        assert_eq!(metric(step, "tps")["outcome"], "not_judged", "{step}");
         // One seed: the repeats replay one schedule, so the interval is
         // narrow around that schedule's count in 1 s, which a halved rate
         // draws from the same numbers in 0.5 s: near -50%, not exactly.
@@ -433,7 +497,13 @@ fn sweeps_at_a_halved_rate_regress_at_every_step_and_the_same_sweep_twice_does_n
     }
     let browsed = crate::html_support::browse(&page);
     browsed.assert_clean("sweep comparison page");
-    assert_eq!(browsed.figure("verdict").as_deref(), Some("regressed"));
+    assert_eq!(
+        browsed.figure("verdict").as_deref(),
+        c["verdict"]
+            .as_str()
+            .map(|v| v.replace('_', " "))
+            .as_deref()
+    );
     assert_eq!(
         browsed.figure("change-2-tps"),
         Some(format!("{:+.1}%", steps[0].0 * 100.0))
@@ -451,8 +521,11 @@ fn sweeps_at_a_halved_rate_regress_at_every_step_and_the_same_sweep_twice_does_n
     let c: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
     assert_eq!(c["verdict"], "no_significant_change", "{c}");
     assert_eq!(c["differences"], serde_json::json!([]));
+    // A step's window ends exactly -T after its last connection, and what
+    // is still in flight then is not counted: on a busy machine a few of
+    // the schedule's 100 transactions a second may be.
     for (value, ..) in step_tps(&c) {
-        assert!(value.abs() < 0.03, "{c}");
+        assert!(value.abs() < 0.1, "{c}");
     }
 
     // A single run of 4 clients at half the rate against the sweep's step
@@ -476,7 +549,7 @@ fn sweeps_at_a_halved_rate_regress_at_every_step_and_the_same_sweep_twice_does_n
         format!("{}, step 4 clients", base.display())
     );
     assert_eq!(c["baseline"]["runs"], 2);
-    assert_eq!(c["verdict"], "regressed", "{c}");
+    assert_eq!(metric(&c, "tps")["outcome"], "not_judged", "{c}");
     let tps = &metric(&c, "tps");
     assert!(
         tps["method"]

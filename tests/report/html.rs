@@ -415,6 +415,7 @@ mod synthetic {
             report_per_command: true,
             continue_on_error: false,
             warmup_s: 0,
+            variables: Default::default(),
         };
         let timings = Timings {
             bench_duration_us: 3_600_000_000,

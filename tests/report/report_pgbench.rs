@@ -485,6 +485,7 @@ fn report_lines_match_pgbench(socket: &Path) {
         report_per_command: false,
         continue_on_error: false,
         warmup_s: 0,
+        variables: Default::default(),
     };
     let cases: Vec<(&[&str], RunOptions)> = vec![
         (&["-t", "20", "-c", "2", "-j", "2", "-S"], base.clone()),

@@ -50,6 +50,7 @@ fn options(scripts: Vec<ScriptInfo>) -> RunOptions {
         report_per_command: false,
         continue_on_error: false,
         warmup_s: 0,
+        variables: Default::default(),
     }
 }
 

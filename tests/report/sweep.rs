@@ -90,7 +90,9 @@ fn a_clients_sweep_gives_the_table_the_result_file_and_the_fit() {
     let text = stdout(&out);
     assert!(out.status.success(), "{}{text}", stderr(&out));
     assert!(
-        text.starts_with("sweep of clients: 5 values, 5 measured steps of 1 s\n"),
+        text.starts_with(
+            "sweep of clients: 5 values, 5 measured steps of 1 s from the last connection\n"
+        ),
         "{text}"
     );
     assert_eq!(table_clients(&text), [1, 2, 4, 8, 16], "{text}");
@@ -142,6 +144,9 @@ fn a_clients_sweep_gives_the_table_the_result_file_and_the_fit() {
         // CPU and the backends' states (the monitor is on by default).
         let cpu = point["client_cpu"].as_f64().expect("client_cpu");
         assert!(cpu > 0.0 && cpu <= 1.05, "{point}");
+        // Beside it, the same thread's wait for a CPU.
+        let wait = point["client_cpu_wait"].as_f64().expect("client_cpu_wait");
+        assert!((0.0..=1.05).contains(&wait), "{point}");
         let b = &point["backends"];
         let sum: f64 = ["on_cpu", "waiting", "client", "idle_in_transaction"]
             .iter()
@@ -149,7 +154,7 @@ fn a_clients_sweep_gives_the_table_the_result_file_and_the_fit() {
             .sum();
         assert!(sum > 0.95 && sum <= 1.0 + 1e-9, "{point}");
     }
-    assert!(text.contains(" cli cpu cpu/wait/cli\n"), "{text}");
+    assert!(text.contains(" cli cpu/wait cpu/wait/cli\n"), "{text}");
     // --render draws the sweep's page from its file.
     let html = dir.path().join("x.html");
     let out = std::process::Command::new(pgbolt_path())
@@ -236,7 +241,9 @@ fn a_threads_sweep_with_repeats_alternates_its_order() {
         &["-c", "2", "--repeat=2", "--sweep=threads:1,2"],
     );
     assert!(
-        text.contains("4 measured steps of 1 s, 2 repeats (alternate order)"),
+        text.contains(
+            "4 measured steps of 1 s from the last connection, 2 repeats (alternate order)"
+        ),
         "{text}"
     );
     assert_eq!(steps_field(&result, "threads"), [1, 2, 2, 1]);
@@ -313,6 +320,14 @@ fn the_preflight_checks_the_largest_step_before_the_first() {
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert!(!stderr(&out).contains("step 1"), "{}", stderr(&out));
     assert!(stderr(&out).contains("5000"), "{}", stderr(&out));
+    // Regression: the hint said "Run with fewer clients (-c N)", an
+    // option a sweep of clients refuses.
+    assert!(
+        stderr(&out).contains("hint: Sweep to at most "),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stderr(&out).contains("(-c "), "{}", stderr(&out));
 }
 
 #[test]
@@ -371,6 +386,111 @@ fn an_interrupted_sweep_reports_the_steps_done_and_leaves_out_the_partial_one() 
         "{text}"
     );
     assert_eq!(table_clients(&text), [1], "{text}");
+}
+
+/// Regression: a set-up connection refused between two steps (here the
+/// role lost its login during step 1) ended the sweep with exit status 1
+/// and no report, losing the step measured. It ends with status 2, the
+/// error, and step 1 in the report and the file.
+#[test]
+fn a_set_up_failing_between_steps_keeps_the_steps_done() {
+    let db = crate::common::server();
+    db.psql("CREATE ROLE sweep_loses_login LOGIN")
+        .expect("create role");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("sweep.json");
+    let script = select_script();
+    let mut cmd = Run::new(
+        "postgres",
+        &[
+            "-n",
+            "-f",
+            &script.path,
+            "-T",
+            "2",
+            "--no-monitor",
+            "--sweep=clients:1,2",
+            &format!("--json={}", path.display()),
+        ],
+    )
+    .env("PGUSER", "sweep_loses_login")
+    .pgbolt_command();
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = cmd.spawn().expect("pgbolt starts");
+    // Step 1's client is connected once it runs its script.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while db
+        .psql(
+            "SELECT count(*) FROM pg_stat_activity \
+             WHERE usename = 'sweep_loses_login' AND query = 'select 1;'",
+        )
+        .unwrap_or_default()
+        .trim()
+        == "0"
+    {
+        assert!(std::time::Instant::now() < deadline, "step 1 never ran");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    db.psql("ALTER ROLE sweep_loses_login NOLOGIN")
+        .expect("alter role");
+    let out = child.wait_with_output().expect("pgbolt ends");
+    let (text, errors) = (stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(2), "{errors}{text}");
+    assert!(errors.contains("is not permitted to log in"), "{errors}");
+    assert!(
+        text.contains("\nstopped: step 2 of 2 could not start ("),
+        "{text}"
+    );
+    assert_eq!(table_clients(&text), [1], "{text}");
+    let result = json(&path);
+    assert_eq!(steps_field(&result, "clients"), [1]);
+    assert!(
+        result["sweep"]["stopped"]
+            .as_str()
+            .unwrap()
+            .contains("is not permitted to log in"),
+        "{result}"
+    );
+}
+
+/// Regression: backend state shares at 600 clients rested on about two
+/// `pg_stat_activity` samples with no word about it. A run's diagnosis
+/// and a sweep's table now say when the shares rest on fewer than 20.
+#[test]
+fn shares_from_few_samples_say_so() {
+    let script = select_script();
+    let (text, result) = sweep(&script, &["--sweep=clients:1,2", "--monitor-interval=300"]);
+    for point in result["summary"]["points"].as_array().unwrap() {
+        let samples = point["backends"]["samples"].as_u64().expect("samples");
+        assert!((1..20).contains(&samples), "{point}");
+    }
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("clients"))
+        .skip(1)
+        .take(2)
+        .collect();
+    assert!(rows.iter().all(|r| r.ends_with('*')), "{text}");
+    assert!(
+        text.contains("*: backend shares from fewer than 20 samples of pg_stat_activity"),
+        "{text}"
+    );
+    let out = pgbolt(&[
+        "-n",
+        "-f",
+        &script.path,
+        "-T",
+        "1",
+        "--monitor-interval=300",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out)
+            .contains("samples only: too few for these shares to be more than a rough picture"),
+        "{}",
+        stdout(&out)
+    );
 }
 
 /// `--warmup` in a plain run: the warm-up runs first and counts nowhere,

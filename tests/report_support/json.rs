@@ -95,6 +95,7 @@ pub const DOCUMENTED: &[(&str, &[&str])] = &[
             "process_cpu_s",
             "process_wall_s",
             "cpus",
+            "machine_busy_share",
         ],
     ),
     (
@@ -116,6 +117,7 @@ pub const DOCUMENTED: &[(&str, &[&str])] = &[
             "report_per_command",
             "continue_on_error",
             "warmup_s",
+            "variables",
         ],
     ),
     (

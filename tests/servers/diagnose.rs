@@ -318,6 +318,17 @@ fn the_top_statements_come_from_pg_stat_statements_when_installed() {
         "{}",
         stdout(&out)
     );
+    // Regression: the monitor's own statements were told apart by their
+    // first 200 characters, and its long activity sample was listed among
+    // the workload's. A run long enough for many samples lists none.
+    let (_, r) = run_json(db, &dbname, &["-S", "-c", "2", "-T", "2"], || {});
+    for s in &diagnosis(&r).statements {
+        assert!(
+            !s.query.contains("pg_stat") && !s.query.contains("wait_event"),
+            "{:?}",
+            diagnosis(&r).statements
+        );
+    }
 }
 
 #[test]
@@ -387,10 +398,104 @@ fn one_thread_driving_many_clients_is_reported_as_the_figure_says() {
     let queued = d.client.thread_runqueue_s.first().copied().unwrap_or(0.0);
     let share = (d.client.thread_cpu_s[0] + queued) / wall;
     assert!(d.client.thread_cpu_s[0] > 0.0);
-    let found = d.findings.iter().find(|f| f.id == "client-saturated");
+    let found = d
+        .findings
+        .iter()
+        .find(|f| f.id == "client-saturated" || f.id == "machine-saturated");
     assert_eq!(found.is_some(), share > 0.8, "share {share}: {found:?}");
     if let Some(f) = found {
         assert!((f.figures["busy_share"] - share).abs() < 1e-9);
+    }
+}
+
+/// Regression: the monitor counted every backend whose application_name
+/// was pgbolt's as the run's (a pooler's idle server connections from an
+/// earlier run, another program), which skewed the state shares. It now
+/// counts the backends its clients' connections got: another session of
+/// the same name, asleep in `pg_sleep` through the whole run, is not
+/// among them.
+#[test]
+fn a_session_of_the_same_name_is_not_the_runs() {
+    let _turn = turn();
+    let db = server18();
+    let dbname = new_database(db);
+    let mut other = db.command("psql");
+    other
+        .env("PGDATABASE", &dbname)
+        .env("PGAPPNAME", "pgbolt")
+        .args(["-X", "-q", "-c", "select pg_sleep(6)"])
+        .stdout(std::process::Stdio::null());
+    let mut other = other.spawn().expect("psql starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while db
+        .psql("select count(*) from pg_stat_activity where wait_event = 'PgSleep'")
+        .unwrap_or_default()
+        .trim()
+        == "0"
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the other session never slept"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let path = scratch(db, "select.sql");
+    std::fs::write(&path, "select 1;\n").expect("script");
+    let path = path.display().to_string();
+    let (_, r) = run_json(
+        db,
+        &dbname,
+        &["-n", "-f", &path, "-c", "2", "-T", "2"],
+        || {},
+    );
+    let _ = other.kill();
+    let _ = other.wait();
+    let d = diagnosis(&r);
+    let activity = d.activity.as_ref().expect("activity");
+    assert!(activity.total.total() > 0, "{activity:?}");
+    assert!(
+        !activity.total.waiting.contains_key("Timeout"),
+        "{:?}",
+        activity.total
+    );
+}
+
+/// Regression: on a machine overloaded by its server's backends, "client
+/// saturated: thread 0 ran 5% of the run and waited 95% for a CPU". At
+/// ten clients per CPU of a select-only script, pgbolt's one thread waits
+/// for a CPU more than it runs while the machine's CPUs are full: that is
+/// the machine's saturation, never the client's.
+#[test]
+fn ten_clients_per_cpu_saturate_the_machine_not_the_client() {
+    let _turn = turn();
+    let db = server18();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let clients = (10 * cpus).to_string();
+    let (out, r) = run_script(db, "select 1;\n", &["-c", &clients, "-j", "1", "-T", "2"]);
+    let d = diagnosis(&r);
+    let wall = r.timings.bench_duration_us as f64 / 1e6;
+    let (cpu, queued) = (
+        d.client.thread_cpu_s[0] / wall,
+        d.client.thread_runqueue_s.first().copied().unwrap_or(0.0) / wall,
+    );
+    let machine = d.client.machine_busy_share.expect("/proc/stat is read");
+    let ids: Vec<&str> = d.findings.iter().map(|f| f.id.as_str()).collect();
+    let figures = format!("cpu {cpu}, wait {queued}, machine {machine}: {ids:?}");
+    if queued > cpu && machine >= 0.9 {
+        assert!(!ids.contains(&"client-saturated"), "{figures}");
+        assert_eq!(
+            ids.contains(&"machine-saturated"),
+            cpu + queued > 0.8,
+            "{figures}"
+        );
+    } else {
+        assert!(!ids.contains(&"machine-saturated"), "{figures}");
+    }
+    // On the project's 2-CPU machine the thread waits most of the run.
+    if cpus <= 2 {
+        assert!(ids.contains(&"machine-saturated"), "{figures}");
+        let text = stdout(&out);
+        assert!(text.contains("machine saturated: thread 0 ran "), "{text}");
     }
 }
 
@@ -425,6 +530,7 @@ fn a_clean_run_reports_no_finding() {
         "schedule-lag",
         "client-shares-machine",
         "client-saturated",
+        "machine-saturated",
     ];
     let unexplained: Vec<&str> = d
         .findings

@@ -348,6 +348,44 @@ fn four_generators_merge_into_the_exact_whole() {
     assert!(text.contains("cpu (s)  saturated"), "{text}");
 }
 
+/// Regression: the per-interval series started when the process did, so
+/// a generator started 3 to 4 s before its `--start-at` showed empty
+/// intervals, then all its transactions (a merged page: 0 tps, then a
+/// spike). Each generator's series and the merged one now start with the
+/// measured window, at `--start-at`, and the first interval has
+/// transactions.
+#[test]
+fn a_generator_started_early_has_its_first_interval_full() {
+    let (dir, results, _) = fleet();
+    let paths: Vec<&Path> = results.iter().map(PathBuf::as_path).collect();
+    let merged_path = dir.path().join("merged_series.json");
+    let out = merge(&paths, &[&format!("--json={}", merged_path.display())]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let generators: Vec<serde_json::Value> = paths.iter().map(|p| json(p)).collect();
+    let start_at = generators[0]["generator"]["start_at_us"].as_i64().unwrap();
+    for file in &generators {
+        // The window opens at --start-at (its threads start µs after it).
+        let window_start = file["generator"]["window_start_us"].as_i64().unwrap();
+        assert!(
+            (0..pgbolt::config::fleet::LATE_TOLERANCE_US).contains(&(window_start - start_at)),
+            "{window_start} {start_at}"
+        );
+        let started = file["context"]["started_us"].as_i64().unwrap();
+        assert!(start_at - started > 2_000_000, "{started} {start_at}");
+    }
+    for file in generators.iter().chain([&json(&merged_path)]) {
+        let series = &file["series"];
+        assert_eq!(series["start_us"].as_i64(), Some(start_at), "{series}");
+        let committed: Vec<u64> = series["intervals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["counts"]["committed"].as_u64().unwrap())
+            .collect();
+        assert!(committed.len() >= 2 && committed[0] > 0, "{committed:?}");
+    }
+}
+
 #[test]
 fn merge_refuses_what_is_not_one_whole_run() {
     let (dir, results, _) = fleet();

@@ -109,8 +109,8 @@ fn a_setting_the_server_rejects_shows_the_servers_message() {
     scratch.assert_nothing_left();
 }
 
-/// A connection limit set lower than `-c` is refused before the run, and
-/// the hint names the setting that raises it.
+/// A connection limit set lower than `-c` is refused before the tables
+/// are loaded, and the hint names the setting that raises it.
 #[test]
 fn a_connection_limit_below_the_clients_names_the_setting_that_raises_it() {
     let scratch = Scratch::new();
@@ -133,6 +133,8 @@ fn a_connection_limit_below_the_clients_names_the_setting_that_raises_it() {
         stderr.contains("--temp-instance-setting=max_connections=6;"),
         "{stderr}"
     );
+    // Known before the tables are loaded, refused before.
+    assert!(!stderr.contains("generating data"), "{stderr}");
     scratch.assert_nothing_left();
 }
 

@@ -131,6 +131,9 @@ pub struct SweepComparison {
     pub confidence: f64,
     pub threshold: f64,
     pub verdict_metrics: Vec<Metric>,
+    /// What the verdict cannot see or leaves out, in words (every
+    /// step's, once).
+    pub caveats: Vec<String>,
     /// The swept option, the same on both sides.
     pub dimension: String,
     pub baseline: SweepSide,
@@ -205,10 +208,18 @@ pub fn compare_sweeps(
     }
     add_run_differences(&mut differences, &pairs, dimension);
     refuse_different_scripts(&differences, options)?;
+    let mut judged = options.metrics.clone();
+    let mut caveats: Vec<String> = Vec::new();
     let steps: Vec<StepComparison> = matched
         .iter()
         .map(|(key, ra, rb)| {
             let c = changes(ra, rb, options.threshold, &options.metrics);
+            judged.clone_from(&c.judged);
+            for caveat in c.caveats {
+                if !caveats.contains(&caveat) {
+                    caveats.push(caveat);
+                }
+            }
             StepComparison {
                 step: (*key).clone(),
                 baseline_runs: ra.len(),
@@ -226,7 +237,8 @@ pub fn compare_sweeps(
         tool_version: env!("CARGO_PKG_VERSION"),
         confidence: CONFIDENCE,
         threshold: options.threshold,
-        verdict_metrics: options.metrics.clone(),
+        verdict_metrics: judged,
+        caveats,
         dimension: dimension.clone(),
         baseline: side(baseline, &a, sources[0]),
         candidate: side(candidate, &b, sources[1]),

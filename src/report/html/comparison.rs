@@ -89,6 +89,9 @@ fn header(out: &mut String, c: &Comparison, baseline: &RunResult, candidate: &Ru
             c.confidence * 100.0
         ),
     ));
+    for caveat in &c.caveats {
+        lines.push(("Note", esc(caveat)));
+    }
     let outcome = |r: &RunResult| if r.aborted { "aborted" } else { "completed" };
     let frame = Frame {
         heading: format!(

@@ -368,14 +368,15 @@ fn over_time(r: &SweepResult) -> String {
 
 fn table(r: &SweepResult) -> String {
     let mut out = String::from(
-        "<section><h2>Steps</h2><div class=\"wide\"><table class=\"steps\"><tr><th>clients</th><th>threads</th><th>rate</th><th>tps</th><th>± stddev</th><th>p50 ms</th><th>p90 ms</th><th>p99 ms</th><th>p99.9 ms</th><th>failed</th><th>L/N</th><th>client CPU</th><th>backends on CPU</th><th>waiting</th><th>for the client</th><th>findings</th><th>SLO</th></tr>",
+        "<section><h2>Steps</h2><div class=\"wide\"><table class=\"steps\"><tr><th>clients</th><th>threads</th><th>secs</th><th>rate</th><th>tps</th><th>± stddev</th><th>p50 ms</th><th>p90 ms</th><th>p99 ms</th><th>p99.9 ms</th><th>failed</th><th>L/N</th><th>client CPU</th><th>client CPU wait</th><th>backends on CPU</th><th>waiting</th><th>for the client</th><th>findings</th><th>SLO</th></tr>",
     );
     for p in &r.summary.points {
         let _ = write!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{}</td><td>{:.2}</td><td>{}</td>{}<td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{}</td><td>{:.2}</td><td>{}</td><td>{}</td>{}<td>{}</td><td>{}</td></tr>",
             p.clients,
             p.threads,
+            p.measured_s.map_or("–".to_owned(), |s| format!("{s:.2}")),
             p.rate.map_or("–".to_owned(), value),
             p.tps,
             p.tps_stddev.map_or("–".to_owned(), |s| format!("{s:.1}")),
@@ -386,6 +387,7 @@ fn table(r: &SweepResult) -> String {
             p.failed,
             p.little_ratio,
             p.client_cpu.map_or("–".to_owned(), percent),
+            p.client_cpu_wait.map_or("–".to_owned(), percent),
             p.backends.map_or("<td>–</td><td>–</td><td>–</td>".to_owned(), |b| format!(
                 "<td>{}</td><td>{}</td><td>{}</td>",
                 percent(b.on_cpu),
@@ -405,7 +407,7 @@ fn table(r: &SweepResult) -> String {
         );
     }
     out.push_str(
-        "</table></div><p>L/N: throughput × mean latency over the clients (Little's law). Client CPU: the busiest pgbolt thread's share of the step. Backends: shares of the samples of pgbolt's server backends (see the diagnosis of a run); waiting for the client includes idle in a transaction. Findings: the diagnosis's warnings in the step.</p></section>",
+        "</table></div><p>Secs: the shortest measured window of the repeats, from the last connection to the end. L/N: throughput × mean latency over the clients (Little's law). Client CPU and its wait: the busiest pgbolt thread's share of the step on a CPU and waiting for one. Backends: shares of the samples of pgbolt's server backends (see the diagnosis of a run); waiting for the client includes idle in a transaction. Findings: the diagnosis's warnings in the step.</p></section>",
     );
     out
 }

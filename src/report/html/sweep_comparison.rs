@@ -103,6 +103,9 @@ fn header(out: &mut String, c: &SweepComparison, sweeps: [&SweepResult; 2]) {
         ));
     }
     lines.push(("Verdict", esc(&text::verdict_line(c))));
+    for caveat in &c.caveats {
+        lines.push(("Note", esc(caveat)));
+    }
     let runs = || {
         sweeps
             .iter()

@@ -135,6 +135,9 @@ fn header(r: &TargetsResult) -> String {
             ))
         );
     }
+    if let Some(why) = &r.comparison.unjudged {
+        let _ = write!(out, "<li>not judged: {}</li>", esc(why));
+    }
     out.push_str("</ul></section>");
     out
 }
@@ -336,7 +339,7 @@ fn table(r: &TargetsResult) -> String {
                     }
                 }
                 None => {
-                    out.push_str("<td>failed</td><td>–</td><td>–</td>");
+                    out.push_str("<td>not measured</td><td>–</td><td>–</td>");
                     if i > 0 {
                         out.push_str("<td>–</td><td>–</td>");
                     }

@@ -1,11 +1,12 @@
 //! The run over time: throughput with failures, retries and skips, and
 //! latency percentiles per interval, from the result's series.
 //!
-//! Rates are per second of each interval. The series starts before the
-//! clients connect and its last interval usually ends with the run,
-//! part-way through, so the first and last intervals' rates are taken over
-//! the part of them that the run covered (the series itself keeps whole
-//! intervals), each plotted at the middle of that part; a first or last
+//! Rates are per second of each interval. The series starts with the
+//! measured window (in files of older versions, before the clients
+//! connected) and its last interval usually ends with the run, part-way
+//! through, so the first and last intervals' rates are taken over the
+//! part of them that the measured window covered (the series itself keeps
+//! whole intervals), each plotted at the middle of that part; a first or last
 //! interval the run covered for less than a quarter of its width is left
 //! off the charts, since its few transactions would draw a spike that
 //! means nothing.

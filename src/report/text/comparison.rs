@@ -45,6 +45,9 @@ pub fn render_text(c: &Comparison) -> String {
     for line in method_lines(c) {
         let _ = writeln!(out, "{line}");
     }
+    for caveat in &c.caveats {
+        let _ = writeln!(out, "note: {caveat}");
+    }
     let _ = writeln!(out, "{}", verdict_line(c));
     out
 }
@@ -113,6 +116,9 @@ pub fn render_markdown(c: &Comparison) -> String {
     }
     for line in method_lines(c) {
         let _ = writeln!(out, "- {}", cell(&line));
+    }
+    for caveat in &c.caveats {
+        let _ = writeln!(out, "- note: {}", cell(caveat));
     }
     let _ = writeln!(out, "\n**{}**", cell(&verdict_line(c)));
     out

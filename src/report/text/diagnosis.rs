@@ -45,9 +45,15 @@ pub fn render_text(r: &RunResult) -> String {
     };
     let mut out = String::from("diagnosis:\n");
     if let Some(a) = d.activity.as_ref().filter(|a| a.total.total() > 0) {
+        let few = if d.monitor.samples < crate::model::diagnosis::MIN_STATE_SAMPLES {
+            " only: too few for these shares to be more than a rough picture; a lower \
+             --monitor-interval or a longer run gives more"
+        } else {
+            ""
+        };
         let _ = writeln!(
             out,
-            "  server backends: {} ({} samples)",
+            "  server backends: {} ({} samples{few})",
             shares_line(&a.total),
             d.monitor.samples
         );

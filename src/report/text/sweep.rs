@@ -11,7 +11,7 @@ pub fn render(result: &SweepResult, bench: &Benchmark) -> String {
     let mut out = String::new();
     let info = &result.sweep;
     let length = match bench.length {
-        RunLength::Duration(s) => format!("{s} s"),
+        RunLength::Duration(s) => format!("{s} s from the last connection"),
         RunLength::Transactions(n) => format!("{n} transactions per client"),
     };
     let _ = write!(
@@ -52,7 +52,7 @@ fn table(out: &mut String, result: &SweepResult) {
         backends: points.iter().any(|p| p.backends.is_some()),
         slo: !result.sweep.slo.is_empty(),
     };
-    let _ = write!(out, "{:>8} {:>7}", "clients", "threads");
+    let _ = write!(out, "{:>8} {:>7} {:>6}", "clients", "threads", "secs");
     if columns.rate {
         let _ = write!(out, " {:>9}", "rate");
     }
@@ -62,7 +62,7 @@ fn table(out: &mut String, result: &SweepResult) {
         "tps", "± stddev", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "failed", "L/N"
     );
     if columns.client_cpu {
-        let _ = write!(out, " {:>7}", "cli cpu");
+        let _ = write!(out, " {:>12}", "cli cpu/wait");
     }
     if columns.backends {
         let _ = write!(out, " {:>12}", "cpu/wait/cli");
@@ -75,7 +75,8 @@ fn table(out: &mut String, result: &SweepResult) {
 }
 
 fn row(out: &mut String, p: &Point, columns: &Columns) {
-    let _ = write!(out, "{:>8} {:>7}", p.clients, p.threads);
+    let secs = p.measured_s.map_or("-".to_owned(), |s| format!("{s:.2}"));
+    let _ = write!(out, "{:>8} {:>7} {secs:>6}", p.clients, p.threads);
     if columns.rate {
         let rate = p.rate.map_or("-".to_owned(), |r| format!("{r:.0}"));
         let _ = write!(out, " {rate:>9}");
@@ -87,18 +88,18 @@ fn row(out: &mut String, p: &Point, columns: &Columns) {
         p.tps, spread, p.p50_ms, p.p90_ms, p.p99_ms, p.p99_9_ms, p.failed, p.little_ratio
     );
     if columns.client_cpu {
-        let cpu = p
-            .client_cpu
-            .map_or("-".to_owned(), |c| format!("{:.0}%", c * 100.0));
-        let _ = write!(out, " {cpu:>7}");
+        let share = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{:.0}", v * 100.0));
+        let cpu = format!("{}/{}%", share(p.client_cpu), share(p.client_cpu_wait));
+        let _ = write!(out, " {cpu:>12}");
     }
     if columns.backends {
         let shares = p.backends.map_or("-".to_owned(), |b| {
             format!(
-                "{:.0}/{:.0}/{:.0}",
+                "{:.0}/{:.0}/{:.0}{}",
                 b.on_cpu * 100.0,
                 b.waiting * 100.0,
-                (b.client + b.idle_in_transaction) * 100.0
+                (b.client + b.idle_in_transaction) * 100.0,
+                if thin(&b) { "*" } else { "" }
             )
         });
         let _ = write!(out, " {shares:>12}");
@@ -203,11 +204,27 @@ fn answers(out: &mut String, result: &SweepResult) {
             }
         }
     }
+    out.push_str(
+        "secs: the measured window, from the last connection (the shortest of the\nrepeats)\n",
+    );
     out.push_str("L/N: throughput x mean latency over the clients (Little's law; 1 when\nevery client is always in a transaction)\n");
+    if s.points.iter().filter_map(|p| p.backends).any(|b| thin(&b)) {
+        let _ = writeln!(
+            out,
+            "*: backend shares from fewer than {} samples of pg_stat_activity: a rough\npicture (a lower --monitor-interval or longer steps give more)",
+            crate::model::diagnosis::MIN_STATE_SAMPLES
+        );
+    }
     if s.points
         .iter()
         .any(|p| p.client_cpu.is_some() || p.backends.is_some())
     {
-        out.push_str("cli cpu: the busiest pgbolt thread's CPU share of the step; cpu/wait/cli:\n% of the backends' samples on CPU, waiting, and waiting for the client\n(idle in a transaction included)\n");
+        out.push_str("cli cpu/wait: the busiest pgbolt thread's % of the step on a CPU and\nwaiting for one (a thread that mostly waits is short of machine, not of\nthreads); cpu/wait/cli: % of the backends' samples on CPU, waiting, and\nwaiting for the client (idle in a transaction included)\n");
     }
+}
+
+/// Whether backend shares rest on too few samples to be more than a
+/// rough picture (files that did not record the count are not marked).
+fn thin(b: &crate::model::sweep::BackendShares) -> bool {
+    b.samples > 0 && b.samples < crate::model::diagnosis::MIN_STATE_SAMPLES
 }

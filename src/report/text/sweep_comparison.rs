@@ -56,6 +56,9 @@ pub fn render_text(c: &SweepComparison) -> String {
     {
         let _ = writeln!(out, "{line}");
     }
+    for caveat in &c.caveats {
+        let _ = writeln!(out, "note: {caveat}");
+    }
     let _ = writeln!(out, "{}", verdict_line(c));
     out
 }
@@ -108,6 +111,9 @@ pub fn render_markdown(c: &SweepComparison) -> String {
     }
     for line in best_and_notes(c) {
         let _ = writeln!(out, "- {}", cell(&line));
+    }
+    for caveat in &c.caveats {
+        let _ = writeln!(out, "- note: {}", cell(caveat));
     }
     let _ = writeln!(out, "\n**{}**", cell(&verdict_line(c)));
     out

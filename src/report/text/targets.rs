@@ -65,7 +65,7 @@ fn comparison(out: &mut String, result: &TargetsResult) {
             match cell {
                 Some(cell) => cell_text(out, cell, i > 0),
                 None => {
-                    let _ = write!(out, "  {:>26} {:>9}", "failed", "-");
+                    let _ = write!(out, "  {:>26} {:>9}", "not measured", "-");
                     if i > 0 {
                         let _ = write!(out, " {:>7} {:>7}", "-", "-");
                     }
@@ -76,6 +76,9 @@ fn comparison(out: &mut String, result: &TargetsResult) {
     }
     for crossover in &c.crossovers {
         let _ = writeln!(out, "crossover: {}", crossover_text(crossover, dimension));
+    }
+    if let Some(why) = &c.unjudged {
+        let _ = writeln!(out, "crossover: not judged: {why}");
     }
 }
 
@@ -93,9 +96,17 @@ fn cell_text(out: &mut String, cell: &Cell, ratios: bool) {
     }
 }
 
-/// The crossover in words.
+/// The crossover in words, with every other value where one target
+/// beats the other beyond the spread.
 pub fn crossover_text(c: &Crossover, dimension: &str) -> String {
-    match (c.target_ahead_from, c.baseline_ahead_from) {
+    let at = |values: &[f64]| {
+        let list: Vec<String> = values.iter().map(|v| value(*v)).collect();
+        format!("{} {dimension}", list.join(", "))
+    };
+    let beats = |winner: &str, loser: &str, values: &[f64]| {
+        format!("{winner} beats {loser} beyond the spread at {}", at(values))
+    };
+    let mut text = match (c.target_ahead_from, c.baseline_ahead_from) {
         (Some(from), _) => format!(
             "{} beats {} from {} {dimension} on",
             c.target,
@@ -108,11 +119,31 @@ pub fn crossover_text(c: &Crossover, dimension: &str) -> String {
             c.target,
             value(from)
         ),
-        (None, None) => format!(
-            "none: at the largest step {} and {} are within the repeats' spread",
-            c.target, c.baseline
-        ),
+        (None, None) if c.target_ahead_at.is_empty() && c.baseline_ahead_at.is_empty() => {
+            return format!(
+                "none: {} and {} are within the repeats' spread at every {dimension} value",
+                c.target, c.baseline
+            )
+        }
+        (None, None) => "none from one value on".to_owned(),
+    };
+    // The values the sentence above does not already cover.
+    let others = |values: &[f64], from: Option<f64>| -> Vec<f64> {
+        values
+            .iter()
+            .copied()
+            .filter(|v| from.map_or(true, |f| *v < f))
+            .collect()
+    };
+    let target = others(&c.target_ahead_at, c.target_ahead_from);
+    let baseline = others(&c.baseline_ahead_at, c.baseline_ahead_from);
+    if !target.is_empty() {
+        text.push_str(&format!("; {}", beats(&c.target, &c.baseline, &target)));
     }
+    if !baseline.is_empty() {
+        text.push_str(&format!("; {}", beats(&c.baseline, &c.target, &baseline)));
+    }
+    text
 }
 
 fn pooler_view(out: &mut String, result: &TargetsResult) {
