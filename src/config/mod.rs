@@ -140,6 +140,10 @@ pub struct Connection {
     pub port: Option<String>,
     pub user: Option<String>,
     pub dbname: Option<String>,
+    /// The password file of a throwaway instance (`passfile=`); never set
+    /// from the command line, and a connection string in the database
+    /// name still overrides it.
+    pub passfile: Option<std::path::PathBuf>,
 }
 
 /// Settings of a benchmark run.

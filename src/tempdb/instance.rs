@@ -30,6 +30,9 @@ pub struct TempDb {
     pub(crate) root: PathBuf,
     pub(crate) data_dir: PathBuf,
     pub(crate) log_file: PathBuf,
+    /// The superuser's password in libpq's password-file format (mode
+    /// 0600, the current OS user's), for clients of this instance.
+    pub(crate) passfile: PathBuf,
     pub(crate) bin_dir: PathBuf,
     pub(crate) owner: ServerOwner,
     pub(crate) superuser: String,
@@ -49,9 +52,12 @@ pub struct KeptInstance {
     pub data_dir: PathBuf,
     /// The server log.
     pub log_file: PathBuf,
+    /// The password file that lets its superuser in (`PGPASSFILE`).
+    pub passfile: PathBuf,
     /// libpq connection string through the Unix socket (no password).
     pub conninfo: String,
-    /// A shell command that opens `psql` on it.
+    /// A shell command that opens `psql` on it, its password taken from
+    /// [`Self::passfile`].
     pub connect_command: String,
     /// A shell command that stops the server and removes the directory.
     pub stop_command: String,
@@ -66,6 +72,7 @@ impl TempDb {
         superuser: String,
     ) -> TempDb {
         let (data_dir, log_file) = layout(&root);
+        let passfile = root.join("pgpass");
         TempDb {
             id,
             config: ServerConfig {
@@ -80,6 +87,7 @@ impl TempDb {
             root,
             data_dir,
             log_file,
+            passfile,
             bin_dir,
             owner,
             superuser,
@@ -149,6 +157,12 @@ impl TempDb {
     /// The last `lines` lines of the server log.
     pub fn log_tail(&self, lines: usize) -> String {
         cluster::log_tail(&self.log_file, lines)
+    }
+
+    /// The password file (libpq's format, mode 0600) that gives the
+    /// superuser's password: `passfile=` or `PGPASSFILE` for clients.
+    pub fn passfile(&self) -> &Path {
+        &self.passfile
     }
 
     /// The bootstrap superuser's name.
@@ -329,8 +343,10 @@ impl TempDb {
             root: this.root.clone(),
             data_dir: this.data_dir.clone(),
             log_file: this.log_file.clone(),
+            passfile: this.passfile.clone(),
             connect_command: format!(
-                "{} {}",
+                "PGPASSFILE={} {} {}",
+                shell_quote(&this.passfile.to_string_lossy()),
                 shell_quote(&this.bin("psql").to_string_lossy()),
                 shell_quote(&conninfo)
             ),
