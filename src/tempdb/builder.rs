@@ -139,6 +139,13 @@ impl Builder {
     /// ([`TempDb::passfile`]): `scram-sha-256` on the socket and on TCP,
     /// with a superuser password drawn for this instance (unless one is
     /// set). The directory is the owner's only in any case.
+    ///
+    /// The password's verifier is made with one SCRAM iteration where the
+    /// server has `scram_iterations` (PostgreSQL 16 and later): the drawn
+    /// password has 128 random bits, which no stretching makes any
+    /// harder to guess, and 4096 iterations cost every new connection
+    /// milliseconds of CPU on both sides, which `-C` runs would measure
+    /// instead of the server.
     pub fn private(mut self) -> Self {
         self.private = true;
         self.local_auth = AuthMethod::ScramSha256;
@@ -306,6 +313,7 @@ impl Builder {
             self.superuser_password.as_ref(),
             &self.users,
             self.effective_encryption(),
+            self.private,
         )?;
         os::write_passfile(&db.passfile, &db.superuser, &db.superuser_password)?;
         Ok(db)

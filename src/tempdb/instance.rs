@@ -247,12 +247,15 @@ impl TempDb {
         Ok(name)
     }
 
-    /// Sets the superuser's password (if asked) and creates the extra roles.
+    /// Sets the superuser's password (if asked) and creates the extra roles;
+    /// `one_iteration` makes SCRAM verifiers of one iteration (see
+    /// [`super::Builder::private`]).
     pub(crate) fn configure_roles(
         &mut self,
         superuser_password: Option<&Secret>,
         users: &[(String, Secret)],
         encryption: PasswordEncryption,
+        one_iteration: bool,
     ) -> Result<(), Error> {
         let md5 = encryption == PasswordEncryption::Md5;
         if superuser_password.is_none() && users.is_empty() && !md5 {
@@ -262,6 +265,12 @@ impl TempDb {
             "SET password_encryption = {};\n",
             sql_literal(encryption.setting())
         );
+        if one_iteration {
+            sql.push_str(
+                "SELECT set_config('scram_iterations', '1', false) \
+                 WHERE current_setting('server_version_num')::int >= 160000;\n",
+            );
+        }
         let new_password = superuser_password
             .unwrap_or(&self.superuser_password)
             .clone();

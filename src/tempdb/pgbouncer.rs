@@ -10,11 +10,14 @@
 //! on 6432). The directory is mode 0700 and belongs to the server's OS
 //! account, so no other local user reaches the socket; behind it clients
 //! authenticate with `scram-sha-256` against `users.txt` (mode 0600), which
-//! holds the server superuser's password, the one in the instance's
-//! password file ([`TempDb::passfile`]): whoever may use the server may use
-//! the pooler, nobody else. PgBouncer 1.18 (Debian 12's) takes a plain-text
-//! password in its `auth_file` for SCRAM and logs in to the server with the
-//! same password. The superuser is also the console's only admin, so `SHOW
+//! holds the server superuser's SCRAM verifier, read from `pg_authid`: the
+//! password that passes is the one in the instance's password file
+//! ([`TempDb::passfile`]), so whoever may use the server may use the
+//! pooler, nobody else. PgBouncer logs in to the server with the password
+//! itself, from its `[databases]` line. (A plain-text password in the
+//! `auth_file` works too, but PgBouncer 1.18 then derives the key for
+//! every client, one at a time: 12 clients connecting at once took over a
+//! second.) The superuser is also the console's only admin, so `SHOW
 //! POOLS` and `SHOW STATS` answer on database `pgbouncer` for it alone.
 //!
 //! The directory is put under the care of the same registry as the
@@ -249,12 +252,15 @@ impl TempPgBouncer {
         );
         super::os::write_file(&self.root.join("pgbouncer.ini"), ini.as_bytes(), 0o600)
             .map_err(PgBouncerError::Setup)?;
+        // The server's own verifier: PgBouncer checks a client's proof
+        // against it without deriving a key from a plain-text password for
+        // every connection (milliseconds each, one at a time in its single
+        // thread).
+        let verifier = server
+            .psql("SELECT rolpassword FROM pg_authid WHERE rolname = current_user")
+            .map_err(PgBouncerError::Setup)?;
         let quoted = |text: &str| format!("\"{}\"", text.replace('"', "\"\""));
-        let line = format!(
-            "{} {}\n",
-            quoted(&self.user),
-            quoted(server.superuser_password())
-        );
+        let line = format!("{} {}\n", quoted(&self.user), quoted(verifier.trim()));
         super::os::write_file(&users, line.as_bytes(), 0o600).map_err(PgBouncerError::Setup)
     }
 
