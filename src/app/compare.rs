@@ -223,7 +223,7 @@ fn checked_sweep(path: &Path, sweep: SweepResult) -> Result<SweepResult, String>
 
 /// `FILE#TARGET` as the file and the target's name; a path that exists
 /// as written, or has no `#`, is a file.
-fn split_target(path: &Path) -> (&Path, Option<&str>) {
+pub(super) fn split_target(path: &Path) -> (&Path, Option<&str>) {
     if path.exists() {
         return (path, None);
     }

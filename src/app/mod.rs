@@ -69,6 +69,7 @@ impl std::error::Error for RunError {}
 
 /// Runs the mode of `config` and returns the exit status.
 pub fn run(config: Config) -> Result<i32, RunError> {
+    check_overlap(&config.mode).map_err(RunError::Engine)?;
     match &config.temp_instance {
         Some(temp) => temp_instance::run(&config, temp, |local, tables| {
             if let Some(init) = tables {
@@ -81,6 +82,73 @@ pub fn run(config: Config) -> Result<i32, RunError> {
         }),
         None => run_mode(&config),
     }
+}
+
+/// Refuses an output that is one of the mode's inputs (scripts, result
+/// files) or another output, before anything starts
+/// ([`crate::report::overlap`]).
+fn check_overlap(mode: &Mode) -> Result<(), String> {
+    use crate::config::ScriptSpec;
+    use crate::report::overlap::{check, Named};
+    fn named<'a>(what: &'a str, path: &'a Option<std::path::PathBuf>) -> Option<Named<'a>> {
+        path.as_deref().map(|path| Named { what, path })
+    }
+    let (outputs, inputs): (Vec<Named<'_>>, Vec<Named<'_>>) = match mode {
+        Mode::Run(b) => (
+            [named("--json", &b.json), named("--html", &b.html)]
+                .into_iter()
+                .flatten()
+                .collect(),
+            b.scripts
+                .iter()
+                .filter_map(|s| match s {
+                    ScriptSpec::File { path, .. } => Some(Named {
+                        what: "-f script",
+                        path,
+                    }),
+                    ScriptSpec::Builtin { .. } => None,
+                })
+                .collect(),
+        ),
+        Mode::Render(r) => (
+            vec![Named {
+                what: "--html",
+                path: &r.html,
+            }],
+            vec![Named {
+                what: "--render input",
+                path: &r.result,
+            }],
+        ),
+        Mode::Compare(c) => (
+            [named("--json", &c.json), named("--html", &c.html)]
+                .into_iter()
+                .flatten()
+                .collect(),
+            [&c.baseline, &c.candidate]
+                .into_iter()
+                .map(|p| Named {
+                    what: "--compare input",
+                    path: compare::split_target(p).0,
+                })
+                .collect(),
+        ),
+        Mode::Merge(m) => (
+            [named("--json", &m.json), named("--html", &m.html)]
+                .into_iter()
+                .flatten()
+                .collect(),
+            m.results
+                .iter()
+                .map(|path| Named {
+                    what: "--merge input",
+                    path,
+                })
+                .collect(),
+        ),
+        _ => return Ok(()),
+    };
+    check(&outputs, &inputs)
 }
 
 fn run_mode(config: &Config) -> Result<i32, RunError> {
