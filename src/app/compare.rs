@@ -51,7 +51,8 @@ pub fn run(c: &Compare) -> i32 {
             return 1;
         }
     };
-    let (baseline, candidate) = match (read(&c.baseline), read(&c.candidate)) {
+    let limit = c.max_input_size;
+    let (baseline, candidate) = match (read(&c.baseline, limit), read(&c.candidate, limit)) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(message), _) | (_, Err(message)) => {
             crate::program::ewriteln!("{PROGRAM}: error: {message}");
@@ -164,15 +165,10 @@ fn step_source(file: &str, step: &StepMatch, dimension: &str) -> String {
 
 /// Reads and checks one result file: a run's or a sweep's, or one
 /// target's sweep of a comparison of targets, named `FILE#TARGET`.
-fn read(path: &Path) -> Result<Loaded, String> {
+fn read(path: &Path, limit: u64) -> Result<Loaded, String> {
     let (path, target) = split_target(path);
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        format!(
-            "could not read result file \"{}\": {}",
-            path.display(),
-            crate::oserror::os_message(&e)
-        )
-    })?;
+    let text = crate::report::bounded::read_text(path, limit)
+        .map_err(|e| format!("could not read result file \"{}\": {e}", path.display()))?;
     if let Some(targets) = crate::report::files::read_targets(&text) {
         let targets = targets.map_err(|e| format!("result file \"{}\": {e}", path.display()))?;
         let names: Vec<String> = targets.targets.iter().map(|t| t.name.clone()).collect();

@@ -26,10 +26,10 @@ fn read_all(m: &Merge) -> Result<Vec<(String, RunResult)>, String> {
     let mut results = Vec::with_capacity(m.results.len());
     for path in &m.results {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let text = crate::report::bounded::read_text(path, m.max_input_size).map_err(|e| {
             MergeError::Read {
                 path: shown.clone(),
-                message: crate::oserror::os_message(&e),
+                message: e.to_string(),
             }
             .to_string()
         })?;

@@ -176,16 +176,11 @@ fn run_mode(config: &Config) -> Result<i32, RunError> {
 /// `--render`: reads a saved result and writes its HTML report; nothing
 /// connects. Failures are worded with the file at fault, exit status 1.
 fn render_saved(render: &Render) -> Result<i32, RunError> {
-    use crate::oserror::os_message;
     let outputs =
         Outputs::check(None, Some(&render.html)).map_err(|e| RunError::Engine(e.to_string()))?;
     let source = render.result.display();
-    let text = std::fs::read(&render.result).map_err(|e| {
-        RunError::Engine(format!(
-            "could not read result file \"{source}\": {}",
-            os_message(&e)
-        ))
-    })?;
+    let text = crate::report::bounded::read(&render.result, render.max_input_size)
+        .map_err(|e| RunError::Engine(format!("could not read result file \"{source}\": {e}")))?;
     let text = String::from_utf8_lossy(&text);
     let now = crate::wallclock::now_us();
     if let Some(targets) = crate::report::files::read_targets(&text) {

@@ -21,6 +21,7 @@
 //! of [`crate::compare`] and [`crate::diagnose`]; it runs nothing.
 
 mod atomic;
+pub mod bounded;
 pub mod files;
 pub mod html;
 pub mod json;

@@ -236,3 +236,140 @@ fn an_output_that_is_an_input_or_another_output_is_refused_before_connecting() {
         "SELECT 1;\n"
     );
 }
+
+/// Runs pgbolt with `args` (connecting nowhere) and returns its exit
+/// status, its standard error and its peak memory in kB. The child is
+/// reaped by `wait4`, which also gives its peak memory.
+#[allow(clippy::zombie_processes)]
+fn offline_with_memory(args: &[&str]) -> (Option<i32>, String, i64) {
+    let child = without_pg_env(pgbolt_path())
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("pgbolt starts");
+    let pid = child.id() as libc::pid_t;
+    let mut errors = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.expect("stderr"), &mut errors).unwrap();
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: our own child, waited for once; the pointers are valid.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid);
+    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    (code, errors, usage.ru_maxrss)
+}
+
+#[test]
+fn endless_and_huge_inputs_are_refused_with_flat_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let sparse = dir.path().join("sparse.json");
+    fs::File::create(&sparse).unwrap().set_len(2 << 30).unwrap();
+    let sparse = sparse.to_string_lossy().into_owned();
+    let page = dir.path().join("page.html").to_string_lossy().into_owned();
+    let html = format!("--html={page}");
+    let cases: [(Vec<String>, &str); 6] = [
+        (vec!["--render=/dev/zero".into(), html.clone()], "NUL byte"),
+        (
+            vec!["--compare".into(), "/dev/zero".into(), sparse.clone()],
+            "NUL byte",
+        ),
+        (vec!["--merge".into(), "/dev/zero".into()], "NUL byte"),
+        (
+            vec![format!("--render={sparse}"), html.clone()],
+            "more than the limit",
+        ),
+        (
+            vec!["--merge".into(), sparse.clone()],
+            "more than the limit",
+        ),
+        (
+            vec![
+                "--merge".into(),
+                "--max-input-size=1kB".into(),
+                "/dev/urandom".into(),
+            ],
+            "",
+        ),
+    ];
+    for (args, wanted) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, errors, max_rss_kb) = offline_with_memory(&args);
+        assert_eq!(code, Some(1), "{args:?}: {errors}");
+        assert!(errors.contains(wanted), "{args:?}: {errors}");
+        assert!(!errors.contains("panicked"), "{args:?}: {errors}");
+        assert!(max_rss_kb < 100_000, "{args:?}: {max_rss_kb} kB");
+    }
+    assert!(!Path::new(&page).exists());
+}
+
+/// A generator's result, as `--generator=0/2` wrote it, to craft others
+/// from.
+fn generator_result() -> serde_json::Value {
+    let dbname = bench_database(server(), &["-s", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("g0.json");
+    let json = format!("--json={}", path.display());
+    let out = Run::new(
+        &dbname,
+        &["-S", "-c", "2", "-t", "5", "--generator=0/2", &json],
+    )
+    .pgbolt();
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+#[test]
+fn crafted_generator_counts_indexes_and_sums_are_refused() {
+    let g0 = generator_result();
+    let mut g1 = g0.clone();
+    g1["generator"]["index"] = 1.into();
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, value: &serde_json::Value| {
+        let path = dir.path().join(name);
+        fs::write(&path, value.to_string()).unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    let edit = |value: &serde_json::Value, pointer: &str, new: serde_json::Value| {
+        let mut value = value.clone();
+        *value.pointer_mut(pointer).expect(pointer) = new;
+        value
+    };
+    let cases = [
+        (
+            edit(&g0, "/generator/count", u32::MAX.into()),
+            "generator.count is 4294967295, which cannot be",
+        ),
+        (
+            edit(
+                &edit(&g0, "/generator/count", 3.into()),
+                "/generator/index",
+                7.into(),
+            ),
+            "generator.index is 7, which cannot be: it must be below generator.count (3)",
+        ),
+        (
+            edit(&g0, "/options/clients", u32::MAX.into()),
+            "its options.clients added to the other files'",
+        ),
+        (
+            edit(&g0, "/counts/committed", u64::MAX.into()),
+            "its counts.committed added to the other files'",
+        ),
+        (
+            edit(&g0, "/counts/other_failures", u64::MAX.into()),
+            "counts.",
+        ),
+    ];
+    let second = write("g1.json", &g1);
+    for (crafted, wanted) in cases {
+        let first = write("crafted.json", &crafted);
+        let (code, errors, _) =
+            offline_with_memory(&["--merge", &second, &first, "--allow-partial"]);
+        assert_eq!(code, Some(1), "{wanted}: {errors}");
+        assert!(errors.contains(wanted), "{wanted}: {errors}");
+        assert!(errors.contains("crafted.json"), "{errors}");
+        assert!(!errors.contains("panicked"), "{errors}");
+    }
+}
