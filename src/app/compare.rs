@@ -169,7 +169,30 @@ fn read(path: &Path, limit: u64) -> Result<Loaded, String> {
     let (path, target) = split_target(path);
     let text = crate::report::bounded::read_text(path, limit)
         .map_err(|e| format!("could not read result file \"{}\": {e}", path.display()))?;
-    if let Some(targets) = crate::report::files::read_targets(&text) {
+    load(path, target, &text)
+}
+
+/// The comparison `c` asks for of two result files' texts (the files
+/// named by `c`, read already): its report, its JSON and its page when
+/// `c.html` asks for one. Public for the fuzzing of the readers.
+pub fn compare_texts(c: &Compare, texts: [&str; 2]) -> Result<[String; 3], String> {
+    let [a, b] = [(&c.baseline, texts[0]), (&c.candidate, texts[1])].map(|(path, text)| {
+        let (path, target) = split_target(path);
+        load(path, target, text)
+    });
+    let sources = [c.baseline.as_path(), c.candidate.as_path()].map(|p| p.to_string_lossy());
+    let made = make(c, &a?, &b?, [&sources[0], &sources[1]]).map_err(|e| e.to_string())?;
+    Ok([
+        made.report,
+        made.json,
+        made.html.unwrap_or(Ok(String::new()))?,
+    ])
+}
+
+/// A result file's `text`: a run's or a sweep's, or `target`'s sweep of
+/// a comparison of targets.
+fn load(path: &Path, target: Option<&str>, text: &str) -> Result<Loaded, String> {
+    if let Some(targets) = crate::report::files::read_targets(text) {
         let targets = targets.map_err(|e| format!("result file \"{}\": {e}", path.display()))?;
         let names: Vec<String> = targets.targets.iter().map(|t| t.name.clone()).collect();
         let Some(name) = target else {
@@ -197,11 +220,11 @@ fn read(path: &Path, limit: u64) -> Result<Loaded, String> {
         ));
     }
     let invalid = |e: &dyn std::fmt::Display| format!("result file \"{}\": {e}", path.display());
-    if let Some(sweep) = crate::report::files::read_sweep(&text) {
+    if let Some(sweep) = crate::report::files::read_sweep(text) {
         let sweep = sweep.map_err(|e| invalid(&e))?;
         return checked_sweep(path, sweep).map(|s| Loaded::Sweep(Box::new(s)));
     }
-    let result = report::read_result(&text).map_err(|e| invalid(&e))?;
+    let result = report::read_result(text).map_err(|e| invalid(&e))?;
     result.latency.decode_histogram().map_err(|e| invalid(&e))?;
     Ok(Loaded::Run(Box::new(result)))
 }

@@ -9,7 +9,11 @@
 //! ([`temp_instance`]) wraps any of them. The modes call down into the
 //! engine, a study or the targets for the work, and into
 //! [`crate::report`] to print and write what came of it; nothing below
-//! knows which mode it serves. Signal handling that belongs to a mode
+//! knows which mode it serves. Before any mode starts, an output that
+//! would overwrite one of its inputs or another output is refused
+//! ([`crate::report::overlap`]). The offline modes' work on a file's text
+//! ([`render_page`], [`compare_texts`], [`merge_texts`]) is public so the
+//! fuzzing of the result-file readers calls what the modes call. Signal handling that belongs to a mode
 //! (`-i`'s interrupt) is here too. Features that are not built yet are
 //! refused by name ("... is not supported yet") rather than ignored, so a
 //! command line never silently means less than it says.
@@ -25,6 +29,9 @@ mod merge;
 mod run;
 mod study;
 mod temp_instance;
+
+pub use compare::compare_texts;
+pub use merge::merge_texts;
 
 use crate::cli::{self, help, CliError, Environment, Level};
 use crate::config::connection;
@@ -181,27 +188,31 @@ fn render_saved(render: &Render) -> Result<i32, RunError> {
     let source = render.result.display();
     let text = crate::report::bounded::read(&render.result, render.max_input_size)
         .map_err(|e| RunError::Engine(format!("could not read result file \"{source}\": {e}")))?;
-    let text = String::from_utf8_lossy(&text);
+    let html = render_page(&String::from_utf8_lossy(&text), &source.to_string())?;
+    write_page(outputs, &html)
+}
+
+/// The page `--render` makes of a result file's `text` (`source` names the
+/// file in errors). Public for the fuzzing of the readers.
+pub fn render_page(text: &str, source: &str) -> Result<String, RunError> {
     let now = crate::wallclock::now_us();
-    if let Some(targets) = crate::report::files::read_targets(&text) {
-        let html = targets
+    if let Some(targets) = crate::report::files::read_targets(text) {
+        return targets
             .map_err(|e| RunError::Engine(format!("result file \"{source}\": {e}")))
             .and_then(|targets| {
                 crate::report::html::render_targets_html(&targets, now)
                     .map_err(|e| RunError::Engine(e.to_string()))
-            })?;
-        return write_page(outputs, &html);
+            });
     }
-    let html = match crate::report::files::read_sweep(&text) {
+    Ok(match crate::report::files::read_sweep(text) {
         Some(sweep) => sweep
             .map_err(|e| RunError::Engine(format!("result file \"{source}\": {e}")))
             .and_then(|sweep| {
                 crate::report::html::render_sweep_html(&sweep, now)
                     .map_err(|e| RunError::Engine(e.to_string()))
             })?,
-        None => render_run(&text, &source.to_string(), now)?,
-    };
-    write_page(outputs, &html)
+        None => render_run(text, source, now)?,
+    })
 }
 
 /// Writes the page `--render` made (its path was checked before the
