@@ -1,7 +1,8 @@
 //! The throwaway server and PgBouncer let in the user who started pgbolt
 //! and nobody else: another OS user (`nobody`) is refused by socket and by
 //! TCP while a run is going on, and the starting user gets in with the
-//! instance's password file.
+//! instance's password file; the password is in that file only, never in
+//! what pgbolt prints or writes.
 
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -202,5 +203,50 @@ fn another_os_user_cannot_reach_the_throwaway_server_or_pgbouncer() {
     assert!(!listens_on_tcp(pgbouncer), "PgBouncer listens on TCP");
 
     drop(running);
+    scratch.assert_nothing_left();
+}
+
+#[test]
+fn the_instance_password_appears_only_in_its_password_file() {
+    let scratch = Scratch::new();
+    let json = scratch.path().join("r.json");
+    let html = scratch.path().join("r.html");
+    let out = scratch.run(&[
+        "--temp-instance",
+        "--temp-instance-keep",
+        "-s",
+        "1",
+        "-t",
+        "5",
+        "--debug",
+        &format!("--json={}", json.display()),
+        &format!("--html={}", html.display()),
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let server = instance_dir(&scratch, "pgbolt-tempdb-");
+    let passfile = server.join("pgpass");
+    assert!(stderr.contains(&format!("password file: {}", passfile.display())));
+    let line = fs::read_to_string(&passfile).expect("the password file");
+    let password = line.trim_end().rsplit(':').next().expect("a password");
+    assert!(password.len() >= 32, "a short password");
+    let written = [
+        text(&out.stdout),
+        stderr.clone(),
+        fs::read_to_string(&json).expect("JSON"),
+        fs::read_to_string(&html).expect("page"),
+        fs::read_to_string(server.join("server.log")).expect("server log"),
+    ];
+    for output in &written {
+        assert!(!output.contains(password), "the password was shown");
+    }
+    let stop = stderr
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("stop:"))
+        .expect("the stop command");
+    let stopped = Command::new("sh").arg("-c").arg(stop).output().unwrap();
+    assert!(stopped.status.success(), "{}", text(&stopped.stderr));
+    fs::remove_file(&json).unwrap();
+    fs::remove_file(&html).unwrap();
     scratch.assert_nothing_left();
 }
