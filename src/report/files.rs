@@ -319,13 +319,27 @@ pub fn read_kind<T: serde::de::DeserializeOwned>(
 /// A sweep's result read from `text` (its JSON file, or a page that embeds
 /// it); `None` when `text` is not a sweep's (a run's result, say).
 pub fn read_sweep(text: &str) -> Option<Result<crate::model::sweep::SweepResult, String>> {
-    read_kind(text, crate::model::sweep::KIND, "sweep result")
+    read_kind(text, crate::model::sweep::KIND, "sweep result").map(|sweep| {
+        let sweep: crate::model::sweep::SweepResult = sweep?;
+        sweep.summary.check_indexes()?;
+        Ok(sweep)
+    })
 }
 
 /// A targets' result read from `text` (its JSON file, or a page that
 /// embeds it); `None` when it is not a targets' result.
 pub fn read_targets(text: &str) -> Option<Result<crate::model::targets::TargetsResult, String>> {
-    read_kind(text, crate::model::targets::KIND, "targets' result")
+    read_kind(text, crate::model::targets::KIND, "targets' result").map(|targets| {
+        let targets: crate::model::targets::TargetsResult = targets?;
+        for target in &targets.targets {
+            target
+                .sweep
+                .summary
+                .check_indexes()
+                .map_err(|e| format!("target {}: {e}", target.name))?;
+        }
+        Ok(targets)
+    })
 }
 
 #[cfg(test)]

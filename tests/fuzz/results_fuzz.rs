@@ -241,3 +241,13 @@ fn the_seeds_are_read_compared_and_merged() {
     ];
     pgbolt::app::merge_texts(&generators, false).expect("merge");
 }
+
+/// Regression: a sweep whose `summary.best` pointed past its points made
+/// the page index out of bounds.
+#[test]
+fn a_sweep_answer_past_its_points_is_an_error() {
+    let mut sweep: Value = serde_json::from_str(SEEDS[1]).expect("seed JSON");
+    sweep["summary"]["best"] = 7.into();
+    let err = pgbolt::app::render_page(&sweep.to_string(), "sweep.json").unwrap_err();
+    assert!(err.to_string().contains("summary.best is 7"), "{err}");
+}
