@@ -321,9 +321,21 @@ pub fn read_kind<T: serde::de::DeserializeOwned>(
 pub fn read_sweep(text: &str) -> Option<Result<crate::model::sweep::SweepResult, String>> {
     read_kind(text, crate::model::sweep::KIND, "sweep result").map(|sweep| {
         let sweep: crate::model::sweep::SweepResult = sweep?;
-        sweep.summary.check_indexes()?;
+        check_sweep(&sweep)?;
         Ok(sweep)
     })
+}
+
+/// Checks what a sweep read from a file points at and adds: its answers'
+/// indexes and each step's timings.
+fn check_sweep(sweep: &crate::model::sweep::SweepResult) -> Result<(), String> {
+    sweep.summary.check_indexes()?;
+    for (i, step) in sweep.steps.iter().enumerate() {
+        step.result
+            .check_timings()
+            .map_err(|e| format!("steps[{i}]: {e}"))?;
+    }
+    Ok(())
 }
 
 /// A targets' result read from `text` (its JSON file, or a page that
@@ -332,11 +344,7 @@ pub fn read_targets(text: &str) -> Option<Result<crate::model::targets::TargetsR
     read_kind(text, crate::model::targets::KIND, "targets' result").map(|targets| {
         let targets: crate::model::targets::TargetsResult = targets?;
         for target in &targets.targets {
-            target
-                .sweep
-                .summary
-                .check_indexes()
-                .map_err(|e| format!("target {}: {e}", target.name))?;
+            check_sweep(&target.sweep).map_err(|e| format!("target {}: {e}", target.name))?;
         }
         Ok(targets)
     })
