@@ -40,8 +40,9 @@ bench: deps
 	python3 bench/compare --json bench/results/latest.json $(BENCH_ARGS)
 
 # Property-based fuzzing of every parser of outside input (see
-# tests/fuzz/robust_fuzz.rs), many more cases than `make test` runs; raise
-# FUZZ_CASES for a longer hunt.
+# tests/fuzz/robust_fuzz.rs) and of the result-file readers of --render,
+# --compare and --merge (tests/fuzz/results_fuzz.rs), many more cases than
+# `make test` runs; raise FUZZ_CASES for a longer hunt.
 FUZZ_CASES ?= 100000
 fuzz:
 	PGBOLT_FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test --release --test fuzz

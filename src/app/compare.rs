@@ -51,7 +51,8 @@ pub fn run(c: &Compare) -> i32 {
             return 1;
         }
     };
-    let (baseline, candidate) = match (read(&c.baseline), read(&c.candidate)) {
+    let limit = c.max_input_size;
+    let (baseline, candidate) = match (read(&c.baseline, limit), read(&c.candidate, limit)) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(message), _) | (_, Err(message)) => {
             crate::program::ewriteln!("{PROGRAM}: error: {message}");
@@ -164,16 +165,34 @@ fn step_source(file: &str, step: &StepMatch, dimension: &str) -> String {
 
 /// Reads and checks one result file: a run's or a sweep's, or one
 /// target's sweep of a comparison of targets, named `FILE#TARGET`.
-fn read(path: &Path) -> Result<Loaded, String> {
+fn read(path: &Path, limit: u64) -> Result<Loaded, String> {
     let (path, target) = split_target(path);
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        format!(
-            "could not read result file \"{}\": {}",
-            path.display(),
-            crate::oserror::os_message(&e)
-        )
-    })?;
-    if let Some(targets) = crate::report::files::read_targets(&text) {
+    let text = crate::report::bounded::read_text(path, limit)
+        .map_err(|e| format!("could not read result file \"{}\": {e}", path.display()))?;
+    load(path, target, &text)
+}
+
+/// The comparison `c` asks for of two result files' texts (the files
+/// named by `c`, read already): its report, its JSON and its page when
+/// `c.html` asks for one. Public for the fuzzing of the readers.
+pub fn compare_texts(c: &Compare, texts: [&str; 2]) -> Result<[String; 3], String> {
+    let [a, b] = [(&c.baseline, texts[0]), (&c.candidate, texts[1])].map(|(path, text)| {
+        let (path, target) = split_target(path);
+        load(path, target, text)
+    });
+    let sources = [c.baseline.as_path(), c.candidate.as_path()].map(|p| p.to_string_lossy());
+    let made = make(c, &a?, &b?, [&sources[0], &sources[1]]).map_err(|e| e.to_string())?;
+    Ok([
+        made.report,
+        made.json,
+        made.html.unwrap_or(Ok(String::new()))?,
+    ])
+}
+
+/// A result file's `text`: a run's or a sweep's, or `target`'s sweep of
+/// a comparison of targets.
+fn load(path: &Path, target: Option<&str>, text: &str) -> Result<Loaded, String> {
+    if let Some(targets) = crate::report::files::read_targets(text) {
         let targets = targets.map_err(|e| format!("result file \"{}\": {e}", path.display()))?;
         let names: Vec<String> = targets.targets.iter().map(|t| t.name.clone()).collect();
         let Some(name) = target else {
@@ -201,11 +220,11 @@ fn read(path: &Path) -> Result<Loaded, String> {
         ));
     }
     let invalid = |e: &dyn std::fmt::Display| format!("result file \"{}\": {e}", path.display());
-    if let Some(sweep) = crate::report::files::read_sweep(&text) {
+    if let Some(sweep) = crate::report::files::read_sweep(text) {
         let sweep = sweep.map_err(|e| invalid(&e))?;
         return checked_sweep(path, sweep).map(|s| Loaded::Sweep(Box::new(s)));
     }
-    let result = report::read_result(&text).map_err(|e| invalid(&e))?;
+    let result = report::read_result(text).map_err(|e| invalid(&e))?;
     result.latency.decode_histogram().map_err(|e| invalid(&e))?;
     Ok(Loaded::Run(Box::new(result)))
 }
@@ -223,7 +242,7 @@ fn checked_sweep(path: &Path, sweep: SweepResult) -> Result<SweepResult, String>
 
 /// `FILE#TARGET` as the file and the target's name; a path that exists
 /// as written, or has no `#`, is a file.
-fn split_target(path: &Path) -> (&Path, Option<&str>) {
+pub(super) fn split_target(path: &Path) -> (&Path, Option<&str>) {
     if path.exists() {
         return (path, None);
     }

@@ -22,36 +22,41 @@ pub fn run(m: &Merge) -> i32 {
 }
 
 /// Reads every generator's result, in the order given.
-fn read_all(m: &Merge) -> Result<Vec<(String, RunResult)>, String> {
-    let mut results = Vec::with_capacity(m.results.len());
+fn read_all(m: &Merge) -> Result<Vec<(String, String)>, String> {
+    let mut texts = Vec::with_capacity(m.results.len());
     for path in &m.results {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            MergeError::Read {
-                path: shown.clone(),
-                message: crate::oserror::os_message(&e),
-            }
-            .to_string()
-        })?;
-        let result = crate::report::read_result(&text).map_err(|e| {
+        let text = crate::report::bounded::read_text(path, m.max_input_size).map_err(|e| {
             MergeError::Read {
                 path: shown.clone(),
                 message: e.to_string(),
             }
             .to_string()
         })?;
-        results.push((shown, result));
+        texts.push((shown, text));
     }
-    Ok(results)
+    Ok(texts)
 }
 
-/// Merges and reports; false when an output could not be written (and
-/// that was said).
-fn merge_files(m: &Merge) -> Result<bool, String> {
-    let outputs =
-        Outputs::check(m.json.as_deref(), m.html.as_deref()).map_err(|e| e.to_string())?;
-    let results = read_all(m)?;
-    let (merged, missing) = merge_results(&results, m.allow_partial).map_err(|e| e.to_string())?;
+/// The merge of the generators' results, each a file's name and its text:
+/// the report (the run's, then the generators' table) and the merged
+/// result. Public for the fuzzing of the readers.
+pub fn merge_texts(
+    texts: &[(String, String)],
+    allow_partial: bool,
+) -> Result<(String, RunResult), String> {
+    let mut results = Vec::with_capacity(texts.len());
+    for (shown, text) in texts {
+        let result = crate::report::read_result(text).map_err(|e| {
+            MergeError::Read {
+                path: shown.clone(),
+                message: e.to_string(),
+            }
+            .to_string()
+        })?;
+        results.push((shown.clone(), result));
+    }
+    let (merged, missing) = merge_results(&results, allow_partial).map_err(|e| e.to_string())?;
     let count = results
         .first()
         .and_then(|(_, r)| r.generator.as_ref())
@@ -60,6 +65,15 @@ fn merge_files(m: &Merge) -> Result<bool, String> {
     text.push_str(&crate::report::text::generators::render(
         &merged, &missing, count,
     ));
+    Ok((text, merged))
+}
+
+/// Merges and reports; false when an output could not be written (and
+/// that was said).
+fn merge_files(m: &Merge) -> Result<bool, String> {
+    let outputs =
+        Outputs::check(m.json.as_deref(), m.html.as_deref()).map_err(|e| e.to_string())?;
+    let (text, merged) = merge_texts(&read_all(m)?, m.allow_partial)?;
     let mut stdout = Stdout::default();
     Ok(outputs.write(
         &text,

@@ -9,7 +9,11 @@
 //! ([`temp_instance`]) wraps any of them. The modes call down into the
 //! engine, a study or the targets for the work, and into
 //! [`crate::report`] to print and write what came of it; nothing below
-//! knows which mode it serves. Signal handling that belongs to a mode
+//! knows which mode it serves. Before any mode starts, an output that
+//! would overwrite one of its inputs or another output is refused
+//! ([`crate::report::overlap`]). The offline modes' work on a file's text
+//! ([`render_page`], [`compare_texts`], [`merge_texts`]) is public so the
+//! fuzzing of the result-file readers calls what the modes call. Signal handling that belongs to a mode
 //! (`-i`'s interrupt) is here too. Features that are not built yet are
 //! refused by name ("... is not supported yet") rather than ignored, so a
 //! command line never silently means less than it says.
@@ -26,6 +30,10 @@ mod render;
 mod run;
 mod study;
 mod temp_instance;
+
+pub use compare::compare_texts;
+pub use merge::merge_texts;
+pub use render::render_page;
 
 use crate::cli::{self, help, CliError, Environment, Level};
 use crate::config::connection;
@@ -69,6 +77,7 @@ impl std::error::Error for RunError {}
 
 /// Runs the mode of `config` and returns the exit status.
 pub fn run(config: Config) -> Result<i32, RunError> {
+    check_overlap(&config.mode).map_err(RunError::Engine)?;
     match &config.temp_instance {
         Some(temp) => temp_instance::run(&config, temp, |local, tables| {
             if let (Mode::Run(benchmark), Some(_)) = (&local.mode, tables) {
@@ -84,6 +93,73 @@ pub fn run(config: Config) -> Result<i32, RunError> {
         }),
         None => run_mode(&config),
     }
+}
+
+/// Refuses an output that is one of the mode's inputs (scripts, result
+/// files) or another output, before anything starts
+/// ([`crate::report::overlap`]).
+fn check_overlap(mode: &Mode) -> Result<(), String> {
+    use crate::config::ScriptSpec;
+    use crate::report::overlap::{check, Named};
+    fn named<'a>(what: &'a str, path: &'a Option<std::path::PathBuf>) -> Option<Named<'a>> {
+        path.as_deref().map(|path| Named { what, path })
+    }
+    let (outputs, inputs): (Vec<Named<'_>>, Vec<Named<'_>>) = match mode {
+        Mode::Run(b) => (
+            [named("--json", &b.json), named("--html", &b.html)]
+                .into_iter()
+                .flatten()
+                .collect(),
+            b.scripts
+                .iter()
+                .filter_map(|s| match s {
+                    ScriptSpec::File { path, .. } => Some(Named {
+                        what: "-f script",
+                        path,
+                    }),
+                    ScriptSpec::Builtin { .. } => None,
+                })
+                .collect(),
+        ),
+        Mode::Render(r) => (
+            vec![Named {
+                what: "--html",
+                path: &r.html,
+            }],
+            vec![Named {
+                what: "--render input",
+                path: &r.result,
+            }],
+        ),
+        Mode::Compare(c) => (
+            [named("--json", &c.json), named("--html", &c.html)]
+                .into_iter()
+                .flatten()
+                .collect(),
+            [&c.baseline, &c.candidate]
+                .into_iter()
+                .map(|p| Named {
+                    what: "--compare input",
+                    path: compare::split_target(p).0,
+                })
+                .collect(),
+        ),
+        Mode::Merge(m) => (
+            [named("--json", &m.json), named("--html", &m.html)]
+                .into_iter()
+                .flatten()
+                .collect(),
+            m.results
+                .iter()
+                .map(|path| Named {
+                    what: "--merge input",
+                    path,
+                })
+                .collect(),
+        ),
+        _ => return Ok(()),
+    };
+    check(&outputs, &inputs)
 }
 
 fn run_mode(config: &Config) -> Result<i32, RunError> {

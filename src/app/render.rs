@@ -13,36 +13,17 @@
 
 use super::RunError;
 use crate::config::Render;
-use crate::oserror::os_message;
 use crate::report::files::{read_sweep, read_targets, Outputs, Stdout};
 
-/// Renders the saved result of `render` and returns the exit status.
+/// Renders the saved result of `render` and returns the exit status. The
+/// file is read within `--max-input-size` ([`crate::report::bounded`]).
 pub fn run(render: &Render) -> Result<i32, RunError> {
     let outputs =
         Outputs::check(None, Some(&render.html)).map_err(|e| RunError::Engine(e.to_string()))?;
     let source = render.result.display().to_string();
-    let bytes = std::fs::read(&render.result).map_err(|e| {
-        RunError::Engine(format!(
-            "could not read result file \"{source}\": {}",
-            os_message(&e)
-        ))
-    })?;
-    let text = String::from_utf8_lossy(&bytes);
-    let fail =
-        |e: &dyn std::fmt::Display| RunError::Engine(format!("result file \"{source}\": {e}"));
-    let now = crate::wallclock::now_us();
-    let html = if let Some(targets) = read_targets(&text) {
-        let targets = targets.map_err(|e| fail(&e))?;
-        crate::report::html::render_targets_html(&targets, now).map_err(|e| fail(&e))?
-    } else if let Some(sweep) = read_sweep(&text) {
-        let sweep = sweep.map_err(|e| fail(&e))?;
-        crate::report::html::render_sweep_html(&sweep, now).map_err(|e| fail(&e))?
-    } else if let Some(what) = not_a_run(&text) {
-        return Err(RunError::Engine(format!("\"{source}\" {what}")));
-    } else {
-        let result = crate::report::read_result(&text).map_err(|e| fail(&e))?;
-        crate::report::render_html(&result, now).map_err(|e| fail(&e))?
-    };
+    let bytes = crate::report::bounded::read(&render.result, render.max_input_size)
+        .map_err(|e| RunError::Engine(format!("could not read result file \"{source}\": {e}")))?;
+    let html = render_page(&String::from_utf8_lossy(&bytes), &source)?;
     let written = outputs.write(
         "",
         &mut Stdout::default(),
@@ -50,6 +31,26 @@ pub fn run(render: &Render) -> Result<i32, RunError> {
         || Ok::<_, String>(html),
     );
     Ok(if written { 0 } else { 1 })
+}
+
+/// The page `--render` makes of a result file's `text` (`source` names the
+/// file in errors). Public for the fuzzing of the readers.
+pub fn render_page(text: &str, source: &str) -> Result<String, RunError> {
+    let fail =
+        |e: &dyn std::fmt::Display| RunError::Engine(format!("result file \"{source}\": {e}"));
+    let now = crate::wallclock::now_us();
+    Ok(if let Some(targets) = read_targets(text) {
+        let targets = targets.map_err(|e| fail(&e))?;
+        crate::report::html::render_targets_html(&targets, now).map_err(|e| fail(&e))?
+    } else if let Some(sweep) = read_sweep(text) {
+        let sweep = sweep.map_err(|e| fail(&e))?;
+        crate::report::html::render_sweep_html(&sweep, now).map_err(|e| fail(&e))?
+    } else if let Some(what) = not_a_run(text) {
+        return Err(RunError::Engine(format!("\"{source}\" {what}")));
+    } else {
+        let result = crate::report::read_result(text).map_err(|e| fail(&e))?;
+        crate::report::render_html(&result, now).map_err(|e| fail(&e))?
+    })
 }
 
 /// What `--render` takes, after a file that is none of it.

@@ -2,7 +2,10 @@
 //!
 //! The instance comes from [`crate::tempdb`], built from the locally
 //! installed server binaries, listening only on a Unix socket inside its own
-//! temporary directory, with PostgreSQL's own defaults except the
+//! temporary directory, private to the user who started pgbolt
+//! ([`tempdb::Builder::private`]: a 0700 directory, `scram-sha-256` with a
+//! password drawn for the instance, handed to every connection as a
+//! password file and never shown), with PostgreSQL's own defaults except the
 //! `--temp-instance-setting`s (the fast, unsafe test settings are off: the
 //! point is to measure a clean server). The mode then runs unchanged: only
 //! the connection options are rewritten to point at the instance, so `-i`
@@ -86,6 +89,7 @@ pub(super) fn run(
         port: Some(db.port().to_string()),
         user: Some(db.superuser().to_string()),
         dbname: Some("postgres".to_string()),
+        passfile: Some(db.passfile().to_path_buf()),
     };
     // In a benchmark, `-s` is the scale of the tables created here; the run
     // then reads it back from them, as pgbench does without `-s`.
@@ -118,6 +122,7 @@ pub(super) fn run(
             "pgbolt: the throwaway instance keeps running in {}",
             kept.root.display()
         );
+        crate::program::ewriteln!("  password file: {}", kept.passfile.display());
         crate::program::ewriteln!("  connect: {}", kept.connect_command);
         crate::program::ewriteln!("  stop:    {}", kept.stop_command);
     }
@@ -201,7 +206,7 @@ fn start_pgbouncer(
 }
 
 fn builder(config: &Config, temp: &TempInstance) -> tempdb::Builder {
-    let mut builder = TempDb::builder().fast_settings(false);
+    let mut builder = TempDb::builder().fast_settings(false).private();
     // Set but empty (`VAR=` in a script) means the standard search, not
     // searching nowhere.
     let dirs = std::env::var_os(BIN_DIRS_ENV)

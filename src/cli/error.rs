@@ -138,6 +138,9 @@ pub enum CliError {
     OptionWithMerge(String),
     /// `--allow-partial` without `--merge`.
     RequiresMerge(&'static str),
+    InvalidMaxInputSize(String),
+    /// `--max-input-size` in a mode that reads no result file.
+    MaxInputSizeWithoutInput,
     /// `--merge` without result files.
     NoResultsToMerge,
     /// `--render` with an option that only a benchmark uses.
@@ -214,6 +217,8 @@ impl CliError {
                 | CliError::GeneratorsDisagree
                 | CliError::OptionWithMerge(_)
                 | CliError::RequiresMerge(_)
+                | CliError::InvalidMaxInputSize(_)
+                | CliError::MaxInputSizeWithoutInput
                 | CliError::NoResultsToMerge
                 | CliError::InvalidStudyValue { .. }
                 | CliError::RequiresSweep(_)
@@ -492,6 +497,14 @@ impl fmt::Display for CliError {
             ),
             CliError::RequiresMerge(option) => write!(f, "{option} can only be used with --merge"),
             CliError::NoResultsToMerge => write!(f, "--merge needs the result files to merge"),
+            CliError::InvalidMaxInputSize(value) => write!(
+                f,
+                "invalid value \"{value}\" for option --max-input-size: expected a size of at least 1 byte, such as 2GB or 500MB"
+            ),
+            CliError::MaxInputSizeWithoutInput => write!(
+                f,
+                "--max-input-size can only be used with --render, --compare or --merge"
+            ),
             CliError::InvalidCompareFormat(value) => write!(
                 f,
                 "invalid value \"{value}\" for option --compare-format: expected text or markdown"

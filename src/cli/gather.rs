@@ -133,6 +133,8 @@ pub struct Gathered {
     pub run_id: Option<String>,
     pub merge: bool,
     pub allow_partial: bool,
+    /// `--max-input-size`, in bytes.
+    pub max_input_size: Option<u64>,
 }
 
 impl Gathered {

@@ -290,6 +290,8 @@ pub static OPTIONS: &[OptionDef] = &[
         [line(X, 10, "also write the report to FILE as one HTML page")]),
     opt!(None, "render", "RESULT", Common, Pgbolt, Value(g::render),
         [line(X, 11, "render a saved JSON result (with --html=FILE),\nconnecting to nothing")]),
+    opt!(None, "max-input-size", "SIZE", Common, Pgbolt, Value(g::max_input_size),
+        [line(X, 15, "largest result file --render, --compare or\n--merge reads (default: 1GB; kB, MB, GB, TB)")]),
     opt!(None, "sweep", "DIM:VALUES", Benchmark, Pgbolt, Value(g::sweep),
         [line(W, 1, "run once per value of clients, threads or rate:\na list (clients:1,2,4), a range (clients:1..64*2,\nrate:100..500+100) or clients:auto")]),
     opt!(None, "warmup", "SEC", Benchmark, Pgbolt, Value(g::warmup),

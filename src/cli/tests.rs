@@ -208,7 +208,11 @@ static CASES: &[Case] = &[
             == Mode::Render(Render {
                 result: PathBuf::from("r.json"),
                 html: PathBuf::from("r.html"),
+                max_input_size: crate::config::DEFAULT_MAX_INPUT_SIZE,
             })
+    }),
+    case("max-input-size", Some("2GB"), COMPARE, |c| {
+        compare(c).max_input_size == 2 << 30
     }),
     case("pgbench-output", None, &[], |c| bench(c).pgbench_output),
     case("no-monitor", None, &[], |c| bench(c).monitor.is_none()),
@@ -1018,5 +1022,29 @@ fn targets_and_poolers_refuse_what_they_cannot_honour() {
         parse_err(&["--temp-instance", "--temp-pgbouncer", "session"]).to_string(),
         CliError::TempInstanceWithServer("a database name (-d/--dbname or an argument)")
             .to_string()
+    );
+}
+
+#[test]
+fn max_input_size_takes_sizes_and_only_where_files_are_read() {
+    let limit = |value: &str| match parse_ok(&["--merge", "--max-input-size", value, "g.json"]).mode
+    {
+        Mode::Merge(m) => m.max_input_size,
+        other => panic!("not a merge: {other:?}"),
+    };
+    assert_eq!(limit("1"), 1);
+    assert_eq!(limit("500MB"), 500 << 20);
+    assert_eq!(limit("3 GiB"), 3 << 30);
+    assert_eq!(limit("2t"), 2 << 40);
+    for bad in ["0", "0GB", "1.5GB", "12XB", "", "99999999999TB"] {
+        assert_eq!(
+            parse_err(&["--merge", "--max-input-size", bad, "g.json"]),
+            CliError::InvalidMaxInputSize(bad.to_string()),
+            "{bad:?}"
+        );
+    }
+    assert_eq!(
+        parse_err(&["--max-input-size=1GB", "-c", "2"]),
+        CliError::MaxInputSizeWithoutInput
     );
 }

@@ -32,6 +32,9 @@ pub fn finish(mut g: Gathered) -> Result<Config, CliError> {
     if g.allow_partial {
         return Err(CliError::RequiresMerge("--allow-partial"));
     }
+    if g.max_input_size.is_some() {
+        return Err(CliError::MaxInputSizeWithoutInput);
+    }
     if let Some((_, long)) = g.given.iter().find(|(_, l)| COMPARE_ONLY.contains(l)) {
         return Err(CliError::RequiresCompare(format!("--{long}")));
     }
@@ -87,14 +90,25 @@ pub fn finish(mut g: Gathered) -> Result<Config, CliError> {
 /// `--render`: only `--html` goes with it; anything that would shape a
 /// run or name a server is refused rather than ignored.
 fn render(g: Gathered, result: std::path::PathBuf) -> Result<Config, CliError> {
-    if let Some(option) = g.first_option_besides(&["render", "html"]) {
+    let limit = max_input_size(&g);
+    if let Some(option) = g.first_option_besides(&["render", "html", "max-input-size"]) {
         return Err(CliError::RenderWithOption(option));
     }
     if let Some(arg) = g.positionals.into_iter().next() {
         return Err(CliError::RenderWithArgument(arg));
     }
     let html = g.html.ok_or(CliError::RenderWithoutHtml)?;
-    Ok(Config::for_mode(Mode::Render(Render { result, html })))
+    Ok(Config::for_mode(Mode::Render(Render {
+        result,
+        html,
+        max_input_size: limit,
+    })))
+}
+
+/// `--max-input-size`, or the default limit on a result file read.
+fn max_input_size(g: &Gathered) -> u64 {
+    g.max_input_size
+        .unwrap_or(crate::config::DEFAULT_MAX_INPUT_SIZE)
 }
 
 fn init(g: &Gathered) -> Result<Init, CliError> {
@@ -393,7 +407,8 @@ fn fleet_share(
 
 /// `--merge`: result files and the options of the merge only.
 fn merge(mut g: Gathered) -> Result<Config, CliError> {
-    if let Some(option) = g.first_option_besides(&["merge", "json", "html", "allow-partial"]) {
+    let allowed = ["merge", "json", "html", "allow-partial", "max-input-size"];
+    if let Some(option) = g.first_option_besides(&allowed) {
         return Err(CliError::OptionWithMerge(option));
     }
     if g.positionals.is_empty() {
@@ -407,6 +422,7 @@ fn merge(mut g: Gathered) -> Result<Config, CliError> {
         json: g.json.take(),
         html: g.html.take(),
         allow_partial: g.allow_partial,
+        max_input_size: max_input_size(&g),
     })))
 }
 
@@ -491,7 +507,7 @@ const COMPARE_ONLY: &[&str] = &[
 /// `--compare`: two result files and the options of the comparison only;
 /// anything that would shape a run or a connection is refused by name.
 fn compare(g: &mut Gathered) -> Result<Compare, CliError> {
-    let allowed: Vec<&str> = ["compare", "json", "html"]
+    let allowed: Vec<&str> = ["compare", "json", "html", "max-input-size"]
         .into_iter()
         .chain(COMPARE_ONLY.iter().copied())
         .collect();
@@ -502,6 +518,7 @@ fn compare(g: &mut Gathered) -> Result<Compare, CliError> {
     let [baseline, candidate] =
         <[String; 2]>::try_from(files).map_err(|files| CliError::CompareFileCount(files.len()))?;
     Ok(Compare {
+        max_input_size: max_input_size(g),
         baseline: baseline.into(),
         candidate: candidate.into(),
         json: g.json.take(),

@@ -17,7 +17,11 @@ pub fn resolve(conn: &Connection) -> Result<conninfo::Config, conninfo::Error> {
         Some(name) => name.clone(),
         None => env.pgbench_dbname()?,
     };
-    let mut params: Vec<(&str, &str)> = Vec::with_capacity(5);
+    let passfile = conn
+        .passfile
+        .as_ref()
+        .map(|path| path.to_string_lossy().into_owned());
+    let mut params: Vec<(&str, &str)> = Vec::with_capacity(6);
     if let Some(host) = &conn.host {
         params.push(("host", host));
     }
@@ -26,6 +30,9 @@ pub fn resolve(conn: &Connection) -> Result<conninfo::Config, conninfo::Error> {
     }
     if let Some(user) = &conn.user {
         params.push(("user", user));
+    }
+    if let Some(passfile) = &passfile {
+        params.push(("passfile", passfile));
     }
     params.push(("dbname", &dbname));
     params.push(("fallback_application_name", PROGRAM.as_str()));

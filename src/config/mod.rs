@@ -94,7 +94,12 @@ pub struct Merge {
     pub html: Option<PathBuf>,
     /// `--allow-partial`: merge even when generators are missing.
     pub allow_partial: bool,
+    /// `--max-input-size`: the largest result file read, in bytes.
+    pub max_input_size: u64,
 }
+
+/// The largest result file read without `--max-input-size`: 1 GiB.
+pub const DEFAULT_MAX_INPUT_SIZE: u64 = 1 << 30;
 
 /// `--render`: a saved result to render, and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,6 +108,8 @@ pub struct Render {
     pub result: PathBuf,
     /// The HTML report to write.
     pub html: PathBuf,
+    /// `--max-input-size`: the largest result file read, in bytes.
+    pub max_input_size: u64,
 }
 
 /// Settings of `--compare`.
@@ -123,6 +130,8 @@ pub struct Compare {
     /// `--fail-on-regression`: a regression exits with
     /// [`REGRESSION_EXIT`].
     pub fail_on_regression: bool,
+    /// `--max-input-size`: the largest result file read, in bytes.
+    pub max_input_size: u64,
 }
 
 /// How `--compare` prints its report.
@@ -140,6 +149,10 @@ pub struct Connection {
     pub port: Option<String>,
     pub user: Option<String>,
     pub dbname: Option<String>,
+    /// The password file of a throwaway instance (`passfile=`); never set
+    /// from the command line, and a connection string in the database
+    /// name still overrides it.
+    pub passfile: Option<std::path::PathBuf>,
 }
 
 /// Settings of a benchmark run.

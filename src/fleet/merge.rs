@@ -9,12 +9,23 @@
 //! `--allow-partial`, and then the report names the missing ones), the
 //! same scripts and schema version, and measured windows that start and
 //! end together within [`window_tolerance_us`].
+//!
+//! A result file is read from outside, so nothing in it is trusted before
+//! it is checked ([`check_fields`]): a fleet has from 1 to
+//! [`MAX_GENERATORS`] generators (a `generator.count` of 4294967295 would
+//! otherwise make a list of four billion missing ones), each index is
+//! below the count, and the counts that are added (clients, threads,
+//! transactions, failures, ...) are added first with checked arithmetic,
+//! so a sum that would wrap is refused naming the file and the field.
 
 use std::fmt;
 
 use crate::model::generators::{GeneratorInfo, GeneratorSummary};
 use crate::model::run::RunResult;
 use crate::report;
+
+/// The most generators a fleet may have.
+pub const MAX_GENERATORS: u32 = 100_000;
 
 /// Why results cannot be merged.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,6 +34,19 @@ pub enum MergeError {
     Read {
         path: String,
         message: String,
+    },
+    /// A count or an index that cannot be: the file, the field, its value
+    /// and what it must be.
+    BadField {
+        path: String,
+        field: &'static str,
+        value: u64,
+        must: String,
+    },
+    /// Adding this field of this file to the others' would overflow.
+    SumOverflows {
+        path: String,
+        field: String,
     },
     /// A result without generator information (an older pgbolt).
     NoGenerator {
@@ -60,6 +84,20 @@ impl fmt::Display for MergeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             MergeError::Read { path, message } => write!(f, "result file \"{path}\": {message}"),
+            MergeError::BadField {
+                path,
+                field,
+                value,
+                must,
+            } => write!(
+                f,
+                "result file \"{path}\": {field} is {value}, which cannot be: it must be {must}"
+            ),
+            MergeError::SumOverflows { path, field } => write!(
+                f,
+                "result file \"{path}\": its {field} added to the other files' is too large to count; \
+                 it cannot be a real result"
+            ),
             MergeError::NoGenerator { path } => write!(
                 f,
                 "result file \"{path}\" does not say which generator wrote it (written by an older pgbolt)"
@@ -121,6 +159,7 @@ pub fn merge_results(
     allow_partial: bool,
 ) -> Result<(RunResult, Vec<u32>), MergeError> {
     let mut infos = generator_infos(results)?;
+    check_fields(&infos)?;
     check_one_run(&infos)?;
     infos.sort_by_key(|(_, info, _)| info.index);
     let missing = missing_generators(&infos, allow_partial)?;
@@ -144,6 +183,121 @@ fn generator_infos(results: &[(String, RunResult)]) -> Result<Vec<Entry<'_>>, Me
         infos.push((path, info, r));
     }
     Ok(infos)
+}
+
+/// Checks what a file says before anything uses it: the generator's count
+/// and index, and that the counts the merge adds do not overflow.
+fn check_fields(infos: &[Entry<'_>]) -> Result<(), MergeError> {
+    for &(path, info, _) in infos {
+        if !(1..=MAX_GENERATORS).contains(&info.count) {
+            return Err(MergeError::BadField {
+                path: path.to_owned(),
+                field: "generator.count",
+                value: info.count.into(),
+                must: format!("from 1 to {MAX_GENERATORS}"),
+            });
+        }
+        if info.index >= info.count {
+            return Err(MergeError::BadField {
+                path: path.to_owned(),
+                field: "generator.index",
+                value: info.index.into(),
+                must: format!("below generator.count ({})", info.count),
+            });
+        }
+    }
+    let mut sums = Sums::default();
+    for &(path, _, r) in infos {
+        sums.add(r).map_err(|field| MergeError::SumOverflows {
+            path: path.to_owned(),
+            field,
+        })?;
+    }
+    Ok(())
+}
+
+/// The running totals of what [`report::merge`] adds, each checked.
+#[derive(Default)]
+struct Sums {
+    clients: u32,
+    threads: u32,
+    merged_runs: u32,
+    connection_us: i64,
+    counts: Vec<u64>,
+    scripts: Vec<Vec<u64>>,
+}
+
+impl Sums {
+    /// Adds `r`; the name of the first field that would overflow.
+    fn add(&mut self, r: &RunResult) -> Result<(), String> {
+        let o = &r.options;
+        self.clients = checked(self.clients.checked_add(o.clients), "options.clients")?;
+        self.threads = checked(self.threads.checked_add(o.threads), "options.threads")?;
+        self.merged_runs = checked(self.merged_runs.checked_add(r.merged_runs), "merged_runs")?;
+        self.connection_us = checked(
+            self.connection_us
+                .checked_add(r.timings.total_connection_us),
+            "timings.total_connection_us",
+        )?;
+        add_counts(&mut self.counts, &r.counts, "counts")?;
+        self.scripts
+            .resize(r.scripts.len().max(self.scripts.len()), Vec::new());
+        for (i, (sum, script)) in self.scripts.iter_mut().zip(&r.scripts).enumerate() {
+            add_counts(sum, &script.counts, &format!("scripts[{i}].counts"))?;
+            sum.resize(COUNT_FIELDS + 2 * script.commands.len(), 0);
+            let commands = sum[COUNT_FIELDS..].chunks_mut(2).zip(&script.commands);
+            for (j, (total, command)) in commands.enumerate() {
+                let field = |name| format!("scripts[{i}].commands[{j}].{name}");
+                total[0] = checked(total[0].checked_add(command.failures), &field("failures"))?;
+                total[1] = checked(total[1].checked_add(command.retries), &field("retries"))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn checked<T>(sum: Option<T>, field: &str) -> Result<T, String> {
+    sum.ok_or_else(|| field.to_owned())
+}
+
+/// How many fields of a [`crate::model::run::Counts`] [`add_counts`] adds.
+const COUNT_FIELDS: usize = 10;
+
+/// Adds each of `counts`' fields to the first [`COUNT_FIELDS`] of `sum`
+/// (in their order), checked, and checks the failures and the total that
+/// are computed from the sums.
+fn add_counts(
+    sum: &mut Vec<u64>,
+    counts: &crate::model::run::Counts,
+    prefix: &str,
+) -> Result<(), String> {
+    let c = &counts.counters;
+    let fields = [
+        ("committed", c.committed),
+        ("skipped", c.skipped),
+        ("retried", c.retried),
+        ("retries", c.retries),
+        ("serialization_failures", c.serialization_failures),
+        ("deadlock_failures", c.deadlock_failures),
+        ("other_failures", c.other_failures),
+        ("failed", counts.failed),
+        ("total", counts.total),
+        ("latency_late", counts.latency_late),
+    ];
+    if sum.len() < COUNT_FIELDS {
+        sum.resize(COUNT_FIELDS, 0);
+    }
+    for (total, (name, value)) in sum.iter_mut().zip(fields) {
+        *total = checked(total.checked_add(value), &format!("{prefix}.{name}"))?;
+    }
+    let failures = sum[4]
+        .checked_add(sum[5])
+        .and_then(|n| n.checked_add(sum[6]));
+    let failures = checked(failures, &format!("{prefix}.failed"))?;
+    let total = sum[0]
+        .checked_add(sum[1])
+        .and_then(|n| n.checked_add(failures));
+    checked(total, &format!("{prefix}.total")).map(|_| ())
 }
 
 /// Checks that every result is of the first's run: the same schema

@@ -483,6 +483,8 @@ pub enum ReportError {
     /// A field holds what no pgbolt writes and no renderer can draw (a
     /// series' interval width of 0): its JSON path, and what it must be.
     Field { field: String, problem: String },
+    /// A field of a result file holds what no run can have.
+    Impossible(String),
 }
 
 impl std::fmt::Display for ReportError {
@@ -503,6 +505,7 @@ impl std::fmt::Display for ReportError {
                 "this is a {kind}'s result file: reading it here is not supported yet"
             ),
             ReportError::Field { field, problem } => write!(f, "field {field} {problem}"),
+            ReportError::Impossible(what) => write!(f, "invalid result file: {what}"),
         }
     }
 }
@@ -516,6 +519,36 @@ impl From<HistogramError> for ReportError {
 }
 
 impl RunResult {
+    /// Checks the timings of a result read from a file, which the report
+    /// adds and divides: none negative, and the end of the run (the
+    /// connections, then the benchmark) within range.
+    pub fn check_timings(&self) -> Result<(), ReportError> {
+        let t = &self.timings;
+        let fields = [
+            ("timings.initial_connection_us", t.initial_connection_us),
+            ("timings.bench_duration_us", t.bench_duration_us),
+            ("timings.total_connection_us", t.total_connection_us),
+        ];
+        for (field, value) in fields {
+            if value < 0 {
+                return Err(ReportError::Impossible(format!(
+                    "{field} is negative ({value})"
+                )));
+            }
+        }
+        if t.initial_connection_us
+            .checked_add(t.bench_duration_us)
+            .is_none()
+        {
+            return Err(ReportError::Impossible(
+                "timings.initial_connection_us and timings.bench_duration_us add up past any \
+                 possible run"
+                    .to_owned(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Builds the result from the merged statistics of all threads.
     pub fn build(
         options: RunOptions,

@@ -400,3 +400,24 @@ pub fn plateau(tps: &[f64]) -> bool {
 
 #[cfg(test)]
 mod tests;
+
+impl Summary {
+    /// Checks the indexes into [`Summary::points`] of a summary read from a
+    /// file: the name of the first that points past the end.
+    pub fn check_indexes(&self) -> Result<(), String> {
+        let indexes = [
+            ("summary.best", self.best),
+            ("summary.near_best", self.near_best),
+            ("summary.best_within_slo", self.best_within_slo),
+        ];
+        for (field, index) in indexes {
+            if let Some(i) = index.filter(|&i| i >= self.points.len()) {
+                return Err(format!(
+                    "{field} is {i}, past the {} points of summary.points",
+                    self.points.len()
+                ));
+            }
+        }
+        Ok(())
+    }
+}

@@ -9,11 +9,15 @@
 //! permission) is found out before the first connection, as a bad
 //! `--log-prefix` is, instead of after a run that may have lasted hours
 //! ([`Outputs::check`]). The check leaves nothing behind: an existing
-//! file is opened for writing without being emptied, a new one is created
-//! and removed at once. The file is only created (or emptied) when the
-//! results are written, so a mode that ends without results (a failed
-//! connection, `--exit-on-abort`, a signal before the run started)
-//! leaves the path as it found it.
+//! file is opened for writing without being emptied, and the temporary
+//! file the results will go to is created beside it and removed at once.
+//! A regular file (or a new one) is then replaced whole when the results
+//! are written, or not at all ([`super::atomic`]), so a mode that ends
+//! without results (a failed connection, `--exit-on-abort`, a signal, a
+//! full disk) leaves the path as it found it. A FIFO or a character
+//! device (`/dev/stdout`, a terminal, `/dev/null`) is written as it is:
+//! there is no file to replace. Anything else (a directory, a block
+//! device, a socket) is refused.
 //!
 //! # Standard output
 //! `--json=-` sends the JSON to standard output, and the text that would
@@ -23,6 +27,8 @@
 //! is done; any other failure is said once.
 
 use std::fs::{File, OpenOptions};
+
+use super::atomic;
 use std::io::{self, ErrorKind, Write};
 use std::path::{Path, PathBuf};
 
@@ -105,20 +111,29 @@ impl ResultFile {
             Ok(meta) => {
                 let file = OpenOptions::new().write(true).open(path).map_err(fail)?;
                 is_stdout = is_standard_output(&meta);
-                if !meta.is_file() && !is_stdout {
+                if meta.is_file() && !is_stdout {
+                    atomic::check(&atomic::destination(path)).map_err(|e| {
+                        fail(io::Error::new(
+                            e.kind(),
+                            format!(
+                                "no file can be made beside it to replace it: {}",
+                                os_message(&e)
+                            ),
+                        ))
+                    })?;
+                } else if !is_stdout {
+                    use std::os::unix::fs::FileTypeExt;
+                    let kind = meta.file_type();
+                    if !(kind.is_fifo() || kind.is_char_device()) {
+                        return Err(fail(io::Error::other(
+                            "not a regular file, a FIFO or a character device",
+                        )));
+                    }
                     open = Some(file);
                 }
             }
             Err(e) if e.kind() == ErrorKind::NotFound => {
-                match OpenOptions::new().write(true).create_new(true).open(path) {
-                    Ok(_) => {
-                        let _ = std::fs::remove_file(path);
-                    }
-                    // A dangling symbolic link: writing the results will
-                    // create its target.
-                    Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
-                    Err(e) => return Err(fail(e)),
-                }
+                atomic::check(&atomic::destination(path)).map_err(fail)?;
             }
             Err(e) => return Err(fail(e)),
         }
@@ -134,20 +149,21 @@ impl ResultFile {
         &self.path
     }
 
-    /// Replaces the file's contents with `text` (a device or pipe such as
-    /// `/dev/stdout` is written as it is).
+    /// Replaces the file with `text`, whole or not at all ([`atomic`]); a
+    /// device or pipe such as `/dev/stdout` is written as it is.
     pub fn write(self, text: &[u8]) -> io::Result<()> {
         if self.is_stdout {
             let mut out = io::stdout().lock();
             out.write_all(text)?;
             return out.flush();
         }
-        let mut file = match self.open {
-            Some(file) => file,
-            None => File::create(&self.path)?,
-        };
-        file.write_all(text)?;
-        file.flush()
+        match self.open {
+            Some(mut file) => {
+                file.write_all(text)?;
+                file.flush()
+            }
+            None => atomic::write(&atomic::destination(&self.path), text),
+        }
     }
 }
 
@@ -307,13 +323,35 @@ pub fn read_kind<T: serde::de::DeserializeOwned + super::check::Check>(
 /// A sweep's result read from `text` (its JSON file, or a page that embeds
 /// it); `None` when `text` is not a sweep's (a run's result, say).
 pub fn read_sweep(text: &str) -> Option<Result<crate::model::sweep::SweepResult, String>> {
-    read_kind(text, crate::model::sweep::KIND, "sweep result")
+    read_kind(text, crate::model::sweep::KIND, "sweep result").map(|sweep| {
+        let sweep: crate::model::sweep::SweepResult = sweep?;
+        check_sweep(&sweep)?;
+        Ok(sweep)
+    })
+}
+
+/// Checks what a sweep read from a file points at and adds: its answers'
+/// indexes and each step's timings.
+fn check_sweep(sweep: &crate::model::sweep::SweepResult) -> Result<(), String> {
+    sweep.summary.check_indexes()?;
+    for (i, step) in sweep.steps.iter().enumerate() {
+        step.result
+            .check_timings()
+            .map_err(|e| format!("steps[{i}]: {e}"))?;
+    }
+    Ok(())
 }
 
 /// A targets' result read from `text` (its JSON file, or a page that
 /// embeds it); `None` when it is not a targets' result.
 pub fn read_targets(text: &str) -> Option<Result<crate::model::targets::TargetsResult, String>> {
-    read_kind(text, crate::model::targets::KIND, "targets' result")
+    read_kind(text, crate::model::targets::KIND, "targets' result").map(|targets| {
+        let targets: crate::model::targets::TargetsResult = targets?;
+        for target in &targets.targets {
+            check_sweep(&target.sweep).map_err(|e| format!("target {}: {e}", target.name))?;
+        }
+        Ok(targets)
+    })
 }
 
 #[cfg(test)]
@@ -338,6 +376,14 @@ mod tests {
             .err()
             .expect("directory");
         assert!(err.to_string().ends_with("Is a directory"), "{err}");
+        let err = ResultFile::open(Path::new("/proc/version"), Kind::Json)
+            .err()
+            .expect("a file of /proc");
+        assert!(
+            err.to_string()
+                .contains("\"/proc/version\": no file can be made beside it"),
+            "{err}"
+        );
     }
 
     #[test]

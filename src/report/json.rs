@@ -38,6 +38,7 @@ pub fn from_json(text: &str) -> Result<RunResult, ReportError> {
         });
     }
     let mut result: RunResult = serde_json::from_str(text).map_err(ReportError::Json)?;
+    result.check_timings()?;
     if result.schema_version == 1 {
         upgrade_version_1(&mut result)?;
     }
@@ -158,6 +159,11 @@ impl Sum {
     }
 
     fn add(&mut self, d: &Distribution) -> Result<(), ReportError> {
+        if self.stats.count.checked_add(d.stats.count).is_none() {
+            return Err(ReportError::Impossible(
+                "the latency distributions' counts add up past 2^64".to_owned(),
+            ));
+        }
         self.stats.merge(&d.stats);
         self.histogram.merge(&d.decode_histogram()?);
         Ok(())

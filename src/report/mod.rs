@@ -15,15 +15,20 @@
 //! - [`check`]: the fields of a result read back, checked before anything
 //!   draws or compares it;
 //! - [`files`]: the `--json` and `--html` files of every mode, checked
-//!   before the work starts and written whole after it.
+//!   before the work starts and written whole after it ([`atomic`]: a
+//!   temporary file renamed over the target), and [`overlap`]: outputs
+//!   that would overwrite an input or each other.
 //!
 //! It uses the model, the settings, the statistics and the computations
 //! of [`crate::compare`] and [`crate::diagnose`]; it runs nothing.
 
+mod atomic;
+pub mod bounded;
 pub mod check;
 pub mod files;
 pub mod html;
 pub mod json;
+pub mod overlap;
 pub mod text;
 
 pub use html::{render_comparison_html, render_html};

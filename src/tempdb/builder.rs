@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::bins::BinSearch;
 use super::config::{self, ServerConfig, ServerSsl};
 use super::instance::TempDb;
-use super::os::{Secret, ServerOwner};
+use super::os::{self, Secret, ServerOwner};
 use super::ssl::{self, ServerCert};
 use super::{cluster, lifecycle, Error, StartFailure};
 
@@ -86,6 +86,7 @@ pub struct Builder {
     pub(crate) password_encryption: Option<PasswordEncryption>,
     pub(crate) start_timeout: Duration,
     pub(crate) fast_settings: bool,
+    pub(crate) private: bool,
 }
 
 impl Default for Builder {
@@ -106,6 +107,7 @@ impl Default for Builder {
             password_encryption: None,
             start_timeout: Duration::from_secs(60),
             fast_settings: true,
+            private: false,
         }
     }
 }
@@ -130,6 +132,24 @@ impl Builder {
     /// which is what a benchmark of a "clean server" wants.
     pub fn fast_settings(mut self, on: bool) -> Self {
         self.fast_settings = on;
+        self
+    }
+
+    /// Lets in only who can read the instance's password file
+    /// ([`TempDb::passfile`]): `scram-sha-256` on the socket and on TCP,
+    /// with a superuser password drawn for this instance (unless one is
+    /// set). The directory is the owner's only in any case.
+    ///
+    /// The password's verifier is made with one SCRAM iteration where the
+    /// server has `scram_iterations` (PostgreSQL 16 and later): the drawn
+    /// password has 128 random bits, which no stretching makes any
+    /// harder to guess, and 4096 iterations cost every new connection
+    /// milliseconds of CPU on both sides, which `-C` runs would measure
+    /// instead of the server.
+    pub fn private(mut self) -> Self {
+        self.private = true;
+        self.local_auth = AuthMethod::ScramSha256;
+        self.host_auth = AuthMethod::ScramSha256;
         self
     }
 
@@ -269,8 +289,11 @@ impl Builder {
     }
 
     /// Creates, starts and configures the instance.
-    pub fn start(self) -> Result<TempDb, Error> {
+    pub fn start(mut self) -> Result<TempDb, Error> {
         self.check()?;
+        if self.private && self.superuser_password.is_none() {
+            self.superuser_password = Some(Secret(os::random_password()?));
+        }
         let bin_dir = self.bins.find()?;
         let owner = ServerOwner::resolve(&self.os_user)?;
         let superuser = self.superuser.clone().unwrap_or_else(|| owner.name.clone());
@@ -279,6 +302,7 @@ impl Builder {
             .tempdir_in(temp_base())
             .map_err(|e| Error::io("creating a temporary directory", e))?
             .keep();
+        os::make_private(&root)?;
         // From here on the registry owns the directory: dropping `db` (or
         // returning early, which drops it) stops and removes everything.
         let id = lifecycle::register(root.clone());
@@ -289,7 +313,9 @@ impl Builder {
             self.superuser_password.as_ref(),
             &self.users,
             self.effective_encryption(),
+            self.private,
         )?;
+        os::write_passfile(&db.passfile, &db.superuser, &db.superuser_password)?;
         Ok(db)
     }
 

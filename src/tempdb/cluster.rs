@@ -78,6 +78,7 @@ fn make_template(bin_dir: &Path, owner: &ServerOwner, superuser: &str) -> Result
         .map_err(|e| Error::io("creating a temporary directory", e))?
         .keep();
     lifecycle::register(root.clone());
+    os::make_private(&root)?;
     owner.chown(&root)?;
     let password = os::random_password()?;
     let pwfile = root.join("pwfile");

@@ -30,6 +30,9 @@ pub struct TempDb {
     pub(crate) root: PathBuf,
     pub(crate) data_dir: PathBuf,
     pub(crate) log_file: PathBuf,
+    /// The superuser's password in libpq's password-file format (mode
+    /// 0600, the current OS user's), for clients of this instance.
+    pub(crate) passfile: PathBuf,
     pub(crate) bin_dir: PathBuf,
     pub(crate) owner: ServerOwner,
     pub(crate) superuser: String,
@@ -49,9 +52,12 @@ pub struct KeptInstance {
     pub data_dir: PathBuf,
     /// The server log.
     pub log_file: PathBuf,
+    /// The password file that lets its superuser in (`PGPASSFILE`).
+    pub passfile: PathBuf,
     /// libpq connection string through the Unix socket (no password).
     pub conninfo: String,
-    /// A shell command that opens `psql` on it.
+    /// A shell command that opens `psql` on it, its password taken from
+    /// [`Self::passfile`].
     pub connect_command: String,
     /// A shell command that stops the server and removes the directory.
     pub stop_command: String,
@@ -66,6 +72,7 @@ impl TempDb {
         superuser: String,
     ) -> TempDb {
         let (data_dir, log_file) = layout(&root);
+        let passfile = root.join("pgpass");
         TempDb {
             id,
             config: ServerConfig {
@@ -80,6 +87,7 @@ impl TempDb {
             root,
             data_dir,
             log_file,
+            passfile,
             bin_dir,
             owner,
             superuser,
@@ -149,6 +157,12 @@ impl TempDb {
     /// The last `lines` lines of the server log.
     pub fn log_tail(&self, lines: usize) -> String {
         cluster::log_tail(&self.log_file, lines)
+    }
+
+    /// The password file (libpq's format, mode 0600) that gives the
+    /// superuser's password: `passfile=` or `PGPASSFILE` for clients.
+    pub fn passfile(&self) -> &Path {
+        &self.passfile
     }
 
     /// The bootstrap superuser's name.
@@ -233,12 +247,15 @@ impl TempDb {
         Ok(name)
     }
 
-    /// Sets the superuser's password (if asked) and creates the extra roles.
+    /// Sets the superuser's password (if asked) and creates the extra roles;
+    /// `one_iteration` makes SCRAM verifiers of one iteration (see
+    /// [`super::Builder::private`]).
     pub(crate) fn configure_roles(
         &mut self,
         superuser_password: Option<&Secret>,
         users: &[(String, Secret)],
         encryption: PasswordEncryption,
+        one_iteration: bool,
     ) -> Result<(), Error> {
         let md5 = encryption == PasswordEncryption::Md5;
         if superuser_password.is_none() && users.is_empty() && !md5 {
@@ -248,6 +265,12 @@ impl TempDb {
             "SET password_encryption = {};\n",
             sql_literal(encryption.setting())
         );
+        if one_iteration {
+            sql.push_str(
+                "SELECT set_config('scram_iterations', '1', false) \
+                 WHERE current_setting('server_version_num')::int >= 160000;\n",
+            );
+        }
         let new_password = superuser_password
             .unwrap_or(&self.superuser_password)
             .clone();
@@ -329,8 +352,10 @@ impl TempDb {
             root: this.root.clone(),
             data_dir: this.data_dir.clone(),
             log_file: this.log_file.clone(),
+            passfile: this.passfile.clone(),
             connect_command: format!(
-                "{} {}",
+                "PGPASSFILE={} {} {}",
+                shell_quote(&this.passfile.to_string_lossy()),
                 shell_quote(&this.bin("psql").to_string_lossy()),
                 shell_quote(&conninfo)
             ),

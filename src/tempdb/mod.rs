@@ -16,9 +16,20 @@
 //! the directories instead (the tests' PostgreSQL 15 instances). Each instance lives in one fresh
 //! directory `$TMPDIR/pgbolt-tempdb-XXXXXX` holding the data directory
 //! (`data/`), the Unix socket, the server log (`server.log`) and, with SSL,
-//! the certificates (`ssl/`). The server listens on the socket only, or also
+//! the certificates (`ssl/`) and `pgpass`, a libpq password file (mode
+//! 0600, the current user's) with the superuser's password
+//! ([`TempDb::passfile`]). The server listens on the socket only, or also
 //! on 127.0.0.1 with `.tcp(true)` (a free port, retried if another process
 //! grabs it first).
+//!
+//! # Who can connect
+//! The directory is mode 0700 and belongs to the server's OS user, so no
+//! other local user reaches the socket (root, which we may be, reaches it
+//! anyway). [`Builder::private`] (what `--temp-instance` uses) also puts
+//! `scram-sha-256` on every `pg_hba.conf` line and draws the superuser's
+//! password for the instance, so TCP, when asked for, lets in only who can
+//! read the password file. The tests' instances keep `trust` by default:
+//! they are the harness's, made and removed by one test binary.
 //!
 //! PostgreSQL refuses to run as root, so when we are root the data directory
 //! is given to the `postgres` OS user and `initdb` and the server run as that

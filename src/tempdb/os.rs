@@ -205,6 +205,21 @@ pub(crate) fn write_file(path: &Path, contents: &[u8], mode: u32) -> Result<(), 
     fs::set_permissions(path, fs::Permissions::from_mode(mode)).map_err(|e| Error::io(context(), e))
 }
 
+/// Makes `dir` reachable by its owner only (mode 0700): a throwaway
+/// instance's directory holds its socket, its password file and its log.
+pub(crate) fn make_private(dir: &Path) -> Result<(), Error> {
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+        .map_err(|e| Error::io(format!("changing the mode of {}", dir.display()), e))
+}
+
+/// A libpq password file (mode 0600, owned by the current user) whose one
+/// line gives `password` to `user` on every host, port and database.
+pub(crate) fn write_passfile(path: &Path, user: &str, password: &Secret) -> Result<(), Error> {
+    let field = |text: &str| text.replace('\\', "\\\\").replace(':', "\\:");
+    let line = format!("*:*:*:{}:{}\n", field(user), field(password.as_str()));
+    write_file(path, line.as_bytes(), 0o600)
+}
+
 /// A random password of 32 hexadecimal digits from the kernel's generator.
 pub(crate) fn random_password() -> Result<String, Error> {
     let mut bytes = [0u8; 16];
@@ -243,6 +258,19 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(a.len(), 32);
         assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
+    }
+
+    #[test]
+    fn password_files_escape_colons_and_backslashes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pgpass");
+        write_passfile(&path, "a:b", &Secret("p\\q:r".to_string())).unwrap();
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            "*:*:*:a\\:b:p\\\\q\\:r\n"
+        );
+        let mode = fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
     }
 
     #[test]

@@ -7,9 +7,18 @@
 //! `$TMPDIR/pgbolt-pgbouncer-XXXXXX`, that holds its configuration, its
 //! user list, its log and the Unix socket it listens on (no TCP at all:
 //! `listen_addr` is empty, so no port can clash with Debian's own service
-//! on 6432). Clients are trusted and PgBouncer logs in to the server as the
-//! superuser with its password; the superuser is also the console's admin,
-//! so `SHOW POOLS` and `SHOW STATS` answer on database `pgbouncer`.
+//! on 6432). The directory is mode 0700 and belongs to the server's OS
+//! account, so no other local user reaches the socket; behind it clients
+//! authenticate with `scram-sha-256` against `users.txt` (mode 0600), which
+//! holds the server superuser's SCRAM verifier, read from `pg_authid`: the
+//! password that passes is the one in the instance's password file
+//! ([`TempDb::passfile`]), so whoever may use the server may use the
+//! pooler, nobody else. PgBouncer logs in to the server with the password
+//! itself, from its `[databases]` line. (A plain-text password in the
+//! `auth_file` works too, but PgBouncer 1.18 then derives the key for
+//! every client, one at a time: 12 clients connecting at once took over a
+//! second.) The superuser is also the console's only admin, so `SHOW
+//! POOLS` and `SHOW STATS` answer on database `pgbouncer` for it alone.
 //!
 //! The directory is put under the care of the same registry as the
 //! servers' ([`super::lifecycle`]), so the pooler is stopped and removed on
@@ -148,6 +157,7 @@ impl TempPgBouncer {
             .tempdir_in(super::builder::temp_base())
             .map_err(|e| io_error("creating a temporary directory", e))?
             .keep();
+        super::os::make_private(&root).map_err(PgBouncerError::Setup)?;
         // From here on the registry owns the directory.
         let id = lifecycle::register(root.clone());
         let mut bouncer = TempPgBouncer {
@@ -221,7 +231,7 @@ impl TempPgBouncer {
              listen_addr =\n\
              listen_port = {PORT}\n\
              unix_socket_dir = {root}\n\
-             auth_type = trust\n\
+             auth_type = scram-sha-256\n\
              auth_file = {users}\n\
              admin_users = {user}\n\
              stats_users = {user}\n\
@@ -242,12 +252,16 @@ impl TempPgBouncer {
         );
         super::os::write_file(&self.root.join("pgbouncer.ini"), ini.as_bytes(), 0o600)
             .map_err(PgBouncerError::Setup)?;
-        super::os::write_file(
-            &users,
-            format!("\"{}\" \"\"\n", self.user).as_bytes(),
-            0o600,
-        )
-        .map_err(PgBouncerError::Setup)
+        // The server's own verifier: PgBouncer checks a client's proof
+        // against it without deriving a key from a plain-text password for
+        // every connection (milliseconds each, one at a time in its single
+        // thread).
+        let verifier = server
+            .psql("SELECT rolpassword FROM pg_authid WHERE rolname = current_user")
+            .map_err(PgBouncerError::Setup)?;
+        let quoted = |text: &str| format!("\"{}\"", text.replace('"', "\"\""));
+        let line = format!("{} {}\n", quoted(&self.user), quoted(verifier.trim()));
+        super::os::write_file(&users, line.as_bytes(), 0o600).map_err(PgBouncerError::Setup)
     }
 
     fn wait_until_accepting(&self) -> Result<(), PgBouncerError> {
@@ -306,7 +320,7 @@ impl TempPgBouncer {
     }
 
     /// libpq connection string for `dbname` through the pooler (no
-    /// password: clients are trusted).
+    /// password: it is the server's, in [`TempDb::passfile`]).
     pub fn conninfo(&self, dbname: &str) -> String {
         format!(
             "host={} port={PORT} user={} dbname={dbname}",

@@ -25,6 +25,7 @@ mod report_diff;
 mod report_logs_diff;
 mod report_pgbench;
 mod report_text;
+mod result_files;
 mod results_diff;
 mod shape_diff;
 mod sweep;

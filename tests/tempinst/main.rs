@@ -9,3 +9,4 @@ mod tempinst_support;
 mod temp_instance;
 mod tempdb;
 mod tempinst_edges;
+mod tempinst_privacy;

@@ -222,7 +222,11 @@ fn a_kept_instance_can_be_restarted_with_its_log_and_benchmarked_again() {
     } else {
         std::env::var("USER").unwrap_or_default()
     };
-    let again = scratch.run(&["-h", &dir, "-U", &user, "-t", "2", "postgres"]);
+    let again = scratch
+        .command(&["-h", &dir, "-U", &user, "-t", "2", "postgres"])
+        .env("PGPASSFILE", format!("{dir}/pgpass"))
+        .output()
+        .expect("run pgbolt");
     let stdout = stdout_of_success(&again);
     assert!(
         stdout.contains("number of transactions actually processed: 2/2"),

@@ -186,6 +186,37 @@ pub fn compare_metric(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
     }
 }
 
+/// `--max-input-size=SIZE`: bytes, or a number with a unit among `kB`,
+/// `MB`, `GB` and `TB` (powers of 1024, as PostgreSQL's own settings;
+/// `KiB`, `MiB`, `GiB`, `TiB` and the bare letters too), at least 1 byte.
+pub fn max_input_size(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let given = text(value);
+    let trimmed = given.trim();
+    let digits = trimmed
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(trimmed.len());
+    let (number, unit) = trimmed.split_at(digits);
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => return Err(CliError::InvalidMaxInputSize(given)),
+    };
+    match number
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+    {
+        Some(bytes) if bytes > 0 => {
+            g.max_input_size = Some(bytes);
+            Ok(())
+        }
+        _ => Err(CliError::InvalidMaxInputSize(given)),
+    }
+}
+
 /// `--threshold=3%` (the `%` may be left out): a percentage from 0 to 1000.
 pub fn threshold(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
     let given = text(value);

@@ -61,7 +61,7 @@ fn header_lines(out: &mut String, r: &RunResult) {
     match o.limit {
         RunLimit::TransactionsPerClient(n) => {
             line(out, format_args!("number of transactions per client: {n}"));
-            let expected = n * u64::from(o.clients);
+            let expected = u128::from(n) * u128::from(o.clients);
             line(
                 out,
                 format_args!("number of transactions actually processed: {committed}/{expected}"),
