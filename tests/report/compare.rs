@@ -123,14 +123,16 @@ fn the_same_schedule_twice_is_no_significant_change() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
-    // Under -R the throughput is the schedule's: p99 judges instead.
-    assert!(
-        text.contains("verdict (p99; threshold 3%): no significant change"),
-        "{text}"
-    );
+    // Under -R the throughput is the schedule's: p99 judges instead. Its
+    // verdict from one run a side is not asserted: within-run intervals
+    // cannot see how a busy machine's latency varies from one run to the
+    // next, which the report says (the sweep test below compares repeats).
+    assert!(text.contains("verdict (p99; threshold 3%): "), "{text}");
+    assert!(text.contains("note: one run on a side"), "{text}");
     let c = json(&out_json);
     assert_eq!(c["kind"], "comparison");
-    assert_eq!(c["verdict"], "no_significant_change");
+    assert_eq!(c["verdict_metrics"], serde_json::json!(["p99"]));
+    assert_eq!(metric(&c, "tps")["outcome"], "not_judged");
     assert_eq!(c["differences"], serde_json::json!([]));
     let tps = &metric(&c, "tps")["change"];
     let (low, high) = (tps["low"].as_f64().unwrap(), tps["high"].as_f64().unwrap());
