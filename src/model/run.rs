@@ -519,36 +519,6 @@ impl From<HistogramError> for ReportError {
 }
 
 impl RunResult {
-    /// Checks the timings of a result read from a file, which the report
-    /// adds and divides: none negative, and the end of the run (the
-    /// connections, then the benchmark) within range.
-    pub fn check_timings(&self) -> Result<(), ReportError> {
-        let t = &self.timings;
-        let fields = [
-            ("timings.initial_connection_us", t.initial_connection_us),
-            ("timings.bench_duration_us", t.bench_duration_us),
-            ("timings.total_connection_us", t.total_connection_us),
-        ];
-        for (field, value) in fields {
-            if value < 0 {
-                return Err(ReportError::Impossible(format!(
-                    "{field} is negative ({value})"
-                )));
-            }
-        }
-        if t.initial_connection_us
-            .checked_add(t.bench_duration_us)
-            .is_none()
-        {
-            return Err(ReportError::Impossible(
-                "timings.initial_connection_us and timings.bench_duration_us add up past any \
-                 possible run"
-                    .to_owned(),
-            ));
-        }
-        Ok(())
-    }
-
     /// Builds the result from the merged statistics of all threads.
     pub fn build(
         options: RunOptions,

@@ -117,6 +117,13 @@ fn run(r: &RunResult, prefix: &str) -> Result<(), Invalid> {
     )?;
     within(
         prefix,
+        "timings.total_connection_us",
+        t.total_connection_us,
+        0,
+        MAX_SPAN_US,
+    )?;
+    within(
+        prefix,
         "series.width_us",
         r.series.width_us,
         1,

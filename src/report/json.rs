@@ -38,7 +38,6 @@ pub fn from_json(text: &str) -> Result<RunResult, ReportError> {
         });
     }
     let mut result: RunResult = serde_json::from_str(text).map_err(ReportError::Json)?;
-    result.check_timings()?;
     if result.schema_version == 1 {
         upgrade_version_1(&mut result)?;
     }

@@ -102,6 +102,16 @@ struct Prepared {
 /// costs no loading.
 pub fn refusals(config: &Config, bench: &Benchmark) -> Result<(), Error> {
     let study = bench.study.clone().unwrap_or_else(|| one_step(bench));
+    checked_targets(config, bench, &study).map(|_| ())
+}
+
+/// Each target prepared (its settings and pooler view) and, unless
+/// `--no-preflight`, checked for the largest step of `study`.
+fn checked_targets(
+    config: &Config,
+    bench: &Benchmark,
+    study: &Study,
+) -> Result<Vec<Prepared>, Error> {
     let largest = study.largest_clients().unwrap_or(bench.clients);
     let prepared = variants(bench)
         .into_iter()
@@ -110,7 +120,7 @@ pub fn refusals(config: &Config, bench: &Benchmark) -> Result<(), Error> {
     if config.preflight {
         preflight(&prepared, bench, largest)?;
     }
-    Ok(())
+    Ok(prepared)
 }
 
 /// Runs the benchmark (or each step of its sweep) once per target: the
@@ -129,13 +139,7 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<(TargetsResult, i32), E
     let mut bench = bench.clone();
     bench.random_seed = Some(crate::random::RandomSeed::Value(seed));
     let bench = &bench;
-    let prepared = variants(bench)
-        .into_iter()
-        .map(|(target, bench)| prepare(config, target, bench))
-        .collect::<Result<Vec<_>, Error>>()?;
-    if config.preflight {
-        preflight(&prepared, bench, largest)?;
-    }
+    let prepared = checked_targets(config, bench, &study)?;
     let Values::List(values) = &study.sweep.values else {
         return Err(Error::Engine(EngineError::Report(
             "--sweep=clients:auto with targets is not supported yet".into(),

@@ -263,7 +263,8 @@ fn timings_past_any_possible_run_are_an_error() {
     run["timings"]["bench_duration_us"] = (-1).into();
     let err = pgbolt::app::render_page(&run.to_string(), "run.json").unwrap_err();
     assert!(
-        err.to_string().contains("bench_duration_us is negative"),
+        err.to_string()
+            .contains("field timings.bench_duration_us is -1: it must be from 0"),
         "{err}"
     );
 }

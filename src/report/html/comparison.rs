@@ -65,19 +65,8 @@ const RUNS: [(&str, &str); 2] = [("s0", "baseline"), ("s1", "candidate")];
 fn header(out: &mut String, c: &Comparison, baseline: &RunResult, candidate: &RunResult) {
     let mut lines = Vec::new();
     for ((class, name), side) in RUNS.iter().zip([&c.baseline, &c.candidate]) {
-        let label = if *name == "baseline" {
-            "Baseline"
-        } else {
-            "Candidate"
-        };
-        lines.push((
-            label,
-            format!(
-                "<span class=\"key {class}\"></span><code>{}</code>: {}",
-                esc(&side.source),
-                esc(&crate::report::text::comparison::side_summary(side))
-            ),
-        ));
+        let summary = crate::report::text::comparison::side_summary(side);
+        lines.push(frame::side_line(class, name, &side.source, &summary));
     }
     let metrics: Vec<&str> = c.verdict_metrics.iter().map(|m| m.name()).collect();
     lines.push((

@@ -191,3 +191,22 @@ pub(super) fn findings_of_steps<'a>(
     out.push_str("</table>");
     out
 }
+
+/// The header line of one side of a comparison: "Baseline" or
+/// "Candidate" (from `name`), the side's colour key (`class`), its file
+/// and what it measured.
+pub fn side_line(class: &str, name: &str, source: &str, summary: &str) -> (&'static str, String) {
+    let label = if name == "baseline" {
+        "Baseline"
+    } else {
+        "Candidate"
+    };
+    (
+        label,
+        format!(
+            "<span class=\"key {class}\"></span><code>{}</code>: {}",
+            esc(source),
+            esc(summary)
+        ),
+    )
+}

@@ -88,19 +88,8 @@ fn header(out: &mut String, c: &SweepComparison, sweeps: [&SweepResult; 2]) {
     );
     let mut lines = Vec::new();
     for ((class, name), side) in SWEEPS.iter().zip([&c.baseline, &c.candidate]) {
-        let label = if *name == "baseline" {
-            "Baseline"
-        } else {
-            "Candidate"
-        };
-        lines.push((
-            label,
-            format!(
-                "<span class=\"key {class}\"></span><code>{}</code>: {}",
-                esc(&side.source),
-                esc(&text::side_summary(c, side))
-            ),
-        ));
+        let summary = text::side_summary(c, side);
+        lines.push(frame::side_line(class, name, &side.source, &summary));
     }
     lines.push(("Verdict", esc(&text::verdict_line(c))));
     for caveat in &c.caveats {
