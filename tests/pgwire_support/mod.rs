@@ -67,6 +67,22 @@ enum LoopClient {
     },
 }
 
+/// Where each client of [`event_loop`] stands, for a stall's
+/// message.
+fn describe(all: &[LoopClient]) -> String {
+    let clients: Vec<String> = all
+        .iter()
+        .enumerate()
+        .map(|(i, c)| match c {
+            LoopClient::Connecting(_) => format!("{i}: connecting"),
+            LoopClient::Running { done, rows, .. } => {
+                format!("{i}: {done} queries done, {rows} rows")
+            }
+        })
+        .collect();
+    clients.join("; ")
+}
+
 /// Drives `clients` connections from one mio loop, as the benchmark engine
 /// does (edge-triggered, one registration per socket), each running `sql`
 /// `queries` times in a row; returns the rows each client saw.
@@ -153,9 +169,16 @@ pub fn event_loop(connector: &Connector, clients: usize, queries: u32, sql: &str
             }
         }
         if finished < clients {
-            poll.poll(&mut events, Some(std::time::Duration::from_secs(30)))
+            // A long wait: a loaded machine (two test binaries and clippy
+            // on two cores) may keep the server from answering for a while;
+            // only a lost wake-up leaves every socket silent this long.
+            poll.poll(&mut events, Some(std::time::Duration::from_secs(120)))
                 .unwrap();
-            assert!(!events.is_empty(), "the event loop stalled");
+            assert!(
+                !events.is_empty(),
+                "the event loop stalled: {}",
+                describe(&all)
+            );
             ready.extend(events.iter().map(|e| e.token().0));
         }
     }

@@ -162,9 +162,14 @@ fn halving_the_rate_is_judged_on_latency_not_throughput() {
         ],
     );
     let text = stdout(&out);
-    assert_eq!(out.status.code(), Some(0), "{}{text}", stderr(&out));
     let c = json(&out_json);
-    assert_ne!(c["verdict"], "regressed", "{text}");
+    // p99 from one run a side moves with the machine (the report's note
+    // says so), so its verdict is not asserted; whichever way it goes, the
+    // halved throughput never decides the exit status.
+    let p99_regressed = metric(&c, "p99")["outcome"] == "regressed";
+    let expected = if p99_regressed { 3 } else { 0 };
+    assert_eq!(out.status.code(), Some(expected), "{}{text}", stderr(&out));
+    assert_eq!(c["verdict"] == "regressed", p99_regressed, "{text}");
     assert_eq!(c["verdict_metrics"], serde_json::json!(["p99"]));
     assert_eq!(listed(&c), ["rate"]);
     let tps = metric(&c, "tps");
