@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::diagnosis::{Finding, Severity};
+use crate::model::diagnosis::{Finding, Severity, MIN_STATE_SAMPLES};
 use crate::model::run::RunResult;
 
 /// A worker thread's CPU share of the window above which the client may
@@ -52,6 +52,10 @@ pub const LAG_SLOW_FRACTION: f64 = 0.5;
 /// Share of the run a worker thread waited for a CPU from which a late
 /// schedule is the client machine's.
 pub const LAG_THREAD_RUNQUEUE: f64 = 0.10;
+/// Share of the run's backend-samples that other client sessions' busy
+/// ones must reach to be another load beside the run (one busy session
+/// beside 20 clients: 5%).
+pub const OTHER_SESSIONS_SHARE: f64 = 0.05;
 /// Event times a finding's summary lists.
 const TIMES_LISTED: usize = 4;
 
@@ -60,7 +64,7 @@ const SIMPLE_UPDATE: &str = "<builtin: simple update>";
 
 /// Every finding that applies to `r`, most severe first.
 pub fn findings(r: &RunResult) -> Vec<Finding> {
-    let checks: [fn(&RunResult) -> Option<Finding>; 12] = [
+    let checks: [fn(&RunResult) -> Option<Finding>; 13] = [
         client_saturated,
         machine_saturated,
         schedule_lag,
@@ -71,6 +75,7 @@ pub fn findings(r: &RunResult) -> Vec<Finding> {
         checkpoint,
         vacuum,
         commits_disagree,
+        other_sessions,
         littles_law,
         stall,
     ];
@@ -215,8 +220,9 @@ fn machine_saturated(r: &RunResult) -> Option<Finding> {
             if server_share > 0.0 {
                 format!(
                     " (the server {:.0}% of them, {backends:.1} of its backends on or waiting for a \
-                     CPU on average)",
-                    server_share * 100.0
+                     CPU on average{})",
+                    server_share * 100.0,
+                    few_samples(r)
                 )
             } else {
                 String::new()
@@ -486,24 +492,135 @@ fn commits_disagree(r: &RunResult) -> Option<Finding> {
     if others <= tolerance {
         return None;
     }
+    let figures = [
+        ("server_commits", db.xact_commit as f64),
+        ("pgbolt_committed", committed as f64),
+        ("monitor_commits", db.monitor_commits as f64),
+        ("others", others as f64),
+    ];
+    let summary = format!(
+        "the server committed {} transactions, pgbolt {committed}: {others} more",
+        db.xact_commit
+    );
+    // With samples that saw no other client at work, the extra commits are
+    // not another load: autovacuum's own transactions (the vacuum finding
+    // tells of them), or statistics that idle sessions (a pooler's server
+    // connections from an earlier run) reported late.
+    let seen = d
+        .activity
+        .as_ref()
+        .filter(|_| d.monitor.samples > 0)
+        .map(|a| &a.others);
+    if let Some(o) = seen.filter(|o| o.clients_busy() == 0) {
+        let idle = o.same_name.total() + o.other_clients.total();
+        if idle == 0 {
+            return None;
+        }
+        let f = finding(
+            "commits-disagree",
+            Severity::Info,
+            format!(
+                "{summary}, while no other session worked: {:.1} idle sessions on average{}",
+                idle as f64 / d.monitor.samples as f64,
+                few_samples(r)
+            ),
+            &figures,
+        );
+        return explained(
+            f,
+            "an idle backend reports its last statistics up to 10 s late, so the commits of a session that ended its work just before the run (such as a pooler's server connections from an earlier run) land in this run's counters; the run's own figures are not affected",
+            "nothing for this run; leave a few seconds between runs through a pooler and direct ones if the counters should match",
+        );
+    }
     let f = finding(
         "commits-disagree",
         Severity::Warning,
-        format!(
-            "the server committed {} transactions, pgbolt {committed}: {others} from other sessions",
-            db.xact_commit
-        ),
-        &[
-            ("server_commits", db.xact_commit as f64),
-            ("pgbolt_committed", committed as f64),
-            ("monitor_commits", db.monitor_commits as f64),
-            ("others", others as f64),
-        ],
+        format!("{summary} from other sessions{}", others_named(r)),
+        &figures,
     );
     explained(
         f,
         "other sessions' work shared the server with the run, so the rate is not the server's whole capacity",
         "run on a quiet server, or account for the other load",
+    )
+}
+
+/// " (from N samples only)" when a finding rests on fewer activity samples
+/// than [`MIN_STATE_SAMPLES`], else nothing.
+fn few_samples(r: &RunResult) -> String {
+    let samples = r.diagnosis.as_ref().map_or(0, |d| d.monitor.samples);
+    if samples < MIN_STATE_SAMPLES {
+        format!(" (from {samples} samples only)")
+    } else {
+        String::new()
+    }
+}
+
+/// The other client sessions seen busy beside the run, by kind, with their
+/// average busy backends: ": 1.0 other clients, 0.5 other generators of
+/// this run" (nothing when the samples saw none).
+fn others_named(r: &RunResult) -> String {
+    let Some(d) = r.diagnosis.as_ref().filter(|d| d.monitor.samples > 0) else {
+        return String::new();
+    };
+    let Some(o) = d.activity.as_ref().map(|a| &a.others) else {
+        return String::new();
+    };
+    let samples = d.monitor.samples as f64;
+    let same_name = if r.generator.is_some() {
+        "other generators of this run (or other sessions named like its clients)"
+    } else {
+        "sessions named like the run's clients but not its own"
+    };
+    let kinds: Vec<String> = [
+        (o.other_clients.busy(), "other clients"),
+        (o.same_name.busy(), same_name),
+    ]
+    .iter()
+    .filter(|(busy, _)| *busy > 0)
+    .map(|(busy, kind)| format!("{:.1} busy {kind}", *busy as f64 / samples))
+    .collect();
+    match kinds.is_empty() {
+        true => String::new(),
+        false => format!(" (seen: {} on average)", kinds.join(", ")),
+    }
+}
+
+/// Other client sessions worked on the run's database beside it: their
+/// busy backend-samples reach [`OTHER_SESSIONS_SHARE`] of the run's own
+/// backend-samples.
+fn other_sessions(r: &RunResult) -> Option<Finding> {
+    let d = r.diagnosis.as_ref()?;
+    let a = d.activity.as_ref().filter(|_| d.monitor.samples > 0)?;
+    let busy = a.others.clients_busy();
+    let own = a.total.total().max(1);
+    let share = busy as f64 / own as f64;
+    if busy == 0 || share < OTHER_SESSIONS_SHARE {
+        return None;
+    }
+    let samples = d.monitor.samples as f64;
+    let f = finding(
+        "other-sessions",
+        Severity::Warning,
+        format!(
+            "other sessions worked on the database during the run{}{}",
+            others_named(r),
+            few_samples(r)
+        ),
+        &[
+            (
+                "busy_other_clients",
+                a.others.other_clients.busy() as f64 / samples,
+            ),
+            ("busy_same_name", a.others.same_name.busy() as f64 / samples),
+            ("share_of_run_backends", share),
+            ("samples", samples),
+        ],
+    );
+    explained(
+        f,
+        "their queries took server time, locks and cache beside the run's, so the figures are not the server's alone",
+        "run on a quiet server, or stop the other work (pg_stat_activity shows it) before measuring",
     )
 }
 

@@ -166,7 +166,7 @@ fn a_thread_waiting_behind_the_servers_backends_is_the_machines_saturation() {
         },
         start_us: 0,
         width_us: 1_000_000,
-        intervals: Vec::new(),
+        ..Activity::default()
     });
     let f = findings(&r);
     let found: Vec<&str> = f.iter().map(|f| f.id.as_str()).collect();
@@ -281,6 +281,155 @@ fn commits_of_other_sessions_are_found_and_the_monitors_own_are_not() {
     diagnosis(&mut r).counters.as_mut().unwrap().database = Some(db(5000));
     diagnosis(&mut r).monitor.pooled = true;
     assert!(ids(&r).is_empty());
+}
+
+/// `r` with 100 activity samples of its clients, and `others` seen beside
+/// them.
+fn with_others(r: &mut RunResult, others: OtherSessions) {
+    let clients = u64::from(r.options.clients);
+    let d = diagnosis(r);
+    d.monitor.samples = 100;
+    d.activity = Some(Activity {
+        total: StateCounts {
+            on_cpu: 100 * clients,
+            ..StateCounts::default()
+        },
+        others,
+        ..Activity::default()
+    });
+}
+
+fn busy(on_cpu: u64) -> StateCounts {
+    StateCounts {
+        on_cpu,
+        ..StateCounts::default()
+    }
+}
+
+fn idle(client: u64) -> StateCounts {
+    StateCounts {
+        client,
+        ..StateCounts::default()
+    }
+}
+
+/// Regression: autovacuum's commits and those an earlier run's pooler
+/// connections reported late were "from other sessions" on a server where
+/// nobody else worked, and the vacuum was told twice. With samples that
+/// saw no other client busy, autovacuum alone gives no finding and idle
+/// sessions an info line that says what the extra commits are.
+#[test]
+fn extra_commits_with_nobody_else_busy_are_no_other_load() {
+    let mut r = clean();
+    let committed = r.counts.counters.committed as i64;
+    diagnosis(&mut r).counters = Some(ServerCounters {
+        database: Some(DatabaseCounters {
+            xact_commit: committed + 40 + 5000,
+            monitor_commits: 40,
+            ..DatabaseCounters::default()
+        }),
+        ..ServerCounters::default()
+    });
+    let autovacuum = OtherSessions {
+        autovacuum: busy(30),
+        ..OtherSessions::default()
+    };
+    with_others(&mut r, autovacuum.clone());
+    assert!(
+        !ids(&r).iter().any(|i| i == "commits-disagree"),
+        "{:?}",
+        ids(&r)
+    );
+    with_others(
+        &mut r,
+        OtherSessions {
+            same_name: idle(2000),
+            ..autovacuum.clone()
+        },
+    );
+    let f = findings(&r);
+    let c = f.iter().find(|f| f.id == "commits-disagree").unwrap();
+    assert_eq!(c.severity, Severity::Info);
+    assert!(
+        c.summary
+            .contains("no other session worked: 20.0 idle sessions"),
+        "{}",
+        c.summary
+    );
+    assert!(!ids(&r).iter().any(|i| i == "other-sessions"));
+    // Another client at work makes them another load, named.
+    with_others(
+        &mut r,
+        OtherSessions {
+            other_clients: busy(100),
+            ..autovacuum
+        },
+    );
+    let f = findings(&r);
+    let c = f.iter().find(|f| f.id == "commits-disagree").unwrap();
+    assert_eq!(c.severity, Severity::Warning);
+    assert!(
+        c.summary
+            .contains("(seen: 1.0 busy other clients on average)"),
+        "{}",
+        c.summary
+    );
+}
+
+/// Other clients busy beside the run are a finding from 5% of its own
+/// backend-samples, named by kind; a generator calls the sessions named
+/// like its clients its siblings; few samples are said.
+#[test]
+fn other_sessions_at_work_are_named_by_kind() {
+    let mut r = clean();
+    r.options.clients = 20;
+    with_others(
+        &mut r,
+        OtherSessions {
+            other_clients: busy(99),
+            ..OtherSessions::default()
+        },
+    );
+    assert!(!ids(&r).iter().any(|i| i == "other-sessions"));
+    with_others(
+        &mut r,
+        OtherSessions {
+            other_clients: busy(100),
+            same_name: busy(50),
+            ..OtherSessions::default()
+        },
+    );
+    let f = findings(&r);
+    let o = f.iter().find(|f| f.id == "other-sessions").unwrap();
+    assert!(
+        o.summary
+            .contains("1.0 busy other clients, 0.5 busy sessions named like the run's clients"),
+        "{}",
+        o.summary
+    );
+    r.generator = Some(crate::model::generators::GeneratorInfo {
+        index: 1,
+        count: 2,
+        run_id: "r".to_owned(),
+        client_offset: 10,
+        start_at_us: None,
+        clock: "realtime".to_owned(),
+        window_start_us: 0,
+        window_end_us: 0,
+    });
+    diagnosis(&mut r).monitor.samples = 5;
+    let f = findings(&r);
+    let o = f.iter().find(|f| f.id == "other-sessions").unwrap();
+    assert!(
+        o.summary.contains("other generators of this run"),
+        "{}",
+        o.summary
+    );
+    assert!(
+        o.summary.ends_with("(from 5 samples only)"),
+        "{}",
+        o.summary
+    );
 }
 
 #[test]

@@ -95,6 +95,12 @@ impl StateCounts {
         }
     }
 
+    /// Backend-samples busy on the server's side: running, waiting, or
+    /// holding a transaction open (everything but waiting for the client).
+    pub fn busy(&self) -> u64 {
+        self.total() - self.client
+    }
+
     /// Adds `other`'s counts.
     pub fn add(&mut self, other: &StateCounts) {
         self.on_cpu += other.on_cpu;
@@ -118,6 +124,38 @@ pub struct Activity {
     pub width_us: i64,
     /// The intervals, oldest first.
     pub intervals: Vec<StateCounts>,
+    /// The database's other backends, over the whole window (absent in
+    /// files written before pgbolt looked at them).
+    #[serde(default)]
+    pub others: OtherSessions,
+}
+
+/// Backends of the run's database that are not the run's, sampled with the
+/// run's own and summed by kind over the samples: who else was there, and
+/// whether they worked (busy) or sat idle. The monitor connections of
+/// pgbolt (this one's and any other generator's) are left out.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OtherSessions {
+    /// Autovacuum workers on the run's database.
+    pub autovacuum: StateCounts,
+    /// Client backends with the run's clients' `application_name` that are
+    /// not theirs: a fleet's other generators, another pgbench, or the
+    /// server connections a pooler kept from an earlier run.
+    pub same_name: StateCounts,
+    /// Every other client backend.
+    pub other_clients: StateCounts,
+}
+
+impl OtherSessions {
+    /// Client backend-samples (not autovacuum's) busy on the server.
+    pub fn clients_busy(&self) -> u64 {
+        self.same_name.busy() + self.other_clients.busy()
+    }
+
+    /// Whether any other backend was seen at all.
+    pub fn any(&self) -> bool {
+        self.autovacuum.total() + self.same_name.total() + self.other_clients.total() > 0
+    }
 }
 
 /// Changes of server-wide and database counters over the measured window.

@@ -2,7 +2,7 @@
 //! (state, wait event type, wait event, number of backends), each counted
 //! in exactly one class of [`StateCounts`].
 
-use crate::model::diagnosis::{Activity, StateCounts};
+use crate::model::diagnosis::{Activity, OtherSessions, StateCounts};
 
 /// Width of the per-interval buckets.
 pub const BUCKET_US: i64 = 1_000_000;
@@ -18,6 +18,26 @@ pub fn classify(counts: &mut StateCounts, state: &str, wait_type: &str, wait_eve
         s if s.starts_with("idle in transaction") => counts.idle_in_transaction += n,
         _ => counts.other += n,
     }
+}
+
+/// Whose backend a row of the activity query counts (its first column):
+/// the run's, or another session's by kind. The monitor's own kind
+/// (pgbolt's monitors, this one's and other generators') is not counted.
+pub fn count_row(
+    run: &mut StateCounts,
+    others: &mut OtherSessions,
+    whose: &str,
+    state: (&str, &str, &str),
+    n: u64,
+) {
+    let counts = match whose {
+        "run" => run,
+        "autovacuum" => &mut others.autovacuum,
+        "named" => &mut others.same_name,
+        "other" => &mut others.other_clients,
+        _ => return,
+    };
+    classify(counts, state.0, state.1, state.2, n);
 }
 
 /// The samples so far, in one-second buckets from the start of the window.
@@ -37,9 +57,13 @@ impl ActivityLog {
         }
     }
 
-    /// Adds one sample taken at `at_us`.
-    pub fn add(&mut self, at_us: i64, sample: &StateCounts) {
+    /// Adds one sample taken at `at_us`: the run's backends, and the
+    /// other sessions seen with them.
+    pub fn add(&mut self, at_us: i64, sample: &StateCounts, others: &OtherSessions) {
         let a = &mut self.activity;
+        a.others.autovacuum.add(&others.autovacuum);
+        a.others.same_name.add(&others.same_name);
+        a.others.other_clients.add(&others.other_clients);
         let index = ((at_us - a.start_us).max(0) / a.width_us) as usize;
         if a.intervals.len() <= index {
             a.intervals.resize(index + 1, StateCounts::default());
@@ -83,14 +107,35 @@ mod tests {
     }
 
     #[test]
+    fn each_row_counts_for_its_kind_and_the_monitors_for_none() {
+        let (mut run, mut others) = (StateCounts::default(), OtherSessions::default());
+        let rows = [
+            ("run", "active", 2),
+            ("autovacuum", "active", 1),
+            ("named", "idle", 4),
+            ("other", "active", 3),
+            ("monitor", "active", 5),
+        ];
+        for (whose, state, n) in rows {
+            count_row(&mut run, &mut others, whose, (state, "", ""), n);
+        }
+        assert_eq!(run.on_cpu, 2);
+        assert_eq!(others.autovacuum.on_cpu, 1);
+        assert_eq!(others.same_name.client, 4);
+        assert_eq!(others.other_clients.on_cpu, 3);
+        assert_eq!(others.clients_busy(), 3);
+    }
+
+    #[test]
     fn samples_fall_in_their_second() {
         let mut log = ActivityLog::new(10_000_000);
         let one = StateCounts {
             on_cpu: 1,
             ..StateCounts::default()
         };
-        log.add(10_100_000, &one);
-        log.add(12_500_000, &one);
+        let none = OtherSessions::default();
+        log.add(10_100_000, &one, &none);
+        log.add(12_500_000, &one, &none);
         let a = log.finish();
         assert_eq!(a.intervals.len(), 3);
         assert_eq!(a.intervals[1].total(), 0);

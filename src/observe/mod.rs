@@ -13,9 +13,14 @@
 //! - It connects only once every client is connected, so it never takes a
 //!   connection slot a client needed, and the engine does not start it
 //!   when the preflight found no room for one more connection.
-//! - It finds pgbolt's backends by their `application_name` (the clients'
-//!   effective one) in the run's database; its own connection is called
-//!   `pgbolt-monitor`. It needs no superuser and no extension: the views
+//! - It finds the run's backends by the PIDs its connections received
+//!   (by their `application_name`, the clients' effective one, where a
+//!   pooler stands in between or the engine does not know them) in the
+//!   run's database; its own connection is called `pgbolt-monitor`. The
+//!   same sample counts the database's other sessions by kind
+//!   (autovacuum, backends named like the run's clients but not theirs,
+//!   other clients), so that findings can tell other work from late
+//!   statistics. It needs no superuser and no extension: the views
 //!   it reads are readable by any role for its own sessions.
 //! - Each of its queries is a transaction, which `pg_stat_database`
 //!   counts: it counts them too, so the diagnosis can subtract them.
@@ -67,12 +72,10 @@ use pgwire::conninfo::HostKind;
 use pgwire::Connector;
 
 use crate::model::diagnosis::{
-    Activity, MonitorStatus, ServerCounters, ServerCpu, ServerEvent, StateCounts, StatementTime,
-    TableCounters,
+    Activity, MonitorStatus, OtherSessions, ServerCounters, ServerCpu, ServerEvent, StateCounts,
+    StatementTime, TableCounters,
 };
 use crate::wallclock::now_us;
-
-pub use activity::classify;
 
 /// The application name of the monitor's own connection.
 pub const MONITOR_APPLICATION_NAME: &str = "pgbolt-monitor";
@@ -142,6 +145,30 @@ fn is_local(kind: &HostKind) -> bool {
         HostKind::Tcp { name: Some(n), .. } => n == "localhost" || n.starts_with("127."),
         HostKind::Tcp { .. } => false,
     }
+}
+
+/// The activity sample's query: every client backend and autovacuum worker
+/// of the run's database but the monitor's own, grouped by whose it is
+/// (`run` when it matches `run`, the condition on the run's backends;
+/// `autovacuum`; `monitor` for pgbolt's monitors; `named` when it has the
+/// clients' `name`; `other`) and by state. Servers before 10 have no
+/// `backend_type`: there only the run's backends are sampled.
+fn activity_query(run: &str, name: &str, version_num: u32) -> String {
+    let states = "coalesce(state, ''), coalesce(wait_event_type, ''), coalesce(wait_event, '')";
+    let here = "from pg_catalog.pg_stat_activity \
+                where datname = pg_catalog.current_database() and pid <> pg_catalog.pg_backend_pid()";
+    if version_num < 100_000 {
+        return format!("select 'run', {states}, count(*) {here} and {run} group by 1, 2, 3, 4");
+    }
+    format!(
+        "select case when {run} then 'run' \
+         when backend_type = 'autovacuum worker' then 'autovacuum' \
+         when application_name = {monitor} then 'monitor' \
+         when application_name = {name} then 'named' else 'other' end, \
+         {states}, count(*) {here} \
+         and backend_type in ('client backend', 'autovacuum worker') group by 1, 2, 3, 4",
+        monitor = literal(MONITOR_APPLICATION_NAME),
+    )
 }
 
 /// `text` as a string literal that reads the same whatever
@@ -282,20 +309,13 @@ impl Session {
             .get(client.host_index())
             .is_some_and(|h| is_local(&h.kind));
         let version_num = client.parameter("server_version").map_or(0, version_number);
-        let filter = format!(
-            "from pg_catalog.pg_stat_activity where application_name = {} \
-             and datname = pg_catalog.current_database() and pid <> pg_catalog.pg_backend_pid()",
-            literal(settings.clients_name)
-        );
+        let name = literal(settings.clients_name);
         let mut session = Session {
             version_num,
-            activity_sql: format!(
-                "select coalesce(state, ''), coalesce(wait_event_type, ''), \
-                 coalesce(wait_event, ''), count(*) {filter} group by 1, 2, 3"
-            ),
+            activity_sql: String::new(),
             activity_prepared: false,
             pooled: false,
-            remaining_sql: format!("select count(*) {filter}"),
+            remaining_sql: String::new(),
             client,
             missing: Vec::new(),
             queries: 0,
@@ -306,19 +326,18 @@ impl Session {
         // earlier run's pooler) that calls itself the same is not the
         // run's. Through a pooler those PIDs are the pooler's own, and
         // the name is all there is.
-        if let (false, Some(pids)) = (session.pooled, &settings.backends) {
-            let list: Vec<String> = pids.iter().map(i32::to_string).collect();
-            let filter = format!(
-                "from pg_catalog.pg_stat_activity where pid = any('{{{}}}'::int[]) \
-                 and datname = pg_catalog.current_database()",
-                list.join(",")
-            );
-            session.activity_sql = format!(
-                "select coalesce(state, ''), coalesce(wait_event_type, ''), \
-                 coalesce(wait_event, ''), count(*) {filter} group by 1, 2, 3"
-            );
-            session.remaining_sql = format!("select count(*) {filter}");
-        }
+        let run = match (session.pooled, &settings.backends) {
+            (false, Some(pids)) => {
+                let list: Vec<String> = pids.iter().map(i32::to_string).collect();
+                format!("pid = any('{{{}}}'::int[])", list.join(","))
+            }
+            _ => format!("application_name = {name}"),
+        };
+        session.activity_sql = activity_query(&run, &name, version_num);
+        session.remaining_sql = format!(
+            "select count(*) from pg_catalog.pg_stat_activity where {run} \
+             and datname = pg_catalog.current_database() and pid <> pg_catalog.pg_backend_pid()"
+        );
         session.prepare_activity();
         let backend = session.client.connection().backend_pid();
         let server = if session.pooled {
@@ -495,8 +514,8 @@ impl Session {
         let mut next_tick = Instant::now() + events::TICK;
         while !stopped(stop, interval) {
             match self.sample() {
-                Ok(sample) => {
-                    log.add(now_us(), &sample);
+                Ok((sample, others)) => {
+                    log.add(now_us(), &sample, &others);
                     samples += 1;
                 }
                 Err(e) => {
@@ -547,20 +566,28 @@ impl Session {
         self.queries += 1;
     }
 
-    /// One `pg_stat_activity` sample of pgbolt's backends.
-    fn sample(&mut self) -> Result<StateCounts, pgwire::Error> {
+    /// One `pg_stat_activity` sample of pgbolt's backends and of the
+    /// database's other sessions.
+    fn sample(&mut self) -> Result<(StateCounts, OtherSessions), pgwire::Error> {
         let rows = match self.activity_prepared {
             true => self.client.query_prepared(ACTIVITY_STATEMENT, &[])?,
             false => self.client.simple_query(&self.activity_sql)?,
         };
         self.queries += 1;
-        let mut counts = StateCounts::default();
+        let (mut run, mut others) = (StateCounts::default(), OtherSessions::default());
         for row in rows {
             let text = |i: usize| row.get(i).cloned().flatten().unwrap_or_default();
-            let n = text(3).parse().unwrap_or(0);
-            classify(&mut counts, &text(0), &text(1), &text(2), n);
+            let n = text(4).parse().unwrap_or(0);
+            let state = (text(1), text(2), text(3));
+            activity::count_row(
+                &mut run,
+                &mut others,
+                &text(0),
+                (&state.0, &state.1, &state.2),
+                n,
+            );
         }
-        Ok(counts)
+        Ok((run, others))
     }
 
     /// Waits until pgbolt's backends have left, so that their statistics

@@ -321,3 +321,66 @@ fn a_connection_per_transaction_for_a_thousand_clients_through_pgbouncer() {
         every_client_completes(&bouncer, tcp, &args, 3_000);
     }
 }
+
+/// Regression: on a server where nobody else worked, a direct run right
+/// after a run through PgBouncer said "... from other sessions": the
+/// pooler's idle server connections reported their last commits late,
+/// into the direct run's counters, and autovacuum's commits were told as
+/// other sessions' work beside the vacuum itself. Now the monitor counts
+/// those sessions by kind: idle ones are no other load, autovacuum is the
+/// vacuum finding's alone.
+#[test]
+fn a_stale_pooler_and_autovacuum_are_not_other_load() {
+    let db = server();
+    let dbname = common::bench_database(db, &["-s", "1"]);
+    db.psql_in(
+        &dbname,
+        "ALTER TABLE pgbench_accounts SET (autovacuum_vacuum_threshold = 0, \
+         autovacuum_vacuum_scale_factor = 0, autovacuum_analyze_threshold = 0, \
+         autovacuum_analyze_scale_factor = 0)",
+    )
+    .expect("autovacuum settings");
+    // Autovacuum looks at each database every second (the server's other
+    // tests do not mind).
+    db.psql("ALTER SYSTEM SET autovacuum_naptime = 1; SELECT pg_reload_conf()")
+        .expect("autovacuum_naptime");
+    let bouncer = Bouncer::builder()
+        .pool_mode(PoolMode::Session)
+        .default_pool_size(4)
+        .start(db);
+    let pooled = run(&bouncer, pgbolt_path(), &["-c", "4", "-T", "2", &dbname]);
+    assert!(pooled.status.success(), "{}", stderr(&pooled));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("direct.json");
+    let direct = db
+        .command(pgbolt_path())
+        .args(["-n", "-c", "2", "-T", "3", "--monitor-interval=50"])
+        .arg(format!("--json={}", json.display()))
+        .arg(&dbname)
+        .output()
+        .expect("pgbolt runs");
+    assert!(direct.status.success(), "{}", stderr(&direct));
+    let text = common::stdout(&direct);
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("json parses");
+    let d = &result["diagnosis"];
+    let others = &d["activity"]["others"];
+    let count = |kind: &str, state: &str| others[kind][state].as_u64().expect("count");
+    // The pooler's server connections stayed, idle, through the run.
+    let idle = count("same_name", "client") + count("other_clients", "client");
+    assert!(idle > 0, "{others}\n{text}");
+    assert_eq!(
+        count("same_name", "on_cpu") + count("other_clients", "on_cpu"),
+        0,
+        "{others}"
+    );
+    let findings = d["findings"].as_array().expect("findings");
+    for f in findings {
+        assert_ne!(f["id"], "other-sessions", "{text}");
+        if f["id"] == "commits-disagree" {
+            assert_eq!(f["severity"], "info", "{text}");
+        }
+    }
+    assert!(!text.contains("from other sessions"), "{text}");
+    assert!(text.contains("  other sessions: "), "{text}");
+}

@@ -103,8 +103,14 @@ pub fn backend_states(r: &RunResult) -> Result<Option<String>, ReportError> {
             points,
         });
     }
+    let others = r
+        .diagnosis
+        .as_ref()
+        .and_then(crate::report::text::diagnosis::others_line)
+        .map(|line| format!("<p>Other sessions on the database: {}.</p>", esc(&line)))
+        .unwrap_or_default();
     Ok(Some(format!(
-        "<section><h2>{title}</h2><p>Over the run: {}.</p>{}<p class=\"note\">pgbolt's backends as pg_stat_activity showed them, sampled every {} ms, per second of the run.</p></section>",
+        "<section><h2>{title}</h2><p>Over the run: {}.</p>{others}{}<p class=\"note\">pgbolt's backends as pg_stat_activity showed them, sampled every {} ms, per second of the run.</p></section>",
         esc(&crate::report::text::diagnosis::shares_line(&a.total)),
         chart.finish(),
         r.diagnosis.as_ref().and_then(|d| d.monitor.interval_ms).unwrap_or(0)

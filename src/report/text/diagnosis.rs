@@ -58,6 +58,9 @@ pub fn render_text(r: &RunResult) -> String {
             d.monitor.samples
         );
     }
+    if let Some(line) = others_line(d) {
+        let _ = writeln!(out, "  other sessions: {line}");
+    }
     if let Some(line) = counters_line(d) {
         let _ = writeln!(out, "  server: {line}");
     }
@@ -94,6 +97,31 @@ pub fn render_text(r: &RunResult) -> String {
         );
     }
     out
+}
+
+/// The database's other sessions the samples saw, by kind, as average
+/// busy and idle backends per sample: "autovacuum 0.3 busy; named like
+/// the run's clients 20.0 idle". `None` when the samples saw none.
+pub fn others_line(d: &Diagnosis) -> Option<String> {
+    let a = d.activity.as_ref().filter(|a| a.others.any())?;
+    let samples = d.monitor.samples.max(1) as f64;
+    let kinds = [
+        ("autovacuum", &a.others.autovacuum),
+        ("named like the run's clients", &a.others.same_name),
+        ("other clients", &a.others.other_clients),
+    ];
+    let parts: Vec<String> = kinds
+        .iter()
+        .filter(|(_, c)| c.total() > 0)
+        .map(|(kind, c)| {
+            format!(
+                "{kind} {:.1} busy, {:.1} idle",
+                c.busy() as f64 / samples,
+                c.client as f64 / samples
+            )
+        })
+        .collect();
+    Some(format!("{} (backends per sample)", parts.join("; ")))
 }
 
 fn counters_line(d: &Diagnosis) -> Option<String> {
