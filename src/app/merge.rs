@@ -1,6 +1,7 @@
 //! `--merge`: the result files of a fleet's generators read, added exactly
-//! into one run's result (`crate::fleet::merge`), and reported as a run
-//! is, with the generators table after the report. Nothing connects.
+//! into one run's result (`crate::fleet::merge`) with the fleet's
+//! diagnosis (`crate::fleet::diagnosis`), and reported as a run is, with
+//! the generators table after the report. Nothing connects.
 
 use crate::config::Merge;
 use crate::fleet::merge::{merge_results, MergeError};
@@ -62,6 +63,7 @@ pub fn merge_texts(
         .and_then(|(_, r)| r.generator.as_ref())
         .map_or(0, |g| g.count);
     let mut text = crate::report::text::run::render_text(&merged, false);
+    text.push_str(&crate::report::text::diagnosis::render_text(&merged));
     text.push_str(&crate::report::text::generators::render(
         &merged, &missing, count,
     ));

@@ -168,6 +168,8 @@ pub fn merge_results(
     let mut merged = report::merge(&sorted).map_err(|e| MergeError::Report(e.to_string()))?;
     merged.generators = infos.iter().map(generator_summary).collect();
     merged.generator = None;
+    let generators: Vec<(u32, &RunResult)> = infos.iter().map(|(_, i, r)| (i.index, *r)).collect();
+    super::diagnosis::diagnose_fleet(&mut merged, &generators);
     Ok((merged, missing))
 }
 

@@ -32,7 +32,9 @@
 //!
 //! A generator's share is computed from the settings (`crate::config::fleet`);
 //! this module holds the merge, which uses the model and the report's exact
-//! addition of run results; reading the files and writing the merged one
-//! is `crate::app`'s.
+//! addition of run results, and the fleet's diagnosis ([`diagnosis`]),
+//! drawn with the diagnosis's findings; reading the files and writing the
+//! merged one is `crate::app`'s.
 
+pub mod diagnosis;
 pub mod merge;

@@ -101,6 +101,48 @@ impl StateCounts {
         self.total() - self.client
     }
 
+    /// These counts as if taken over `to` samples rather than `from`
+    /// (rounded): how the samples of generators that sampled a different
+    /// number of times are put side by side.
+    pub fn rescaled(&self, from: u64, to: u64) -> StateCounts {
+        let scale = |n: u64| match from {
+            0 => 0,
+            _ => (n as f64 * to as f64 / from as f64).round() as u64,
+        };
+        StateCounts {
+            on_cpu: scale(self.on_cpu),
+            waiting: self
+                .waiting
+                .iter()
+                .map(|(kind, n)| (kind.clone(), scale(*n)))
+                .collect(),
+            client: scale(self.client),
+            idle_in_transaction: scale(self.idle_in_transaction),
+            other: scale(self.other),
+        }
+    }
+
+    /// These counts less `other`'s, none below zero.
+    pub fn less(&self, other: &StateCounts) -> StateCounts {
+        StateCounts {
+            on_cpu: self.on_cpu.saturating_sub(other.on_cpu),
+            waiting: self
+                .waiting
+                .iter()
+                .map(|(kind, n)| {
+                    let theirs = other.waiting.get(kind).copied().unwrap_or(0);
+                    (kind.clone(), n.saturating_sub(theirs))
+                })
+                .filter(|(_, n)| *n > 0)
+                .collect(),
+            client: self.client.saturating_sub(other.client),
+            idle_in_transaction: self
+                .idle_in_transaction
+                .saturating_sub(other.idle_in_transaction),
+            other: self.other.saturating_sub(other.other),
+        }
+    }
+
     /// Adds `other`'s counts.
     pub fn add(&mut self, other: &StateCounts) {
         self.on_cpu += other.on_cpu;

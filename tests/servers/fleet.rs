@@ -597,3 +597,80 @@ fn the_kubernetes_manifest_of_the_docs_is_valid() {
     };
     assert_eq!(bench.fleet.map(|s| (s.index, s.count)), Some((2, 4)));
 }
+
+/// The backend-samples counted in a JSON `StateCounts`.
+fn samples_in(counts: &serde_json::Value) -> u64 {
+    let field = |name: &str| counts[name].as_u64().expect("count");
+    let waiting: u64 = counts["waiting"]
+        .as_object()
+        .expect("waiting")
+        .values()
+        .map(|n| n.as_u64().expect("count"))
+        .sum();
+    field("on_cpu") + field("client") + field("idle_in_transaction") + field("other") + waiting
+}
+
+/// Regression: a generator's monitor counted its sibling generators'
+/// commits as other sessions' work, and the merged result had no
+/// diagnosis at all (its page: no findings, no server view). Each
+/// generator now sees its siblings as sessions named like its clients,
+/// and the merge draws the fleet's diagnosis: every generator's backends,
+/// and the server's commits held against the whole fleet's, so nothing
+/// there is another session.
+#[test]
+fn the_merged_result_carries_the_fleets_diagnosis() {
+    let db = server();
+    let dbname = crate::common::bench_database(db, &["-s", "1"]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let start_at = now_us() / 1_000_000 + 3;
+    let children: Vec<_> = (0..2)
+        .map(|i| {
+            let mut cmd = generator_command(None, i);
+            cmd.current_dir(dir.path())
+                .args(["-n", "-b", "select-only", "-c", "2", "-T", "2"])
+                .arg(format!("--generator={i}/2"))
+                .arg(format!("--start-at={start_at}"))
+                .arg(format!("--json=g{i}.json"))
+                .arg(&dbname)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("generator starts")
+        })
+        .collect();
+    let mut paths = Vec::new();
+    for (i, child) in children.into_iter().enumerate() {
+        let out = child.wait_with_output().expect("generator ends");
+        assert!(out.status.success(), "generator {i}: {}", stderr(&out));
+        let path = dir.path().join(format!("g{i}.json"));
+        let d = &json(&path)["diagnosis"];
+        assert!(
+            samples_in(&d["activity"]["others"]["same_name"]) > 0,
+            "generator {i} did not see its sibling: {}",
+            d["activity"]
+        );
+        paths.push(path);
+    }
+    let merged_path = dir.path().join("merged.json");
+    let inputs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+    let out = merge(&inputs, &[&format!("--json={}", merged_path.display())]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("\ndiagnosis:\n"), "{text}");
+    assert!(text.contains("  client: each generator's own"), "{text}");
+    let d = &json(&merged_path)["diagnosis"];
+    assert_eq!(d["monitor"]["ran"], true, "{d}");
+    let own: Vec<u64> = inputs
+        .iter()
+        .map(|p| samples_in(&json(p)["diagnosis"]["activity"]["total"]))
+        .collect();
+    let fleet = samples_in(&d["activity"]["total"]);
+    assert!(fleet > *own.iter().max().expect("two"), "{own:?} {fleet}");
+    for f in d["findings"].as_array().expect("findings") {
+        assert_ne!(f["id"], "other-sessions", "{text}");
+        if f["id"] == "commits-disagree" {
+            assert_eq!(f["severity"], "info", "{text}");
+        }
+    }
+    assert!(!text.contains("from other sessions"), "{text}");
+}

@@ -137,13 +137,15 @@ pub fn counters(r: &RunResult) -> Result<Option<String>, ReportError> {
             ));
         }
     }
-    rows.push((
-        "client process CPU".into(),
-        format!(
-            "{:.2} s over {:.2} s",
-            d.client.process_cpu_s, d.client.process_wall_s
-        ),
-    ));
+    if r.generators.is_empty() {
+        rows.push((
+            "client process CPU".into(),
+            format!(
+                "{:.2} s over {:.2} s",
+                d.client.process_cpu_s, d.client.process_wall_s
+            ),
+        ));
+    }
     if let Some(s) = d.server_cpu {
         rows.push((
             "server CPU".into(),

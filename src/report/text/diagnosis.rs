@@ -180,6 +180,15 @@ fn io_line(d: &Diagnosis) -> Option<String> {
 }
 
 fn client_line(r: &RunResult, d: &Diagnosis) -> String {
+    let server = d.server_cpu.map_or(String::new(), |s| {
+        format!(
+            "; server CPU {:.2} s (monitor's backend {:.3} s)",
+            s.cpu_s, s.monitor_backend_cpu_s
+        )
+    });
+    if !r.generators.is_empty() {
+        return format!("each generator's own (its CPU in the generators' table){server}");
+    }
     let wall = r.timings.bench_duration_us as f64 / 1e6;
     let threads: Vec<String> = d
         .client
@@ -197,14 +206,7 @@ fn client_line(r: &RunResult, d: &Diagnosis) -> String {
     if !queued.is_empty() {
         let _ = write!(line, " (waiting for a CPU {})", queued.join(" "));
     }
-    let _ = write!(line, ", process {:.2} s", d.client.process_cpu_s);
-    if let Some(s) = d.server_cpu {
-        let _ = write!(
-            line,
-            "; server CPU {:.2} s (monitor's backend {:.3} s)",
-            s.cpu_s, s.monitor_backend_cpu_s
-        );
-    }
+    let _ = write!(line, ", process {:.2} s{server}", d.client.process_cpu_s);
     line
 }
 
