@@ -3,17 +3,20 @@
 //!
 //! The result is a run's (a single run or a fleet's merged result), a
 //! sweep's or a comparison of targets, as its JSON or as a page that
-//! embeds it. A file that is none of these is said plainly for what it
-//! is (a comparison, some other JSON, not a result at all) instead of
-//! with the first field a reader missed: a comparison draws two results
-//! and its page is made by `--compare ... --html`, from the two files.
+//! embeds it, or a comparison of two runs or two sweeps as its page,
+//! which embeds both results (its JSON holds the figures only, not the
+//! results the page draws). A file that is none of these is said plainly
+//! for what it is (a comparison's JSON, some other JSON, not a result at
+//! all) instead of with the first field a reader missed.
 //! A result of a known kind whose fields do not read or do not pass
 //! [`crate::report::check`] is an error naming the file and the field.
 //! Every failure ends with exit status 1.
 
 use super::RunError;
 use crate::config::Render;
-use crate::report::files::{read_sweep, read_targets, Outputs, Stdout};
+use crate::report::files::{
+    read_comparison_page, read_sweep, read_targets, ComparisonPage, Outputs, Stdout,
+};
 
 /// Renders the saved result of `render` and returns the exit status. The
 /// file is read within `--max-input-size` ([`crate::report::bounded`]).
@@ -45,6 +48,18 @@ pub fn render_page(text: &str, source: &str) -> Result<String, RunError> {
     } else if let Some(sweep) = read_sweep(text) {
         let sweep = sweep.map_err(|e| fail(&e))?;
         crate::report::html::render_sweep_html(&sweep, now).map_err(|e| fail(&e))?
+    } else if let Some(page) = read_comparison_page(text) {
+        match page.map_err(|e| fail(&e))? {
+            ComparisonPage::Runs(runs) => {
+                let (c, a, b) = *runs;
+                crate::report::render_comparison_html(&c, &a, &b, now)
+            }
+            ComparisonPage::Sweeps(sweeps) => {
+                let (c, a, b) = *sweeps;
+                crate::report::html::render_sweep_comparison_html(&c, &a, &b, now)
+            }
+        }
+        .map_err(|e| fail(&e))?
     } else if let Some(what) = not_a_run(text) {
         return Err(RunError::Engine(format!("\"{source}\" {what}")));
     } else {
@@ -55,7 +70,7 @@ pub fn render_page(text: &str, source: &str) -> Result<String, RunError> {
 
 /// What `--render` takes, after a file that is none of it.
 const KINDS: &str =
-    "; --render draws the result of a run, a merged fleet, a sweep or targets compared";
+    "; --render draws the result of a run, a merged fleet, a sweep or targets compared, or a comparison's page";
 
 /// What `text` is when it is not a run's result (nor a sweep's or
 /// targets', asked before): `None` when it looks like one, whether or not
@@ -77,7 +92,7 @@ fn not_a_run(text: &str) -> Option<String> {
     let file = if page { "page" } else { "JSON" };
     match kind {
         Some(kind @ ("comparison" | "sweep_comparison")) => Some(format!(
-            "is the {file} of a comparison of two {} (pgbolt --compare), not a result; its page is made from the two results: pgbolt --compare BASELINE CANDIDATE --html=FILE",
+            "is the {file} of a comparison of two {} (pgbolt --compare): it holds the figures, not the two results its page draws; render the comparison's page (--render PAGE.html), or make one from the two results: pgbolt --compare BASELINE CANDIDATE --html=FILE",
             if kind == "comparison" { "runs" } else { "sweeps" }
         )),
         Some(other) => Some(format!(

@@ -8,14 +8,14 @@
 //! them is often the very point (a new `shared_buffers`, an upgrade), but
 //! the reader must see them first.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::run::RunResult;
 
 use crate::model::run::{RunLimit, ScriptInfo};
 
 /// One thing that differs.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Difference {
     /// What differs (`scripts`, `clients`, `setting shared_buffers`, ...).
     pub what: String,

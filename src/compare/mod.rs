@@ -43,7 +43,7 @@ pub mod likeness;
 pub mod stats;
 pub mod sweep;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::config::{CompareOptions, Metric};
 use crate::model::run::RunResult;
@@ -62,7 +62,7 @@ const TPS_BATCHES: usize = 10;
 /// Fewest whole intervals a side needs for a throughput interval.
 const MIN_INTERVALS: usize = 3;
 /// What became of one metric.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// Better, beyond the noise and the threshold.
@@ -94,7 +94,7 @@ impl Outcome {
 }
 
 /// One figure of both runs and its relative change.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MetricChange {
     pub metric: Metric,
     /// TPS, or the percentile in ms.
@@ -109,7 +109,7 @@ pub struct MetricChange {
 }
 
 /// The rank test over the whole latency distributions.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DistributionChange {
     /// Probability that a candidate transaction is slower than a baseline
     /// one (ties count half); 0.5 is no difference.
@@ -123,7 +123,7 @@ pub struct DistributionChange {
 }
 
 /// A summary of one side.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Side {
     /// The file the result was read from (and the step, for a sweep's).
     pub source: String,
@@ -140,7 +140,7 @@ pub struct Side {
 }
 
 /// The verdict over the chosen metrics.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Improved,
@@ -161,12 +161,12 @@ impl Verdict {
 }
 
 /// Two results compared.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
     /// `comparison`: what this JSON document is.
-    pub kind: &'static str,
-    pub tool: &'static str,
-    pub tool_version: &'static str,
+    pub kind: String,
+    pub tool: String,
+    pub tool_version: String,
     pub confidence: f64,
     pub threshold: f64,
     /// The metrics the verdict is based on: the chosen ones, without
@@ -277,9 +277,9 @@ pub fn compare_runs(
     refuse_different_scripts(&differences, options)?;
     let changes = changes::changes(baseline, candidate, options.threshold, &options.metrics);
     Ok(Comparison {
-        kind: "comparison",
-        tool: "pgbolt",
-        tool_version: env!("CARGO_PKG_VERSION"),
+        kind: "comparison".to_owned(),
+        tool: "pgbolt".to_owned(),
+        tool_version: env!("CARGO_PKG_VERSION").to_owned(),
         confidence: CONFIDENCE,
         threshold: options.threshold,
         verdict_metrics: changes.judged,

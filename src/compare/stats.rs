@@ -30,7 +30,7 @@ use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 use crate::random::PrngState;
 
 /// A value with the bounds of its confidence interval.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Estimate {
     pub value: f64,
     pub low: f64,

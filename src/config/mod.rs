@@ -386,7 +386,7 @@ pub struct TempInstance {
 pub const REGRESSION_EXIT: i32 = 3;
 
 /// A figure the verdict can be based on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Metric {
     Tps,

@@ -32,6 +32,10 @@ use super::atomic;
 use std::io::{self, ErrorKind, Write};
 use std::path::{Path, PathBuf};
 
+use crate::compare::sweep::SweepComparison;
+use crate::compare::Comparison;
+use crate::model::run::RunResult;
+use crate::model::sweep::SweepResult;
 use crate::oserror::os_message;
 use crate::program::log;
 
@@ -345,6 +349,57 @@ pub fn read_targets(text: &str) -> Option<Result<crate::model::targets::TargetsR
             check_sweep(&target.sweep).map_err(|e| format!("target {}: {e}", target.name))?;
         }
         Ok(targets)
+    })
+}
+
+/// What the page of a comparison embeds: the comparison and the two
+/// results it was drawn from (boxed: results are large).
+pub enum ComparisonPage {
+    Runs(Box<(Comparison, RunResult, RunResult)>),
+    Sweeps(Box<(SweepComparison, SweepResult, SweepResult)>),
+}
+
+/// The comparison that a page written by `--compare ... --html` embeds,
+/// with its two results, each read and checked as its own file would be;
+/// `None` when `text` is not such a page (a comparison's JSON holds the
+/// figures only, not the results its page draws).
+pub fn read_comparison_page(text: &str) -> Option<Result<ComparisonPage, String>> {
+    #[derive(serde::Deserialize)]
+    struct Embedded {
+        comparison: serde_json::Value,
+        baseline: serde_json::Value,
+        candidate: serde_json::Value,
+    }
+    if !text.trim_start().starts_with('<') {
+        return None;
+    }
+    let e: Embedded = serde_json::from_str(super::html::embedded_json(text)?).ok()?;
+    let kind = e.comparison.get("kind")?.as_str()?.to_owned();
+    let invalid = |e: serde_json::Error| format!("invalid comparison: {e}");
+    Some(match kind.as_str() {
+        "comparison" => (|| {
+            let run = |side: &serde_json::Value, name: &str| {
+                super::read_result(&side.to_string())
+                    .map_err(|e| format!("its {name}'s result: {e}"))
+            };
+            Ok(ComparisonPage::Runs(Box::new((
+                serde_json::from_value(e.comparison).map_err(invalid)?,
+                run(&e.baseline, "baseline")?,
+                run(&e.candidate, "candidate")?,
+            ))))
+        })(),
+        "sweep_comparison" => (|| {
+            let sweep = |side: &serde_json::Value, name: &str| match read_sweep(&side.to_string()) {
+                Some(read) => read.map_err(|e| format!("its {name}'s sweep: {e}")),
+                None => Err(format!("its {name} is not a sweep's result")),
+            };
+            Ok(ComparisonPage::Sweeps(Box::new((
+                serde_json::from_value(e.comparison).map_err(invalid)?,
+                sweep(&e.baseline, "baseline")?,
+                sweep(&e.candidate, "candidate")?,
+            ))))
+        })(),
+        _ => return None,
     })
 }
 

@@ -268,3 +268,38 @@ fn timings_past_any_possible_run_are_an_error() {
         "{err}"
     );
 }
+
+/// The JSON that the comparison pages of the run seed with itself and of
+/// the sweep seed with itself embed.
+fn comparison_pages() -> Vec<Value> {
+    let compare = compare_config();
+    [SEEDS[0], SEEDS[1]]
+        .iter()
+        .map(|seed| {
+            let [_, _, page] =
+                pgbolt::app::compare_texts(&compare, [seed, seed]).expect("compared");
+            let json = pgbolt::report::html::embedded_json(&page).expect("embedded JSON");
+            serde_json::from_str(json).expect("JSON")
+        })
+        .collect()
+}
+
+/// A comparison's page (its comparison and both results embedded) with
+/// fields changed never panics `--render`, which draws such pages again.
+#[test]
+fn mutated_comparison_pages_never_panic_render() {
+    let pages = comparison_pages();
+    runner()
+        .run(&(0..pages.len(), changes()), |(page, changes)| {
+            let mut value = pages[page].clone();
+            for (pick, change) in &changes {
+                apply(&mut value, *pick, change);
+            }
+            let text = format!(
+                "<!DOCTYPE html><script type=\"application/json\" id=\"pgbolt-result\">{value}</script>"
+            );
+            let _ = pgbolt::app::render_page(&text, "mutated.html");
+            Ok(())
+        })
+        .unwrap();
+}

@@ -197,6 +197,9 @@ fn init_never_needs_more_connections_than_it_may_open() {
 /// (`idle_session_timeout`) had closed them by step `p`, which failed on
 /// them (`query failed: Broken pipe`) where pgbench, with its one busy
 /// connection, succeeds. Each step now opens its extra connections afresh.
+/// (A second: a step's first connection waits for the others to connect
+/// before its query goes out, which a loaded machine stretched past
+/// 100 ms.)
 #[test]
 fn extra_connections_outlive_no_step() {
     let _turn = exclusive();
@@ -205,7 +208,7 @@ fn extra_connections_outlive_no_step() {
     for db in [&pgbench_db, &pgbolt_db] {
         psql(
             "postgres",
-            &format!("alter database {db} set idle_session_timeout = '100ms'"),
+            &format!("alter database {db} set idle_session_timeout = '1s'"),
         );
     }
     let expected = run_pgbench(&pgbench_db, &args);

@@ -35,17 +35,24 @@ fn saved() -> &'static Saved {
                 .pgbolt();
             assert!(out.status.success(), "{args:?}: {}", stderr(&out));
         }
-        let out = offline(
-            dir.path(),
+        for args in [
             &[
                 "--compare",
                 "run.json",
                 "run.json",
                 "--json=comparison.json",
                 "--html=comparison.html",
-            ],
-        );
-        assert!(out.status.success(), "{}", stderr(&out));
+            ][..],
+            &[
+                "--compare",
+                "sweep.json",
+                "sweep.json",
+                "--html=sweep-comparison.html",
+            ][..],
+        ] {
+            let out = offline(dir.path(), args);
+            assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        }
         let read = |name: &str| -> Value {
             let text = std::fs::read_to_string(dir.path().join(name)).expect("result");
             serde_json::from_str(&text).expect("JSON")
@@ -161,27 +168,66 @@ fn a_sweep_with_a_crafted_step_is_refused() {
     }
 }
 
-/// A comparison's page and JSON are not results: `--render` says what
-/// they are, where it used to name a missing field of a run's result.
+/// The embedded JSON of the page `name` in `dir`.
+fn embedded(dir: &Path, name: &str) -> Value {
+    let page = std::fs::read_to_string(dir.join(name)).expect("page");
+    let json = pgbolt::report::html::embedded_json(&page).expect("embedded JSON");
+    serde_json::from_str(json).expect("JSON")
+}
+
+/// A comparison's page embeds both results, so `--render` draws it again
+/// (the same comparison, the same results); a comparison's JSON holds the
+/// figures only, and `--render` says what it is and where its page comes
+/// from, where it used to name a missing field of a run's result.
 #[test]
-fn a_comparison_given_to_render_is_named_for_what_it_is() {
+fn a_comparison_given_to_render_is_drawn_or_named_for_what_it_is() {
     let s = saved();
-    for (file, what) in [("comparison.html", "page"), ("comparison.json", "JSON")] {
-        let out = offline(&s.dir, &[&format!("--render={file}"), "--html=page.html"]);
-        assert_eq!(out.status.code(), Some(1), "{file}: {}", stderr(&out));
-        assert_eq!(
-            stderr(&out),
-            format!("pgbolt: error: \"{file}\" is the {what} of a comparison of two runs (pgbolt --compare), not a result; its page is made from the two results: pgbolt --compare BASELINE CANDIDATE --html=FILE\n"),
+    for page in ["comparison.html", "sweep-comparison.html"] {
+        let again = format!("again-{page}");
+        let out = offline(
+            &s.dir,
+            &[&format!("--render={page}"), &format!("--html={again}")],
         );
+        assert_eq!(out.status.code(), Some(0), "{page}: {}", stderr(&out));
+        assert_eq!(embedded(&s.dir, &again), embedded(&s.dir, page), "{page}");
     }
+    let out = offline(&s.dir, &["--render=comparison.json", "--html=page.html"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        "pgbolt: error: \"comparison.json\" is the JSON of a comparison of two runs (pgbolt --compare): it holds the figures, not the two results its page draws; render the comparison's page (--render PAGE.html), or make one from the two results: pgbolt --compare BASELINE CANDIDATE --html=FILE\n",
+    );
     std::fs::write(s.dir.join("notes.txt"), "a list of things\n").expect("write");
     let out = offline(&s.dir, &["--render=notes.txt", "--html=page.html"]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         stderr(&out),
-        "pgbolt: error: \"notes.txt\" is neither JSON nor a page written by pgbolt; --render draws the result of a run, a merged fleet, a sweep or targets compared\n"
+        "pgbolt: error: \"notes.txt\" is neither JSON nor a page written by pgbolt; --render draws the result of a run, a merged fleet, a sweep or targets compared, or a comparison's page\n"
     );
     assert!(!s.dir.join("page.html").exists());
+}
+
+/// A comparison's page whose embedded result was tampered with is refused
+/// as that result's file would be, naming the side.
+#[test]
+fn a_comparison_page_with_a_crafted_result_is_refused() {
+    let s = saved();
+    let mut e = embedded(&s.dir, "comparison.html");
+    e["candidate"]["series"]["width_us"] = 0.into();
+    let page = std::fs::read_to_string(s.dir.join("comparison.html")).expect("page");
+    let json = pgbolt::report::html::embedded_json(&page).expect("embedded");
+    let crafted = page.replace(json, &e.to_string());
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("c.html"), crafted).expect("write");
+    let out = offline(dir.path(), &["--render=c.html", "--html=page.html"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with(
+            "pgbolt: error: result file \"c.html\": its candidate's result: field series.width_us is 0"
+        ),
+        "{}",
+        stderr(&out)
+    );
 }
 
 /// A result file's name and a server's version are outside text: in the

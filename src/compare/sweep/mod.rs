@@ -39,7 +39,7 @@
 
 use std::cmp::Ordering;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::changes::{changes, combine};
 use super::likeness::{self, Difference};
@@ -53,7 +53,7 @@ use crate::stats::usl::Fit;
 
 /// What identifies a step of a sweep: steps of two sweeps with equal keys
 /// are compared.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StepKey {
     /// The swept value (clients, threads or rate).
     pub value: f64,
@@ -77,7 +77,7 @@ impl StepKey {
 }
 
 /// One matched step compared.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StepComparison {
     pub step: StepKey,
     /// The runs of the step on each side (its repeats).
@@ -91,14 +91,14 @@ pub struct StepComparison {
 }
 
 /// The best measured point of a sweep.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BestPoint {
     pub value: f64,
     pub tps: f64,
 }
 
 /// A summary of one sweep.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SweepSide {
     /// The file the sweep was read from.
     pub source: String,
@@ -122,12 +122,12 @@ pub struct SweepSide {
 }
 
 /// Two sweeps compared.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SweepComparison {
     /// `sweep_comparison`: what this JSON document is.
-    pub kind: &'static str,
-    pub tool: &'static str,
-    pub tool_version: &'static str,
+    pub kind: String,
+    pub tool: String,
+    pub tool_version: String,
     pub confidence: f64,
     pub threshold: f64,
     pub verdict_metrics: Vec<Metric>,
@@ -232,9 +232,9 @@ pub fn compare_sweeps(
         .collect();
     let verdict = combine(steps.iter().map(|s| s.verdict));
     Ok(SweepComparison {
-        kind: "sweep_comparison",
-        tool: "pgbolt",
-        tool_version: env!("CARGO_PKG_VERSION"),
+        kind: "sweep_comparison".to_owned(),
+        tool: "pgbolt".to_owned(),
+        tool_version: env!("CARGO_PKG_VERSION").to_owned(),
         confidence: CONFIDENCE,
         threshold: options.threshold,
         verdict_metrics: judged,
