@@ -20,6 +20,9 @@ pub const MACHINE_FULL_SERVER_SHARE: f64 = 0.75;
 pub const MACHINE_FULL_SHARE: f64 = 0.90;
 /// Shortest read-write run whose checkpoints and vacuums even out.
 pub const READ_WRITE_MIN_S: f64 = 60.0;
+/// Rows written per committed transaction from which a run of custom
+/// scripts is a read-write one (one row per 20 transactions).
+pub const READ_WRITE_ROWS_PER_TRANSACTION: f64 = 0.05;
 /// Progress intervals a run should span.
 pub const MIN_PROGRESS_INTERVALS: f64 = 10.0;
 /// Committed transactions under which p99.99 rests on no transaction.
@@ -278,19 +281,27 @@ fn shared_machine(r: &RunResult) -> Option<Finding> {
 
 /// Whether the run wrote: a read-write builtin, or rows written per the
 /// server.
+/// Whether the run wrote: a builtin script says so by its name; custom
+/// scripts by the rows the database wrote, at least
+/// [`READ_WRITE_ROWS_PER_TRANSACTION`] per committed transaction (a few
+/// rows are written by any run: an analyze's statistics, statistics
+/// other sessions reported late).
 fn read_write(r: &RunResult) -> bool {
-    let builtin = r
-        .options
-        .scripts
-        .iter()
-        .any(|s| s.name == TPCB_LIKE || s.name == SIMPLE_UPDATE);
-    let rows = r
-        .diagnosis
+    let scripts = &r.options.scripts;
+    if scripts.iter().all(|s| s.name.starts_with("<builtin: ")) {
+        return scripts
+            .iter()
+            .any(|s| s.name == TPCB_LIKE || s.name == SIMPLE_UPDATE);
+    }
+    let committed = r.counts.counters.committed as f64;
+    r.diagnosis
         .as_ref()
         .and_then(|d| d.counters.as_ref())
         .and_then(|c| c.database)
-        .is_some_and(|db| db.rows_written > 0);
-    builtin || rows
+        .is_some_and(|db| {
+            db.rows_written > 0
+                && db.rows_written as f64 >= committed * READ_WRITE_ROWS_PER_TRANSACTION
+        })
 }
 
 fn run_too_short(r: &RunResult) -> Option<Finding> {

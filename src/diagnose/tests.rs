@@ -223,6 +223,28 @@ fn short_read_write_runs_and_few_transactions_are_found() {
     assert_eq!(ids(&p), ["run-too-short"]);
 }
 
+/// Regression: a select-only step of a sweep was "a read-write run of
+/// 5.0 s": any row written (an analyze's statistics) made a run
+/// read-write. A builtin script is what its name says; custom scripts
+/// must write a row per 20 transactions.
+#[test]
+fn a_few_rows_written_do_not_make_a_run_read_write() {
+    let written = |script: &str, rows: i64| {
+        let mut r = run(script, 1, 5, |_| vec![(1000, 1000)]);
+        diagnosis(&mut r).counters = Some(ServerCounters {
+            database: Some(DatabaseCounters {
+                rows_written: rows,
+                ..DatabaseCounters::default()
+            }),
+            ..ServerCounters::default()
+        });
+        ids(&r).iter().any(|i| i == "run-too-short")
+    };
+    assert!(!written(SELECT_ONLY, 500));
+    assert!(!written("custom.sql", 249));
+    assert!(written("custom.sql", 250));
+}
+
 #[test]
 fn tpcb_like_with_fewer_branches_than_clients_is_found() {
     let mut r = run("<builtin: TPC-B (sort of)>", 8, 100, |_| vec![(1000, 8000)]);
