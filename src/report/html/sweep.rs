@@ -202,6 +202,16 @@ fn x_axis(r: &SweepResult) -> Axis {
     Axis::swept(&values, &r.sweep.dimension)
 }
 
+/// Where a fit's curve is drawn on the swept value's axis `x`: 101 values
+/// evenly spaced on it, from one (or the axis's start, when logarithmic).
+pub(super) fn fit_samples(x: &Axis) -> Vec<f64> {
+    let start = match x.scale {
+        Scale::Log => x.min.max(1.0),
+        Scale::Linear => 1.0,
+    };
+    along(x, start, x.max.max(start * 1.01), 100)
+}
+
 /// `count + 1` values from `from` to `to`, evenly spaced on `axis`.
 fn along(axis: &Axis, from: f64, to: f64, count: u32) -> Vec<f64> {
     (0..=count)
@@ -231,12 +241,8 @@ fn throughput(r: &SweepResult) -> String {
         );
     }
     let x_end = x.max;
-    let x_start = match x.scale {
-        Scale::Log => x.min.max(1.0),
-        Scale::Linear => 1.0,
-    };
     let y_axis = Axis::linear(0.0, top * 1.05, "committed transactions per second");
-    let samples = along(&x, x_start, x_end.max(x_start * 1.01), 100);
+    let samples = fit_samples(&x);
     let mut chart = Chart::new("Throughput against the swept value", x, y_axis.clone());
     chart.line(Line {
         class: "s0",

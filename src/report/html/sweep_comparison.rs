@@ -140,12 +140,15 @@ fn header(out: &mut String, c: &SweepComparison, sweeps: [&SweepResult; 2]) {
 /// against the swept value.
 fn curves(out: &mut String, c: &SweepComparison, sweeps: [&SweepResult; 2]) {
     let points = sweeps.map(|s| &s.summary.points);
-    let x_end = points
+    // Both sweeps' values on one axis: logarithmic when they grow by a
+    // factor (1, 2, 4 ... clients), as on a sweep's own page.
+    let values: Vec<f64> = points
         .iter()
         .flat_map(|p| p.iter())
         .map(|p| p.value)
-        .fold(1.0, f64::max);
-    let x = Axis::linear(0.0, x_end, &c.dimension);
+        .collect();
+    let x = Axis::swept(&values, &c.dimension);
+    let fit_at = super::sweep::fit_samples(&x);
     let measured = points
         .iter()
         .flat_map(|p| p.iter())
@@ -172,9 +175,9 @@ fn curves(out: &mut String, c: &SweepComparison, sweeps: [&SweepResult; 2]) {
             chart.line(Line {
                 class: if class == "s0" { "s0 fit" } else { "s1 fit" },
                 label: format!("{name}'s USL fit{holds}"),
-                points: (0..=100)
-                    .map(|i| 1.0 + (x.max - 1.0) * f64::from(i) / 100.0)
-                    .map(|n| (n, fit.throughput(n).min(y.max)))
+                points: fit_at
+                    .iter()
+                    .map(|&n| (n, fit.throughput(n).min(y.max)))
                     .collect(),
             });
         }
