@@ -83,6 +83,7 @@ pub(crate) fn run(
         },
         context: RunContext::default(),
         diagnosis: Some(Diagnosis::default()),
+        outage: None,
         generator: None,
         generators: Vec::new(),
     }

@@ -91,6 +91,7 @@ mod pacing;
 pub mod plan;
 mod prepare;
 mod progress;
+mod reconnect;
 mod setup;
 mod setup_stop;
 mod shared;
@@ -603,12 +604,16 @@ fn thread_clients(
             if !defined(bench, "client_id") {
                 vars.set(plan.slots.client_id, crate::expr::Value::Int(i64::from(id)));
             }
-            Client::new(
+            let mut client = Client::new(
                 id,
                 vars,
                 prepared.states.clients[local as usize],
                 per_script,
-            )
+            );
+            client.watch = plan
+                .reconnect_wait_us
+                .map(|wait| reconnect::Watch::new(id, wait));
+            client
         })
         .collect()
 }

@@ -1,0 +1,72 @@
+//! One server restarted (`pg_ctl restart -m fast`) during a run: every
+//! client reconnects to it and goes on. The run is paced (`-R`, `-L`) so
+//! that the restart falls inside it and the transactions due during the
+//! outage are late or skipped, and bounded by `-t` so that what was
+//! scheduled is known.
+
+use std::time::Duration;
+
+use pgbolt::tempdb::TempDb;
+
+use crate::common::{self, Run};
+use crate::support::{
+    as_server_user, check_outage, finish, history_rows, result, start, wait_until,
+};
+
+#[test]
+fn every_client_reconnects_after_a_fast_restart() {
+    let db = TempDb::builder().start().expect("server starts");
+    let dbname = common::bench_database(&db, &["-s", "1"]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("run.json");
+    let json_arg = format!("--json={}", json.display());
+    let run = Run::on(
+        &db,
+        &dbname,
+        &[
+            "-c",
+            "4",
+            "-j",
+            "2",
+            "-R",
+            "400",
+            "-L",
+            "200",
+            "-t",
+            "600",
+            "--reconnect=30",
+            &json_arg,
+        ],
+    );
+    let child = start(run.pgbolt_command());
+    wait_until(
+        "transactions before the restart",
+        Duration::from_secs(60),
+        || history_rows(&db, &dbname).is_some_and(|n| n >= 100),
+    );
+    let data = db.data_dir().display().to_string();
+    let log = db.log_file().display().to_string();
+    as_server_user(
+        &db.bin("pg_ctl"),
+        &["-D", &data, "-l", &log, "-m", "fast", "-w", "restart"],
+    );
+    let out = finish(child);
+    let stdout = common::stdout(&out);
+    let stderr = common::stderr(&out);
+    as_server_user(
+        &db.bin("pg_ctl"),
+        &["-D", &data, "-m", "fast", "-w", "stop"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("outage: 4 clients lost their connection, 4 came back; "),
+        "{stdout}"
+    );
+    assert!(stderr.contains("reconnecting"), "{stderr}");
+    let json = result(&json);
+    let outage = check_outage(&json, 4, 2400);
+    // One server: each client comes back to the host it left.
+    for c in outage["clients"].as_array().expect("clients") {
+        assert_eq!(c["host_before"], c["host_after"], "{c}");
+    }
+}
