@@ -6,5 +6,6 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod promote;
 mod restart;
 mod support;
