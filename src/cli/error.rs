@@ -181,6 +181,7 @@ pub enum CliError {
     /// An option the targets cannot honour yet.
     UnsupportedWithTargets(&'static str),
     UnsupportedWithReconnect(&'static str),
+    CommittedQueryWithoutReconnect,
     /// An option that only means something with targets.
     RequiresTargets(&'static str),
     /// `-C` with `--connect-dimension`, which sets it per target.
@@ -558,6 +559,9 @@ impl fmt::Display for CliError {
             }
             CliError::InvalidTarget { value, reason } => {
                 write!(f, "invalid value \"{value}\" for option --target: {reason}")
+            }
+            CliError::CommittedQueryWithoutReconnect => {
+                write!(f, "--committed-query can only be used with --reconnect")
             }
             CliError::UnsupportedWithReconnect(option) => {
                 write!(f, "--reconnect with {option} is not supported yet")

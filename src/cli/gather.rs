@@ -87,6 +87,7 @@ pub struct Gathered {
     pub continue_on_error: bool,
     /// `--reconnect[=MAX_WAIT]`: the longest wait for a new connection.
     pub reconnect: Option<std::time::Duration>,
+    pub committed_query: Option<String>,
 
     pub json: Option<PathBuf>,
     pub html: Option<PathBuf>,

@@ -249,6 +249,12 @@ static CASES: &[Case] = &[
     case("target", Some("pool=host=/tmp port=6432"), &[], |c| {
         bench(c).targets.len() == 1 && bench(c).targets[0].name == "pool"
     }),
+    case(
+        "committed-query",
+        Some("select count(*) from t"),
+        &["--reconnect"],
+        |c| bench(c).committed_query.as_deref() == Some("select count(*) from t"),
+    ),
     case("reconnect", None, &[], |c| {
         bench(c).reconnect == Some(std::time::Duration::from_secs(60))
     }),
@@ -989,6 +995,10 @@ fn reconnect_takes_seconds_and_refuses_what_it_cannot_honour() {
         (
             &["--reconnect", "-C"],
             "--reconnect with -C/--connect is not supported yet",
+        ),
+        (
+            &["--committed-query=select 1"],
+            "--committed-query can only be used with --reconnect",
         ),
         (
             &["--reconnect", "--io=uring"],

@@ -202,6 +202,7 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
         exit_on_abort: g.exit_on_abort,
         continue_on_error: g.continue_on_error,
         reconnect: g.reconnect,
+        committed_query: g.committed_query.clone(),
         random_seed: g.random_seed,
         json: g.json.take(),
         html: g.html.take(),
@@ -262,6 +263,9 @@ fn vacuum_before_run(g: &Gathered) -> VacuumBeforeRun {
 /// is what it measures.
 fn reconnect_fits(g: &Gathered, study: bool) -> Result<(), CliError> {
     if g.reconnect.is_none() {
+        if g.committed_query.is_some() {
+            return Err(CliError::CommittedQueryWithoutReconnect);
+        }
         return Ok(());
     }
     let refused = [

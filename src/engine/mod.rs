@@ -80,6 +80,7 @@
 mod app_pool;
 mod client;
 mod clock;
+mod commits;
 mod env;
 pub mod error;
 mod linger;

@@ -214,6 +214,19 @@ pub(super) fn build_result(
         .map_err(|e| EngineError::Report(e.to_string()))?;
     result.context = run_context(prepared, start_time, now);
     result.outage = outage;
+    if let (Some(outage), Some((counting, before))) =
+        (result.outage.as_mut(), prepared.commits_before.as_ref())
+    {
+        let acknowledged = result.counts.counters.committed;
+        super::commits::check(
+            &prepared.connector,
+            counting,
+            *before,
+            acknowledged,
+            start_time,
+            outage,
+        );
+    }
     result.diagnosis = Some(diagnosis(
         &result,
         server_view,

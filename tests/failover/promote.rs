@@ -9,7 +9,10 @@ use pgbolt::tempdb::TempDb;
 
 use crate::common::standby::Standby;
 use crate::common::{self, Run};
-use crate::support::{as_server_user, check_outage, finish, history_rows, result, start, wait_until};
+use crate::support::{
+    as_server_user, check_against_server_gap, check_no_acknowledged_commit_lost, check_outage,
+    finish, history_rows, result, start, wait_until,
+};
 
 #[test]
 fn clients_follow_a_promoted_standby_and_lose_no_acknowledged_commit() {
@@ -43,21 +46,36 @@ fn clients_follow_a_promoted_standby_and_lose_no_acknowledged_commit() {
         &primary,
         &dbname,
         &[
-            "-c", "4", "-j", "2", "-R", "300", "-L", "500", "-t", "600", "--reconnect=30",
-            &json_arg, &conninfo,
+            "-c",
+            "4",
+            "-j",
+            "2",
+            "-R",
+            "300",
+            "-L",
+            "500",
+            "-t",
+            "600",
+            "--reconnect=30",
+            &json_arg,
+            &conninfo,
         ],
     );
     let child = start(run.pgbolt_command());
-    wait_until("transactions before the switch", Duration::from_secs(60), || {
-        history_rows(&primary, &dbname).is_some_and(|n| n >= 100)
-    });
+    wait_until(
+        "transactions before the switch",
+        Duration::from_secs(60),
+        || history_rows(&primary, &dbname).is_some_and(|n| n >= 100),
+    );
     let data = primary.data_dir().display().to_string();
-    as_server_user(&primary.bin("pg_ctl"), &["-D", &data, "-m", "fast", "-w", "stop"]);
+    as_server_user(
+        &primary.bin("pg_ctl"),
+        &["-D", &data, "-m", "fast", "-w", "stop"],
+    );
     standby.promote();
     let out = finish(child);
     let stdout = common::stdout(&out);
     let stderr = common::stderr(&out);
-    println!("{stdout}\n{stderr}");
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     let json = result(&json);
     let outage = check_outage(&json, 4, 2400);
@@ -67,4 +85,8 @@ fn clients_follow_a_promoted_standby_and_lose_no_acknowledged_commit() {
         assert_eq!(c["host_before"], primary_host.as_str(), "{c}");
         assert_eq!(c["host_after"], standby_host.as_str(), "{c}");
     }
+    check_no_acknowledged_commit_lost(outage);
+    let (run, server) = check_against_server_gap(outage);
+    println!("outage {run} us, server-side gap {server} us");
+    assert!(stdout.contains("0 acknowledged lost"), "{stdout}");
 }

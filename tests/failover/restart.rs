@@ -10,7 +10,8 @@ use pgbolt::tempdb::TempDb;
 
 use crate::common::{self, Run};
 use crate::support::{
-    as_server_user, check_outage, finish, history_rows, result, start, wait_until,
+    as_server_user, check_against_server_gap, check_no_acknowledged_commit_lost, check_outage,
+    finish, history_rows, result, start, wait_until,
 };
 
 #[test]
@@ -69,4 +70,7 @@ fn every_client_reconnects_after_a_fast_restart() {
     for c in outage["clients"].as_array().expect("clients") {
         assert_eq!(c["host_before"], c["host_after"], "{c}");
     }
+    check_no_acknowledged_commit_lost(outage);
+    let (run, server) = check_against_server_gap(outage);
+    println!("outage {run} us, server-side gap {server} us");
 }

@@ -109,3 +109,30 @@ pub fn check_outage(json: &Value, clients: u64, scheduled: u64) -> &Value {
     }
     outage
 }
+
+/// The acknowledged commits checked after the run: none lost (the
+/// surviving server had every commit acknowledged), and no more commits
+/// found than acknowledged and in doubt.
+pub fn check_no_acknowledged_commit_lost(outage: &Value) {
+    let check = &outage["commit_check"];
+    let found = check["after"].as_i64().expect("after") - check["before"].as_i64().expect("before");
+    let acknowledged = check["acknowledged"].as_i64().expect("acknowledged");
+    let in_doubt = check["in_doubt"].as_i64().expect("in_doubt");
+    assert!(acknowledged > 0, "{check}");
+    assert!(found >= acknowledged, "acknowledged commits lost: {check}");
+    assert!(found <= acknowledged + in_doubt, "{check}");
+}
+
+/// The run's outage as the clients saw it and the server's write gap
+/// agree within 200 ms.
+pub fn check_against_server_gap(outage: &Value) -> (i64, i64) {
+    let run = outage["end_us"].as_i64().expect("end") - outage["start_us"].as_i64().expect("start");
+    let gap = &outage["server_gap"];
+    let server = gap["first_after_us"].as_i64().expect("first after")
+        - gap["last_before_us"].as_i64().expect("last before");
+    assert!(
+        (run - server).abs() <= 200_000,
+        "run {run} us, server gap {server} us: {outage}"
+    );
+    (run, server)
+}

@@ -128,6 +128,20 @@ pub fn reconnect(g: &mut Gathered, value: Option<&OsStr>) -> Result<(), CliError
     Ok(())
 }
 
+/// `--committed-query=SQL`.
+pub fn committed_query(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let sql = text(value);
+    if sql.trim().is_empty() {
+        return Err(study_value(
+            "--committed-query",
+            value,
+            "expected a query that returns the number of committed transactions".into(),
+        ));
+    }
+    g.committed_query = Some(sql);
+    Ok(())
+}
+
 /// How long a client tries to reconnect by default.
 const DEFAULT_RECONNECT_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
