@@ -95,6 +95,8 @@ pub struct ThreadEnv {
     pub lingering: Lingering,
     /// `--pool-size`: the connections the thread's clients share.
     pub pool: Option<Pool>,
+    /// `--reconnect`: the clients waiting to try again.
+    pub reconnecting: super::reconnect::Waiting,
 }
 
 impl ThreadEnv {

@@ -571,6 +571,7 @@ fn thread_parts(
         lingering: Lingering::default(),
         pool,
         progress: thread_progress(plan, bench, t.start_time),
+        reconnecting: reconnect::Waiting::default(),
     };
     Ok((clients, env, poll))
 }

@@ -23,6 +23,11 @@
 //!   skipped under `-L`) exactly as pgbench counts them, and the rate
 //!   resumes rather than restarts.
 //!
+//! The first client of a thread that connects again wakes the thread's
+//! other clients waiting out their backoff ([`Waiting`]): the server is
+//! back, and the clients' first commits after the outage, which measure
+//! it, should not be spread over a backoff each.
+//!
 //! # Classes of failure
 //! A connection lost while a statement was in flight leaves the
 //! transaction **in doubt** when that statement would have committed it:
@@ -58,6 +63,14 @@ pub const FIRST_BACKOFF_US: i64 = 10_000;
 /// The longest wait between two attempts, µs.
 pub const MAX_BACKOFF_US: i64 = 100_000;
 
+/// The clients of a thread that wait to try again, and when a client of
+/// the thread last connected again.
+#[derive(Debug, Default)]
+pub struct Waiting {
+    clients: Vec<usize>,
+    connected_us: i64,
+}
+
 /// Why a client left its connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cause {
@@ -80,6 +93,8 @@ pub struct Watch {
     pub cause: Cause,
     /// The next attempt, and the wait after it if it fails.
     retry_at_us: i64,
+    /// When its last attempt failed.
+    failed_us: i64,
     backoff_us: i64,
     /// When the client gives up.
     give_up_at_us: i64,
@@ -98,6 +113,7 @@ impl Watch {
             awaiting_commit: false,
             cause: Cause::Lost,
             retry_at_us: 0,
+            failed_us: 0,
             backoff_us: FIRST_BACKOFF_US,
             give_up_at_us: 0,
             host_before: None,
@@ -177,6 +193,7 @@ pub fn lose(c: &mut Client, idx: usize, plan: &Plan, env: &mut ThreadEnv, now: &
     c.state = if done || env.over {
         State::Finished
     } else {
+        env.reconnecting.clients.push(idx);
         State::Reconnect
     };
 }
@@ -185,10 +202,10 @@ pub fn lose(c: &mut Client, idx: usize, plan: &Plan, env: &mut ThreadEnv, now: &
 /// client waits (for its backoff or the attempt).
 pub fn reconnect(c: &mut Client, idx: usize, env: &mut ThreadEnv, now: &mut Now) -> bool {
     let t = now.get(env);
-    let Some((give_up_at, retry_at, max_wait)) = c
+    let Some((give_up_at, retry_at, max_wait, failed)) = c
         .watch
         .as_ref()
-        .map(|w| (w.give_up_at_us, w.retry_at_us, w.max_wait_us))
+        .map(|w| (w.give_up_at_us, w.retry_at_us, w.max_wait_us, w.failed_us))
     else {
         c.state = State::Aborted;
         return true;
@@ -211,7 +228,10 @@ pub fn reconnect(c: &mut Client, idx: usize, env: &mut ThreadEnv, now: &mut Now)
         c.state = State::Aborted;
         return true;
     }
-    if c.connecting.is_none() && t < retry_at {
+    // Another client of the thread connected since this one's last
+    // failure: the backoff is over.
+    let woken = env.reconnecting.connected_us > failed;
+    if c.connecting.is_none() && t < retry_at && !woken {
         env.add_timer(retry_at.min(give_up_at), idx);
         return false;
     }
@@ -233,6 +253,7 @@ pub fn reconnect(c: &mut Client, idx: usize, env: &mut ThreadEnv, now: &mut Now)
             if w.backoff_us == FIRST_BACKOFF_US {
                 log::error(format_args!("client {} could not reconnect yet: {e}", c.id));
             }
+            w.failed_us = t;
             w.retry_at_us = t + w.backoff_us;
             w.backoff_us = (w.backoff_us * 2).min(MAX_BACKOFF_US);
             env.add_timer(w.retry_at_us.min(give_up_at), idx);
@@ -245,6 +266,12 @@ pub fn reconnect(c: &mut Client, idx: usize, env: &mut ThreadEnv, now: &mut Now)
             }
             let t = env.clock.now_us();
             *now = Now::at(t);
+            env.reconnecting.connected_us = t;
+            for other in env.reconnecting.clients.drain(..) {
+                if other != idx {
+                    env.runq.push_back(other);
+                }
+            }
             if w.record.reconnected_us.is_none() {
                 w.record.reconnected_us = Some(t);
                 w.host_after = c.conn.as_ref().map(|conn| conn.host_index());

@@ -42,6 +42,8 @@ fn clients_follow_a_promoted_standby_and_lose_no_acknowledged_commit() {
     let dir = tempfile::tempdir().expect("temp dir");
     let json = dir.path().join("run.json");
     let json_arg = format!("--json={}", json.display());
+    let html = dir.path().join("run.html");
+    let html_arg = format!("--html={}", html.display());
     let run = Run::on(
         &primary,
         &dbname,
@@ -58,6 +60,7 @@ fn clients_follow_a_promoted_standby_and_lose_no_acknowledged_commit() {
             "600",
             "--reconnect=30",
             &json_arg,
+            &html_arg,
             &conninfo,
         ],
     );
@@ -89,4 +92,11 @@ fn clients_follow_a_promoted_standby_and_lose_no_acknowledged_commit() {
     let (run, server) = check_against_server_gap(outage);
     println!("outage {run} us, server-side gap {server} us");
     assert!(stdout.contains("0 acknowledged lost"), "{stdout}");
+    let page = std::fs::read_to_string(&html).expect("HTML page written");
+    assert!(page.contains("<h2>Outage</h2>"), "no outage section");
+    assert_eq!(
+        page.matches("font-size=\"11\">client ").count(),
+        4,
+        "one line per client"
+    );
 }

@@ -74,3 +74,45 @@ fn every_client_reconnects_after_a_fast_restart() {
     let (run, server) = check_against_server_gap(outage);
     println!("outage {run} us, server-side gap {server} us");
 }
+
+/// pgbench 18.6 under the same restart: every client aborts at the
+/// first lost connection, and the run ends with status 2 (what
+/// `--reconnect` is for).
+#[test]
+fn pgbench_clients_abort_under_the_same_restart() {
+    let db = TempDb::builder().start().expect("server starts");
+    let dbname = common::bench_database(&db, &["-s", "1"]);
+    let run = Run::on(
+        &db,
+        &dbname,
+        &["-c", "4", "-j", "2", "-R", "400", "-L", "200", "-t", "600"],
+    );
+    let child = start(run.pgbench_command());
+    wait_until(
+        "transactions before the restart",
+        Duration::from_secs(60),
+        || history_rows(&db, &dbname).is_some_and(|n| n >= 100),
+    );
+    let data = db.data_dir().display().to_string();
+    let log = db.log_file().display().to_string();
+    as_server_user(
+        &db.bin("pg_ctl"),
+        &["-D", &data, "-l", &log, "-m", "fast", "-w", "restart"],
+    );
+    let out = finish(child);
+    as_server_user(
+        &db.bin("pg_ctl"),
+        &["-D", &data, "-m", "fast", "-w", "stop"],
+    );
+    let stderr = common::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.matches("aborted in command").count(), 4, "{stderr}");
+    assert!(stderr.contains("Run was aborted"), "{stderr}");
+    let processed = common::line(
+        &common::stdout(&out),
+        "number of transactions actually processed: ",
+    )
+    .expect("processed line")
+    .to_owned();
+    assert!(!processed.starts_with("2400/"), "{processed}");
+}
