@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod patroni;
 mod promote;
 mod restart;
 mod support;
