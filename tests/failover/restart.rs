@@ -116,3 +116,63 @@ fn pgbench_clients_abort_under_the_same_restart() {
     .to_owned();
     assert!(!processed.starts_with("2400/"), "{processed}");
 }
+
+/// A server that does not come back: each client gives up `--reconnect`'s
+/// wait after its first error, the run ends with status 2 and its results
+/// so far, and the outage says no client came back.
+#[test]
+fn clients_give_up_after_the_wait_when_the_server_stays_down() {
+    let db = TempDb::builder().start().expect("server starts");
+    let dbname = common::bench_database(&db, &["-s", "1"]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("run.json");
+    let json_arg = format!("--json={}", json.display());
+    let run = Run::on(
+        &db,
+        &dbname,
+        &[
+            "-c",
+            "2",
+            "-R",
+            "200",
+            "-T",
+            "60",
+            "--reconnect=1.5",
+            &json_arg,
+        ],
+    );
+    let child = start(run.pgbolt_command());
+    wait_until(
+        "transactions before the stop",
+        Duration::from_secs(60),
+        || history_rows(&db, &dbname).is_some_and(|n| n >= 50),
+    );
+    let data = db.data_dir().display().to_string();
+    as_server_user(
+        &db.bin("pg_ctl"),
+        &["-D", &data, "-m", "fast", "-w", "stop"],
+    );
+    let out = finish(child);
+    let stdout = common::stdout(&out);
+    let stderr = common::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert_eq!(
+        stderr
+            .matches("aborted: no connection within 1.500 s of losing it")
+            .count(),
+        2,
+        "{stderr}"
+    );
+    assert!(stderr.contains("Run was aborted"), "{stderr}");
+    assert!(
+        stdout.contains("outage: 2 clients lost their connection, 0 came back; first error at "),
+        "{stdout}"
+    );
+    let json = result(&json);
+    let outage = &json["outage"];
+    assert_eq!(outage["clients_back"], 0, "{outage}");
+    assert!(outage["end_us"].is_null(), "{outage}");
+    for c in outage["clients"].as_array().expect("clients") {
+        assert_eq!(c["gave_up"], true, "{c}");
+    }
+}
