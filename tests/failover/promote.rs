@@ -81,7 +81,7 @@ fn clients_follow_a_promoted_standby_and_lose_no_acknowledged_commit() {
     let stderr = common::stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     let json = result(&json);
-    let outage = check_outage(&json, 4, 2400);
+    let outage = check_outage(&json, 4, Some(2400));
     let primary_host = format!("{}:{}", primary.socket_dir().display(), primary.port());
     let standby_host = format!("{}:{}", standby.socket_dir().display(), standby.port);
     for c in outage["clients"].as_array().expect("clients") {
