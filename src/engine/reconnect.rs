@@ -173,6 +173,8 @@ pub fn lose(c: &mut Client, idx: usize, plan: &Plan, env: &mut ThreadEnv, now: &
     }
     env.close(c, idx);
     c.pipeline = None;
+    c.pipeline_sent.clear();
+    c.pipeline_prepared.clear();
     c.jump = None;
     c.elif_pending = false;
     if let Some(w) = c.watch.as_mut() {

@@ -584,7 +584,7 @@ const READ_ONLY: &[u8; 5] = b"25006";
 /// Under `--reconnect`, a client that must leave its connection goes to
 /// `State::Lost` instead of aborting (see [`super::reconnect`]): true
 /// when it did.
-fn lost(c: &mut Client, cause: Cause) -> bool {
+pub fn lost(c: &mut Client, cause: Cause) -> bool {
     let Some(w) = c.watch.as_mut() else {
         return false;
     };

@@ -8,5 +8,6 @@ mod common;
 
 mod patroni;
 mod promote;
+mod readonly;
 mod restart;
 mod support;
