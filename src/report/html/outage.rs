@@ -215,12 +215,13 @@ fn axis(out: &mut String, (low, high, zero): (i64, i64, i64), y: f64, x: &dyn Fn
         WIDTH - 10.0
     );
     let range_s = (high - low) as f64 / 1e6;
-    let step = [
-        0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0,
-    ]
-    .into_iter()
-    .find(|s| range_s / s <= 10.0)
-    .unwrap_or(120.0);
+    // 1, 2 or 5 times a power of ten: at most 10 ticks whatever the span.
+    let magnitude = 10f64.powf((range_s / 8.0).log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * magnitude)
+        .find(|s| range_s / s <= 10.0)
+        .unwrap_or(10.0 * magnitude);
     let first = ((low - zero) as f64 / 1e6 / step).ceil() as i64;
     let last = ((high - zero) as f64 / 1e6 / step).floor() as i64;
     for k in first..=last {
@@ -240,4 +241,44 @@ fn axis(out: &mut String, (low, high, zero): (i64, i64, i64), y: f64, x: &dyn Fn
         (LEFT + WIDTH) / 2.0,
         y + 30.0
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::section;
+    use crate::model::failover::{ClientOutage, Outage};
+
+    /// One line per client hit, at most 10 ticks however long the
+    /// outage, nothing without `--reconnect`.
+    #[test]
+    fn the_timeline_has_a_line_per_client_and_few_ticks() {
+        let mut r = crate::compare::tests::run(&[100.0], &[(1000, 10)]);
+        assert_eq!(section(&r).expect("section"), None);
+        let client = |id: u32, down_us: i64| ClientOutage {
+            client: id,
+            last_commit_before_us: Some(1_000),
+            first_error_us: Some(2_000),
+            reconnected_us: Some(2_000 + down_us / 2),
+            first_commit_after_us: Some(2_000 + down_us),
+            ..ClientOutage::default()
+        };
+        for down_us in [3_000, 1_800_000, 50 * 366 * 24 * 3_600 * 1_000_000] {
+            r.outage = Some(Outage::from_clients(vec![
+                client(0, down_us),
+                client(1, down_us / 2),
+                ClientOutage::default(),
+            ]));
+            let html = section(&r).expect("section").expect("an outage section");
+            assert_eq!(
+                html.matches("font-size=\"11\">client ").count(),
+                2,
+                "{html}"
+            );
+            let ticks = html
+                .matches("text-anchor=\"middle\" font-size=\"11\">")
+                .count()
+                - 1;
+            assert!((2..=11).contains(&ticks), "{ticks} ticks for {down_us} us");
+        }
+    }
 }
