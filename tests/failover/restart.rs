@@ -176,3 +176,73 @@ fn clients_give_up_after_the_wait_when_the_server_stays_down() {
         assert_eq!(c["gave_up"], true, "{c}");
     }
 }
+
+/// A script of its own: `--committed-query` counts its commits before
+/// and after the run, and an insert whose answer was lost is in doubt.
+#[test]
+fn a_committed_query_checks_a_scripts_own_commits_through_a_restart() {
+    let db = TempDb::builder().start().expect("server starts");
+    let dbname = common::new_database(&db);
+    db.psql_in(&dbname, "CREATE TABLE orders (id bigserial PRIMARY KEY)")
+        .expect("create table");
+    let script = common::script_file("order.sql", "INSERT INTO orders DEFAULT VALUES;\n");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("run.json");
+    let json_arg = format!("--json={}", json.display());
+    let run = Run::on(
+        &db,
+        &dbname,
+        &[
+            "-n",
+            "-c",
+            "2",
+            "-R",
+            "300",
+            "-t",
+            "600",
+            "-f",
+            &script.path,
+            "--reconnect=30",
+            "--committed-query=SELECT count(*) FROM orders",
+            &json_arg,
+        ],
+    );
+    let child = start(run.pgbolt_command());
+    wait_until(
+        "inserts before the restart",
+        Duration::from_secs(60),
+        || {
+            db.psql_in(&dbname, "SELECT count(*) FROM orders")
+                .ok()
+                .and_then(|n| n.trim().parse::<i64>().ok())
+                .is_some_and(|n| n >= 50)
+        },
+    );
+    let data = db.data_dir().display().to_string();
+    let log = db.log_file().display().to_string();
+    as_server_user(
+        &db.bin("pg_ctl"),
+        &["-D", &data, "-l", &log, "-m", "fast", "-w", "restart"],
+    );
+    let out = finish(child);
+    let stdout = common::stdout(&out);
+    let stderr = common::stderr(&out);
+    as_server_user(
+        &db.bin("pg_ctl"),
+        &["-D", &data, "-m", "fast", "-w", "stop"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let json = result(&json);
+    let outage = check_outage(&json, 2, Some(1200));
+    assert_eq!(outage["commit_check"]["counted_by"], "--committed-query");
+    assert_eq!(
+        outage["commit_check"]["acknowledged"], json["counts"]["committed"],
+        "{outage}"
+    );
+    check_no_acknowledged_commit_lost(outage);
+    assert!(outage.get("server_gap").is_none(), "{outage}");
+    assert!(
+        stdout.contains("commits checked (--committed-query): "),
+        "{stdout}"
+    );
+}
