@@ -537,6 +537,7 @@ fn finish(mut clients: Vec<Client>, mut env: ThreadEnv, start: i64, stopped: boo
     let outages = clients
         .iter()
         .filter_map(|c| c.watch.as_ref().map(|w| w.outage(&hosts)))
+        .filter(|o| o.first_error_us.is_some() || o.failures.total() > 0)
         .collect();
     WorkerResult {
         outages,

@@ -182,7 +182,8 @@ impl CommitCheck {
 /// The outage of the run, from its clients' timelines.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Outage {
-    /// Every client that met an outage, by client number.
+    /// Every client that met an outage or failed a transaction, by client
+    /// number.
     pub clients: Vec<ClientOutage>,
     /// Clients that met one, and of those, how many committed again.
     pub clients_hit: u32,
