@@ -121,6 +121,11 @@ command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v ss >/dev/null 2>&1 || missing+=(iproute2)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 
+# The failover tests (tests/failover): a Patroni cluster with one etcd.
+command -v patroni >/dev/null 2>&1 || missing+=(patroni)
+command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
+command -v etcdctl >/dev/null 2>&1 || missing+=(etcd-client)
+
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0
 fi

@@ -180,6 +180,8 @@ pub enum CliError {
     },
     /// An option the targets cannot honour yet.
     UnsupportedWithTargets(&'static str),
+    UnsupportedWithReconnect(&'static str),
+    CommittedQueryWithoutReconnect,
     /// An option that only means something with targets.
     RequiresTargets(&'static str),
     /// `-C` with `--connect-dimension`, which sets it per target.
@@ -557,6 +559,12 @@ impl fmt::Display for CliError {
             }
             CliError::InvalidTarget { value, reason } => {
                 write!(f, "invalid value \"{value}\" for option --target: {reason}")
+            }
+            CliError::CommittedQueryWithoutReconnect => {
+                write!(f, "--committed-query can only be used with --reconnect")
+            }
+            CliError::UnsupportedWithReconnect(option) => {
+                write!(f, "--reconnect with {option} is not supported yet")
             }
             CliError::UnsupportedWithTargets(option) => {
                 write!(f, "{option} with --target or --temp-pgbouncer is not supported yet")

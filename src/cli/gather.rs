@@ -85,6 +85,9 @@ pub struct Gathered {
     pub verbose_errors: bool,
     pub exit_on_abort: bool,
     pub continue_on_error: bool,
+    /// `--reconnect[=MAX_WAIT]`: the longest wait for a new connection.
+    pub reconnect: Option<std::time::Duration>,
+    pub committed_query: Option<String>,
 
     pub json: Option<PathBuf>,
     pub html: Option<PathBuf>,

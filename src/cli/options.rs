@@ -332,6 +332,10 @@ pub static OPTIONS: &[OptionDef] = &[
         [line(P, 1, "run the benchmark (each step of a sweep) once per\ntarget, interleaved, and compare them (repeatable)")]),
     opt!(None, "temp-pgbouncer", "MODE", Benchmark, Pgbolt, OptionalValue(g::temp_pgbouncer),
         [line(P, 2, "with --temp-instance, also a throwaway PgBouncer\n(session, transaction (default) or statement\npooling): targets direct and pgbouncer")]),
+    opt!(None, "reconnect", "MAX_WAIT", Benchmark, Pgbolt, OptionalValue(g::reconnect),
+        [line(X, 16, "a client whose connection is lost (or whose server\nturned read-only) reconnects through the host list\nand goes on; it aborts after MAX_WAIT seconds\nwithout one (default: 60); the outage is reported")]),
+    opt!(None, "committed-query", "SQL", Benchmark, Pgbolt, Value(g::committed_query),
+        [line(X, 17, "with --reconnect, a query that returns the number\nof committed transactions, run before and after\nthe run (default: pgbench_history rows for the\nTPC-B-like builtin)")]),
     opt!(None, "connect-dimension", "", Benchmark, Pgbolt, Flag(g::connect_dimension),
         [line(P, 4, "run each target twice, with its connections kept\nand with one per transaction (-C), as NAME and\nNAME-C")]),
 ];

@@ -249,6 +249,15 @@ static CASES: &[Case] = &[
     case("target", Some("pool=host=/tmp port=6432"), &[], |c| {
         bench(c).targets.len() == 1 && bench(c).targets[0].name == "pool"
     }),
+    case(
+        "committed-query",
+        Some("select count(*) from t"),
+        &["--reconnect"],
+        |c| bench(c).committed_query.as_deref() == Some("select count(*) from t"),
+    ),
+    case("reconnect", None, &[], |c| {
+        bench(c).reconnect == Some(std::time::Duration::from_secs(60))
+    }),
     case("temp-pgbouncer", None, &["--temp-instance"], |c| {
         c.temp_instance.as_ref().and_then(|t| t.pgbouncer)
             == Some(crate::tempdb::PoolMode::Transaction)
@@ -961,6 +970,47 @@ fn help_and_docs_options_md_state_the_same_defaults() {
         assert!(entry.contains(in_help), "--help on --{long}: {entry}");
         let row = options_md_row(long);
         assert!(row.contains(in_docs), "docs/options.md on --{long}: {row}");
+    }
+}
+
+/// `--reconnect` takes seconds, and is refused where a client's
+/// connection is not its own for the whole run.
+#[test]
+fn reconnect_takes_seconds_and_refuses_what_it_cannot_honour() {
+    let wait = |args: &[&str]| bench(&parse_ok(args)).reconnect;
+    assert_eq!(
+        wait(&["--reconnect=2.5"]),
+        Some(std::time::Duration::from_millis(2500))
+    );
+    assert_eq!(wait(&[]), None);
+    for (args, message) in [
+        (
+            &["--reconnect=0"][..],
+            "invalid value \"0\" for option --reconnect: expected seconds",
+        ),
+        (
+            &["--reconnect=soon"],
+            "invalid value \"soon\" for option --reconnect: expected seconds",
+        ),
+        (
+            &["--reconnect", "-C"],
+            "--reconnect with -C/--connect is not supported yet",
+        ),
+        (
+            &["--committed-query=select 1"],
+            "--committed-query can only be used with --reconnect",
+        ),
+        (
+            &["--reconnect", "--io=uring"],
+            "--reconnect with --io=uring is not supported yet",
+        ),
+        (
+            &["--reconnect", "--sweep=clients:1,2"],
+            "--reconnect with --sweep is not supported yet",
+        ),
+    ] {
+        let err = parse_err(args).to_string();
+        assert!(err.contains(message), "{args:?}: {err}");
     }
 }
 

@@ -175,6 +175,7 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
     if let (Some(pool), None) = (g.pool_size, &g.temp_pgbouncer) {
         pool_size_fits(g, pool, clients, threads)?;
     }
+    reconnect_fits(g, study.is_some())?;
     let vacuum = vacuum_before_run(g);
     Ok(Benchmark {
         scripts: std::mem::take(&mut g.scripts),
@@ -200,6 +201,8 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
         verbose_errors: g.verbose_errors,
         exit_on_abort: g.exit_on_abort,
         continue_on_error: g.continue_on_error,
+        reconnect: g.reconnect,
+        committed_query: g.committed_query.clone(),
         random_seed: g.random_seed,
         json: g.json.take(),
         html: g.html.take(),
@@ -255,6 +258,32 @@ fn vacuum_before_run(g: &Gathered) -> VacuumBeforeRun {
 /// clients, so every thread needs one and no connection may go unused;
 /// the options whose connections are not one per session of many
 /// transactions are refused.
+/// `--reconnect` is refused where a client's connection is not its own
+/// for the whole run, or where the run is a study: the outage of one run
+/// is what it measures.
+fn reconnect_fits(g: &Gathered, study: bool) -> Result<(), CliError> {
+    if g.reconnect.is_none() {
+        if g.committed_query.is_some() {
+            return Err(CliError::CommittedQueryWithoutReconnect);
+        }
+        return Ok(());
+    }
+    let refused = [
+        (g.connect, "-C/--connect"),
+        (g.pool_size.is_some(), "--pool-size"),
+        (study, "--sweep"),
+        (
+            !g.targets.is_empty() || g.temp_pgbouncer.is_some(),
+            "--target",
+        ),
+        (g.io == Some(IoMethod::Uring), "--io=uring"),
+    ];
+    match refused.iter().find(|(given, _)| *given) {
+        Some((_, option)) => Err(CliError::UnsupportedWithReconnect(option)),
+        None => Ok(()),
+    }
+}
+
 fn pool_size_fits(g: &Gathered, pool: u32, clients: u32, threads: u32) -> Result<(), CliError> {
     let refused = [
         ("-C/--connect", g.connect),

@@ -82,6 +82,7 @@ fn run_with(tps: &[f64], latency_us: impl Fn(usize) -> Vec<(i64, u64)>) -> RunRe
         generator: None,
         generators: Vec::new(),
         diagnosis: None,
+        outage: None,
     }
 }
 

@@ -203,6 +203,12 @@ pub struct Benchmark {
     pub exit_on_abort: bool,
     /// `--continue-on-error` (PostgreSQL 19).
     pub continue_on_error: bool,
+    /// `--reconnect[=MAX_WAIT]`: a client that loses its connection opens
+    /// another, for at most this long, and goes on.
+    pub reconnect: Option<Duration>,
+    /// `--committed-query=SQL`: counts the committed transactions before
+    /// and after a run under `--reconnect`.
+    pub committed_query: Option<String>,
     /// `--random-seed`, else `PGBENCH_RANDOM_SEED`; `None` (neither given)
     /// seeds from the time without saying so, as pgbench does.
     pub random_seed: Option<RandomSeed>,

@@ -769,7 +769,14 @@ fn lag_cause(r: &RunResult, busy: f64, lag_p99_ms: f64) -> LagCause {
             .iter()
             .fold(0.0, |m: f64, s| m.max(s / wall))
     });
-    if client_saturated(r).is_some() {
+    if r.outage.as_ref().is_some_and(|o| o.clients_hit > 0) {
+        LagCause {
+            cause: "the clients had no server during the outage",
+            why: "under --reconnect the schedule goes on through an outage: the transactions due while the clients had no connection start late when they come back (or are skipped under -L), and their latency rightly includes that wait",
+            action: "read the outage lines for the downtime; a run without an outage gives the steady-state latency",
+            warning_only: true,
+        }
+    } else if client_saturated(r).is_some() {
         LagCause {
             cause: "the client could not keep up",
             why: "a saturated client thread starts transactions late, so the server got less load than the rate asked for",

@@ -83,6 +83,7 @@ pub(crate) fn run(
         },
         context: RunContext::default(),
         diagnosis: Some(Diagnosis::default()),
+        outage: None,
         generator: None,
         generators: Vec::new(),
     }
@@ -548,6 +549,39 @@ fn a_schedule_lag_beyond_a_client_interval_is_found_with_its_cause() {
     assert_eq!(f[0].severity, Severity::Critical);
     assert!(
         f[0].summary.contains("threads waited for a CPU"),
+        "{}",
+        f[0].summary
+    );
+}
+
+/// Under `--reconnect`, a lag that comes with an outage is the outage's:
+/// a warning that says so, not a claim about the client's CPU; the same
+/// lag with no client hit keeps its own cause.
+#[test]
+fn a_lag_during_an_outage_is_the_outages() {
+    use crate::model::failover::{ClientOutage, Outage};
+    let mut r = clean();
+    r.options.rate = Some(4000.0);
+    r.lag = run(SELECT_ONLY, 4, 100, |_| vec![(30_000, 4000)]).lag;
+    diagnosis(&mut r).client.thread_runqueue_s = vec![1.0, 20.0];
+    r.outage = Some(Outage::from_clients(vec![ClientOutage::default()]));
+    let f = findings(&r);
+    assert!(
+        f[0].summary.contains("could not keep up"),
+        "{}",
+        f[0].summary
+    );
+    r.outage = Some(Outage::from_clients(vec![ClientOutage {
+        first_error_us: Some(1_000),
+        first_commit_after_us: Some(500_000),
+        ..ClientOutage::default()
+    }]));
+    let f = findings(&r);
+    assert_eq!(f[0].id, "schedule-lag");
+    assert_eq!(f[0].severity, Severity::Warning);
+    assert!(
+        f[0].summary
+            .contains("the clients had no server during the outage"),
         "{}",
         f[0].summary
     );

@@ -7,6 +7,7 @@ use crate::expr::vars::Variables;
 use crate::expr::EvalStack;
 use crate::random::PrngState;
 
+use super::reconnect::Watch;
 use super::shell::ShellJob;
 
 /// Where a client is; pgbench's `CSTATE_*` with the skipping of inactive
@@ -46,6 +47,12 @@ pub enum State {
     Retry,
     Failure,
 
+    // `--reconnect`, after a lost connection or a read-only refusal.
+    /// Account the failed transaction and close the connection.
+    Lost,
+    /// Open a new connection (with backoff), then choose the next script.
+    Reconnect,
+
     // Ending.
     /// Account the transaction; next one or done.
     EndTx,
@@ -62,13 +69,20 @@ impl State {
     pub fn waits_for_io(self) -> bool {
         matches!(
             self,
-            State::WaitResult | State::WaitRollback | State::Connect | State::WaitShell
+            State::WaitResult
+                | State::WaitRollback
+                | State::Connect
+                | State::WaitShell
+                | State::Reconnect
         )
     }
 
     /// States a timer moves on.
     pub fn waits_for_time(self) -> bool {
-        matches!(self, State::Throttle | State::Sleep | State::Connect)
+        matches!(
+            self,
+            State::Throttle | State::Sleep | State::Connect | State::Reconnect
+        )
     }
 }
 
@@ -116,6 +130,8 @@ pub struct Response {
     pub last_rows: u64,
     /// The first error: its status, the query number and libpq's text.
     pub error: Option<(ErrorStatus, u32, String)>,
+    /// That error's SQLSTATE.
+    pub sqlstate: [u8; 5],
     /// The connection was gone before the results were read.
     pub abort: Option<String>,
     /// A COPY started: the client aborts, its line already printed (as
@@ -240,6 +256,10 @@ pub struct Client {
     /// Reused buffer for SQL text with variables substituted.
     pub sql: Vec<u8>,
     pub shell: Option<ShellJob>,
+    /// The SQLSTATE of the error that fails the transaction.
+    pub sqlstate: [u8; 5],
+    /// `--reconnect`: the outage timeline.
+    pub watch: Option<Watch>,
 }
 
 impl Client {
@@ -284,6 +304,8 @@ impl Client {
             response: Response::default(),
             sql: Vec::with_capacity(1024),
             shell: None,
+            sqlstate: [b'0'; 5],
+            watch: None,
         }
     }
 

@@ -45,6 +45,16 @@ pub(super) fn redial_if_stalled(
 }
 
 /// What the state machine may touch besides its client.
+/// Where a client's connection attempt is.
+pub enum Opening {
+    /// Waiting for a slot, the socket or a timer.
+    Waiting,
+    /// Connected (or aborted, when the connection could not be watched).
+    Open,
+    /// The attempt failed.
+    Failed(pgwire::Error),
+}
+
 pub struct ThreadEnv {
     pub tid: usize,
     pub clock: Clock,
@@ -85,6 +95,8 @@ pub struct ThreadEnv {
     pub lingering: Lingering,
     /// `--pool-size`: the connections the thread's clients share.
     pub pool: Option<Pool>,
+    /// `--reconnect`: the clients waiting to try again.
+    pub reconnecting: super::reconnect::Waiting,
 }
 
 impl ThreadEnv {
@@ -126,10 +138,40 @@ impl ThreadEnv {
     /// Drives the client's pending connection (`-C`); true when the client
     /// moved on (connected, or aborted), false to wait.
     pub fn poll_connect(&mut self, c: &mut Client, idx: usize) -> bool {
+        match self.open(c, idx) {
+            Opening::Waiting => false,
+            Opening::Open => true,
+            Opening::Failed(e) => {
+                log::error(format_args!("{e}"));
+                log::error(format_args!(
+                    "client {} aborted while establishing connection",
+                    c.id
+                ));
+                c.state = State::Aborted;
+                true
+            }
+        }
+    }
+
+    /// Drops the connection attempt in progress, if any, freeing its
+    /// pacer slot.
+    pub fn abandon_connect(&mut self, c: &mut Client, idx: usize) {
+        if c.connecting.take().is_some() {
+            let now = self.clock.now_us();
+            let runq = &mut self.runq;
+            self.pacer
+                .ended(idx, now, Outcome::Failed, |j| runq.push_back(j));
+        }
+    }
+
+    /// Advances the client's connection attempt (starting one once the
+    /// pacer gives it a slot). A connection that cannot be watched aborts
+    /// the client (it is then `Open`, with the client `Aborted`).
+    pub fn open(&mut self, c: &mut Client, idx: usize) -> Opening {
         let now = self.clock.now_us();
         if !self.pacer.request(idx, now) {
             // Waiting for a slot: an attempt that ends wakes the client.
-            return false;
+            return Opening::Waiting;
         }
         if c.connecting.is_none() {
             // The connection time counts from here, as pgbench's counts the
@@ -152,7 +194,7 @@ impl ThreadEnv {
                     let left = deadline.saturating_duration_since(Instant::now());
                     self.add_timer(now + left.as_micros() as i64, idx);
                 }
-                false
+                Opening::Waiting
             }
             Ok(ConnectProgress::Busy) => {
                 let pause = self
@@ -162,7 +204,7 @@ impl ThreadEnv {
                     d.saturating_duration_since(Instant::now()).as_micros() as i64
                 });
                 self.add_timer(now + pause.min(left), idx);
-                false
+                Opening::Waiting
             }
             Ok(ConnectProgress::Ready(mut conn)) => {
                 super::setup::show_notices(connecting.take_notices());
@@ -177,25 +219,19 @@ impl ThreadEnv {
                         c.id
                     ));
                     c.state = State::Aborted;
-                    return true;
+                    return Opening::Open;
                 }
                 c.writing = false;
                 c.peer_closed = false;
                 c.conn = Some(*conn);
-                true
+                Opening::Open
             }
             Err(e) => {
                 super::setup::show_notices(connecting.take_notices());
                 c.connecting = None;
                 self.pacer
                     .ended(idx, now, Outcome::Failed, |j| runq.push_back(j));
-                log::error(format_args!("{e}"));
-                log::error(format_args!(
-                    "client {} aborted while establishing connection",
-                    c.id
-                ));
-                c.state = State::Aborted;
-                true
+                Opening::Failed(e)
             }
         }
     }

@@ -11,7 +11,7 @@ use crate::stats::{FailureKind, LogEntry, Outcome, Transaction};
 use super::client::{Client, ErrorStatus, State};
 use super::env::ThreadEnv;
 use super::plan::Plan;
-use super::{meta, shell, sql};
+use super::{meta, reconnect, shell, sql};
 use crate::program::log;
 
 /// The current time, read at most once until reset.
@@ -31,6 +31,11 @@ impl Now {
 
     pub fn reset(&mut self) {
         self.0 = 0;
+    }
+
+    /// A time just read.
+    pub fn at(t: i64) -> Now {
+        Now(t)
     }
 }
 
@@ -157,6 +162,9 @@ pub fn advance(c: &mut Client, idx: usize, plan: &Plan, env: &mut ThreadEnv) {
             }
             State::Retry => retry(c, plan, env, &mut now),
             State::Failure => {
+                if let Some(w) = c.watch.as_mut() {
+                    w.failed_with(&c.sqlstate);
+                }
                 if now.get(env) <= env.count_until {
                     env.stats.record_command_failure(c.script, c.command);
                 }
@@ -167,6 +175,12 @@ pub fn advance(c: &mut Client, idx: usize, plan: &Plan, env: &mut ThreadEnv) {
             }
             State::EndTx => {
                 if end_transaction(c, idx, plan, env, &mut now) {
+                    return;
+                }
+            }
+            State::Lost => reconnect::lose(c, idx, plan, env, &mut now),
+            State::Reconnect => {
+                if !reconnect::reconnect(c, idx, env, &mut now) {
                     return;
                 }
             }
@@ -347,7 +361,12 @@ fn start_command(c: &mut Client, idx: usize, plan: &Plan, env: &mut ThreadEnv, n
 /// pgbench's `processXactStats`: accounts for the transaction (or the
 /// skipped one) in the thread's statistics and log, unless it ended after
 /// a study's measured window.
-fn record_transaction(c: &mut Client, env: &mut ThreadEnv, now: &mut Now, skipped: bool) {
+pub(super) fn record_transaction(
+    c: &mut Client,
+    env: &mut ThreadEnv,
+    now: &mut Now,
+    skipped: bool,
+) {
     let t = now.get(env);
     if t > env.count_until {
         c.count += 1;
@@ -364,7 +383,12 @@ fn record_transaction(c: &mut Client, env: &mut ThreadEnv, now: &mut Now, skippe
         }
     };
     let (latency_us, lag_us) = match outcome {
-        Outcome::Committed => (t - c.scheduled, c.begun - c.scheduled),
+        Outcome::Committed => {
+            if let Some(w) = c.watch.as_mut() {
+                w.committed(t);
+            }
+            (t - c.scheduled, c.begun - c.scheduled)
+        }
         _ => (0, 0),
     };
     env.stats.record_transaction(&Transaction {

@@ -10,8 +10,9 @@ use super::client::{Client, State};
 use super::env::ThreadEnv;
 use super::machine::Now;
 use super::plan::Plan;
+use super::reconnect::Cause;
 use super::shell;
-use super::sql::{command_failed, flush_or_defer};
+use super::sql::{command_failed, flush_or_defer, lost};
 use crate::program::log;
 
 /// Runs meta command `kind` and sets the client's next state.
@@ -242,6 +243,9 @@ fn end_pipeline(c: &mut Client, plan: &Plan) {
     };
     conn.sync();
     if flush_or_defer(conn, &mut c.peer_closed).is_err() {
+        if lost(c, Cause::Lost) {
+            return;
+        }
         command_failed(c, "endpipeline", "failed to send a pipeline sync");
         c.state = State::Aborted;
         return;

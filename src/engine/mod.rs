@@ -80,6 +80,7 @@
 mod app_pool;
 mod client;
 mod clock;
+mod commits;
 mod env;
 pub mod error;
 mod linger;
@@ -91,6 +92,7 @@ mod pacing;
 pub mod plan;
 mod prepare;
 mod progress;
+mod reconnect;
 mod setup;
 mod setup_stop;
 mod shared;
@@ -569,6 +571,7 @@ fn thread_parts(
         lingering: Lingering::default(),
         pool,
         progress: thread_progress(plan, bench, t.start_time),
+        reconnecting: reconnect::Waiting::default(),
     };
     Ok((clients, env, poll))
 }
@@ -603,12 +606,16 @@ fn thread_clients(
             if !defined(bench, "client_id") {
                 vars.set(plan.slots.client_id, crate::expr::Value::Int(i64::from(id)));
             }
-            Client::new(
+            let mut client = Client::new(
                 id,
                 vars,
                 prepared.states.clients[local as usize],
                 per_script,
-            )
+            );
+            client.watch = plan
+                .reconnect_wait_us
+                .map(|wait| reconnect::Watch::new(id, wait));
+            client
         })
         .collect()
 }

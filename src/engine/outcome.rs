@@ -4,6 +4,7 @@
 //! (`crate::app` for a plain run, a study for its steps).
 
 use crate::config::{Benchmark, RunLength};
+use crate::model::failover::{ClientOutage, Outage};
 use crate::model::run::{Partitioning, RunLimit, RunOptions, ScriptInfo};
 use crate::model::run::{RunResult, Timings};
 use crate::stats::ThreadStats;
@@ -205,10 +206,27 @@ pub(super) fn build_result(
         initial_connection_us: connected - start_time,
         total_connection_us: merged.conn_total,
     };
+    let outage = bench
+        .reconnect
+        .map(|_| Outage::from_clients(merged.outages));
     let incomplete = merged.aborted > 0 || merged.interrupted > 0 || interrupted_by.is_some();
     let mut result = RunResult::build(options, timings, incomplete, &merged.stats)
         .map_err(|e| EngineError::Report(e.to_string()))?;
     result.context = run_context(prepared, start_time, now);
+    result.outage = outage;
+    if let (Some(outage), Some((counting, before))) =
+        (result.outage.as_mut(), prepared.commits_before.as_ref())
+    {
+        let acknowledged = result.counts.counters.committed;
+        super::commits::check(
+            &prepared.connector,
+            counting,
+            *before,
+            acknowledged,
+            start_time,
+            outage,
+        );
+    }
     result.diagnosis = Some(diagnosis(
         &result,
         server_view,
@@ -241,6 +259,7 @@ struct Merged {
     aborted: usize,
     interrupted: usize,
     log_failed: bool,
+    outages: Vec<ClientOutage>,
 }
 
 /// Adds the threads' statistics and counts; `None` when no thread left any.
@@ -248,7 +267,9 @@ fn merge_threads(results: Vec<WorkerResult>) -> Result<Option<Merged>, EngineErr
     let mut merged: Option<ThreadStats> = None;
     let (mut conn_total, mut bench_start, mut aborted, mut interrupted) = (0, i64::MAX, 0, 0);
     let mut log_failed = false;
-    for r in results {
+    let mut outages = Vec::new();
+    for mut r in results {
+        outages.append(&mut r.outages);
         log_failed |= r.log_failed;
         conn_total += r.conn_duration_us;
         bench_start = bench_start.min(r.bench_start_us);
@@ -268,6 +289,7 @@ fn merge_threads(results: Vec<WorkerResult>) -> Result<Option<Merged>, EngineErr
         aborted,
         interrupted,
         log_failed,
+        outages,
     }))
 }
 

@@ -43,6 +43,8 @@ pub struct Plan {
     pub report_per_command: bool,
     pub verbose_errors: bool,
     pub continue_on_error: bool,
+    /// `--reconnect`: how long a client may go without a connection, µs.
+    pub reconnect_wait_us: Option<i64>,
     pub exit_on_abort: bool,
     pub debug: bool,
     /// Slots of the automatic variables.
@@ -131,6 +133,9 @@ impl Plan {
             report_per_command: bench.report_per_command,
             verbose_errors: bench.verbose_errors,
             continue_on_error: bench.continue_on_error,
+            reconnect_wait_us: bench
+                .reconnect
+                .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX)),
             exit_on_abort: bench.exit_on_abort,
             debug,
             slots,

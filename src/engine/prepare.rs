@@ -45,6 +45,9 @@ pub(super) struct Prepared {
     /// `pg_stat_database` as the set-up connection read it last, for the
     /// monitor.
     pub(super) database_start: Option<crate::observe::DatabaseStart>,
+    /// `--reconnect`: how the committed transactions are counted, and
+    /// their count before the run.
+    pub(super) commits_before: Option<(super::commits::Counting, i64)>,
 }
 
 /// Everything up to the clients' connections: the seed, the scripts, the
@@ -77,6 +80,9 @@ pub(super) fn prepare(
     if step.checkpoint {
         setup::checkpoint(&mut setup_client);
     }
+    let commits_before = super::commits::counting(bench).and_then(|counting| {
+        super::commits::count(&mut setup_client, &counting).map(|n| (counting, n))
+    });
     let database_start = if bench.monitor.is_some()
         && checked.monitor_refused.is_none()
         && checked.spare_slots.map_or(true, |n| n >= 1)
@@ -102,6 +108,7 @@ pub(super) fn prepare(
         spare_slots: checked.spare_slots,
         monitor_refused: checked.monitor_refused,
         database_start,
+        commits_before,
     })
 }
 

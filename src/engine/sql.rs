@@ -35,6 +35,7 @@ use super::client::{Client, ErrorStatus, Response, State};
 use super::env::ThreadEnv;
 use super::machine::Now;
 use super::plan::Plan;
+use super::reconnect::Cause;
 use crate::program::log;
 use results::{handle, store_row, Sent};
 
@@ -62,6 +63,9 @@ pub fn send(c: &mut Client, plan: &Plan, command: &SqlCommand) {
         return;
     }
     let Ok(parse_sent) = encode(c, plan, command, stores) else {
+        if lost(c, Cause::Lost) {
+            return;
+        }
         command_failed(c, "SQL", "SQL command send failed");
         c.state = State::Aborted;
         return;
@@ -79,6 +83,9 @@ pub fn send(c: &mut Client, plan: &Plan, command: &SqlCommand) {
         return;
     }
     if flush_or_defer(conn, &mut c.peer_closed).is_err() {
+        if lost(c, Cause::Lost) {
+            return;
+        }
         command_failed(c, "SQL", "SQL command send failed");
         c.state = State::Aborted;
         return;
@@ -247,6 +254,7 @@ pub fn read_results(c: &mut Client, plan: &Plan) -> bool {
             copy_aborted(c);
             true
         }
+        Err(_) if lost(c, Cause::Lost) => true,
         Err(e) if send_failed(&c.response, &e, c.pipeline.is_some()) => {
             if c.pipeline.is_some() {
                 command_failed(c, "endpipeline", "failed to send a pipeline sync");
@@ -570,6 +578,21 @@ fn idle_messages(r: &Response, plan: &Plan, pipelined: Option<usize>) -> Idle {
     }
 }
 
+/// SQLSTATE `read_only_sql_transaction`: a standby refused to write.
+const READ_ONLY: &[u8; 5] = b"25006";
+
+/// Under `--reconnect`, a client that must leave its connection goes to
+/// `State::Lost` instead of aborting (see [`super::reconnect`]): true
+/// when it did.
+pub fn lost(c: &mut Client, cause: Cause) -> bool {
+    let Some(w) = c.watch.as_mut() else {
+        return false;
+    };
+    w.cause = cause;
+    c.state = State::Lost;
+    true
+}
+
 /// Whether an error leaves the client running: it is retried, or passed
 /// over under `--continue-on-error`.
 fn survivable(status: ErrorStatus, plan: &Plan) -> bool {
@@ -588,6 +611,9 @@ fn survivable(status: ErrorStatus, plan: &Plan) -> bool {
 /// Parse, so they go again, on their own.
 fn finish_results(c: &mut Client, plan: &Plan) {
     c.pipeline = None;
+    if c.response.abort.is_some() && lost(c, Cause::Lost) {
+        return;
+    }
     if let Some(message) = c.response.abort.take() {
         log::error(format_args!("{message}"));
         c.state = State::Aborted;
@@ -610,8 +636,12 @@ fn finish_results(c: &mut Client, plan: &Plan) {
         store_failed(c, "aset", qry, &name);
         return;
     }
+    if c.response.error.is_some() && c.response.sqlstate == *READ_ONLY && lost(c, Cause::ReadOnly) {
+        return;
+    }
     if let Some((status, qry, message)) = c.response.error.take() {
         c.status = status;
+        c.sqlstate = c.response.sqlstate;
         if survivable(status, plan) {
             if plan.verbose_errors {
                 log::info(format_args!(
@@ -672,6 +702,9 @@ pub fn after_error(c: &mut Client, plan: &Plan, env: &mut ThreadEnv, now: &mut N
                 return;
             };
             let sent = conn.query("ROLLBACK").and_then(|()| conn.flush());
+            if sent.is_err() && lost(c, Cause::Lost) {
+                return;
+            }
             if sent.is_err() {
                 log::error(format_args!(
                     "client {} aborted: failed to send sql command for rolling back the failed transaction",
@@ -684,6 +717,7 @@ pub fn after_error(c: &mut Client, plan: &Plan, env: &mut ThreadEnv, now: &mut N
             c.state = State::WaitRollback;
         }
         Some(TxStatus::Idle) => c.state = retry_or_fail(c, plan, env, now),
+        None if lost(c, Cause::Lost) => {}
         None => {
             log::error(format_args!(
                 "client {} aborted while receiving the transaction status",
@@ -712,6 +746,7 @@ pub fn read_rollback(c: &mut Client, plan: &Plan, env: &mut ThreadEnv, now: &mut
             }
             true
         }
+        Err(_) if lost(c, Cause::Lost) => true,
         Err(_) => {
             log::error(format_args!(
                 "client {} aborted while rolling back the transaction after an error; perhaps the backend died while processing",

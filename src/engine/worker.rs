@@ -59,6 +59,8 @@ pub struct WorkerResult {
     /// Time it was runnable but waited for a CPU meanwhile, µs, where the
     /// kernel says.
     pub run_delay_us: Option<i64>,
+    /// `--reconnect`: each client's outage timeline.
+    pub outages: Vec<crate::model::failover::ClientOutage>,
 }
 
 /// The thread's body: connect every client (paced), wait for the
@@ -531,7 +533,14 @@ fn finish(mut clients: Vec<Client>, mut env: ThreadEnv, start: i64, stopped: boo
         }
     }
     let aborted = clients.iter().filter(|c| c.state == State::Aborted).count();
+    let hosts = super::reconnect::host_names(env.connector.config());
+    let outages = clients
+        .iter()
+        .filter_map(|c| c.watch.as_ref().map(|w| w.outage(&hosts)))
+        .filter(|o| o.first_error_us.is_some() || o.failures.total() > 0)
+        .collect();
     WorkerResult {
+        outages,
         stats: env.stats,
         conn_duration_us: env.conn_duration,
         bench_start_us: start,

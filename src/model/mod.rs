@@ -10,6 +10,7 @@
 //! nothing that runs, renders or writes.
 
 pub mod diagnosis;
+pub mod failover;
 pub mod generators;
 pub mod pooler;
 pub mod run;

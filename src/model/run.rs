@@ -452,6 +452,10 @@ pub struct RunResult {
     /// not diagnosed: a result of an older pgbolt, a merged result).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnosis: Option<crate::model::diagnosis::Diagnosis>,
+    /// `--reconnect`: the outage the clients went through (absent
+    /// without the option).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outage: Option<crate::model::failover::Outage>,
 }
 
 /// `count` per second over `seconds`; 0 for a run that took no time (JSON
@@ -546,6 +550,7 @@ impl RunResult {
             generator: None,
             generators: Vec::new(),
             diagnosis: None,
+            outage: None,
             counts: Counts::new(total.counts, total.latency_late),
             tps: per_second(total.counts.committed, seconds),
             latency: Distribution::new(total.latency, &total.latency_histogram)?,

@@ -157,6 +157,9 @@ fn run(r: &RunResult, prefix: &str) -> Result<(), Invalid> {
             within(prefix, &name, from_series, -MAX_SPAN_US, MAX_SPAN_US)?;
         }
     }
+    if let Some(o) = &r.outage {
+        outage(o, r.series.start_us, prefix)?;
+    }
     let Some(d) = &r.diagnosis else {
         return Ok(());
     };
@@ -181,6 +184,87 @@ fn run(r: &RunResult, prefix: &str) -> Result<(), Invalid> {
         let name = format!("diagnosis.events[{n}].at_us (from series.start_us)");
         let from_series = e.at_us.saturating_sub(r.series.start_us);
         within(prefix, &name, from_series, -MAX_SPAN_US, MAX_SPAN_US)?;
+    }
+    Ok(())
+}
+
+/// The largest count of transactions a commit check may hold: far above
+/// any run, and small enough that differences of counts stay exact.
+const MAX_COUNT: i64 = 1 << 53;
+
+/// `--reconnect`'s outage: every moment near the series (the renderers
+/// subtract them from each other and place them on a time axis), the
+/// downtimes within a span, the commit counts within [`MAX_COUNT`].
+fn outage(
+    o: &crate::model::failover::Outage,
+    series_start: i64,
+    prefix: &str,
+) -> Result<(), Invalid> {
+    let moment = |name: String, us: Option<i64>| match us {
+        Some(us) => {
+            let from_series = us.saturating_sub(series_start);
+            within(
+                prefix,
+                &format!("{name} (from series.start_us)"),
+                from_series,
+                -MAX_SPAN_US,
+                MAX_SPAN_US,
+            )
+        }
+        None => Ok(()),
+    };
+    moment("outage.start_us".into(), o.start_us)?;
+    moment("outage.end_us".into(), o.end_us)?;
+    if let Some(g) = &o.server_gap {
+        moment(
+            "outage.server_gap.last_before_us".into(),
+            Some(g.last_before_us),
+        )?;
+        moment(
+            "outage.server_gap.first_after_us".into(),
+            Some(g.first_after_us),
+        )?;
+    }
+    for (n, c) in o.clients.iter().enumerate() {
+        let at = format!("outage.clients[{n}].");
+        moment(
+            format!("{at}last_commit_before_us"),
+            c.last_commit_before_us,
+        )?;
+        moment(format!("{at}first_error_us"), c.first_error_us)?;
+        moment(format!("{at}reconnected_us"), c.reconnected_us)?;
+        moment(
+            format!("{at}first_commit_after_us"),
+            c.first_commit_after_us,
+        )?;
+    }
+    for (name, us) in [
+        ("downtime_p50_us", o.downtime_p50_us),
+        ("downtime_p99_us", o.downtime_p99_us),
+        ("downtime_max_us", o.downtime_max_us),
+    ] {
+        if let Some(us) = us {
+            within(prefix, &format!("outage.{name}"), us, 0, MAX_SPAN_US)?;
+        }
+    }
+    if let Some(c) = &o.commit_check {
+        let counts = [
+            ("before", c.before),
+            ("after", c.after),
+            (
+                "acknowledged",
+                i64::try_from(c.acknowledged).unwrap_or(i64::MAX),
+            ),
+            ("in_doubt", i64::try_from(c.in_doubt).unwrap_or(i64::MAX)),
+        ];
+        for (name, n) in counts {
+            if !(0..=MAX_COUNT).contains(&n) {
+                return Err(Invalid {
+                    field: format!("{prefix}outage.commit_check.{name}"),
+                    problem: format!("is {n}: it must be from 0 to {MAX_COUNT}"),
+                });
+            }
+        }
     }
     Ok(())
 }
@@ -225,5 +309,41 @@ impl Check for TargetsResult {
             within_f("", &name, row.value, 0.0, MAX_SWEPT_VALUE)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Check;
+    use crate::model::failover::{ClientOutage, CommitCheck, Outage};
+
+    /// A crafted file's outage moments far from its series, or commit
+    /// counts past any run, would overflow the renderers' arithmetic:
+    /// each is refused, naming its field; what a run writes passes.
+    #[test]
+    fn an_outage_out_of_range_is_refused_by_field() {
+        let mut r = crate::compare::tests::run(&[100.0], &[(1000, 10)]);
+        let start = r.series.start_us;
+        let client = |error: i64| ClientOutage {
+            first_error_us: Some(error),
+            first_commit_after_us: Some(error + 1_500_000),
+            ..ClientOutage::default()
+        };
+        r.outage = Some(Outage::from_clients(vec![client(start + 1_000_000)]));
+        assert!(r.check().is_ok());
+        r.outage = Some(Outage::from_clients(vec![client(i64::MAX / 2)]));
+        let err = r.check().expect_err("refused").to_string();
+        assert!(err.contains("outage.start_us"), "{err}");
+        let mut outage = Outage::from_clients(vec![client(start)]);
+        outage.commit_check = Some(CommitCheck {
+            counted_by: "pgbench_history rows".into(),
+            before: i64::MIN,
+            after: 0,
+            acknowledged: 1,
+            in_doubt: 0,
+        });
+        r.outage = Some(outage);
+        let err = r.check().expect_err("refused").to_string();
+        assert!(err.contains("outage.commit_check.before"), "{err}");
     }
 }

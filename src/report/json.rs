@@ -127,6 +127,7 @@ pub fn merge(results: &[RunResult]) -> Result<RunResult, ReportError> {
     }
     merged.context = merged_context(results);
     merged.diagnosis = None;
+    merged.outage = None;
     merged.latency = latency.finish()?;
     merged.service_time = service.finish()?;
     merged.lag = lag.finish()?;

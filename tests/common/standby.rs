@@ -113,6 +113,12 @@ impl Standby {
     pub fn socket_dir(&self) -> &Path {
         self.dir.path()
     }
+
+    /// Makes the standby a primary (`pg_ctl promote`, waiting for it).
+    pub fn promote(&self) {
+        let data = self.data.display().to_string();
+        as_server_user(&self.pg_ctl, &["-D", &data, "-w", "promote"]);
+    }
 }
 
 impl Drop for Standby {

@@ -108,6 +108,43 @@ pub fn temp_pgbouncer(g: &mut Gathered, value: Option<&OsStr>) -> Result<(), Cli
     Ok(())
 }
 
+/// `--reconnect[=MAX_WAIT]`, in seconds (fractions allowed).
+pub fn reconnect(g: &mut Gathered, value: Option<&OsStr>) -> Result<(), CliError> {
+    let wait = match value {
+        None => DEFAULT_RECONNECT_WAIT,
+        Some(value) => {
+            let seconds = crate::cnum::atof(&text(value));
+            if !(seconds > 0.0 && seconds <= 86_400.0) {
+                return Err(study_value(
+                    "--reconnect",
+                    value,
+                    "expected seconds, more than 0 and at most 86400".into(),
+                ));
+            }
+            std::time::Duration::from_secs_f64(seconds)
+        }
+    };
+    g.reconnect = Some(wait);
+    Ok(())
+}
+
+/// `--committed-query=SQL`.
+pub fn committed_query(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let sql = text(value);
+    if sql.trim().is_empty() {
+        return Err(study_value(
+            "--committed-query",
+            value,
+            "expected a query that returns the number of committed transactions".into(),
+        ));
+    }
+    g.committed_query = Some(sql);
+    Ok(())
+}
+
+/// How long a client tries to reconnect by default.
+const DEFAULT_RECONNECT_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 pub fn connect_dimension(g: &mut Gathered) {
     g.connect_dimension = true;
 }

@@ -255,7 +255,11 @@ fn columns_to_store(
 /// Parse that failed.
 fn record_error(r: &mut Response, fields: &pgwire::backend::Fields<'_>, query: &Sent<'_>) {
     r.parse_failed = r.parse_pending;
-    let status = ErrorStatus::from_sqlstate(fields.get(b'C'));
+    let code = fields.get(b'C');
+    let status = ErrorStatus::from_sqlstate(code);
+    if let Some(code) = code.filter(|code| code.len() == 5) {
+        r.sqlstate.copy_from_slice(code.as_bytes());
+    }
     let text = pgwire::DbError::from_fields(*fields)
         .map(|e| {
             let mut text = libpq_message_in(&e, query.text(r), true, query.encoding);

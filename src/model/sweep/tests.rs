@@ -45,6 +45,7 @@ fn run(clients: u32, tps: f64, latency_us: i64, failed: u64) -> RunResult {
         generator: None,
         generators: Vec::new(),
         diagnosis: None,
+        outage: None,
     }
 }
 

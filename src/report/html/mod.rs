@@ -33,6 +33,7 @@ mod diagnosis;
 mod distribution;
 pub mod escape;
 mod frame;
+mod outage;
 mod summary;
 pub mod svg;
 mod sweep;
@@ -58,6 +59,7 @@ const SECTIONS: &[Section] = &[
     summary::header,
     summary::key_figures,
     diagnosis::findings,
+    outage::section,
     time::throughput,
     diagnosis::backend_states,
     time::latency,

@@ -6,6 +6,7 @@ pub mod comparison;
 pub mod diagnosis;
 pub mod escape;
 pub mod generators;
+pub mod outage;
 pub mod run;
 pub mod sweep;
 pub mod sweep_comparison;

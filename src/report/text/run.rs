@@ -1,5 +1,6 @@
 //! The text report: pgbench 18's final report line for line, then pgbolt's
-//! percentile lines (left out with `pgbench_output`).
+//! percentile lines and the outage under `--reconnect` (left out with
+//! `pgbench_output`).
 
 use std::fmt::Write as _;
 
@@ -12,6 +13,9 @@ pub fn render_text(result: &RunResult, pgbench_output: bool) -> String {
     let mut out = render_pgbench(result);
     if !pgbench_output {
         out.push_str(&render_percentiles(result));
+        if let Some(outage) = &result.outage {
+            out.push_str(&super::outage::render_text(outage));
+        }
     }
     out
 }
