@@ -350,7 +350,7 @@ fn a_switchover_and_a_failover_under_reconnect_lose_no_commit_and_pgbench_aborts
             "-L",
             "300",
             "-t",
-            "500",
+            "800",
             "--reconnect=30",
             &json_arg,
             &html_arg,
@@ -371,7 +371,7 @@ fn a_switchover_and_a_failover_under_reconnect_lose_no_commit_and_pgbench_aborts
     }
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     let json = result(&json);
-    let outage = check_outage(&json, 4, Some(2000));
+    let outage = check_outage(&json, 4, Some(3200));
     check_no_acknowledged_commit_lost(outage);
     let (run, server) = check_against_server_gap(outage);
     println!("switchover: outage {run} us, server-side gap {server} us\n{stdout}");
@@ -384,7 +384,7 @@ fn a_switchover_and_a_failover_under_reconnect_lose_no_commit_and_pgbench_aborts
     let child = start(program(
         common::pgbench_path(),
         &cluster,
-        &["-n", "-c", "4", "-j", "2", "-T", "20", "-S", &conninfo],
+        &["-n", "-c", "4", "-j", "2", "-T", "60", "-S", &conninfo],
     ));
     wait_until(
         "pgbench's clients connected",
@@ -424,7 +424,7 @@ fn a_switchover_and_a_failover_under_reconnect_lose_no_commit_and_pgbench_aborts
             "-L",
             "300",
             "-T",
-            "16",
+            "22",
             "--reconnect=60",
             &json_arg,
             &conninfo,
