@@ -83,6 +83,49 @@ fn describe(all: &[LoopClient]) -> String {
     clients.join("; ")
 }
 
+/// After `silent_for` seconds without an event: a failure when a waiting
+/// client's socket has data that no event announced (a lost wake-up, the
+/// loop's own bug), or when the server has not answered for five minutes;
+/// otherwise (a loaded machine's server answering late) what its backends
+/// are doing, on stderr, and the loop waits on.
+fn stalled(connector: &Connector, all: &[LoopClient], silent_for: u64) {
+    let waiting: Vec<(usize, &pgwire::Connection)> = all
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| match c {
+            LoopClient::Running { conn, .. } => Some((i, conn)),
+            LoopClient::Connecting(_) => None,
+        })
+        .collect();
+    for (i, conn) in &waiting {
+        assert!(
+            !readable(conn.fd()),
+            "lost wake-up: client {i}'s socket has data that no event announced: {}",
+            describe(all)
+        );
+    }
+    let pids: Vec<String> = waiting
+        .iter()
+        .map(|(_, c)| c.backend_pid().to_string())
+        .collect();
+    let backends = pgwire::blocking::Client::connect_with(connector, &mut Vec::new())
+        .and_then(|mut c| {
+            c.simple_query(&format!(
+                "SELECT pid, state, wait_event_type, wait_event, query \
+                 FROM pg_stat_activity WHERE pid = ANY('{{{}}}'::int[])",
+                pids.join(",")
+            ))
+        })
+        .map(|rows| format!("{rows:?}"))
+        .unwrap_or_else(|e| format!("(pg_stat_activity not read: {e})"));
+    assert!(
+        silent_for < 300,
+        "the server left the loop without an answer for {silent_for} s: {}; its backends: {backends}",
+        describe(all)
+    );
+    eprintln!("no event for {silent_for} s; the waiting clients' backends: {backends}");
+}
+
 /// Drives `clients` connections from one mio loop, as the benchmark engine
 /// does (edge-triggered, one registration per socket), each running `sql`
 /// `queries` times in a row; returns the rows each client saw.
@@ -97,6 +140,7 @@ pub fn event_loop(connector: &Connector, clients: usize, queries: u32, sql: &str
         .map(|_| LoopClient::Connecting(connector.connect()))
         .collect();
     let mut finished = 0;
+    let mut silent_for = 0;
     let mut ready: Vec<usize> = (0..clients).collect();
     while finished < clients {
         for i in ready.drain(..) {
@@ -169,16 +213,14 @@ pub fn event_loop(connector: &Connector, clients: usize, queries: u32, sql: &str
             }
         }
         if finished < clients {
-            // A long wait: a loaded machine (two test binaries and clippy
-            // on two cores) may keep the server from answering for a while;
-            // only a lost wake-up leaves every socket silent this long.
-            poll.poll(&mut events, Some(std::time::Duration::from_secs(120)))
+            poll.poll(&mut events, Some(std::time::Duration::from_secs(30)))
                 .unwrap();
-            assert!(
-                !events.is_empty(),
-                "the event loop stalled: {}",
-                describe(&all)
-            );
+            if events.is_empty() {
+                silent_for += 30;
+                stalled(connector, &all, silent_for);
+            } else {
+                silent_for = 0;
+            }
             ready.extend(events.iter().map(|e| e.token().0));
         }
     }

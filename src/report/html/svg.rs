@@ -219,6 +219,9 @@ pub fn geometric(values: &[f64]) -> bool {
 
 /// Rows the markers' labels take.
 const MARKER_ROWS: usize = 3;
+/// Pixels between two rows of marker labels: more than the 13 px box of
+/// an 11 px label, so that stacked labels do not touch.
+const MARKER_ROW_HEIGHT: f64 = 14.0;
 
 /// The width a label takes in the chart's units, at most: 11 px text, in
 /// DejaVu Sans (what Chromium draws `system-ui` with on Debian) up to about
@@ -427,7 +430,7 @@ impl Chart {
             let _ = write!(
                 out,
                 "<text class=\"mark{anchor}\" x=\"{x:.1}\" y=\"{:.1}\">{}</text>",
-                TOP + 10.0 + 11.0 * row as f64,
+                TOP + 10.0 + MARKER_ROW_HEIGHT * row as f64,
                 esc(label)
             );
         }
