@@ -122,6 +122,11 @@ pub enum CliError {
     InvalidCompareFormat(String),
     InvalidGenerator(String),
     InvalidStartAt(String),
+    InvalidMetricsListen(String),
+    /// `--metrics-linger` without `--metrics-listen`.
+    LingerWithoutListen,
+    /// An option that pgbolt knows but does not implement yet.
+    NotSupportedYet(&'static str),
     /// `--generators=N` without `JOB_COMPLETION_INDEX` (or with a bad one).
     MissingGeneratorIndex {
         count: u32,
@@ -212,6 +217,9 @@ impl CliError {
                 | CliError::InvalidCompareFormat(_)
                 | CliError::InvalidGenerator(_)
                 | CliError::InvalidStartAt(_)
+                | CliError::InvalidMetricsListen(_)
+                | CliError::LingerWithoutListen
+                | CliError::NotSupportedYet(_)
                 | CliError::MissingGeneratorIndex { .. }
                 | CliError::FewerClientsThanGenerators { .. }
                 | CliError::GeneratorsDisagree
@@ -538,6 +546,14 @@ impl fmt::Display for CliError {
                 f,
                 "{option} cannot be used with --sweep={dimension}:..., which sets it for each step"
             ),
+            CliError::InvalidMetricsListen(value) => write!(
+                f,
+                "invalid value \"{value}\" for option --metrics-listen: expected ADDR:PORT, such as 127.0.0.1:9187 or [::]:9187"
+            ),
+            CliError::LingerWithoutListen => {
+                write!(f, "--metrics-linger requires --metrics-listen")
+            }
+            CliError::NotSupportedYet(option) => write!(f, "{option} is not supported yet"),
             CliError::UnsupportedWithWarmup(option) => {
                 write!(f, "--warmup with {option} is not supported yet")
             }

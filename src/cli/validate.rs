@@ -213,7 +213,22 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
         targets: std::mem::take(&mut g.targets),
         connect_dimension: g.connect_dimension,
         pool_size: g.pool_size,
+        metrics: metrics(g)?,
     })
+}
+
+/// `--metrics-listen` and `--metrics-linger`.
+fn metrics(g: &Gathered) -> Result<Option<crate::config::metrics::Metrics>, CliError> {
+    match (g.metrics_listen, g.metrics_linger) {
+        (None, Some(_)) => Err(CliError::LingerWithoutListen),
+        (None, None) => Ok(None),
+        (Some(listen), linger) => Ok(Some(crate::config::metrics::Metrics {
+            listen,
+            linger: linger.map_or(crate::config::metrics::DEFAULT_LINGER, |s| {
+                std::time::Duration::from_secs(u64::from(s))
+            }),
+        })),
+    }
 }
 
 /// `-t` or `-T`, not both; pgbench's 10 transactions when neither.

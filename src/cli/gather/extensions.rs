@@ -260,6 +260,37 @@ pub fn start_at(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
     Ok(())
 }
 
+/// `--metrics-listen=ADDR:PORT`: an address and a port, such as
+/// `127.0.0.1:9187` or `[::]:9187` (no host names: nothing is resolved
+/// before the run).
+pub fn metrics_listen(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let given = text(value);
+    let addr = given
+        .trim()
+        .parse::<std::net::SocketAddr>()
+        .map_err(|_| CliError::InvalidMetricsListen(given))?;
+    g.metrics_listen = Some(addr);
+    Ok(())
+}
+
+pub fn metrics_linger(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let given = text(value);
+    let seconds = given
+        .trim()
+        .parse::<u32>()
+        .map_err(|_| CliError::InvalidValue {
+            option: "--metrics-linger",
+            value: given,
+        })?;
+    g.metrics_linger = Some(seconds);
+    Ok(())
+}
+
+/// `--metrics-push=URL`: Prometheus remote write is not built yet.
+pub fn metrics_push(_: &mut Gathered, _: &OsStr) -> Result<(), CliError> {
+    Err(CliError::NotSupportedYet("--metrics-push"))
+}
+
 pub fn run_id(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
     let given = text(value);
     if given.trim().is_empty() {

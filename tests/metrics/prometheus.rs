@@ -1,0 +1,143 @@
+//! A private Prometheus for one test: its own loopback port, storage
+//! directory and scrape configuration (1 s interval), native histograms
+//! and the remote-write receiver on, stopped when dropped. Its HTTP API is
+//! read with plain HTTP/1.0 requests.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// How long a test waits for Prometheus to show a figure.
+pub const DEADLINE: Duration = Duration::from_secs(90);
+
+/// A loopback port nobody listens on now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+pub struct Prometheus {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Prometheus {
+    /// Starts Prometheus scraping `targets` (ADDR:PORT) every second.
+    pub fn start(targets: &[String]) -> Prometheus {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config = dir.path().join("prometheus.yml");
+        let targets: Vec<String> = targets.iter().map(|t| format!("'{t}'")).collect();
+        std::fs::write(
+            &config,
+            format!(
+                "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: pgbolt\n    static_configs:\n      - targets: [{}]\n",
+                targets.join(", ")
+            ),
+        )
+        .expect("config");
+        let port = free_port();
+        let child = Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .arg("--web.enable-remote-write-receiver")
+            .arg("--enable-feature=native-histograms")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("prometheus starts (make deps installs it)");
+        let prometheus = Prometheus {
+            child,
+            port,
+            _dir: dir,
+        };
+        let start = Instant::now();
+        while !prometheus
+            .get("/-/ready")
+            .is_some_and(|(status, _)| status == 200)
+        {
+            assert!(start.elapsed() < DEADLINE, "prometheus not ready");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        prometheus
+    }
+
+    /// The status and body of a GET, `None` when nothing answers.
+    fn get(&self, path: &str) -> Option<(u16, String)> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
+        stream
+            .write_all(format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").as_bytes())
+            .ok()?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response).ok()?;
+        let (head, body) = response.split_once("\r\n\r\n")?;
+        let status = head.split(' ').nth(1)?.parse().ok()?;
+        Some((status, body.to_owned()))
+    }
+
+    /// An instant query's result vector: each series' labels and value.
+    pub fn query(&self, promql: &str) -> Vec<(Value, f64)> {
+        let (status, body) = self
+            .get(&format!("/api/v1/query?query={}", encode(promql)))
+            .expect("prometheus answers");
+        assert_eq!(status, 200, "{promql}: {body}");
+        let json: Value = serde_json::from_str(&body).expect("JSON");
+        json["data"]["result"]
+            .as_array()
+            .map(|series| {
+                series
+                    .iter()
+                    .map(|s| {
+                        let value = s["value"][1].as_str().and_then(|v| v.parse().ok());
+                        (s["metric"].clone(), value.unwrap_or(f64::NAN))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Polls `promql` until `done` holds for its result, within [`DEADLINE`];
+    /// the last result either way.
+    pub fn wait_for(
+        &self,
+        promql: &str,
+        done: impl Fn(&[(Value, f64)]) -> bool,
+    ) -> Vec<(Value, f64)> {
+        let start = Instant::now();
+        loop {
+            let result = self.query(promql);
+            if done(&result) || start.elapsed() > DEADLINE {
+                return result;
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Percent-encodes a query parameter.
+fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
