@@ -162,7 +162,7 @@ fn metrics_options_refuse_bad_values() {
         ),
         (
             &["-i", "--metrics-listen=127.0.0.1:9187"],
-            "--metrics-listen",
+            "cannot be used in initialization (-i) mode",
         ),
     ];
     for (args, message) in cases {
