@@ -125,8 +125,7 @@ pub enum CliError {
     InvalidMetricsListen(String),
     /// `--metrics-linger` without `--metrics-listen`.
     LingerWithoutListen,
-    /// An option that pgbolt knows but does not implement yet.
-    NotSupportedYet(&'static str),
+    InvalidMetricsPush(String),
     /// `--generators=N` without `JOB_COMPLETION_INDEX` (or with a bad one).
     MissingGeneratorIndex {
         count: u32,
@@ -219,7 +218,7 @@ impl CliError {
                 | CliError::InvalidStartAt(_)
                 | CliError::InvalidMetricsListen(_)
                 | CliError::LingerWithoutListen
-                | CliError::NotSupportedYet(_)
+                | CliError::InvalidMetricsPush(_)
                 | CliError::MissingGeneratorIndex { .. }
                 | CliError::FewerClientsThanGenerators { .. }
                 | CliError::GeneratorsDisagree
@@ -553,7 +552,10 @@ impl fmt::Display for CliError {
             CliError::LingerWithoutListen => {
                 write!(f, "--metrics-linger requires --metrics-listen")
             }
-            CliError::NotSupportedYet(option) => write!(f, "{option} is not supported yet"),
+            CliError::InvalidMetricsPush(value) => write!(
+                f,
+                "invalid value \"{value}\" for option --metrics-push: expected http://HOST[:PORT]/PATH, such as http://prometheus:9090/api/v1/write (https is not supported yet)"
+            ),
             CliError::UnsupportedWithWarmup(option) => {
                 write!(f, "--warmup with {option} is not supported yet")
             }

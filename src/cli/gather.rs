@@ -136,6 +136,8 @@ pub struct Gathered {
 
     /// `--metrics-listen=ADDR:PORT`.
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// `--metrics-push=URL`.
+    pub metrics_push: Option<crate::config::metrics::PushUrl>,
     /// `--metrics-linger=SECS`.
     pub metrics_linger: Option<u32>,
     /// `--max-input-size`, in bytes.

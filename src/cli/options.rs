@@ -327,7 +327,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt!(None, "metrics-linger", "SECS", Benchmark, Pgbolt, Value(g::metrics_linger),
         [line(X, 17, "after the run, keep the metrics endpoint open until\none more scrape, at most SECS (default: 15)")]),
     opt!(None, "metrics-push", "URL", Benchmark, Pgbolt, Value(g::metrics_push),
-        [line(X, 18, "Prometheus remote write (not supported yet)")]),
+        [line(X, 18, "send live metrics by Prometheus remote write to\nURL (http://HOST:PORT/PATH) every second")]),
     opt!(None, "merge", "", Common, Pgbolt, Flag(g::merge),
         [line(F, 5, "merge the result files of a run's generators; no\nconnection is made")]),
     opt!(None, "allow-partial", "", Common, Pgbolt, Flag(g::allow_partial),

@@ -217,18 +217,23 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
     })
 }
 
-/// `--metrics-listen` and `--metrics-linger`.
+/// `--metrics-listen`, `--metrics-linger` and `--metrics-push`.
 fn metrics(g: &Gathered) -> Result<Option<crate::config::metrics::Metrics>, CliError> {
-    match (g.metrics_listen, g.metrics_linger) {
-        (None, Some(_)) => Err(CliError::LingerWithoutListen),
-        (None, None) => Ok(None),
-        (Some(listen), linger) => Ok(Some(crate::config::metrics::Metrics {
-            listen,
-            linger: linger.map_or(crate::config::metrics::DEFAULT_LINGER, |s| {
+    if g.metrics_listen.is_none() && g.metrics_linger.is_some() {
+        return Err(CliError::LingerWithoutListen);
+    }
+    if g.metrics_listen.is_none() && g.metrics_push.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(crate::config::metrics::Metrics {
+        listen: g.metrics_listen,
+        push: g.metrics_push.clone(),
+        linger: g
+            .metrics_linger
+            .map_or(crate::config::metrics::DEFAULT_LINGER, |s| {
                 std::time::Duration::from_secs(u64::from(s))
             }),
-        })),
-    }
+    }))
 }
 
 /// `-t` or `-T`, not both; pgbench's 10 transactions when neither.

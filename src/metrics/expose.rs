@@ -16,7 +16,7 @@ use prometheus_client::encoding::{
 };
 use prometheus_client::metrics::MetricType;
 
-use super::live::{LiveRun, ThreadFigures};
+use super::live::{Live, LiveRun, ThreadFigures};
 use crate::stats::{Counters, IntervalHistogram};
 
 /// OpenTelemetry's advised bucket boundaries of `db.client.operation.duration`, s.
@@ -29,7 +29,14 @@ pub const NATIVE_SCHEMA: i32 = 4;
 /// The zero bucket's width. Never 0, so that a histogram holding no value
 /// yet is still a native one (Prometheus takes a histogram without any
 /// native field for a classic one).
-const ZERO_THRESHOLD: f64 = 2.938_735_877_055_719e-39; // 2^-128, as Prometheus's Go client
+pub const ZERO_THRESHOLD: f64 = 2.938_735_877_055_719e-39; // 2^-128, as Prometheus's Go client
+
+/// What every scrape shows besides the runs.
+#[derive(Clone, Debug)]
+pub struct Fixed {
+    pub constant: Vec<(String, String)>,
+    pub generator: Option<(u32, u32)>,
+}
 
 /// One run as a scrape shows it: its labels, its scripts' names and its
 /// threads' figures added up.
@@ -62,7 +69,28 @@ pub struct Exposition {
 
 impl Exposition {
     /// The figures of `runs` as of now.
-    pub fn of_runs(runs: &[std::sync::Arc<LiveRun>]) -> Vec<RunFigures> {
+    pub fn of(live: &Live, fixed: &Fixed) -> Exposition {
+        let (runs, running, step, namespace) = {
+            let state = live.state();
+            (
+                state.runs.clone(),
+                state.running,
+                state.step,
+                state.namespace.clone(),
+            )
+        };
+        Exposition {
+            constant: fixed.constant.clone(),
+            namespace,
+            runs: Self::of_runs(&runs),
+            running,
+            cpu_seconds: crate::observe::cpu::process_cpu_us() as f64 / 1e6,
+            generator: fixed.generator,
+            step,
+        }
+    }
+
+    fn of_runs(runs: &[std::sync::Arc<LiveRun>]) -> Vec<RunFigures> {
         runs.iter()
             .map(|run| RunFigures {
                 labels: run.labels.pairs(),
@@ -159,38 +187,59 @@ fn outcomes(c: &Counters) -> [(&'static str, &'static str, &'static str, u64); 5
     ]
 }
 
-/// A counter or gauge value of any of the kinds encoded here.
-enum Value {
+/// A counter or gauge value.
+pub enum Value {
     Counter(f64),
     CounterInt(u64),
     Gauge(f64),
 }
 
-fn encode_value(m: &mut MetricEncoder<'_>, value: &Value) -> Result<(), std::fmt::Error> {
-    match value {
-        Value::Counter(v) => m.encode_counter::<NoLabelSet, _, f64>(v, None),
-        Value::CounterInt(v) => m.encode_counter::<NoLabelSet, _, f64>(v, None),
-        Value::Gauge(v) => m.encode_gauge(v),
+impl Value {
+    pub fn as_f64(&self) -> f64 {
+        match self {
+            Value::Counter(v) | Value::Gauge(v) => *v,
+            Value::CounterInt(v) => *v as f64,
+        }
+    }
+
+    fn encode(&self, m: &mut MetricEncoder<'_>) -> Result<(), std::fmt::Error> {
+        match self {
+            Value::Counter(v) => m.encode_counter::<NoLabelSet, _, f64>(v, None),
+            Value::CounterInt(v) => m.encode_counter::<NoLabelSet, _, f64>(v, None),
+            Value::Gauge(v) => m.encode_gauge(v),
+        }
     }
 }
 
-/// Encodes one family of counters or gauges.
-fn family(
-    encoder: &mut DescriptorEncoder<'_>,
-    name: &str,
-    help: &str,
-    kind: MetricType,
-    series: &[(Vec<(String, String)>, Value)],
-) -> Result<(), std::fmt::Error> {
-    if series.is_empty() {
-        return Ok(());
+/// A family of counters or gauges: its name (without a counter's
+/// `_total`), help, type and series.
+pub struct Family {
+    pub name: &'static str,
+    help: &'static str,
+    pub kind: MetricType,
+    pub series: Vec<(Vec<(String, String)>, Value)>,
+}
+
+impl Family {
+    fn new(name: &'static str, help: &'static str, kind: MetricType) -> Family {
+        Family {
+            name,
+            help,
+            kind,
+            series: Vec::new(),
+        }
     }
-    let mut m = encoder.encode_descriptor(name, help, None, kind)?;
-    for (labels, value) in series {
-        let mut s = m.encode_family(labels)?;
-        encode_value(&mut s, value)?;
+
+    fn encode(&self, encoder: &mut DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
+        if self.series.is_empty() {
+            return Ok(());
+        }
+        let mut m = encoder.encode_descriptor(self.name, self.help, None, self.kind)?;
+        for (labels, value) in &self.series {
+            value.encode(&mut m.encode_family(labels)?)?;
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 impl Exposition {
@@ -201,19 +250,9 @@ impl Exposition {
             None,
             MetricType::Histogram,
         )?;
-        for RunFigures {
-            labels: run,
-            figures,
-            ..
-        } in &self.runs
-        {
-            let labels = self.labels(
-                run,
-                &[
-                    ("db_system_name", "postgresql"),
-                    ("db_namespace", &self.namespace),
-                ],
-            );
+        for run in &self.runs {
+            let figures = &run.figures;
+            let labels = self.duration_labels(run);
             let (spans, deltas) = native_buckets(&figures.latency);
             let native = NativeHistogram {
                 schema: NATIVE_SCHEMA,
@@ -241,12 +280,40 @@ impl Exposition {
         Ok(())
     }
 
-    fn encode_runs(&self, encoder: &mut DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
-        let mut transactions = Vec::new();
-        let mut retried = Vec::new();
-        let mut retries = Vec::new();
-        let mut lag = Vec::new();
-        let mut connected = Vec::new();
+    /// The labels of a run's latency histogram.
+    pub fn duration_labels(&self, run: &RunFigures) -> Vec<(String, String)> {
+        self.labels(
+            &run.labels,
+            &[
+                ("db_system_name", "postgresql"),
+                ("db_namespace", &self.namespace),
+            ],
+        )
+    }
+
+    /// Every counter and gauge family.
+    pub fn families(&self) -> Vec<Family> {
+        let mut transactions = Family::new("pgbolt_transactions", "Transactions by script and outcome (a retried one counts once, under its final outcome)", MetricType::Counter);
+        let mut retried = Family::new(
+            "pgbolt_transactions_retried",
+            "Transactions retried at least once",
+            MetricType::Counter,
+        );
+        let mut retries = Family::new(
+            "pgbolt_retries",
+            "Retries over all transactions",
+            MetricType::Counter,
+        );
+        let mut lag = Family::new(
+            "pgbolt_schedule_lag_seconds",
+            "Sum of the schedule lag of committed transactions (-R)",
+            MetricType::Counter,
+        );
+        let mut connected = Family::new(
+            "pgbolt_clients_connected",
+            "Clients with a connection",
+            MetricType::Gauge,
+        );
         for RunFigures {
             labels: run,
             scripts,
@@ -262,102 +329,87 @@ impl Exposition {
                     if !sqlstate.is_empty() {
                         extra.push(("db_response_status_code", sqlstate));
                     }
-                    transactions.push((self.labels(run, &extra), Value::CounterInt(n)));
+                    transactions
+                        .series
+                        .push((self.labels(run, &extra), Value::CounterInt(n)));
                 }
                 let labels = self.labels(run, &[("script", name.as_str())]);
-                retried.push((labels.clone(), Value::CounterInt(counts.retried)));
-                retries.push((labels, Value::CounterInt(counts.retries)));
+                retried
+                    .series
+                    .push((labels.clone(), Value::CounterInt(counts.retried)));
+                retries
+                    .series
+                    .push((labels, Value::CounterInt(counts.retries)));
             }
             let labels = self.labels(run, &[]);
-            lag.push((
+            lag.series.push((
                 labels.clone(),
                 Value::Counter(figures.lag_sum_us as f64 / 1e6),
             ));
-            connected.push((labels, Value::Gauge(f64::from(figures.connected))));
+            connected
+                .series
+                .push((labels, Value::Gauge(f64::from(figures.connected))));
         }
-        family(encoder, "pgbolt_transactions", "Transactions by script and outcome (a retried one counts once, under its final outcome)", MetricType::Counter, &transactions)?;
-        family(
-            encoder,
-            "pgbolt_transactions_retried",
-            "Transactions retried at least once",
-            MetricType::Counter,
-            &retried,
-        )?;
-        family(
-            encoder,
-            "pgbolt_retries",
-            "Retries over all transactions",
-            MetricType::Counter,
-            &retries,
-        )?;
-        family(
-            encoder,
-            "pgbolt_schedule_lag_seconds",
-            "Sum of the schedule lag of committed transactions (-R)",
-            MetricType::Counter,
-            &lag,
-        )?;
-        family(
-            encoder,
-            "pgbolt_clients_connected",
-            "Clients with a connection",
-            MetricType::Gauge,
-            &connected,
-        )
-    }
-
-    fn encode_process(&self, encoder: &mut DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
         let constant = self.labels(&[], &[]);
-        family(
-            encoder,
+        let mut cpu = Family::new(
             "pgbolt_client_cpu_seconds",
             "CPU time of the pgbolt process (user and system)",
             MetricType::Counter,
-            &[(constant.clone(), Value::Counter(self.cpu_seconds))],
-        )?;
-        family(
-            encoder,
+        );
+        cpu.series
+            .push((constant.clone(), Value::Counter(self.cpu_seconds)));
+        let mut running = Family::new(
             "pgbolt_running",
             "1 while a run is going on, 0 between runs and after the last",
             MetricType::Gauge,
-            &[(
-                constant.clone(),
-                Value::Gauge(if self.running { 1.0 } else { 0.0 }),
-            )],
-        )?;
+        );
+        running
+            .series
+            .push((constant, Value::Gauge(if self.running { 1.0 } else { 0.0 })));
+        let mut generator = Family::new(
+            "pgbolt_generator_index",
+            "This generator's index in its fleet",
+            MetricType::Gauge,
+        );
         if let Some((index, count)) = self.generator {
-            family(
-                encoder,
-                "pgbolt_generator_index",
-                "This generator's index in its fleet",
-                MetricType::Gauge,
-                &[(
-                    self.labels(&[], &[("generators", &count.to_string())]),
-                    Value::Gauge(f64::from(index)),
-                )],
-            )?;
+            let labels = self.labels(&[], &[("generators", &count.to_string())]);
+            generator
+                .series
+                .push((labels, Value::Gauge(f64::from(index))));
         }
-        if let Some((step, clients)) = self.step {
+        let mut step = Family::new(
+            "pgbolt_study_step",
+            "The study's current step, from 1",
+            MetricType::Gauge,
+        );
+        if let Some((index, clients)) = self.step {
             let clients = clients.map(|c| c.to_string());
             let extra: Vec<(&str, &str)> =
                 clients.iter().map(|c| ("clients", c.as_str())).collect();
-            family(
-                encoder,
-                "pgbolt_study_step",
-                "The study's current step, from 1",
-                MetricType::Gauge,
-                &[(self.labels(&[], &extra), Value::Gauge(step as f64))],
-            )?;
+            step.series
+                .push((self.labels(&[], &extra), Value::Gauge(index as f64)));
         }
-        Ok(())
+        vec![
+            transactions,
+            retried,
+            retries,
+            lag,
+            connected,
+            cpu,
+            running,
+            generator,
+            step,
+        ]
     }
 }
 
 impl Collector for Exposition {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
         self.encode_duration(&mut encoder)?;
-        self.encode_runs(&mut encoder)?;
-        self.encode_process(&mut encoder)
+        for family in self.families() {
+            family.encode(&mut encoder)?;
+        }
+        Ok(())
     }
 }
 

@@ -229,6 +229,13 @@ impl Live {
         self.state().running = false;
     }
 
+    /// Every run is over: what is served or sent now is final.
+    pub fn end(&self) {
+        let mut state = self.state();
+        state.finished = true;
+        state.running = false;
+    }
+
     /// Every run is over; waits until a scrape that began after this has
     /// been served, at most `linger`.
     pub fn finish(&self, linger: std::time::Duration) {

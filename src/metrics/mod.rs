@@ -38,6 +38,7 @@
 
 mod expose;
 mod live;
+mod push;
 mod server;
 
 use std::sync::{Arc, Mutex};
@@ -47,7 +48,9 @@ pub use expose::NATIVE_SCHEMA;
 pub use live::{Beat, Live, RunLabels, BEAT_US};
 pub use server::ListenError;
 
-use server::{Fixed, Server};
+use expose::Fixed;
+use push::Pusher;
+use server::Server;
 
 /// The endpoint of the process, while one is open.
 static CURRENT: Mutex<Option<Arc<Live>>> = Mutex::new(None);
@@ -76,7 +79,8 @@ pub fn set_namespace(namespace: String) {
 /// An open endpoint.
 pub struct Endpoint {
     live: Arc<Live>,
-    server: Server,
+    server: Option<Server>,
+    pusher: Option<Pusher>,
     linger: Duration,
 }
 
@@ -89,8 +93,8 @@ pub struct Identity {
     pub generator: Option<(u32, u32)>,
 }
 
-/// Opens the endpoint of `settings`: the port is bound before this
-/// returns.
+/// Opens the endpoint of `settings` (the port is bound before this
+/// returns) and starts the pushing.
 pub fn listen(
     settings: &crate::config::metrics::Metrics,
     identity: Identity,
@@ -105,23 +109,40 @@ pub fn listen(
         constant,
         generator: identity.generator,
     };
-    let server = Server::start(settings.listen, Arc::clone(&live), fixed)?;
+    let server = match settings.listen {
+        Some(addr) => Some(Server::start(addr, Arc::clone(&live), fixed.clone())?),
+        None => None,
+    };
+    let pusher = match &settings.push {
+        Some(url) => Some(
+            Pusher::start(url.clone(), Arc::clone(&live), fixed).map_err(ListenError::Thread)?,
+        ),
+        None => None,
+    };
     if let Ok(mut c) = CURRENT.lock() {
         *c = Some(Arc::clone(&live));
     }
     Ok(Endpoint {
         live,
         server,
+        pusher,
         linger: settings.linger,
     })
 }
 
 impl Endpoint {
-    /// Every run is over: waits for one more scrape (at most the
-    /// linger), then closes the port and ends the thread.
+    /// Every run is over: sends the final figures (`--metrics-push`),
+    /// waits for one more scrape (at most the linger), then closes the
+    /// port and ends the threads.
     pub fn finish(mut self) {
-        self.live.finish(self.linger);
-        self.server.stop();
+        if let Some(mut pusher) = self.pusher.take() {
+            self.live.end();
+            pusher.stop();
+        }
+        if let Some(mut server) = self.server.take() {
+            self.live.finish(self.linger);
+            server.stop();
+        }
     }
 }
 
@@ -165,7 +186,8 @@ mod tests {
             .and_then(|l| l.local_addr())
             .expect("a port");
         let settings = crate::config::metrics::Metrics {
-            listen: port,
+            listen: Some(port),
+            push: None,
             linger: Duration::from_secs(60),
         };
         let endpoint = listen(&settings, Identity::default()).expect("listens");
@@ -195,7 +217,8 @@ mod tests {
     fn a_port_in_use_is_refused_with_the_option_named() {
         let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
         let settings = crate::config::metrics::Metrics {
-            listen: taken.local_addr().expect("address"),
+            listen: Some(taken.local_addr().expect("address")),
+            push: None,
             linger: Duration::ZERO,
         };
         let Err(e) = listen(&settings, Identity::default()) else {

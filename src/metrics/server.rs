@@ -15,7 +15,7 @@ use std::time::Duration;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token, Waker};
 
-use super::expose::Exposition;
+use super::expose::{Exposition, Fixed};
 use super::live::Live;
 
 const LISTENER: Token = Token(0);
@@ -34,13 +34,6 @@ const PROTOBUF_TYPE: &str =
     "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited";
 const TEXT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// What every scrape shows besides the runs.
-#[derive(Clone, Debug)]
-pub struct Fixed {
-    pub constant: Vec<(String, String)>,
-    pub generator: Option<(u32, u32)>,
-}
-
 /// The running endpoint: its thread and how to stop it.
 pub struct Server {
     stop: Arc<AtomicBool>,
@@ -48,21 +41,32 @@ pub struct Server {
     thread: Option<JoinHandle<()>>,
 }
 
-/// The port could not be listened on.
+/// The endpoint could not start.
 #[derive(Debug)]
-pub struct ListenError {
-    pub addr: SocketAddr,
-    pub source: std::io::Error,
+pub enum ListenError {
+    /// The port could not be listened on.
+    Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    /// The pushing thread could not start.
+    Thread(std::io::Error),
 }
 
 impl std::fmt::Display for ListenError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "could not listen on {} for --metrics-listen: {}",
-            self.addr,
-            crate::oserror::os_message(&self.source)
-        )
+        match self {
+            ListenError::Listen { addr, source } => write!(
+                f,
+                "could not listen on {addr} for --metrics-listen: {}",
+                crate::oserror::os_message(source)
+            ),
+            ListenError::Thread(source) => write!(
+                f,
+                "could not start the thread of --metrics-push: {}",
+                crate::oserror::os_message(source)
+            ),
+        }
     }
 }
 
@@ -71,7 +75,7 @@ impl std::error::Error for ListenError {}
 impl Server {
     /// Listens on `addr` and starts the thread.
     pub fn start(addr: SocketAddr, live: Arc<Live>, fixed: Fixed) -> Result<Server, ListenError> {
-        let failed = |source| ListenError { addr, source };
+        let failed = |source| ListenError::Listen { addr, source };
         let listener = TcpListener::bind(addr).map_err(failed)?;
         listener.set_nonblocking(true).map_err(failed)?;
         let poll = Poll::new().map_err(failed)?;
@@ -210,24 +214,7 @@ fn respond(stream: &mut TcpStream, status: &str, kind: &str, body: &[u8]) -> boo
 
 /// The scrape's body and its content type.
 fn render(live: &Live, fixed: &Fixed, protobuf: bool) -> Option<(&'static str, Vec<u8>)> {
-    let (runs, running, step, namespace) = {
-        let state = live.state();
-        (
-            state.runs.clone(),
-            state.running,
-            state.step,
-            state.namespace.clone(),
-        )
-    };
-    let exposition = Exposition {
-        constant: fixed.constant.clone(),
-        namespace,
-        runs: Exposition::of_runs(&runs),
-        running,
-        cpu_seconds: crate::observe::cpu::process_cpu_us() as f64 / 1e6,
-        generator: fixed.generator,
-        step,
-    };
+    let exposition = Exposition::of(live, fixed);
     let mut registry = prometheus_client::registry::Registry::default();
     registry.register_collector(Box::new(exposition));
     if protobuf {

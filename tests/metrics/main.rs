@@ -1,4 +1,5 @@
-//! Live metrics (`--metrics-listen`) scraped by a real Prometheus (the
+//! Live metrics (`--metrics-listen`, `--metrics-push`) scraped by and
+//! pushed to a real Prometheus (the
 //! machine's, installed by `make deps`) against the binary's shared
 //! server.
 
@@ -6,4 +7,5 @@
 mod common;
 
 mod prometheus;
+mod push;
 mod scrape;

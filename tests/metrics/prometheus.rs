@@ -71,6 +71,11 @@ impl Prometheus {
         prometheus
     }
 
+    /// Its `HOST:PORT`.
+    pub fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
     /// The status and body of a GET, `None` when nothing answers.
     fn get(&self, path: &str) -> Option<(u16, String)> {
         let mut stream = TcpStream::connect(("127.0.0.1", self.port)).ok()?;

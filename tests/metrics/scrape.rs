@@ -157,8 +157,8 @@ fn metrics_options_refuse_bad_values() {
             "--metrics-linger requires --metrics-listen",
         ),
         (
-            &["--metrics-push=http://127.0.0.1:9090/api/v1/write"],
-            "--metrics-push is not supported yet",
+            &["--metrics-push=https://user:secret@127.0.0.1:9090/api/v1/write"],
+            "invalid value \"https://***@127.0.0.1:9090/api/v1/write\" for option --metrics-push",
         ),
         (
             &["-i", "--metrics-listen=127.0.0.1:9187"],

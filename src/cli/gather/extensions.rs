@@ -286,9 +286,23 @@ pub fn metrics_linger(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
     Ok(())
 }
 
-/// `--metrics-push=URL`: Prometheus remote write is not built yet.
-pub fn metrics_push(_: &mut Gathered, _: &OsStr) -> Result<(), CliError> {
-    Err(CliError::NotSupportedYet("--metrics-push"))
+/// `url` with any user and password in it masked.
+fn without_userinfo(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            format!("{}://***{}", &url[..scheme], &url[at..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// `--metrics-push=URL`: `http://HOST[:PORT]/PATH`.
+pub fn metrics_push(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let given = text(value);
+    let url = crate::config::metrics::PushUrl::parse(given.trim())
+        .ok_or_else(|| CliError::InvalidMetricsPush(without_userinfo(&given)))?;
+    g.metrics_push = Some(url);
+    Ok(())
 }
 
 pub fn run_id(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
