@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod docs;
 mod prometheus;
 mod push;
 mod scrape;
