@@ -68,7 +68,7 @@ pub struct Exposition {
 }
 
 impl Exposition {
-    /// The figures of `runs` as of now.
+    /// The live figures as of now.
     pub fn of(live: &Live, fixed: &Fixed) -> Exposition {
         let (runs, running, step, namespace) = {
             let state = live.state();

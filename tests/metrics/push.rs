@@ -58,6 +58,10 @@ fn two_generators_pushing_add_up_to_the_merged_result() {
     assert_eq!(seen.first().map(|s| s.1), Some(committed), "{count}");
     let generators = r#"count by (generator) (pgbolt_transactions_total{outcome="committed"})"#;
     assert_eq!(prometheus.query(generators).len(), 2, "{generators}");
+    let index = prometheus.query(r#"pgbolt_generator_index{generators="2"}"#);
+    let mut indexes: Vec<f64> = index.iter().map(|s| s.1).collect();
+    indexes.sort_by(f64::total_cmp);
+    assert_eq!(indexes, [0.0, 1.0]);
 }
 
 #[test]

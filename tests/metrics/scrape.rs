@@ -22,6 +22,24 @@ fn single(result: &[(Value, f64)]) -> f64 {
     }
 }
 
+/// The metric names of the table in docs/metrics.md.
+fn documented_names() -> Vec<String> {
+    include_str!("../../docs/metrics.md")
+        .lines()
+        .filter(|row| row.starts_with("| `"))
+        .filter_map(|row| row.split('`').nth(1).map(str::to_owned))
+        .collect()
+}
+
+/// The names of the metrics Prometheus stored from pgbolt.
+fn stored_names(prometheus: &Prometheus) -> Vec<String> {
+    prometheus
+        .query(r#"group by (__name__) ({__name__=~"pgbolt_.+|db_client_.+"})"#)
+        .iter()
+        .filter_map(|(labels, _)| labels["__name__"].as_str().map(str::to_owned))
+        .collect()
+}
+
 #[test]
 fn a_scraped_run_agrees_with_its_json_result() {
     let db = bench_database(server(), &["-s", "1"]);
@@ -67,6 +85,14 @@ fn a_scraped_run_agrees_with_its_json_result() {
         (seen_ms - p99_ms).abs() <= p99_ms * tolerance,
         "p99 from Prometheus {seen_ms} ms, from the result {p99_ms} ms (tolerance {tolerance})"
     );
+    let names = stored_names(&prometheus);
+    for name in documented_names() {
+        let elsewhere = ["pgbolt_study_step", "pgbolt_generator_index"];
+        assert!(
+            names.contains(&name) || elsewhere.contains(&name.as_str()),
+            "{name} is documented but not served: {names:?}"
+        );
+    }
     let namespace = prometheus.query(r#"db_client_operation_duration_seconds"#);
     assert!(
         namespace
@@ -119,6 +145,7 @@ fn a_scraped_sweep_has_a_series_per_step() {
     };
     let seen = per_step(&prometheus.wait_for(query, |r| per_step(r) == expected));
     assert_eq!(seen, expected, "{query}");
+    assert!(stored_names(&prometheus).contains(&"pgbolt_study_step".to_owned()));
 }
 
 #[test]
