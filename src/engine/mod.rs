@@ -30,8 +30,10 @@
 //! The engine knows nothing of studies, fleets or files: it takes its
 //! settings from `crate::config` (a generator's share included), fills
 //! `crate::model`'s shapes, asks `crate::observe` to watch the server and
-//! `crate::diagnose` for the findings, and uses the script, expression,
-//! statistics and program modules below them.
+//! `crate::diagnose` for the findings, hands each thread's figures to
+//! `crate::metrics` when a live endpoint is open (on a beat, after a turn
+//! of the loop), and uses the script, expression, statistics and program
+//! modules below them.
 //!
 //! # One run among several (`run_step`)
 //! A sweep ([`crate::study`]) runs the benchmark many times in one process.
