@@ -1,6 +1,6 @@
 //! A private Prometheus for one test: its own loopback port, storage
 //! directory and scrape configuration (1 s interval), native histograms
-//! and the remote-write receiver on, stopped when dropped. Its HTTP API is
+//! (unless asked otherwise) and the remote-write receiver on, stopped when dropped. Its HTTP API is
 //! read with plain HTTP/1.0 requests.
 
 use std::io::{Read, Write};
@@ -12,6 +12,11 @@ use serde_json::Value;
 
 /// How long a test waits for Prometheus to show a figure.
 pub const DEADLINE: Duration = Duration::from_secs(90);
+
+/// Now, in Unix seconds.
+pub fn now_s() -> f64 {
+    pgbolt::wallclock::now_us() as f64 / 1e6
+}
 
 /// A loopback port nobody listens on now.
 pub fn free_port() -> u16 {
@@ -28,8 +33,16 @@ pub struct Prometheus {
 }
 
 impl Prometheus {
-    /// Starts Prometheus scraping `targets` (ADDR:PORT) every second.
+    /// Starts Prometheus scraping `targets` (ADDR:PORT) every second,
+    /// native histograms on.
     pub fn start(targets: &[String]) -> Prometheus {
+        Prometheus::start_with(targets, true)
+    }
+
+    /// Starts Prometheus scraping `targets`, with native histograms or
+    /// without (it then scrapes the text format and keeps the classic
+    /// buckets).
+    pub fn start_with(targets: &[String], native: bool) -> Prometheus {
         let dir = tempfile::tempdir().expect("temp dir");
         let config = dir.path().join("prometheus.yml");
         let targets: Vec<String> = targets.iter().map(|t| format!("'{t}'")).collect();
@@ -50,7 +63,7 @@ impl Prometheus {
             ))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
             .arg("--web.enable-remote-write-receiver")
-            .arg("--enable-feature=native-histograms")
+            .args(native.then_some("--enable-feature=native-histograms"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -91,8 +104,17 @@ impl Prometheus {
 
     /// An instant query's result vector: each series' labels and value.
     pub fn query(&self, promql: &str) -> Vec<(Value, f64)> {
+        self.query_at(promql, None)
+    }
+
+    /// An instant query evaluated at `at` (Unix seconds; now when `None`).
+    /// A target that went away gets stale markers at its next scrape,
+    /// after which its series vanish from queries of later times: a test
+    /// reads the figures of a finished run as of its end.
+    pub fn query_at(&self, promql: &str, at: Option<f64>) -> Vec<(Value, f64)> {
+        let time = at.map_or(String::new(), |t| format!("&time={t:.3}"));
         let (status, body) = self
-            .get(&format!("/api/v1/query?query={}", encode(promql)))
+            .get(&format!("/api/v1/query?query={}{time}", encode(promql)))
             .expect("prometheus answers");
         assert_eq!(status, 200, "{promql}: {body}");
         let json: Value = serde_json::from_str(&body).expect("JSON");
@@ -110,16 +132,18 @@ impl Prometheus {
             .unwrap_or_default()
     }
 
-    /// Polls `promql` until `done` holds for its result, within [`DEADLINE`];
-    /// the last result either way.
+    /// Polls `promql` (evaluated at `at`, see [`Prometheus::query_at`])
+    /// until `done` holds for its result, within [`DEADLINE`]; the last
+    /// result either way.
     pub fn wait_for(
         &self,
         promql: &str,
+        at: Option<f64>,
         done: impl Fn(&[(Value, f64)]) -> bool,
     ) -> Vec<(Value, f64)> {
         let start = Instant::now();
         loop {
-            let result = self.query(promql);
+            let result = self.query_at(promql, at);
             if done(&result) || start.elapsed() > DEADLINE {
                 return result;
             }

@@ -54,7 +54,7 @@ fn two_generators_pushing_add_up_to_the_merged_result() {
     assert!(committed > 0.0);
 
     let count = r#"histogram_count(sum(db_client_operation_duration_seconds{phase="measured"}))"#;
-    let seen = prometheus.wait_for(count, |r| r.len() == 1 && r[0].1 == committed);
+    let seen = prometheus.wait_for(count, None, |r| r.len() == 1 && r[0].1 == committed);
     assert_eq!(seen.first().map(|s| s.1), Some(committed), "{count}");
     let generators = r#"count by (generator) (pgbolt_transactions_total{outcome="committed"})"#;
     assert_eq!(prometheus.query(generators).len(), 2, "{generators}");

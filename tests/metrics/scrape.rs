@@ -1,13 +1,14 @@
 //! A run and a sweep scraped by Prometheus: the totals it stores are the
 //! JSON result's, the p99 of the native histogram is within its bucket
-//! width of the result's, each step is a series of its own; a port in use
+//! width of the result's, the classic buckets add up (a Prometheus
+//! without native histograms), each step is a series of its own; a port in use
 //! is refused before anything connects, and the port is closed after.
 
 use std::net::{TcpListener, TcpStream};
 
 use serde_json::Value;
 
-use super::prometheus::{free_port, Prometheus};
+use super::prometheus::{free_port, now_s, Prometheus};
 use crate::common::{bench_database, server, stderr, Run};
 
 fn read_json(path: &std::path::Path) -> Value {
@@ -32,9 +33,12 @@ fn documented_names() -> Vec<String> {
 }
 
 /// The names of the metrics Prometheus stored from pgbolt.
-fn stored_names(prometheus: &Prometheus) -> Vec<String> {
+fn stored_names(prometheus: &Prometheus, at: Option<f64>) -> Vec<String> {
     prometheus
-        .query(r#"group by (__name__) ({__name__=~"pgbolt_.+|db_client_.+"})"#)
+        .query_at(
+            r#"group by (__name__) ({__name__=~"pgbolt_.+|db_client_.+"})"#,
+            at,
+        )
         .iter()
         .filter_map(|(labels, _)| labels["__name__"].as_str().map(str::to_owned))
         .collect()
@@ -45,6 +49,7 @@ fn a_scraped_run_agrees_with_its_json_result() {
     let db = bench_database(server(), &["-s", "1"]);
     let port = free_port();
     let prometheus = Prometheus::start(&[format!("127.0.0.1:{port}")]);
+    let classic = Prometheus::start_with(&[format!("127.0.0.1:{port}")], false);
     let dir = tempfile::tempdir().expect("temp dir");
     let json = dir.path().join("run.json");
     let out = Run::new(
@@ -55,6 +60,7 @@ fn a_scraped_run_agrees_with_its_json_result() {
     .arg("--metrics-linger=60")
     .arg(&format!("--json={}", json.display()))
     .pgbolt();
+    let ended = Some(now_s());
     assert!(out.status.success(), "pgbolt: {}", stderr(&out));
     assert!(
         TcpStream::connect(("127.0.0.1", port)).is_err(),
@@ -65,10 +71,10 @@ fn a_scraped_run_agrees_with_its_json_result() {
     assert!(committed > 0);
 
     let total = r#"sum(pgbolt_transactions_total{outcome="committed",phase="measured"})"#;
-    let seen = single(&prometheus.wait_for(total, |r| single(r) == committed as f64));
+    let seen = single(&prometheus.wait_for(total, ended, |r| single(r) == committed as f64));
     assert_eq!(seen, committed as f64, "{total}");
     let count = r#"histogram_count(sum(db_client_operation_duration_seconds{db_system_name="postgresql"}))"#;
-    let seen = single(&prometheus.wait_for(count, |r| single(r) == committed as f64));
+    let seen = single(&prometheus.wait_for(count, ended, |r| single(r) == committed as f64));
     assert_eq!(seen, committed as f64, "{count}");
 
     // The served histogram is the interval series' (16 buckets a doubling,
@@ -78,14 +84,39 @@ fn a_scraped_run_agrees_with_its_json_result() {
         .as_f64()
         .expect("p99");
     let p99 = r#"histogram_quantile(0.99, sum(db_client_operation_duration_seconds))"#;
-    let seen_ms = single(&prometheus.query(p99)) * 1000.0;
+    let seen_ms = single(&prometheus.query_at(p99, ended)) * 1000.0;
     let native = 2f64.powf(2f64.powi(-pgbolt::metrics::NATIVE_SCHEMA)) - 1.0;
     let tolerance = native + 1.0 / 16.0;
     assert!(
         (seen_ms - p99_ms).abs() <= p99_ms * tolerance,
         "p99 from Prometheus {seen_ms} ms, from the result {p99_ms} ms (tolerance {tolerance})"
     );
-    let names = stored_names(&prometheus);
+    // Without native histograms, the classic buckets. The endpoint waits
+    // for one scrape after the end, which may be the other Prometheus's:
+    // this one's last scrape may be earlier, so its figures are checked
+    // against each other, all from one scrape.
+    let of_scrape = |query: &str| single(&classic.query_at(query, ended));
+    let count = of_scrape(r#"sum(db_client_operation_duration_seconds_count)"#);
+    assert!(count > 0.0 && count <= committed as f64, "{count}");
+    let inf = of_scrape(r#"sum(db_client_operation_duration_seconds_bucket{le="+Inf"})"#);
+    let counted = of_scrape(r#"sum(pgbolt_transactions_total{outcome="committed"})"#);
+    assert_eq!((inf, counted), (count, count));
+    let buckets = classic.query_at(
+        r#"sum by (le) (db_client_operation_duration_seconds_bucket)"#,
+        ended,
+    );
+    let mut buckets: Vec<(f64, f64)> = buckets
+        .iter()
+        .map(|(labels, v)| {
+            let le = labels["le"].as_str().unwrap_or("");
+            (le.parse::<f64>().unwrap_or(f64::INFINITY), *v)
+        })
+        .collect();
+    buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+    assert_eq!(buckets.len(), 10, "{buckets:?}");
+    assert!(buckets.windows(2).all(|w| w[0].1 <= w[1].1), "{buckets:?}");
+
+    let names = stored_names(&prometheus, ended);
     for name in documented_names() {
         let elsewhere = ["pgbolt_study_step", "pgbolt_generator_index"];
         assert!(
@@ -93,7 +124,7 @@ fn a_scraped_run_agrees_with_its_json_result() {
             "{name} is documented but not served: {names:?}"
         );
     }
-    let namespace = prometheus.query(r#"db_client_operation_duration_seconds"#);
+    let namespace = prometheus.query_at(r#"db_client_operation_duration_seconds"#, ended);
     assert!(
         namespace
             .iter()
@@ -114,6 +145,7 @@ fn a_scraped_sweep_has_a_series_per_step() {
         .arg("--metrics-linger=60")
         .arg(&format!("--json={}", json.display()))
         .pgbolt();
+    let ended = Some(now_s());
     assert!(out.status.success(), "pgbolt: {}", stderr(&out));
     let result = read_json(&json);
     let steps = result["steps"].as_array().expect("steps");
@@ -143,9 +175,9 @@ fn a_scraped_sweep_has_a_series_per_step() {
         steps.sort_by(|a, b| a.0.cmp(&b.0));
         steps
     };
-    let seen = per_step(&prometheus.wait_for(query, |r| per_step(r) == expected));
+    let seen = per_step(&prometheus.wait_for(query, ended, |r| per_step(r) == expected));
     assert_eq!(seen, expected, "{query}");
-    assert!(stored_names(&prometheus).contains(&"pgbolt_study_step".to_owned()));
+    assert!(stored_names(&prometheus, ended).contains(&"pgbolt_study_step".to_owned()));
 }
 
 #[test]
