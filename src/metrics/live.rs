@@ -9,9 +9,20 @@
 //! never go backwards, and the last hand-over holds everything the thread
 //! recorded, so once the run is over the served figures are the report's.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use crate::stats::{Counters, IntervalHistogram, ThreadStats};
+
+/// How often the linger looks whether a signal asked to stop.
+const STOP_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Set by SIGINT or SIGTERM during the linger.
+static STOPPED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop(_: libc::c_int) {
+    STOPPED.store(true, Ordering::SeqCst);
+}
 
 /// How often a worker thread hands over its figures, µs.
 pub const BEAT_US: i64 = 500_000;
@@ -237,18 +248,24 @@ impl Live {
     }
 
     /// Every run is over; waits until a scrape that began after this has
-    /// been served, at most `linger`.
+    /// been served, at most `linger`. SIGINT or SIGTERM ends the wait at
+    /// once: the run is done, only its last figures would be missed.
     pub fn finish(&self, linger: std::time::Duration) {
+        STOPPED.store(false, Ordering::SeqCst);
+        let _handlers = crate::sigstop::install(on_stop);
         let mut state = self.state();
         state.finished = true;
         state.running = false;
         let deadline = std::time::Instant::now() + linger;
-        while state.final_scrapes == 0 {
+        while state.final_scrapes == 0 && !STOPPED.load(Ordering::SeqCst) {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             if left.is_zero() {
                 return;
             }
-            state = match self.scraped.wait_timeout(state, left) {
+            // A signal handler cannot notify a condition variable: look
+            // at its flag now and then.
+            let slice = left.min(STOP_CHECK);
+            state = match self.scraped.wait_timeout(state, slice) {
                 Ok((s, _)) => s,
                 Err(poisoned) => poisoned.into_inner().0,
             };

@@ -231,3 +231,50 @@ fn metrics_options_refuse_bad_values() {
         assert!(stderr(&out).contains(message), "{args:?}: {}", stderr(&out));
     }
 }
+
+#[test]
+fn sigterm_ends_the_linger_of_an_unscraped_endpoint() {
+    let db = bench_database(server(), &["-s", "1"]);
+    let port = free_port();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("run.json");
+    let mut child = Run::new(&db, &["-S", "-c", "1", "-T", "1"])
+        .arg(&format!("--metrics-listen=127.0.0.1:{port}"))
+        .arg("--metrics-linger=600")
+        .arg(&format!("--json={}", json.display()))
+        .pgbolt_command()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("pgbolt starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !json.exists() {
+        assert!(std::time::Instant::now() < deadline, "no result written");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    // Far less than the 600 s linger: the signal ended it.
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still lingering after SIGTERM"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    // The result is written just before the linger starts: a signal that
+    // comes in between ends the process as it would have without metrics.
+    use std::os::unix::process::ExitStatusExt;
+    assert!(
+        status.code() == Some(0) || status.signal() == Some(libc::SIGTERM),
+        "{status:?}"
+    );
+    assert!(
+        TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "port still open"
+    );
+}
