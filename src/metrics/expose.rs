@@ -63,8 +63,8 @@ pub struct Exposition {
     pub cpu_seconds: f64,
     /// A fleet's generator: its index and the generator count.
     pub generator: Option<(u32, u32)>,
-    /// The current step of a study and its clients.
-    pub step: Option<(usize, Option<u32>)>,
+    /// The labels of the current step of a study.
+    pub step: Option<super::live::RunLabels>,
 }
 
 impl Exposition {
@@ -75,7 +75,7 @@ impl Exposition {
             (
                 state.runs.clone(),
                 state.running,
-                state.step,
+                state.step.clone(),
                 state.namespace.clone(),
             )
         };
@@ -382,12 +382,17 @@ impl Exposition {
             "The study's current step, from 1",
             MetricType::Gauge,
         );
-        if let Some((index, clients)) = self.step {
-            let clients = clients.map(|c| c.to_string());
-            let extra: Vec<(&str, &str)> =
-                clients.iter().map(|c| ("clients", c.as_str())).collect();
+        if let Some(current) = &self.step {
+            let index = current.step.unwrap_or_default();
+            // The step's labels but `phase` (a warm-up is the same step)
+            // and `step` itself, which is the value.
+            let labels: Vec<(String, String)> = current
+                .pairs()
+                .into_iter()
+                .filter(|(name, _)| name != "phase" && name != "step")
+                .collect();
             step.series
-                .push((self.labels(&[], &extra), Value::Gauge(index as f64)));
+                .push((self.labels(&labels, &[]), Value::Gauge(index as f64)));
         }
         vec![
             transactions,

@@ -191,8 +191,8 @@ pub struct State {
     pub running: bool,
     /// `db.namespace`: the database the clients use.
     pub namespace: String,
-    /// The study's current step and its clients.
-    pub step: Option<(usize, Option<u32>)>,
+    /// The labels of the study's current step.
+    pub step: Option<RunLabels>,
     /// Every run is over: what is served now is final.
     pub finished: bool,
     /// Scrapes served that began after `finished` was set.
@@ -215,7 +215,7 @@ impl Live {
     /// [`Beat`].
     pub fn open_run(&self, scripts: Vec<String>, threads: usize) -> Vec<Beat> {
         let mut state = self.state();
-        state.step = state.next.step.map(|step| (step, state.next.clients));
+        state.step = state.next.step.is_some().then(|| state.next.clone());
         let run = Arc::new(LiveRun {
             labels: std::mem::take(&mut state.next),
             scripts,

@@ -177,7 +177,10 @@ fn a_scraped_sweep_has_a_series_per_step() {
     };
     let seen = per_step(&prometheus.wait_for(query, ended, |r| per_step(r) == expected));
     assert_eq!(seen, expected, "{query}");
-    assert!(stored_names(&prometheus, ended).contains(&"pgbolt_study_step".to_owned()));
+    let last_step = prometheus.query_at("pgbolt_study_step", ended);
+    assert_eq!(last_step.len(), 1, "{last_step:?}");
+    assert_eq!(last_step[0].1, 2.0);
+    assert_eq!(last_step[0].0["clients"], "2");
 }
 
 #[test]
