@@ -2,7 +2,9 @@
 //! waker, serving each scrape whole (HTTP/1.1, one request per
 //! connection) before it takes the next. A scrape reads the slots the
 //! worker threads hand over (see [`super::live`]); it never touches a
-//! worker's loop.
+//! worker's loop. One scrape at a time is enough for the few scrapers of
+//! a benchmark; a client that sends nothing holds the thread at most
+//! [`IO_TIMEOUT`], never a worker.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
