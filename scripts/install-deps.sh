@@ -107,6 +107,25 @@ install_kubernetes_validate() {
 install_kubernetes_validate
 # -------------------------------------------------------------------------
 
+# --- Prometheus (the live-metrics tests scrape and receive with it) -------
+# Debian's package (2.42 on Debian 12), without its recommended exporters.
+# The tests run the binary on private ports and storage; the package's own
+# service, where an init system started it, is left as it is.
+install_prometheus() {
+    command -v prometheus >/dev/null 2>&1 && return 0
+    if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+        echo "pgbolt's tests need Prometheus (on Debian/Ubuntu, as root: apt-get install --no-install-recommends prometheus)." >&2
+        exit 1
+    fi
+    echo "Installing prometheus ..."
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+}
+
+install_prometheus
+# -------------------------------------------------------------------------
+
 have_server() {
     command -v initdb >/dev/null 2>&1 && return 0
     command -v pg_config >/dev/null 2>&1 && [ -x "$(pg_config --bindir)/initdb" ] && return 0

@@ -22,6 +22,7 @@ pub mod engine;
 pub mod expr;
 pub mod fleet;
 pub mod init;
+pub mod metrics;
 pub mod model;
 pub mod observe;
 pub mod oserror;

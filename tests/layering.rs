@@ -22,8 +22,9 @@ const FLOORS: &[&[&str]] = &[
     &["study"],
     // one benchmark run; the exact merge of generators' results
     &["engine", "fleet"],
-    // every renderer and the one reader and writer of result files
-    &["report"],
+    // every renderer and the one reader and writer of result files; the
+    // live metrics endpoint
+    &["report", "metrics"],
     // the monitor, the client's CPU, the pooler's console
     &["observe"],
     // statistics over two results; findings over one

@@ -78,8 +78,44 @@ impl std::error::Error for RunError {}
 /// Runs the mode of `config` and returns the exit status.
 pub fn run(config: Config) -> Result<i32, RunError> {
     check_overlap(&config.mode).map_err(RunError::Engine)?;
+    let endpoint = metrics_endpoint(&config)?;
+    let status = run_with_endpoint(&config);
+    if let Some(endpoint) = endpoint {
+        endpoint.finish();
+    }
+    status
+}
+
+/// `--metrics-listen`: the endpoint, open before anything connects and
+/// until the mode is done (its port in use refuses the run).
+fn metrics_endpoint(config: &Config) -> Result<Option<crate::metrics::Endpoint>, RunError> {
+    let Mode::Run(bench) = &config.mode else {
+        return Ok(None);
+    };
+    let Some(settings) = &bench.metrics else {
+        return Ok(None);
+    };
+    let identity = crate::metrics::Identity {
+        namespace: namespace(config),
+        generator: bench.fleet.map(|share| (share.index, share.count)),
+    };
+    crate::metrics::listen(settings, identity)
+        .map(Some)
+        .map_err(|e| RunError::Engine(e.to_string()))
+}
+
+/// The database the clients use (`db.namespace`), empty when the
+/// connection options do not resolve (the run then fails to connect).
+fn namespace(config: &Config) -> String {
+    connection::resolve(&config.connection)
+        .map(|c| c.dbname)
+        .unwrap_or_default()
+}
+
+fn run_with_endpoint(config: &Config) -> Result<i32, RunError> {
     match &config.temp_instance {
-        Some(temp) => temp_instance::run(&config, temp, |local, tables| {
+        Some(temp) => temp_instance::run(config, temp, |local, tables| {
+            crate::metrics::set_namespace(namespace(local));
             if let (Mode::Run(benchmark), Some(_)) = (&local.mode, tables) {
                 study::refuse_before_loading(local, benchmark)?;
             }
@@ -91,7 +127,7 @@ pub fn run(config: Config) -> Result<i32, RunError> {
             }
             run_mode(local)
         }),
-        None => run_mode(&config),
+        None => run_mode(config),
     }
 }
 

@@ -122,6 +122,10 @@ pub enum CliError {
     InvalidCompareFormat(String),
     InvalidGenerator(String),
     InvalidStartAt(String),
+    InvalidMetricsListen(String),
+    /// `--metrics-linger` without `--metrics-listen`.
+    LingerWithoutListen,
+    InvalidMetricsPush(String),
     /// `--generators=N` without `JOB_COMPLETION_INDEX` (or with a bad one).
     MissingGeneratorIndex {
         count: u32,
@@ -214,6 +218,9 @@ impl CliError {
                 | CliError::InvalidCompareFormat(_)
                 | CliError::InvalidGenerator(_)
                 | CliError::InvalidStartAt(_)
+                | CliError::InvalidMetricsListen(_)
+                | CliError::LingerWithoutListen
+                | CliError::InvalidMetricsPush(_)
                 | CliError::MissingGeneratorIndex { .. }
                 | CliError::FewerClientsThanGenerators { .. }
                 | CliError::GeneratorsDisagree
@@ -539,6 +546,17 @@ impl fmt::Display for CliError {
             CliError::SweptOption(option, dimension) => write!(
                 f,
                 "{option} cannot be used with --sweep={dimension}:..., which sets it for each step"
+            ),
+            CliError::InvalidMetricsListen(value) => write!(
+                f,
+                "invalid value \"{value}\" for option --metrics-listen: expected ADDR:PORT, such as 127.0.0.1:9187 or [::]:9187"
+            ),
+            CliError::LingerWithoutListen => {
+                write!(f, "--metrics-linger requires --metrics-listen")
+            }
+            CliError::InvalidMetricsPush(value) => write!(
+                f,
+                "invalid value \"{value}\" for option --metrics-push: expected http://HOST[:PORT]/PATH, such as http://prometheus:9090/api/v1/write (https is not supported yet)"
             ),
             CliError::UnsupportedWithWarmup(option) => {
                 write!(f, "--warmup with {option} is not supported yet")

@@ -136,6 +136,13 @@ pub struct Gathered {
     pub run_id: Option<String>,
     pub merge: bool,
     pub allow_partial: bool,
+
+    /// `--metrics-listen=ADDR:PORT`.
+    pub metrics_listen: Option<std::net::SocketAddr>,
+    /// `--metrics-push=URL`.
+    pub metrics_push: Option<crate::config::metrics::PushUrl>,
+    /// `--metrics-linger=SECS`.
+    pub metrics_linger: Option<u32>,
     /// `--max-input-size`, in bytes.
     pub max_input_size: Option<u64>,
 }

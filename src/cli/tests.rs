@@ -319,6 +319,32 @@ static CASES: &[Case] = &[
     case("start-at", Some("2026-11-27T14:00:00Z"), &[], |c| {
         bench(c).start_at_us == Some(1_795_788_000_000_000)
     }),
+    case("metrics-listen", Some("127.0.0.1:9187"), &[], |c| {
+        bench(c)
+            .metrics
+            .as_ref()
+            .map(|m| (m.listen.map(|a| a.port()), m.linger.as_secs()))
+            == Some((Some(9187), 15))
+    }),
+    case(
+        "metrics-push",
+        Some("http://prometheus:9090/api/v1/write"),
+        &[],
+        |c| {
+            bench(c)
+                .metrics
+                .as_ref()
+                .and_then(|m| m.push.as_ref())
+                .map(|p| p.path.as_str())
+                == Some("/api/v1/write")
+        },
+    ),
+    case(
+        "metrics-linger",
+        Some("2"),
+        &["--metrics-listen=[::1]:9187"],
+        |c| bench(c).metrics.as_ref().map(|m| m.linger.as_secs()) == Some(2),
+    ),
     case("run-id", Some("nightly"), &[], |c| {
         bench(c).run_id.as_deref() == Some("nightly")
     }),

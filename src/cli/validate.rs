@@ -216,7 +216,27 @@ fn benchmark(g: &mut Gathered) -> Result<Benchmark, CliError> {
         targets: std::mem::take(&mut g.targets),
         connect_dimension: g.connect_dimension,
         pool_size: g.pool_size,
+        metrics: metrics(g)?,
     })
+}
+
+/// `--metrics-listen`, `--metrics-linger` and `--metrics-push`.
+fn metrics(g: &Gathered) -> Result<Option<crate::config::metrics::Metrics>, CliError> {
+    if g.metrics_listen.is_none() && g.metrics_linger.is_some() {
+        return Err(CliError::LingerWithoutListen);
+    }
+    if g.metrics_listen.is_none() && g.metrics_push.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(crate::config::metrics::Metrics {
+        listen: g.metrics_listen,
+        push: g.metrics_push.clone(),
+        linger: g
+            .metrics_linger
+            .map_or(crate::config::metrics::DEFAULT_LINGER, |s| {
+                std::time::Duration::from_secs(u64::from(s))
+            }),
+    }))
 }
 
 /// `-t` or `-T`, not both; pgbench's 10 transactions when neither.

@@ -29,6 +29,7 @@ use crate::script::QueryMode;
 
 pub mod connection;
 pub mod fleet;
+pub mod metrics;
 pub mod study;
 pub mod target;
 
@@ -243,6 +244,9 @@ pub struct Benchmark {
     /// connections inside pgbolt, each taking one for a transaction (see
     /// `engine::pool`).
     pub pool_size: Option<u32>,
+    /// `--metrics-listen` and `--metrics-linger`: the live Prometheus
+    /// endpoint.
+    pub metrics: Option<metrics::Metrics>,
 }
 
 impl Benchmark {

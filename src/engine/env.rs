@@ -82,6 +82,8 @@ pub struct ThreadEnv {
     pub count_until: i64,
     /// `-P`: progress lines (thread 0 prints them).
     pub progress: Option<Progress>,
+    /// `--metrics-listen`: where the thread hands over its figures.
+    pub live: Option<crate::metrics::Beat>,
     /// `--io` chose io_uring; the thread then creates [`ThreadEnv::ring`].
     pub io_uring: bool,
     /// The thread's ring, which does the I/O of its plain connections.

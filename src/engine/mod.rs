@@ -30,8 +30,10 @@
 //! The engine knows nothing of studies, fleets or files: it takes its
 //! settings from `crate::config` (a generator's share included), fills
 //! `crate::model`'s shapes, asks `crate::observe` to watch the server and
-//! `crate::diagnose` for the findings, and uses the script, expression,
-//! statistics and program modules below them.
+//! `crate::diagnose` for the findings, hands each thread's figures to
+//! `crate::metrics` when a live endpoint is open (on a beat, after a turn
+//! of the loop), and uses the script, expression, statistics and program
+//! modules below them.
 //!
 //! # One run among several (`run_step`)
 //! A sweep ([`crate::study`]) runs the benchmark many times in one process.
@@ -149,6 +151,10 @@ pub fn run(config: &Config, bench: &Benchmark) -> Result<Ran, EngineError> {
     let mut setup = StepSetup::pgbench();
     let mut measured = std::borrow::Cow::Borrowed(bench);
     if bench.warmup_s > 0 {
+        crate::metrics::label_next_run(crate::metrics::RunLabels {
+            warmup: true,
+            ..crate::metrics::RunLabels::default()
+        });
         let done = run_step(config, &warmup_of(bench), &setup)?;
         match done.result {
             Some(result) if done.status == 0 => crate::program::ewriteln!(
@@ -331,6 +337,16 @@ fn execute(
     let machine_start = crate::observe::cpu::machine_ticks();
     let monitor = start_monitor(prepared, bench, &shared);
     let wake_fd = guard.wake_fd();
+    let live = crate::metrics::current();
+    let beats = live.as_ref().map(|l| {
+        let scripts = prepared
+            .plan
+            .scripts
+            .iter()
+            .map(|s| s.name.clone())
+            .collect();
+        l.open_run(scripts, prepared.plan.threads as usize)
+    });
     let starts = prepared
         .plan
         .client_ranges()
@@ -345,8 +361,12 @@ fn execute(
             wake_fd,
             io_uring,
             spin,
+            live: beats.as_ref().and_then(|b| b.get(tid).cloned()),
         });
     let outcomes = run_threads(prepared, bench, &shared, starts);
+    if let Some(l) = &live {
+        l.close_run();
+    }
     // The run ends with its threads, as pgbench's does: not after the
     // monitor's end readings, which through a pooler wait seconds for
     // backends that never leave.
@@ -477,6 +497,7 @@ struct ThreadStart {
     wake_fd: RawFd,
     io_uring: bool,
     spin: SpinMode,
+    live: Option<crate::metrics::Beat>,
 }
 
 /// Whether the threads drive their connections with io_uring: only when
@@ -572,6 +593,7 @@ fn thread_parts(
         pool,
         progress: thread_progress(plan, bench, t.start_time),
         reconnecting: reconnect::Waiting::default(),
+        live: t.live.clone(),
     };
     Ok((clients, env, poll))
 }
@@ -634,7 +656,8 @@ fn thread_stats(
         latency_limit_us: plan.latency_limit_us,
         start_us: start_time,
         throttled: plan.throttle_delay_us > 0.0,
-        series: bench.json.is_some() || bench.html.is_some(),
+        // The live metrics read the series' histograms too.
+        series: bench.json.is_some() || bench.html.is_some() || crate::metrics::current().is_some(),
     };
     let mut stats = ThreadStats::new(&layout);
     if pooled {

@@ -169,6 +169,10 @@ fn get_ready(
                 .filter_map(|c| c.conn.as_ref().map(pgwire::Connection::backend_pid)),
         );
     }
+    if let Some(live) = env.live.as_mut() {
+        let connected = clients.iter().filter(|c| c.conn.is_some()).count() as u32;
+        live.connected(connected, &env.stats, env.clock.now_us());
+    }
     shared.wait_start(env.clock.now_us(), &env.clock)
 }
 
@@ -202,6 +206,9 @@ fn end_run(env: &mut ThreadEnv, shared: &Shared, trials: Option<SpinTrials>) {
     if let Some(p) = env.progress.as_mut() {
         p.finish(env.tid, &env.clock, &env.stats, shared);
     }
+    if let Some(live) = env.live.as_mut() {
+        live.finish(&env.stats);
+    }
     // Threads still running go on the way that won, not the one on trial.
     if let Some(t) = trials {
         shared.spin.set(t.winner());
@@ -233,6 +240,9 @@ fn loop_timeout(
 fn after_turn(env: &mut ThreadEnv, shared: &Shared, trials: Option<&mut SpinTrials>, now: i64) {
     if let Some(p) = env.progress.as_mut() {
         p.tick(env.tid, env.clock.now_us(), &env.stats, shared);
+    }
+    if let Some(live) = env.live.as_mut() {
+        live.tick(&env.stats, now);
     }
     if let Some(t) = trials {
         // Service time: under -R the latency also holds the schedule

@@ -171,6 +171,17 @@ impl IntervalSeries {
         out
     }
 
+    /// The latency histograms of every bucket added together, the open
+    /// one's included: the run's distribution so far at the series'
+    /// precision (the live metrics read it, see `crate::metrics`).
+    pub fn latency_total(&self) -> IntervalHistogram {
+        let mut total = self.open.histogram.snapshot();
+        for h in &self.histograms {
+            total.add(h);
+        }
+        total
+    }
+
     fn index_for(&mut self, at_us: i64) -> usize {
         let offset = at_us.saturating_sub(self.start_us).max(0);
         let mut index = (offset / self.width_us) as usize;

@@ -216,6 +216,14 @@ impl IntervalHistogram {
         self.entries = merged;
     }
 
+    /// The buckets holding values, lowest first: each bucket's lowest
+    /// value, the lowest value of the next bucket (both µs) and its count.
+    pub fn buckets(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+        self.entries
+            .iter()
+            .map(|e| (value_for(e.index()), value_for(e.index() + 1), e.count()))
+    }
+
     /// Number of values in buckets that reach above `value_us` (whose
     /// highest value is above it): at this precision, the values that may
     /// be above it.

@@ -247,7 +247,17 @@ impl<'a> Sweeper<'a> {
             window: Window::FromConnected,
         };
         self.announced = true;
+        let labels = crate::metrics::RunLabels {
+            step: Some(index),
+            clients: Some(bench.clients),
+            target: self.label.clone(),
+            warmup: false,
+        };
         if self.bench.warmup_s > 0 {
+            crate::metrics::label_next_run(crate::metrics::RunLabels {
+                warmup: true,
+                ..labels.clone()
+            });
             let warmup = crate::engine::warmup_of(&bench);
             let done = crate::engine::run_step(self.config, &warmup, &setup)?;
             if done.status != 0 {
@@ -260,6 +270,7 @@ impl<'a> Sweeper<'a> {
             announce: false,
             ..setup
         };
+        crate::metrics::label_next_run(labels);
         let step = crate::engine::run_step(self.config, &bench, &setup)?;
         // A step that failed or was interrupted is partial: it ends the
         // sweep and is left out of the answers.

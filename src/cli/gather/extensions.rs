@@ -297,6 +297,51 @@ pub fn start_at(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
     Ok(())
 }
 
+/// `--metrics-listen=ADDR:PORT`: an address and a port, such as
+/// `127.0.0.1:9187` or `[::]:9187` (no host names: nothing is resolved
+/// before the run).
+pub fn metrics_listen(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let given = text(value);
+    let addr = given
+        .trim()
+        .parse::<std::net::SocketAddr>()
+        .map_err(|_| CliError::InvalidMetricsListen(given))?;
+    g.metrics_listen = Some(addr);
+    Ok(())
+}
+
+pub fn metrics_linger(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let given = text(value);
+    let seconds = given
+        .trim()
+        .parse::<u32>()
+        .map_err(|_| CliError::InvalidValue {
+            option: "--metrics-linger",
+            value: given,
+        })?;
+    g.metrics_linger = Some(seconds);
+    Ok(())
+}
+
+/// `url` with any user and password in it masked.
+fn without_userinfo(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            format!("{}://***{}", &url[..scheme], &url[at..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// `--metrics-push=URL`: `http://HOST[:PORT]/PATH`.
+pub fn metrics_push(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
+    let given = text(value);
+    let url = crate::config::metrics::PushUrl::parse(given.trim())
+        .ok_or_else(|| CliError::InvalidMetricsPush(without_userinfo(&given)))?;
+    g.metrics_push = Some(url);
+    Ok(())
+}
+
 pub fn run_id(g: &mut Gathered, value: &OsStr) -> Result<(), CliError> {
     let given = text(value);
     if given.trim().is_empty() {
