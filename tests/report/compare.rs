@@ -233,13 +233,15 @@ fn a_longer_sleep_is_a_latency_regression_and_markdown_says_so() {
     let a = result(
         dir.path(),
         "a.json",
-        &["-f", &script.path, "-D", "d=0.002", "-c", "2", "-T", "3"],
+        &["-f", &script.path, "-D", "d=0.002", "-c", "2", "-T", "5"],
     );
     let b = result(
         dir.path(),
         "b.json",
-        &["-f", &script.path, "-D", "d=0.008", "-c", "2", "-T", "3"],
+        &["-f", &script.path, "-D", "d=0.008", "-c", "2", "-T", "5"],
     );
+    // Five seconds: a loaded machine's 3 s runs had two whole intervals,
+    // and Welch t over two batches is wide enough to cover any change.
     let out = compare(
         &a,
         &b,
