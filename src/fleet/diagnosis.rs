@@ -11,9 +11,11 @@
 //! - The backend states add up: each generator counted its own backends.
 //!   Each generator's counts are first put on the watcher's number of
 //!   samples, then added; interval by interval, on the watcher's buckets.
-//! - Other sessions are the watcher's, less what it saw of the other
-//!   generators: it counted their backends as sessions named like the
-//!   run's clients.
+//! - Other sessions are the watcher's autovacuum workers and other
+//!   clients. What it counted as sessions named like the run's clients
+//!   were mostly the other generators' backends, seen at other moments
+//!   than they saw them themselves, so subtracting leaves noise: that kind
+//!   is left out of the fleet's view (each generator's own keeps it).
 //! - A generator's client side (threads' CPU, its machine) is its own:
 //!   the fleet has no client load of its own, and each generator's client
 //!   findings are carried over with its index in front.
@@ -38,7 +40,7 @@ pub fn diagnose_fleet(merged: &mut RunResult, generators: &[(u32, &RunResult)]) 
         .iter()
         .filter_map(|(i, r)| r.diagnosis.as_ref().map(|d| (*i, d)))
         .collect();
-    let Some(&(watcher_index, watcher)) = with
+    let Some(&(_, watcher)) = with
         .iter()
         .max_by_key(|(i, d)| (d.monitor.samples, std::cmp::Reverse(*i)))
     else {
@@ -56,7 +58,7 @@ pub fn diagnose_fleet(merged: &mut RunResult, generators: &[(u32, &RunResult)]) 
     }
     merged.diagnosis = Some(Diagnosis {
         monitor: monitor(&with, watcher),
-        activity: activity(&with, watcher_index, watcher),
+        activity: activity(&with, watcher),
         counters,
         tables: watcher.tables.clone(),
         events: watcher.events.clone(),
@@ -99,12 +101,8 @@ fn monitor(with: &[(u32, &Diagnosis)], watcher: &Diagnosis) -> MonitorStatus {
 }
 
 /// The generators' backend states added on the watcher's samples and
-/// buckets, and the other sessions the watcher saw less the generators'.
-fn activity(
-    with: &[(u32, &Diagnosis)],
-    watcher_index: u32,
-    watcher: &Diagnosis,
-) -> Option<Activity> {
+/// buckets, and the other sessions the watcher saw but the generators'.
+fn activity(with: &[(u32, &Diagnosis)], watcher: &Diagnosis) -> Option<Activity> {
     let base = watcher.activity.as_ref()?;
     let samples = watcher.monitor.samples;
     let mut a = Activity {
@@ -112,21 +110,18 @@ fn activity(
         width_us: base.width_us,
         others: OtherSessions {
             autovacuum: base.others.autovacuum.clone(),
-            same_name: base.others.same_name.clone(),
             other_clients: base.others.other_clients.clone(),
+            ..OtherSessions::default()
         },
         ..Activity::default()
     };
     let width = base.width_us.max(1) as f64;
-    for (i, d) in with {
+    for (_, d) in with {
         let Some(theirs) = d.activity.as_ref() else {
             continue;
         };
-        let own = theirs.total.rescaled(d.monitor.samples, samples);
-        a.total.add(&own);
-        if *i != watcher_index {
-            a.others.same_name = a.others.same_name.less(&own);
-        }
+        a.total
+            .add(&theirs.total.rescaled(d.monitor.samples, samples));
         let shift = ((theirs.start_us - base.start_us) as f64 / width).round() as i64;
         for (k, counts) in theirs.intervals.iter().enumerate() {
             let Ok(at) = usize::try_from(k as i64 + shift) else {

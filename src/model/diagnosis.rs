@@ -122,27 +122,6 @@ impl StateCounts {
         }
     }
 
-    /// These counts less `other`'s, none below zero.
-    pub fn less(&self, other: &StateCounts) -> StateCounts {
-        StateCounts {
-            on_cpu: self.on_cpu.saturating_sub(other.on_cpu),
-            waiting: self
-                .waiting
-                .iter()
-                .map(|(kind, n)| {
-                    let theirs = other.waiting.get(kind).copied().unwrap_or(0);
-                    (kind.clone(), n.saturating_sub(theirs))
-                })
-                .filter(|(_, n)| *n > 0)
-                .collect(),
-            client: self.client.saturating_sub(other.client),
-            idle_in_transaction: self
-                .idle_in_transaction
-                .saturating_sub(other.idle_in_transaction),
-            other: self.other.saturating_sub(other.other),
-        }
-    }
-
     /// Adds `other`'s counts.
     pub fn add(&mut self, other: &StateCounts) {
         self.on_cpu += other.on_cpu;
