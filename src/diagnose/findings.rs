@@ -514,19 +514,23 @@ fn commits_disagree(r: &RunResult) -> Option<Finding> {
         db.xact_commit
     );
     // With samples that saw no other client at work, the extra commits are
-    // not another load: autovacuum's own transactions (the vacuum finding
-    // tells of them), or statistics that idle sessions (a pooler's server
-    // connections from an earlier run) reported late.
+    // no other load when the samples saw who made them: statistics that
+    // idle sessions (a pooler's server connections from an earlier run)
+    // reported late, or autovacuum's own transactions (the vacuum finding
+    // tells of them). With nobody seen at all, sessions came and went
+    // between two samples: other work, unnamed.
     let seen = d
         .activity
         .as_ref()
         .filter(|_| d.monitor.samples > 0)
         .map(|a| &a.others);
-    if let Some(o) = seen.filter(|o| o.clients_busy() == 0) {
-        let idle = o.same_name.total() + o.other_clients.total();
-        if idle == 0 {
-            return None;
-        }
+    let idle = seen
+        .filter(|o| o.clients_busy() == 0)
+        .map_or(0, |o| o.same_name.total() + o.other_clients.total());
+    if seen.is_some_and(|o| o.clients_busy() == 0 && idle == 0 && o.autovacuum.total() > 0) {
+        return None;
+    }
+    if idle > 0 {
         let f = finding(
             "commits-disagree",
             Severity::Info,
@@ -543,10 +547,15 @@ fn commits_disagree(r: &RunResult) -> Option<Finding> {
             "nothing for this run; leave a few seconds between runs through a pooler and direct ones if the counters should match",
         );
     }
+    let unseen = if seen.is_some_and(|o| !o.any()) {
+        " (none seen by the samples: sessions shorter than their interval)"
+    } else {
+        ""
+    };
     let f = finding(
         "commits-disagree",
         Severity::Warning,
-        format!("{summary} from other sessions{}", others_named(r)),
+        format!("{summary} from other sessions{}{unseen}", others_named(r)),
         &figures,
     );
     explained(

@@ -363,6 +363,17 @@ fn extra_commits_with_nobody_else_busy_are_no_other_load() {
         "{:?}",
         ids(&r)
     );
+    // Nobody seen at all: sessions between two samples, other work.
+    with_others(&mut r, OtherSessions::default());
+    let f = findings(&r);
+    let c = f.iter().find(|f| f.id == "commits-disagree").unwrap();
+    assert_eq!(c.severity, Severity::Warning);
+    assert!(
+        c.summary
+            .ends_with("(none seen by the samples: sessions shorter than their interval)"),
+        "{}",
+        c.summary
+    );
     with_others(
         &mut r,
         OtherSessions {

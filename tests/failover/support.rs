@@ -126,15 +126,27 @@ pub fn check_no_acknowledged_commit_lost(outage: &Value) {
 }
 
 /// The run's outage as the clients saw it and the server's write gap
-/// agree within 200 ms.
+/// agree within 200 ms, plus how far apart the clients' first commits
+/// after it were: the server's gap ends with the first commit after the
+/// switch, the run's outage with the last client's, and on a loaded
+/// machine the clients come back one after another (270 ms apart seen
+/// with two test binaries and clippy on two CPUs; within 107 ms in every
+/// run on a quieter one).
 pub fn check_against_server_gap(outage: &Value) -> (i64, i64) {
     let run = outage["end_us"].as_i64().expect("end") - outage["start_us"].as_i64().expect("start");
     let gap = &outage["server_gap"];
     let server = gap["first_after_us"].as_i64().expect("first after")
         - gap["last_before_us"].as_i64().expect("last before");
+    let back: Vec<i64> = outage["clients"]
+        .as_array()
+        .expect("clients")
+        .iter()
+        .filter_map(|c| c["first_commit_after_us"].as_i64())
+        .collect();
+    let spread = back.iter().max().unwrap_or(&0) - back.iter().min().unwrap_or(&0);
     assert!(
-        (run - server).abs() <= 200_000,
-        "run {run} us, server gap {server} us: {outage}"
+        run - server >= -200_000 && run - server <= 200_000 + spread,
+        "run {run} us, server gap {server} us, clients back over {spread} us: {outage}"
     );
     (run, server)
 }
