@@ -31,6 +31,10 @@ pub const NATIVE_SCHEMA: i32 = 4;
 /// native field for a classic one).
 pub const ZERO_THRESHOLD: f64 = 2.938_735_877_055_719e-39; // 2^-128, as Prometheus's Go client
 
+/// The latency histogram's name and help.
+pub const DURATION_NAME: &str = "db_client_operation_duration_seconds";
+pub const DURATION_HELP: &str = "Latency of committed transactions, from their scheduled start (OpenTelemetry db.client.operation.duration)";
+
 /// What every scrape shows besides the runs.
 #[derive(Clone, Debug)]
 pub struct Fixed {
@@ -215,7 +219,7 @@ impl Value {
 /// `_total`), help, type and series.
 pub struct Family {
     pub name: &'static str,
-    help: &'static str,
+    pub help: &'static str,
     pub kind: MetricType,
     pub series: Vec<(Vec<(String, String)>, Value)>,
 }
@@ -244,12 +248,8 @@ impl Family {
 
 impl Exposition {
     fn encode_duration(&self, encoder: &mut DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
-        let mut m = encoder.encode_descriptor(
-            "db_client_operation_duration_seconds",
-            "Latency of committed transactions, from their scheduled start (OpenTelemetry db.client.operation.duration)",
-            None,
-            MetricType::Histogram,
-        )?;
+        let mut m =
+            encoder.encode_descriptor(DURATION_NAME, DURATION_HELP, None, MetricType::Histogram)?;
         for run in &self.runs {
             let figures = &run.figures;
             let labels = self.duration_labels(run);

@@ -38,6 +38,7 @@
 
 mod expose;
 mod live;
+mod protobuf;
 mod push;
 mod server;
 

@@ -20,7 +20,9 @@ use std::time::{Duration, Instant};
 use prometheus_client::metrics::MetricType;
 use prost::Message;
 
-use super::expose::{native_buckets, Exposition, Fixed, NATIVE_SCHEMA, ZERO_THRESHOLD};
+use super::expose::{
+    native_buckets, Exposition, Fixed, DURATION_NAME, NATIVE_SCHEMA, ZERO_THRESHOLD,
+};
 use super::live::Live;
 use crate::config::metrics::PushUrl;
 
@@ -209,10 +211,7 @@ fn request(e: &Exposition, now_ms: i64) -> WriteRequest {
     for run in &e.runs {
         let (spans, deltas) = native_buckets(&run.figures.latency);
         series.push(TimeSeries {
-            labels: sorted(
-                "db_client_operation_duration_seconds",
-                e.duration_labels(run),
-            ),
+            labels: sorted(DURATION_NAME, e.duration_labels(run)),
             samples: Vec::new(),
             histograms: vec![Histogram {
                 count_int: run.figures.latency.len(),

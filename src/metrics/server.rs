@@ -217,15 +217,12 @@ fn respond(stream: &mut TcpStream, status: &str, kind: &str, body: &[u8]) -> boo
 /// The scrape's body and its content type.
 fn render(live: &Live, fixed: &Fixed, protobuf: bool) -> Option<(&'static str, Vec<u8>)> {
     let exposition = Exposition::of(live, fixed);
+    if protobuf {
+        return Some((PROTOBUF_TYPE, super::protobuf::encode(&exposition)));
+    }
     let mut registry = prometheus_client::registry::Registry::default();
     registry.register_collector(Box::new(exposition));
-    if protobuf {
-        let body =
-            prometheus_client::encoding::prometheus_protobuf::encode_to_vec(&registry).ok()?;
-        Some((PROTOBUF_TYPE, body))
-    } else {
-        let mut body = String::new();
-        prometheus_client::encoding::prometheus_text::encode(&mut body, &registry).ok()?;
-        Some((TEXT_TYPE, body.into_bytes()))
-    }
+    let mut body = String::new();
+    prometheus_client::encoding::prometheus_text::encode(&mut body, &registry).ok()?;
+    Some((TEXT_TYPE, body.into_bytes()))
 }
