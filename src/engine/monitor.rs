@@ -52,6 +52,10 @@ pub fn start_monitor(prepared: &Prepared, bench: &Benchmark, shared: &Arc<Shared
     // connection it opened (not under -C, nor with pgbolt's own pool,
     // whose connections are not the clients').
     let exact = !prepared.plan.connect_per_transaction && prepared.plan.pool_size.is_none();
+    let sink = crate::metrics::current().map(|live| {
+        Box::new(move |run: &_, others: &_| live.sample_backends(run, others))
+            as crate::observe::SampleSink
+    });
     MonitorRun::Running(crate::observe::Monitor::start(
         &prepared.connector,
         interval_ms,
@@ -60,6 +64,7 @@ pub fn start_monitor(prepared: &Prepared, bench: &Benchmark, shared: &Arc<Shared
             let at = shared.wait_window_start()?;
             Some((at, exact.then(|| shared.backends())))
         },
+        sink,
     ))
 }
 

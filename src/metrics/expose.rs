@@ -17,6 +17,7 @@ use prometheus_client::encoding::{
 use prometheus_client::metrics::MetricType;
 
 use super::live::{Live, LiveRun, ThreadFigures};
+use crate::model::diagnosis::{OtherSessions, StateCounts};
 use crate::stats::{Counters, IntervalHistogram};
 
 /// OpenTelemetry's advised bucket boundaries of `db.client.operation.duration`, s.
@@ -69,18 +70,37 @@ pub struct Exposition {
     pub generator: Option<(u32, u32)>,
     /// The labels of the current step of a study.
     pub step: Option<super::live::RunLabels>,
+    /// The monitor's latest sample of the run going on.
+    pub backends: Option<Backends>,
+}
+
+/// The monitor's latest activity sample, with the labels of its run.
+#[derive(Debug)]
+pub struct Backends {
+    pub labels: Vec<(String, String)>,
+    pub run: StateCounts,
+    pub others: OtherSessions,
 }
 
 impl Exposition {
     /// The live figures as of now.
     pub fn of(live: &Live, fixed: &Fixed) -> Exposition {
-        let (runs, running, step, namespace) = {
+        let (runs, running, step, namespace, backends) = {
             let state = live.state();
+            let backends = match (&state.backends, state.runs.last()) {
+                (Some((run, others)), Some(last)) if state.running => Some(Backends {
+                    labels: last.labels.pairs(),
+                    run: run.clone(),
+                    others: others.clone(),
+                }),
+                _ => None,
+            };
             (
                 state.runs.clone(),
                 state.running,
                 state.step.clone(),
                 state.namespace.clone(),
+                backends,
             )
         };
         Exposition {
@@ -91,6 +111,7 @@ impl Exposition {
             cpu_seconds: crate::observe::cpu::process_cpu_us() as f64 / 1e6,
             generator: fixed.generator,
             step,
+            backends,
         }
     }
 
@@ -404,7 +425,50 @@ impl Exposition {
             running,
             generator,
             step,
+            self.backend_family(),
         ]
+    }
+
+    /// The backends of the monitor's latest sample, by whose they are and
+    /// by state (the diagnosis's classes), while a run goes on.
+    fn backend_family(&self) -> Family {
+        let mut family = Family::new(
+            "pgbolt_server_backends",
+            "Backends of the run's database in each state at the monitor's latest sample, by kind (the run's clients, autovacuum, other sessions)",
+            MetricType::Gauge,
+        );
+        let Some(b) = &self.backends else {
+            return family;
+        };
+        let kinds = [
+            ("run", &b.run),
+            ("autovacuum", &b.others.autovacuum),
+            ("same_name", &b.others.same_name),
+            ("other_clients", &b.others.other_clients),
+        ];
+        for (kind, counts) in kinds {
+            let fixed = [
+                ("on_cpu", counts.on_cpu),
+                ("client", counts.client),
+                ("idle_in_transaction", counts.idle_in_transaction),
+                ("other", counts.other),
+            ];
+            let waits = counts
+                .waiting
+                .iter()
+                .map(|(wait, n)| (("waiting", wait.as_str()), *n));
+            let states = fixed.into_iter().map(|(state, n)| ((state, ""), n));
+            for ((state, wait), n) in states.chain(waits) {
+                let mut extra = vec![("kind", kind), ("state", state)];
+                if !wait.is_empty() {
+                    extra.push(("wait_event_type", wait));
+                }
+                family
+                    .series
+                    .push((self.labels(&b.labels, &extra), Value::Gauge(n as f64)));
+            }
+        }
+        family
     }
 }
 
@@ -467,6 +531,62 @@ mod tests {
         for window in expanded.windows(2) {
             assert!(window[0].0 < window[1].0, "{expanded:?}");
         }
+    }
+
+    #[test]
+    fn the_latest_samples_backends_are_served_by_kind_and_state() {
+        let mut e = Exposition {
+            constant: Vec::new(),
+            namespace: "bench".to_owned(),
+            runs: Vec::new(),
+            running: true,
+            cpu_seconds: 0.0,
+            generator: None,
+            step: None,
+            backends: None,
+        };
+        assert!(e.backend_family().series.is_empty());
+        let mut run = StateCounts {
+            on_cpu: 3,
+            client: 5,
+            ..StateCounts::default()
+        };
+        run.waiting.insert("Lock".to_owned(), 2);
+        let mut others = OtherSessions::default();
+        others.autovacuum.on_cpu = 1;
+        e.backends = Some(Backends {
+            labels: vec![("phase".to_owned(), "measured".to_owned())],
+            run,
+            others,
+        });
+        let family = e.backend_family();
+        let value = |wanted: &[(&str, &str)]| {
+            family
+                .series
+                .iter()
+                .filter(|(labels, _)| {
+                    wanted
+                        .iter()
+                        .all(|(k, v)| labels.iter().any(|(lk, lv)| lk == k && lv == v))
+                })
+                .map(|(_, v)| v.as_f64())
+                .sum::<f64>()
+        };
+        assert_eq!(value(&[("kind", "run")]), 10.0);
+        assert_eq!(
+            value(&[
+                ("kind", "run"),
+                ("state", "waiting"),
+                ("wait_event_type", "Lock")
+            ]),
+            2.0
+        );
+        assert_eq!(value(&[("kind", "autovacuum"), ("state", "on_cpu")]), 1.0);
+        assert_eq!(
+            value(&[("kind", "other_clients"), ("phase", "measured")]),
+            0.0
+        );
+        assert_eq!(family.series.len(), 4 * 4 + 1);
     }
 
     #[test]

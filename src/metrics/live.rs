@@ -12,6 +12,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
+use crate::model::diagnosis::{OtherSessions, StateCounts};
 use crate::stats::{Counters, IntervalHistogram, ThreadStats};
 
 /// How often the linger looks whether a signal asked to stop.
@@ -197,6 +198,9 @@ pub struct State {
     pub finished: bool,
     /// Scrapes served that began after `finished` was set.
     pub final_scrapes: u64,
+    /// The monitor's latest activity sample of the run going on: its
+    /// backends and the other sessions seen with them.
+    pub backends: Option<(StateCounts, OtherSessions)>,
 }
 
 impl Live {
@@ -235,9 +239,19 @@ impl Live {
             .collect()
     }
 
-    /// The run's threads are done.
+    /// The run's threads are done (its backends are gone with them).
     pub fn close_run(&self) {
-        self.state().running = false;
+        let mut state = self.state();
+        state.running = false;
+        state.backends = None;
+    }
+
+    /// The monitor took a sample of the run going on.
+    pub fn sample_backends(&self, run: &StateCounts, others: &OtherSessions) {
+        let mut state = self.state();
+        if state.running {
+            state.backends = Some((run.clone(), others.clone()));
+        }
     }
 
     /// Every run is over: what is served or sent now is final.

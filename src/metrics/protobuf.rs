@@ -218,6 +218,7 @@ mod tests {
             cpu_seconds: 1.5,
             generator: None,
             step: None,
+            backends: None,
         }
     }
 

@@ -87,6 +87,11 @@ const BACKENDS_EXIT_WAIT: Duration = Duration::from_secs(2);
 /// takes its start reading (a few queries of a few ms each).
 pub const START_LEAD: Duration = Duration::from_millis(50);
 
+/// Where each activity sample goes as it is taken, besides the run's
+/// view: the run's backends and the other sessions seen with them (the
+/// live metrics show the latest).
+pub type SampleSink = Box<dyn FnMut(&StateCounts, &OtherSessions) + Send>;
+
 /// What the monitor saw.
 #[derive(Debug, Clone, Default)]
 pub struct ServerView {
@@ -123,6 +128,7 @@ struct Settings<'a> {
     database_start: Option<DatabaseStart>,
     /// When the measured window opens, µs since the epoch.
     window_start_us: i64,
+    sink: Option<SampleSink>,
 }
 
 /// Adds `line` to `missing` unless it is there already.
@@ -182,12 +188,14 @@ impl Monitor {
     /// every client is connected and gives when the measured window opens,
     /// or `None` when the run does not start), connects with the clients'
     /// options under its own application name, and samples every
-    /// `interval_ms` from the window's start.
+    /// `interval_ms` from the window's start, handing each sample to
+    /// `sink` too.
     pub fn start(
         connector: &Connector,
         interval_ms: u32,
         database_start: Option<DatabaseStart>,
         opened: impl FnOnce() -> Option<(i64, Option<Vec<i32>>)> + Send + 'static,
+        sink: Option<SampleSink>,
     ) -> Monitor {
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
         let (sender, view) = mpsc::channel();
@@ -214,6 +222,7 @@ impl Monitor {
                             interval,
                             database_start,
                             window_start_us,
+                            sink,
                         };
                         Session::run(&connector, session, &flag)
                     }
@@ -290,12 +299,13 @@ struct Session {
     remaining_sql: String,
     missing: Vec<String>,
     queries: i64,
+    sink: Option<SampleSink>,
 }
 
 impl Session {
     fn run(
         connector: &Connector,
-        settings: Settings<'_>,
+        mut settings: Settings<'_>,
         stop: &(Mutex<bool>, Condvar),
     ) -> ServerView {
         let mut warnings = Vec::new();
@@ -319,6 +329,7 @@ impl Session {
             client,
             missing: Vec::new(),
             queries: 0,
+            sink: settings.sink.take(),
         };
         session.find_pooler();
         // Without a pooler in between, the run's backends are the PIDs
@@ -516,6 +527,9 @@ impl Session {
             match self.sample() {
                 Ok((sample, others)) => {
                     log.add(now_us(), &sample, &others);
+                    if let Some(sink) = self.sink.as_mut() {
+                        sink(&sample, &others);
+                    }
                     samples += 1;
                 }
                 Err(e) => {

@@ -49,6 +49,9 @@ fn a_scraped_run_agrees_with_its_json_result() {
     let db = bench_database(server(), &["-s", "1"]);
     let port = free_port();
     let prometheus = Prometheus::start(&[format!("127.0.0.1:{port}")]);
+    // Its scrape loop has begun (`up` is stored from the first attempt,
+    // refused or not), so the scrapes of every second cover the run.
+    prometheus.wait_for("up", None, |r| !r.is_empty());
     let dir = tempfile::tempdir().expect("temp dir");
     let json = dir.path().join("run.json");
     let out = Run::new(
@@ -90,9 +93,23 @@ fn a_scraped_run_agrees_with_its_json_result() {
         (seen_ms - p99_ms).abs() <= p99_ms * tolerance,
         "p99 from Prometheus {seen_ms} ms, from the result {p99_ms} ms (tolerance {tolerance})"
     );
+    // The run's four backends, in whatever state, at the monitor's
+    // samples while it ran (the series end with the run: read back over
+    // its length).
+    let backends = r#"max_over_time(sum(pgbolt_server_backends{kind="run"})[1m:1s])"#;
+    assert_eq!(
+        single(&prometheus.query_at(backends, ended)),
+        4.0,
+        "{backends}"
+    );
     let names = stored_names(&prometheus, ended);
     for name in documented_names() {
-        let elsewhere = ["pgbolt_study_step", "pgbolt_generator_index"];
+        // Served by a sweep or a fleet, or only while a run goes on.
+        let elsewhere = [
+            "pgbolt_study_step",
+            "pgbolt_generator_index",
+            "pgbolt_server_backends",
+        ];
         assert!(
             names.contains(&name) || elsewhere.contains(&name.as_str()),
             "{name} is documented but not served: {names:?}"
