@@ -352,6 +352,7 @@ pub fn run_without_terminal(cmd: &mut Command, answer: &[u8]) -> Output {
     child.wait_with_output().expect("program ends")
 }
 
+pub mod k8s;
 pub mod pgbouncer;
 pub mod sql;
 pub mod standby;

@@ -35,7 +35,8 @@ fn server_user_command(program: &Path, args: &[&str]) -> Command {
     cmd
 }
 
-fn as_server_user(program: &Path, args: &[&str]) {
+/// Runs `program args` as the server's OS user; its success is checked.
+pub fn as_server_user(program: &Path, args: &[&str]) {
     let out = server_user_command(program, args)
         .output()
         .expect("command runs");

@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::common;
 use crate::support::{
     check_against_server_gap, check_no_acknowledged_commit_lost, check_outage, finish, result,
-    start, wait_until,
+    run_through, start, wait_until,
 };
 
 const BIN: &str = "/opt/pgbolt-pg18/bin";
@@ -337,33 +337,31 @@ fn a_switchover_and_a_failover_under_reconnect_lose_no_commit_and_pgbench_aborts
     let json_arg = format!("--json={}", json.display());
     let html_arg = format!("--html={}", html.display());
     let conninfo = cluster.conninfo();
-    let child = start(program(
-        common::pgbolt_path(),
-        &cluster,
-        &[
-            "-c",
-            "4",
-            "-j",
-            "2",
-            "-R",
-            "200",
-            "-L",
-            "300",
-            "-t",
-            "800",
-            "--reconnect=30",
-            &json_arg,
-            &html_arg,
-            &conninfo,
-        ],
-    ));
-    wait_until(
+    let out = run_through(
+        program(
+            common::pgbolt_path(),
+            &cluster,
+            &[
+                "-c",
+                "4",
+                "-j",
+                "2",
+                "-R",
+                "200",
+                "-L",
+                "300",
+                "-t",
+                "800",
+                "--reconnect=30",
+                &json_arg,
+                &html_arg,
+                &conninfo,
+            ],
+        ),
         "transactions before the switchover",
-        Duration::from_secs(60),
         || history_rows(&cluster).is_some_and(|n| n >= 100),
+        || cluster.switchover(&leader, &standby),
     );
-    cluster.switchover(&leader, &standby);
-    let out = finish(child);
     let stdout = common::stdout(&out);
     let stderr = common::stderr(&out);
     if let Some(keep) = std::env::var_os("PGBOLT_FAILOVER_PAGE") {
@@ -381,18 +379,16 @@ fn a_switchover_and_a_failover_under_reconnect_lose_no_commit_and_pgbench_aborts
 
     // pgbench 18.6 under the same switchover, back to the first leader.
     let (leader, standby) = cluster.wait_synchronous();
-    let child = start(program(
-        common::pgbench_path(),
-        &cluster,
-        &["-n", "-c", "4", "-j", "2", "-T", "60", "-S", &conninfo],
-    ));
-    wait_until(
+    let out = run_through(
+        program(
+            common::pgbench_path(),
+            &cluster,
+            &["-n", "-c", "4", "-j", "2", "-T", "60", "-S", &conninfo],
+        ),
         "pgbench's clients connected",
-        Duration::from_secs(60),
         || sessions(&cluster, "pgbench") == Some(4),
+        || cluster.switchover(&leader, &standby),
     );
-    cluster.switchover(&leader, &standby);
-    let out = finish(child);
     let stderr = common::stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     let aborted = stderr
@@ -410,6 +406,8 @@ fn a_switchover_and_a_failover_under_reconnect_lose_no_commit_and_pgbench_aborts
     let rows = history_rows(&cluster).expect("pgbench_history rows");
     let json = dir.path().join("failover.json");
     let json_arg = format!("--json={}", json.display());
+    // Killing the leader needs the cluster mutably: no closure may hold
+    // it meanwhile.
     let child = start(program(
         common::pgbolt_path(),
         &cluster,

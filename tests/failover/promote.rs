@@ -10,8 +10,8 @@ use pgbolt::tempdb::TempDb;
 use crate::common::standby::Standby;
 use crate::common::{self, Run};
 use crate::support::{
-    as_server_user, check_against_server_gap, check_no_acknowledged_commit_lost, check_outage,
-    finish, history_rows, result, start, wait_until,
+    check_against_server_gap, check_no_acknowledged_commit_lost, check_outage, history_reaches,
+    result, run_through, stop, wait_until,
 };
 
 #[test]
@@ -64,19 +64,15 @@ fn clients_follow_a_promoted_standby_and_lose_no_acknowledged_commit() {
             &conninfo,
         ],
     );
-    let child = start(run.pgbolt_command());
-    wait_until(
+    let out = run_through(
+        run.pgbolt_command(),
         "transactions before the switch",
-        Duration::from_secs(60),
-        || history_rows(&primary, &dbname).is_some_and(|n| n >= 100),
+        history_reaches(&primary, &dbname, 100),
+        || {
+            stop(&primary);
+            standby.promote();
+        },
     );
-    let data = primary.data_dir().display().to_string();
-    as_server_user(
-        &primary.bin("pg_ctl"),
-        &["-D", &data, "-m", "fast", "-w", "stop"],
-    );
-    standby.promote();
-    let out = finish(child);
     let stdout = common::stdout(&out);
     let stderr = common::stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");

@@ -10,7 +10,7 @@ use std::time::Duration;
 use pgbolt::tempdb::TempDb;
 
 use crate::common::{self, Run};
-use crate::support::{check_outage, finish, history_rows, result, start, wait_until};
+use crate::support::{check_outage, history_reaches, result, run_through, wait_until};
 
 /// Refusals the server logged so far.
 fn refusals(db: &TempDb) -> usize {
@@ -58,19 +58,19 @@ fn clients_leave_a_server_that_refuses_writes_and_come_back() {
             &conninfo,
         ],
     );
-    let child = start(run.pgbolt_command());
-    wait_until(
+    let out = run_through(
+        run.pgbolt_command(),
         "transactions before the refusal",
-        Duration::from_secs(60),
-        || history_rows(&db, &dbname).is_some_and(|n| n >= 100),
+        history_reaches(&db, &dbname, 100),
+        || {
+            let before = refusals(&db);
+            set_read_only(&db, true);
+            wait_until("both clients refused", Duration::from_secs(60), || {
+                refusals(&db) >= before + 2
+            });
+            set_read_only(&db, false);
+        },
     );
-    let before = refusals(&db);
-    set_read_only(&db, true);
-    wait_until("both clients refused", Duration::from_secs(60), || {
-        refusals(&db) >= before + 2
-    });
-    set_read_only(&db, false);
-    let out = finish(child);
     let stdout = common::stdout(&out);
     let stderr = common::stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");

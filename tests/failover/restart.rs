@@ -4,14 +4,12 @@
 //! outage are late or skipped, and bounded by `-t` so that what was
 //! scheduled is known.
 
-use std::time::Duration;
-
 use pgbolt::tempdb::TempDb;
 
 use crate::common::{self, Run};
 use crate::support::{
-    as_server_user, check_against_server_gap, check_no_acknowledged_commit_lost, check_outage,
-    finish, history_rows, result, start, wait_until,
+    check_against_server_gap, check_no_acknowledged_commit_lost, check_outage, history_reaches,
+    restart, result, run_through, stop,
 };
 
 #[test]
@@ -39,25 +37,15 @@ fn every_client_reconnects_after_a_fast_restart() {
             &json_arg,
         ],
     );
-    let child = start(run.pgbolt_command());
-    wait_until(
+    let out = run_through(
+        run.pgbolt_command(),
         "transactions before the restart",
-        Duration::from_secs(60),
-        || history_rows(&db, &dbname).is_some_and(|n| n >= 100),
+        history_reaches(&db, &dbname, 100),
+        || restart(&db),
     );
-    let data = db.data_dir().display().to_string();
-    let log = db.log_file().display().to_string();
-    as_server_user(
-        &db.bin("pg_ctl"),
-        &["-D", &data, "-l", &log, "-m", "fast", "-w", "restart"],
-    );
-    let out = finish(child);
     let stdout = common::stdout(&out);
     let stderr = common::stderr(&out);
-    as_server_user(
-        &db.bin("pg_ctl"),
-        &["-D", &data, "-m", "fast", "-w", "stop"],
-    );
+    stop(&db);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(
         stdout.contains("outage: 4 clients lost their connection, 4 came back; "),
@@ -87,23 +75,13 @@ fn pgbench_clients_abort_under_the_same_restart() {
         &dbname,
         &["-c", "4", "-j", "2", "-R", "400", "-L", "200", "-t", "600"],
     );
-    let child = start(run.pgbench_command());
-    wait_until(
+    let out = run_through(
+        run.pgbench_command(),
         "transactions before the restart",
-        Duration::from_secs(60),
-        || history_rows(&db, &dbname).is_some_and(|n| n >= 100),
+        history_reaches(&db, &dbname, 100),
+        || restart(&db),
     );
-    let data = db.data_dir().display().to_string();
-    let log = db.log_file().display().to_string();
-    as_server_user(
-        &db.bin("pg_ctl"),
-        &["-D", &data, "-l", &log, "-m", "fast", "-w", "restart"],
-    );
-    let out = finish(child);
-    as_server_user(
-        &db.bin("pg_ctl"),
-        &["-D", &data, "-m", "fast", "-w", "stop"],
-    );
+    stop(&db);
     let stderr = common::stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.matches("aborted in command").count(), 4, "{stderr}");
@@ -141,18 +119,12 @@ fn clients_give_up_after_the_wait_when_the_server_stays_down() {
             &json_arg,
         ],
     );
-    let child = start(run.pgbolt_command());
-    wait_until(
+    let out = run_through(
+        run.pgbolt_command(),
         "transactions before the stop",
-        Duration::from_secs(60),
-        || history_rows(&db, &dbname).is_some_and(|n| n >= 50),
+        history_reaches(&db, &dbname, 50),
+        || stop(&db),
     );
-    let data = db.data_dir().display().to_string();
-    as_server_user(
-        &db.bin("pg_ctl"),
-        &["-D", &data, "-m", "fast", "-w", "stop"],
-    );
-    let out = finish(child);
     let stdout = common::stdout(&out);
     let stderr = common::stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
@@ -207,30 +179,20 @@ fn a_committed_query_checks_a_scripts_own_commits_through_a_restart() {
             &json_arg,
         ],
     );
-    let child = start(run.pgbolt_command());
-    wait_until(
+    let out = run_through(
+        run.pgbolt_command(),
         "inserts before the restart",
-        Duration::from_secs(60),
         || {
             db.psql_in(&dbname, "SELECT count(*) FROM orders")
                 .ok()
                 .and_then(|n| n.trim().parse::<i64>().ok())
                 .is_some_and(|n| n >= 50)
         },
+        || restart(&db),
     );
-    let data = db.data_dir().display().to_string();
-    let log = db.log_file().display().to_string();
-    as_server_user(
-        &db.bin("pg_ctl"),
-        &["-D", &data, "-l", &log, "-m", "fast", "-w", "restart"],
-    );
-    let out = finish(child);
     let stdout = common::stdout(&out);
     let stderr = common::stderr(&out);
-    as_server_user(
-        &db.bin("pg_ctl"),
-        &["-D", &data, "-m", "fast", "-w", "stop"],
-    );
+    stop(&db);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     let json = result(&json);
     let outage = check_outage(&json, 2, Some(1200));

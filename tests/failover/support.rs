@@ -1,41 +1,14 @@
-//! What the failover tests share: running a server's programs as its OS
-//! user, a run in the background, polling, and the checks every scenario
-//! makes of a result.
+//! What the failover tests share: a run in the background, polling, and
+//! the checks every scenario makes of a result.
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use pgbolt::tempdb::TempDb;
+
+use crate::common::standby::as_server_user;
 use serde_json::Value;
-
-fn root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// `program args`, as the `postgres` OS user when the tests run as root;
-/// its output is checked.
-pub fn as_server_user(program: &Path, args: &[&str]) {
-    let mut cmd = if root() {
-        let mut c = Command::new("runuser");
-        c.args(["-u", "postgres", "--"]).arg(program);
-        c
-    } else {
-        Command::new(program)
-    };
-    let out = cmd
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("command runs");
-    assert!(
-        out.status.success(),
-        "{} {args:?}: {}",
-        program.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// Polls `check` every 50 ms until it holds; fails after `within`.
 pub fn wait_until(what: &str, within: Duration, mut check: impl FnMut() -> bool) {
@@ -52,6 +25,49 @@ pub fn history_rows(db: &TempDb, dbname: &str) -> Option<i64> {
     db.psql_in(dbname, "SELECT count(*) FROM pgbench_history")
         .ok()
         .and_then(|out| out.trim().parse().ok())
+}
+
+/// Runs `command` in the background and, once `ready` holds (`what` it
+/// waits for, at most 60 s), does `outage` to the server; then waits for
+/// the run to end: its output.
+pub fn run_through(
+    command: Command,
+    what: &str,
+    ready: impl FnMut() -> bool,
+    outage: impl FnOnce(),
+) -> Output {
+    let child = start(command);
+    wait_until(what, Duration::from_secs(60), ready);
+    outage();
+    finish(child)
+}
+
+/// At least `rows` rows in `pgbench_history` (see [`run_through`]).
+pub fn history_reaches<'a>(
+    db: &'a TempDb,
+    dbname: &'a str,
+    rows: i64,
+) -> impl FnMut() -> bool + 'a {
+    move || history_rows(db, dbname).is_some_and(|n| n >= rows)
+}
+
+/// Restarts `db`'s server (`pg_ctl restart -m fast`), logging where it did.
+pub fn restart(db: &TempDb) {
+    let data = db.data_dir().display().to_string();
+    let log = db.log_file().display().to_string();
+    as_server_user(
+        &db.bin("pg_ctl"),
+        &["-D", &data, "-l", &log, "-m", "fast", "-w", "restart"],
+    );
+}
+
+/// Stops `db`'s server (`pg_ctl stop -m fast`).
+pub fn stop(db: &TempDb) {
+    let data = db.data_dir().display().to_string();
+    as_server_user(
+        &db.bin("pg_ctl"),
+        &["-D", &data, "-m", "fast", "-w", "stop"],
+    );
 }
 
 /// A program started with its output captured.

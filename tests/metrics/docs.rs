@@ -3,16 +3,10 @@
 //! dashboard is JSON, and its Kubernetes Job is valid against
 //! Kubernetes' schema with arguments pgbolt accepts.
 
-use std::path::Path;
-use std::process::Command;
-
 use super::prometheus::Prometheus;
-use crate::common::{stderr, stdout};
+use crate::common::k8s::validate_job;
 
 const PAGE: &str = include_str!("../../docs/metrics.md");
-
-/// Where `make deps` installs kubernetes-validate.
-const K8S_VALIDATE: &str = "/opt/pgbolt-kubernetes-validate";
 
 /// The code blocks of the page in `language`.
 fn blocks(language: &str) -> Vec<&'static str> {
@@ -51,44 +45,7 @@ fn the_kubernetes_job_of_the_metrics_page_is_valid() {
         .into_iter()
         .find(|b| b.contains("kind: Job"))
         .expect("a Job");
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("job.yaml");
-    std::fs::write(&path, manifest).expect("write");
-    assert!(
-        Path::new(K8S_VALIDATE).join("kubernetes_validate").is_dir(),
-        "kubernetes-validate is not installed in {K8S_VALIDATE}: run `make deps`"
-    );
-    let out = Command::new("python3")
-        .args(["-m", "kubernetes_validate", "--strict"])
-        .arg(&path)
-        .env("PYTHONPATH", K8S_VALIDATE)
-        .output()
-        .expect("python3 runs");
-    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
-    let args: Vec<String> = manifest
-        .lines()
-        .skip_while(|l| !l.trim_start().starts_with("args:"))
-        .skip(1)
-        .take_while(|l| l.trim_start().starts_with("- \""))
-        .map(|l| {
-            l.trim()
-                .trim_start_matches("- ")
-                .trim_matches('"')
-                .to_owned()
-        })
-        .map(|a| {
-            a.replace("$(START_AT)", "2026-11-27T14:05:00Z")
-                .replace("$(JOB_COMPLETION_INDEX)", "0")
-        })
-        .collect();
-    let env = pgbolt::cli::Environment {
-        job_completion_index: Some("1".into()),
-        ..pgbolt::cli::Environment::default()
-    };
-    let config = pgbolt::cli::parse(&args, &env).expect("the manifest's arguments parse");
-    let pgbolt::config::Mode::Run(bench) = config.mode else {
-        panic!("not a benchmark run");
-    };
+    let bench = validate_job(manifest, 1);
     let push = bench.metrics.and_then(|m| m.push).expect("--metrics-push");
     assert_eq!(push.authority, "prometheus.monitoring.svc:9090");
 }

@@ -543,9 +543,6 @@ fn bad_generator_options_are_refused_before_anything() {
     );
 }
 
-/// Where `make deps` installs kubernetes-validate.
-const K8S_VALIDATE: &str = "/opt/pgbolt-kubernetes-validate";
-
 #[test]
 fn the_kubernetes_manifest_of_the_docs_is_valid() {
     let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/scale-out.md"))
@@ -555,46 +552,8 @@ fn the_kubernetes_manifest_of_the_docs_is_valid() {
     let manifest = &page[start..end];
     assert!(manifest.contains("completionMode: Indexed"), "{manifest}");
     assert!(manifest.contains("--generators=4"), "{manifest}");
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("job.yaml");
-    std::fs::write(&path, manifest).expect("write");
-    let dir_ok = Path::new(K8S_VALIDATE).join("kubernetes_validate").is_dir();
-    assert!(
-        dir_ok,
-        "kubernetes-validate is not installed in {K8S_VALIDATE}: run `make deps`"
-    );
-    let out = Command::new("python3")
-        .args(["-m", "kubernetes_validate", "--strict"])
-        .arg(&path)
-        .env("PYTHONPATH", K8S_VALIDATE)
-        .output()
-        .expect("python3 runs");
-    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
     // The generator's arguments are a command line pgbolt accepts.
-    let args: Vec<String> = manifest
-        .lines()
-        .skip_while(|l| !l.trim_start().starts_with("args:"))
-        .skip(1)
-        .take_while(|l| l.trim_start().starts_with("- \""))
-        .map(|l| {
-            l.trim()
-                .trim_start_matches("- ")
-                .trim_matches('"')
-                .to_owned()
-        })
-        .map(|a| {
-            a.replace("$(START_AT)", "2026-11-27T14:05:00Z")
-                .replace("$(JOB_COMPLETION_INDEX)", "0")
-        })
-        .collect();
-    let env = pgbolt::cli::Environment {
-        job_completion_index: Some("2".into()),
-        ..pgbolt::cli::Environment::default()
-    };
-    let config = pgbolt::cli::parse(&args, &env).expect("the manifest's arguments parse");
-    let pgbolt::config::Mode::Run(bench) = config.mode else {
-        panic!("not a benchmark run");
-    };
+    let bench = crate::common::k8s::validate_job(manifest, 2);
     assert_eq!(bench.fleet.map(|s| (s.index, s.count)), Some((2, 4)));
 }
 
