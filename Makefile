@@ -21,12 +21,13 @@ check:
 # The whole suite: formatting, clippy, the Rust tests (unit, integration
 # against throwaway servers and the real pgbench) and the bench harness's own
 # unit tests. TMPDIR must be reachable by the postgres OS user when running as
-# root. scripts/test-suite runs the test binaries TEST_LANES at a time, with
-# clippy beside them (see docs/testing.md).
+# root. scripts/test-suite builds the tests with clippy's lints (--lint: the
+# same lints as `make check`, while compiling) and runs the test binaries
+# TEST_LANES at a time (see docs/testing.md).
 TEST_LANES ?= 2
 test: deps
 	$(CARGO) fmt --all -- --check
-	TMPDIR=/tmp CARGO=$(CARGO) python3 scripts/test-suite --lanes $(TEST_LANES) --alongside "$(CLIPPY)"
+	TMPDIR=/tmp CARGO=$(CARGO) python3 scripts/test-suite --lanes $(TEST_LANES) --lint
 	python3 -m unittest discover -s bench -q
 
 # `make bench`: builds pgbolt in release mode, then compares it with pgbench on
