@@ -56,7 +56,7 @@ fn a_scraped_run_agrees_with_its_json_result() {
     let json = dir.path().join("run.json");
     let out = Run::new(
         &db,
-        &["-S", "-M", "prepared", "-c", "4", "-j", "2", "-T", "4"],
+        &["-S", "-M", "prepared", "-c", "4", "-j", "2", "-T", "10"],
     )
     .arg(&format!("--metrics-listen=127.0.0.1:{port}"))
     .arg("--metrics-linger=60")
