@@ -335,7 +335,6 @@ fn execute(
     let shared = Arc::new(shared);
     let process_cpu_start = crate::observe::cpu::process_cpu_us();
     let machine_start = crate::observe::cpu::machine_ticks();
-    let monitor = start_monitor(prepared, bench, &shared);
     let wake_fd = guard.wake_fd();
     let live = crate::metrics::current();
     let beats = live.as_ref().map(|l| {
@@ -347,6 +346,21 @@ fn execute(
             .collect();
         l.open_run(scripts, prepared.plan.threads as usize)
     });
+    // The monitor's samples go to this run's series, never to a later one.
+    let sink = live
+        .clone()
+        .zip(
+            beats
+                .as_ref()
+                .and_then(|b| b.first())
+                .map(crate::metrics::Beat::run),
+        )
+        .map(|(live, run)| {
+            Box::new(move |sample: Option<crate::observe::Sample<'_>>| {
+                live.sample_backends(&run, sample)
+            }) as crate::observe::SampleSink
+        });
+    let monitor = start_monitor(prepared, bench, &shared, sink);
     let starts = prepared
         .plan
         .client_ranges()

@@ -33,8 +33,14 @@ impl MonitorRun {
 }
 
 /// Starts the monitor unless `--no-monitor` said not to or the preflight
-/// found no connection slot left for it once the clients are connected.
-pub fn start_monitor(prepared: &Prepared, bench: &Benchmark, shared: &Arc<Shared>) -> MonitorRun {
+/// found no connection slot left for it once the clients are connected;
+/// it hands its samples to `sink` too.
+pub fn start_monitor(
+    prepared: &Prepared,
+    bench: &Benchmark,
+    shared: &Arc<Shared>,
+    sink: Option<crate::observe::SampleSink>,
+) -> MonitorRun {
     let Some(interval_ms) = bench.monitor else {
         return MonitorRun::Off;
     };
@@ -52,10 +58,6 @@ pub fn start_monitor(prepared: &Prepared, bench: &Benchmark, shared: &Arc<Shared
     // connection it opened (not under -C, nor with pgbolt's own pool,
     // whose connections are not the clients').
     let exact = !prepared.plan.connect_per_transaction && prepared.plan.pool_size.is_none();
-    let sink = crate::metrics::current().map(|live| {
-        Box::new(move |run: &_, others: &_| live.sample_backends(run, others))
-            as crate::observe::SampleSink
-    });
     MonitorRun::Running(crate::observe::Monitor::start(
         &prepared.connector,
         interval_ms,

@@ -1,6 +1,6 @@
-//! The exposition: the live figures as Prometheus metric families,
-//! through `prometheus-client`'s encoders (text, or protobuf with native
-//! histograms when the scraper asks for it).
+//! The exposition: the live figures as Prometheus metric families, for
+//! `prometheus-client`'s text encoder and for the protobuf encoding of
+//! [`super::protobuf`] (native histograms, when the scraper asks for it).
 //!
 //! Latency leaves as a histogram built from the interval series'
 //! histograms (HdrHistogram buckets at 1 significant digit, see
@@ -79,7 +79,8 @@ pub struct Exposition {
 pub struct Backends {
     pub labels: Vec<(String, String)>,
     pub run: StateCounts,
-    pub others: OtherSessions,
+    /// None before PostgreSQL 10, which does not tell them apart.
+    pub others: Option<OtherSessions>,
 }
 
 impl Exposition {
@@ -440,12 +441,12 @@ impl Exposition {
         let Some(b) = &self.backends else {
             return family;
         };
-        let kinds = [
-            ("run", &b.run),
-            ("autovacuum", &b.others.autovacuum),
-            ("same_name", &b.others.same_name),
-            ("other_clients", &b.others.other_clients),
-        ];
+        let mut kinds = vec![("run", &b.run)];
+        if let Some(others) = &b.others {
+            kinds.push(("autovacuum", &others.autovacuum));
+            kinds.push(("same_name", &others.same_name));
+            kinds.push(("other_clients", &others.other_clients));
+        }
         for (kind, counts) in kinds {
             let fixed = [
                 ("on_cpu", counts.on_cpu),
@@ -556,8 +557,15 @@ mod tests {
         others.autovacuum.on_cpu = 1;
         e.backends = Some(Backends {
             labels: vec![("phase".to_owned(), "measured".to_owned())],
+            run: run.clone(),
+            others: None,
+        });
+        // Before PostgreSQL 10: the run's backends only.
+        assert_eq!(e.backend_family().series.len(), 4 + 1);
+        e.backends = Some(Backends {
+            labels: vec![("phase".to_owned(), "measured".to_owned())],
             run,
-            others,
+            others: Some(others),
         });
         let family = e.backend_family();
         let value = |wanted: &[(&str, &str)]| {

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use crate::model::diagnosis::{OtherSessions, StateCounts};
+use crate::observe::Sample;
 use crate::stats::{Counters, IntervalHistogram, ThreadStats};
 
 /// How often the linger looks whether a signal asked to stop.
@@ -147,6 +148,11 @@ pub struct Beat {
 }
 
 impl Beat {
+    /// The run this beat hands over to.
+    pub fn run(&self) -> Arc<LiveRun> {
+        Arc::clone(&self.run)
+    }
+
     /// The thread's clients are connected (`connected` of them).
     pub fn connected(&mut self, connected: u32, stats: &ThreadStats, now_us: i64) {
         self.connected = connected;
@@ -199,8 +205,9 @@ pub struct State {
     /// Scrapes served that began after `finished` was set.
     pub final_scrapes: u64,
     /// The monitor's latest activity sample of the run going on: its
-    /// backends and the other sessions seen with them.
-    pub backends: Option<(StateCounts, OtherSessions)>,
+    /// backends and the other sessions seen with them (none before
+    /// PostgreSQL 10).
+    pub backends: Option<(StateCounts, Option<OtherSessions>)>,
 }
 
 impl Live {
@@ -229,6 +236,7 @@ impl Live {
         });
         state.runs.push(Arc::clone(&run));
         state.running = true;
+        state.backends = None;
         (0..threads)
             .map(|tid| Beat {
                 run: Arc::clone(&run),
@@ -246,11 +254,15 @@ impl Live {
         state.backends = None;
     }
 
-    /// The monitor took a sample of the run going on.
-    pub fn sample_backends(&self, run: &StateCounts, others: &OtherSessions) {
+    /// The monitor of `run` took a sample, or lost its connection
+    /// (`None`). Taken only while `run` is the one going on: a monitor
+    /// that outlives its run (its end waits for it at most a few seconds)
+    /// must not show its backends under the next run's labels.
+    pub fn sample_backends(&self, run: &Arc<LiveRun>, sample: Option<Sample<'_>>) {
         let mut state = self.state();
-        if state.running {
-            state.backends = Some((run.clone(), others.clone()));
+        let current = state.running && state.runs.last().is_some_and(|r| Arc::ptr_eq(r, run));
+        if current {
+            state.backends = sample.map(|s| (s.run.clone(), s.others.cloned()));
         }
     }
 
@@ -292,5 +304,45 @@ impl Live {
             self.state().final_scrapes += 1;
             self.scraped.notify_all();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sample_counts_only_for_the_run_going_on() {
+        let live = Live::default();
+        let counts = StateCounts {
+            on_cpu: 2,
+            ..StateCounts::default()
+        };
+        let sample = || Sample {
+            run: &counts,
+            others: None,
+        };
+        let first = live.open_run(vec!["a".to_owned()], 1)[0].run();
+        live.sample_backends(&first, Some(sample()));
+        assert_eq!(live.state().backends, Some((counts.clone(), None)));
+        live.sample_backends(&first, None);
+        assert_eq!(
+            live.state().backends,
+            None,
+            "the monitor lost its connection"
+        );
+        live.sample_backends(&first, Some(sample()));
+        live.close_run();
+        live.sample_backends(&first, Some(sample()));
+        assert_eq!(live.state().backends, None, "after the run");
+        let second = live.open_run(vec!["a".to_owned()], 1)[0].run();
+        live.sample_backends(&first, Some(sample()));
+        assert_eq!(
+            live.state().backends,
+            None,
+            "a late sample of the first run"
+        );
+        live.sample_backends(&second, Some(sample()));
+        assert!(live.state().backends.is_some());
     }
 }

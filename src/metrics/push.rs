@@ -7,7 +7,9 @@
 //! few messages needed are declared here with `prost`'s derive, with the
 //! field numbers of Prometheus's `prompb/types.proto`. Latency goes as a
 //! native histogram (the scrape's buckets), counters and gauges as float
-//! samples. A 4xx answer drops that batch (resending it cannot help); a
+//! samples; a float series that leaves the figures (a backend state no
+//! longer seen, a run over) gets Prometheus's staleness marker once. A
+//! 4xx answer drops that batch (resending it cannot help); a
 //! 5xx or a connection failure is tried again at the next beat, and after
 //! [`GIVE_UP_AFTER`] failures in a row the pushing stops with one warning.
 
@@ -140,6 +142,7 @@ fn push_until_stopped(url: &PushUrl, live: &Live, fixed: &Fixed, stop: &(Mutex<b
     let (flag, wake) = stop;
     let mut failures = 0;
     let mut last_ms = 0;
+    let mut sent = Vec::new();
     let mut next = Instant::now() + PUSH_EVERY;
     loop {
         let stopped = {
@@ -163,7 +166,9 @@ fn push_until_stopped(url: &PushUrl, live: &Live, fixed: &Fixed, stop: &(Mutex<b
         let now_ms = (crate::wallclock::now_us() / 1000).max(last_ms + 1);
         last_ms = now_ms;
         if failures < GIVE_UP_AFTER {
-            match send(url, &request(&Exposition::of(live, fixed), now_ms)) {
+            let mut batch = request(&Exposition::of(live, fixed), now_ms);
+            sent = mark_stale(&mut batch, sent, now_ms);
+            match send(url, &batch) {
                 Ok(()) => failures = 0,
                 Err(Failure::Refused(why)) => {
                     crate::program::log::warning(format_args!(
@@ -229,6 +234,35 @@ fn request(e: &Exposition, now_ms: i64) -> WriteRequest {
         });
     }
     WriteRequest { timeseries: series }
+}
+
+/// Prometheus's staleness marker: a NaN that no arithmetic yields. A
+/// scraper marks a series stale itself when a scrape no longer has it;
+/// remote write must say so, or the receiver keeps showing the series'
+/// last value for minutes (a backend state no longer seen, a run over).
+const STALE_NAN: u64 = 0x7ff0_0000_0000_0002;
+
+/// Adds a staleness marker at `now_ms` for each float series of `sent`
+/// (the label sets of the last batch) that `batch` no longer has; returns
+/// the label sets of `batch`'s float series, for the next batch.
+fn mark_stale(batch: &mut WriteRequest, sent: Vec<Vec<Label>>, now_ms: i64) -> Vec<Vec<Label>> {
+    let now: Vec<Vec<Label>> = batch
+        .timeseries
+        .iter()
+        .filter(|s| !s.samples.is_empty())
+        .map(|s| s.labels.clone())
+        .collect();
+    for labels in sent.into_iter().filter(|l| !now.contains(l)) {
+        batch.timeseries.push(TimeSeries {
+            labels,
+            samples: vec![Sample {
+                value: f64::from_bits(STALE_NAN),
+                timestamp: now_ms,
+            }],
+            histograms: Vec::new(),
+        });
+    }
+    now
 }
 
 /// The labels with the metric's name, sorted by name as receivers want.
@@ -297,5 +331,43 @@ fn send(url: &PushUrl, request: &WriteRequest) -> Result<(), Failure> {
         200..=299 => Ok(()),
         400..=499 => Err(Failure::Refused(why())),
         _ => Err(Failure::Unavailable(why())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn series(name: &str) -> TimeSeries {
+        TimeSeries {
+            labels: sorted(name, Vec::new()),
+            samples: vec![Sample {
+                value: 1.0,
+                timestamp: 1,
+            }],
+            histograms: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_series_that_leaves_the_figures_is_marked_stale_once() {
+        let mut first = WriteRequest {
+            timeseries: vec![series("a"), series("b")],
+        };
+        let sent = mark_stale(&mut first, Vec::new(), 1);
+        assert_eq!(first.timeseries.len(), 2);
+        let mut second = WriteRequest {
+            timeseries: vec![series("a")],
+        };
+        let sent = mark_stale(&mut second, sent, 2);
+        let stale = &second.timeseries[1];
+        assert_eq!(stale.labels, sorted("b", Vec::new()));
+        assert_eq!(stale.samples[0].value.to_bits(), STALE_NAN);
+        assert_eq!(stale.samples[0].timestamp, 2);
+        let mut third = WriteRequest {
+            timeseries: vec![series("a")],
+        };
+        mark_stale(&mut third, sent, 3);
+        assert_eq!(third.timeseries.len(), 1, "marked stale only once");
     }
 }

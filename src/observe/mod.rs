@@ -87,10 +87,19 @@ const BACKENDS_EXIT_WAIT: Duration = Duration::from_secs(2);
 /// takes its start reading (a few queries of a few ms each).
 pub const START_LEAD: Duration = Duration::from_millis(50);
 
+/// One activity sample as the monitor hands it over.
+pub struct Sample<'a> {
+    /// The run's backends.
+    pub run: &'a StateCounts,
+    /// The other sessions of the database, when the server tells them
+    /// apart (PostgreSQL 10 and later, see [`activity_query`]).
+    pub others: Option<&'a OtherSessions>,
+}
+
 /// Where each activity sample goes as it is taken, besides the run's
-/// view: the run's backends and the other sessions seen with them (the
-/// live metrics show the latest).
-pub type SampleSink = Box<dyn FnMut(&StateCounts, &OtherSessions) + Send>;
+/// view (the live metrics show the latest); `None` once the monitor lost
+/// its connection and takes no more.
+pub type SampleSink = Box<dyn FnMut(Option<Sample<'_>>) + Send>;
 
 /// What the monitor saw.
 #[derive(Debug, Clone, Default)]
@@ -153,6 +162,10 @@ fn is_local(kind: &HostKind) -> bool {
     }
 }
 
+/// The first server version (10) whose `pg_stat_activity` has
+/// `backend_type`, which tells the other sessions apart.
+const BACKEND_TYPE_FROM: u32 = 100_000;
+
 /// The activity sample's query: every client backend and autovacuum worker
 /// of the run's database but the monitor's own, grouped by whose it is
 /// (`run` when it matches `run`, the condition on the run's backends;
@@ -163,7 +176,7 @@ fn activity_query(run: &str, name: &str, version_num: u32) -> String {
     let states = "coalesce(state, ''), coalesce(wait_event_type, ''), coalesce(wait_event, '')";
     let here = "from pg_catalog.pg_stat_activity \
                 where datname = pg_catalog.current_database() and pid <> pg_catalog.pg_backend_pid()";
-    if version_num < 100_000 {
+    if version_num < BACKEND_TYPE_FROM {
         return format!("select 'run', {states}, count(*) {here} and {run} group by 1, 2, 3, 4");
     }
     format!(
@@ -527,8 +540,12 @@ impl Session {
             match self.sample() {
                 Ok((sample, others)) => {
                     log.add(now_us(), &sample, &others);
+                    let others = (self.version_num >= BACKEND_TYPE_FROM).then_some(&others);
                     if let Some(sink) = self.sink.as_mut() {
-                        sink(&sample, &others);
+                        sink(Some(Sample {
+                            run: &sample,
+                            others,
+                        }));
                     }
                     samples += 1;
                 }
@@ -537,6 +554,9 @@ impl Session {
                         "connection lost after {samples} samples: {}",
                         why(&e)
                     ));
+                    if let Some(sink) = self.sink.as_mut() {
+                        sink(None);
+                    }
                     break;
                 }
             }

@@ -11,8 +11,9 @@ use super::{stderr, stdout};
 const K8S_VALIDATE: &str = "/opt/pgbolt-kubernetes-validate";
 
 /// Checks `manifest` with kubernetes-validate, then parses its container's
-/// `args` as the pod of completion index `index` would run them (the
-/// start time filled in): the benchmark they describe.
+/// `args` (the start time and `$(JOB_COMPLETION_INDEX)`, which Kubernetes
+/// would fill in, replaced by a time and 0) in the environment of the pod
+/// of completion index `index`: the benchmark they describe.
 pub fn validate_job(manifest: &str, index: u32) -> pgbolt::config::Benchmark {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("job.yaml");

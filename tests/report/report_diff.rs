@@ -603,9 +603,12 @@ fn memory_stays_constant_over_a_long_run() {
         .parse()
         .expect("count");
     assert!(processed > 0);
+    // The bounds the minute-long run had (2048 kB or 5% over 48 s), for
+    // 20 s: the same growth per second. On a quiet machine the resident
+    // set grew 0 kB between 8 s and 28 s, and 4 kB by 58 s.
     let growth = late.abs_diff(early);
     assert!(
-        growth <= 2048 || growth * 20 <= early,
+        growth <= 850 || growth * 50 <= early,
         "RSS {early} kB at 8 s, {late} kB at 28 s after {processed} transactions"
     );
 }
