@@ -385,6 +385,11 @@ fn execute(
     // monitor's end readings, which through a pooler wait seconds for
     // backends that never leave.
     let now = clock.now_us();
+    // The process's CPU and the machine's share up to here, before the
+    // monitor's end readings: their wait for the backends to leave would
+    // dilute the machine's share, mostly idle, into a short run's.
+    let machine_end = crate::observe::cpu::machine_ticks();
+    let process_cpu_us = crate::observe::cpu::process_cpu_us() - process_cpu_start;
     let (results, panicked) = worker_results(outcomes);
     let interrupted_by = signals::received();
     let server_view = monitor.stop();
@@ -409,9 +414,9 @@ fn execute(
         ready_us: shared.ready_us(),
         window_end_us: shared.length_after_connect_us.and_then(|_| shared.end_us()),
         server_view,
-        process_cpu_us: crate::observe::cpu::process_cpu_us() - process_cpu_start,
+        process_cpu_us,
         machine_busy_share: machine_start
-            .zip(crate::observe::cpu::machine_ticks())
+            .zip(machine_end)
             .and_then(|(start, end)| crate::observe::cpu::machine_busy_share(start, end)),
     })))
 }

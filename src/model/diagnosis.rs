@@ -335,8 +335,10 @@ pub struct ClientLoad {
     /// CPUs of this machine pgbolt may use.
     pub cpus: u32,
     /// The share of this machine's CPU time (all its CPUs, every
-    /// process) that was busy over the same time as the process's CPU,
-    /// from `/proc/stat` (null where there is none).
+    /// process) that was busy over the same time as the process's CPU
+    /// (from before the clients connect until the workers are done, not
+    /// the monitor's end readings after them), from `/proc/stat` (null
+    /// where there is none).
     #[serde(default)]
     pub machine_busy_share: Option<f64>,
 }
