@@ -8,6 +8,7 @@
 //! text section and the HTML panels are `crate::report`'s.
 
 mod findings;
+mod machine;
 #[cfg(test)]
 pub(crate) mod tests;
 

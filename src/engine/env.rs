@@ -368,3 +368,53 @@ pub(super) fn read_only(registry: &Registry, fd: RawFd, idx: usize) -> std::io::
         other => other,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::net::UnixStream;
+    use std::time::Duration;
+
+    use mio::{Events, Poll};
+
+    use super::*;
+
+    /// Regression: a connection that finished connecting on its first poll
+    /// was never registered, and its client waited forever for results.
+    #[test]
+    fn a_connection_never_registered_while_connecting_is_still_watched() {
+        let mut poll = Poll::new().unwrap();
+        let (ours, mut server) = UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        read_only(poll.registry(), ours.as_raw_fd(), 7).unwrap();
+        server.write_all(b"Z").unwrap();
+        let mut events = Events::with_capacity(4);
+        poll.poll(&mut events, Some(Duration::from_secs(5)))
+            .unwrap();
+        let tokens: Vec<Token> = events.iter().map(|e| e.token()).collect();
+        assert_eq!(tokens, vec![Token(7)]);
+    }
+
+    #[test]
+    fn watching_a_registered_connection_keeps_one_registration() {
+        let mut poll = Poll::new().unwrap();
+        let (ours, mut server) = UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let fd = ours.as_raw_fd();
+        poll.registry()
+            .register(
+                &mut SourceFd(&fd),
+                Token(3),
+                Interest::READABLE | Interest::WRITABLE,
+            )
+            .unwrap();
+        read_only(poll.registry(), fd, 3).unwrap();
+        server.write_all(b"Z").unwrap();
+        let mut events = Events::with_capacity(4);
+        poll.poll(&mut events, Some(Duration::from_secs(5)))
+            .unwrap();
+        let readable: Vec<bool> = events.iter().map(|e| e.is_readable()).collect();
+        assert_eq!(readable, vec![true]);
+    }
+}

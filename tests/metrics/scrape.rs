@@ -23,6 +23,16 @@ fn single(result: &[(Value, f64)]) -> f64 {
     }
 }
 
+/// pgbolt run with `args`, its endpoint on `port` (waiting up to a minute
+/// for the scrape after the end) and its JSON result in `json`.
+fn scraped_run(db: &str, args: &[&str], port: u16, json: &std::path::Path) -> std::process::Output {
+    Run::new(db, args)
+        .arg(&format!("--metrics-listen=127.0.0.1:{port}"))
+        .arg("--metrics-linger=60")
+        .arg(&format!("--json={}", json.display()))
+        .pgbolt()
+}
+
 /// The metric names of the table in docs/metrics.md.
 fn documented_names() -> Vec<String> {
     include_str!("../../docs/metrics.md")
@@ -54,14 +64,12 @@ fn a_scraped_run_agrees_with_its_json_result() {
     prometheus.wait_for("up", None, |r| !r.is_empty());
     let dir = tempfile::tempdir().expect("temp dir");
     let json = dir.path().join("run.json");
-    let out = Run::new(
+    let out = scraped_run(
         &db,
         &["-S", "-M", "prepared", "-c", "4", "-j", "2", "-T", "10"],
-    )
-    .arg(&format!("--metrics-listen=127.0.0.1:{port}"))
-    .arg("--metrics-linger=60")
-    .arg(&format!("--json={}", json.display()))
-    .pgbolt();
+        port,
+        &json,
+    );
     let ended = Some(now_s());
     assert!(out.status.success(), "pgbolt: {}", stderr(&out));
     assert!(
@@ -131,11 +139,7 @@ fn a_scraped_run_agrees_with_its_json_result() {
     let port = free_port();
     let classic = Prometheus::start_with(&[format!("127.0.0.1:{port}")], false);
     let json = dir.path().join("classic.json");
-    let out = Run::new(&db, &["-S", "-c", "2", "-T", "3"])
-        .arg(&format!("--metrics-listen=127.0.0.1:{port}"))
-        .arg("--metrics-linger=60")
-        .arg(&format!("--json={}", json.display()))
-        .pgbolt();
+    let out = scraped_run(&db, &["-S", "-c", "2", "-T", "3"], port, &json);
     let ended = Some(now_s());
     assert!(out.status.success(), "pgbolt: {}", stderr(&out));
     let committed = read_json(&json)["counts"]["committed"]
@@ -170,11 +174,7 @@ fn a_scraped_sweep_has_a_series_per_step() {
     let prometheus = Prometheus::start(&[format!("127.0.0.1:{port}")]);
     let dir = tempfile::tempdir().expect("temp dir");
     let json = dir.path().join("sweep.json");
-    let out = Run::new(&db, &["-S", "-T", "1", "--sweep=clients:1,2"])
-        .arg(&format!("--metrics-listen=127.0.0.1:{port}"))
-        .arg("--metrics-linger=60")
-        .arg(&format!("--json={}", json.display()))
-        .pgbolt();
+    let out = scraped_run(&db, &["-S", "-T", "1", "--sweep=clients:1,2"], port, &json);
     let ended = Some(now_s());
     assert!(out.status.success(), "pgbolt: {}", stderr(&out));
     let result = read_json(&json);
